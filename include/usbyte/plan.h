@@ -1,0 +1,41 @@
+/* A plan: the ordered list of blocks that covers every byte of every call once (MODEL.md).
+ * Segments of a block are stored contiguously, so a plan is two flat arrays. */
+#ifndef USBYTE_PLAN_H
+#define USBYTE_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ub_segment {
+    int32_t call;
+    uint64_t offset;  /* bytes */
+    uint64_t length;  /* bytes, > 0 */
+} ub_segment;
+
+typedef struct ub_block {
+    uint32_t first_segment;  /* index into ub_plan.segments */
+    uint32_t n_segments;
+    double start, end;       /* filled by the evaluator */
+} ub_block;
+
+typedef struct ub_plan {
+    char policy[32];
+    ub_segment *segments;
+    uint32_t n_segments, cap_segments;
+    ub_block *blocks;
+    uint32_t n_blocks, cap_blocks;
+    double iteration;     /* filled by the evaluator */
+    double lower_bound;
+    double plan_seconds;  /* time spent computing the plan (reporting only, never a decision input) */
+    char params[256];     /* what a policy chose, e.g. "partition=4194304 credit=2"; "" if none */
+} ub_plan;
+
+void ub_plan_init(ub_plan *plan, const char *policy);
+void ub_plan_free(ub_plan *plan);
+void ub_plan_clear(ub_plan *plan);                    /* keeps policy and capacity */
+void ub_plan_copy(ub_plan *dst, const ub_plan *src);  /* dst must be initialised */
+/* Opens a new, empty block at the end; segments added next belong to it. */
+void ub_plan_begin_block(ub_plan *plan);
+void ub_plan_add_segment(ub_plan *plan, int32_t call, uint64_t offset, uint64_t length);
+
+#endif

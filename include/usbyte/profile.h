@@ -1,0 +1,38 @@
+/* One training iteration of one communicator, as MODEL.md defines it ("usbyte_profile": 1).
+ * The planner, the simulator and the interposer's report all use this one struct. */
+#ifndef USBYTE_PROFILE_H
+#define USBYTE_PROFILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "usbyte/types.h"
+
+typedef struct ub_call {
+    char *name;            /* may be NULL */
+    uint64_t bytes;        /* > 0 */
+    double ready;          /* seconds from the iteration's start (first call's ready in measured profiles) */
+    int need;              /* forward segment that first needs this call, 0..n_forward-1 */
+    ub_dtype dtype;
+    ub_op op;
+    bool merge;            /* false: something waits for this call before the next one arrives */
+    double measured_comm;  /* seconds, < 0 when the profile does not carry it */
+} ub_call;
+
+typedef struct ub_profile {
+    char *name;            /* may be NULL */
+    char *source;          /* may be NULL */
+    int ranks;             /* 0 when absent */
+    bool has_net;          /* false: the caller must supply alpha/beta */
+    double alpha;          /* seconds per block */
+    double beta;           /* seconds per byte */
+    double copy_beta;      /* seconds per byte through staging */
+    double backward_end;
+    double gap;
+    int n_forward;         /* >= 1 */
+    double *forward;       /* n_forward seconds */
+    int n_calls;
+    ub_call *calls;        /* arrival order */
+} ub_profile;
+
+#endif

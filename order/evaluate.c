@@ -1,0 +1,253 @@
+/* The MODEL.md timeline, exactly: a serial link, blocks in plan order, forward segments gated
+ * by the completion of the calls they need.  Everything that judges a plan calls this. */
+#include <float.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "usbyte/model.h"
+
+double ub_block_cost(const ub_profile *prof, double bytes, int staged)
+{
+    return prof->alpha + prof->beta * bytes + (staged ? prof->copy_beta * bytes : 0.0);
+}
+
+/* Runs rules 1-5.  block_start/block_end may be NULL. */
+static double timeline(const ub_profile *prof, const ub_plan *plan, double *block_start,
+                       double *block_end, double *call_completion)
+{
+    double small[64];
+    double *done = call_completion;
+    double *heap = NULL;
+    if (!done) {
+        if (prof->n_calls <= 64) {
+            done = small;
+        } else {
+            heap = malloc(sizeof(double) * (size_t)prof->n_calls);
+            if (!heap) {
+                fprintf(stderr, "usbyte: out of memory evaluating a plan\n");
+                abort();
+            }
+            done = heap;
+        }
+    }
+    for (int k = 0; k < prof->n_calls; k++)
+        done[k] = 0.0;
+
+    double link = 0.0;
+    for (uint32_t b = 0; b < plan->n_blocks; b++) {
+        const ub_block *blk = &plan->blocks[b];
+        const ub_segment *seg = &plan->segments[blk->first_segment];
+        double start = link, bytes = 0.0;
+        bool staged = false;
+        for (uint32_t i = 0; i < blk->n_segments; i++) {
+            double r = prof->calls[seg[i].call].ready;
+            if (r > start)
+                start = r;
+            bytes += (double)seg[i].length;
+            if (seg[i].call != seg[0].call)
+                staged = true;
+        }
+        double end = start + ub_block_cost(prof, bytes, staged);
+        for (uint32_t i = 0; i < blk->n_segments; i++)
+            if (end > done[seg[i].call])
+                done[seg[i].call] = end;
+        if (block_start)
+            block_start[b] = start;
+        if (block_end)
+            block_end[b] = end;
+        link = end;
+    }
+
+    /* Forward: segment s waits for every call whose need is s. */
+    double t = prof->backward_end + prof->gap;
+    int s_count = prof->n_forward;
+    double gate_small[64];
+    double *gate = s_count <= 64 ? gate_small : malloc(sizeof(double) * (size_t)s_count);
+    if (!gate) {
+        fprintf(stderr, "usbyte: out of memory evaluating a plan\n");
+        abort();
+    }
+    for (int s = 0; s < s_count; s++)
+        gate[s] = -DBL_MAX;
+    for (int k = 0; k < prof->n_calls; k++) {
+        int s = prof->calls[k].need;
+        if (done[k] > gate[s])
+            gate[s] = done[k];
+    }
+    for (int s = 0; s < s_count; s++) {
+        if (gate[s] > t)
+            t = gate[s];
+        t += prof->forward[s];
+    }
+    if (gate != gate_small)
+        free(gate);
+    free(heap);
+    return t;
+}
+
+double ub_evaluate(const ub_profile *prof, ub_plan *plan, double *call_completion)
+{
+    double *start = malloc(sizeof(double) * (plan->n_blocks ? plan->n_blocks : 1) * 2);
+    if (!start) {
+        fprintf(stderr, "usbyte: out of memory evaluating a plan\n");
+        abort();
+    }
+    double *end = start + plan->n_blocks;
+    double t = timeline(prof, plan, start, end, call_completion);
+    for (uint32_t b = 0; b < plan->n_blocks; b++) {
+        plan->blocks[b].start = start[b];
+        plan->blocks[b].end = end[b];
+    }
+    free(start);
+    plan->iteration = t;
+    plan->lower_bound = ub_lower_bound(prof);
+    return t;
+}
+
+double ub_evaluate_const(const ub_profile *prof, const ub_plan *plan, double *call_completion)
+{
+    return timeline(prof, plan, NULL, NULL, call_completion);
+}
+
+double ub_lower_bound(const ub_profile *prof)
+{
+    double fwd = 0.0;
+    for (int s = 0; s < prof->n_forward; s++)
+        fwd += prof->forward[s];
+    double compute = prof->backward_end + prof->gap + fwd;
+    if (prof->n_calls == 0)
+        return compute;
+    double first = prof->calls[0].ready, bytes = 0.0;
+    int last_need = 0;
+    for (int k = 0; k < prof->n_calls; k++) {
+        if (prof->calls[k].ready < first)
+            first = prof->calls[k].ready;
+        if (prof->calls[k].need > last_need)
+            last_need = prof->calls[k].need;
+        bytes += (double)prof->calls[k].bytes;
+    }
+    double tail = 0.0;
+    for (int s = last_need; s < prof->n_forward; s++)
+        tail += prof->forward[s];
+    double link = first + prof->alpha + prof->beta * bytes + tail;
+    return link > compute ? link : compute;
+}
+
+/* Validity (MODEL.md): every byte of every call exactly once, homogeneous blocks, no block
+ * spanning a call marked "merge": false. */
+typedef struct {
+    uint64_t offset, length;
+    uint32_t block;
+} covered;
+
+static int by_call_offset(const void *a, const void *b)
+{
+    const covered *x = a, *y = b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, size_t errlen)
+{
+    int n = prof->n_calls;
+    /* barrier_before[k]: number of merge:false calls among 0..k-1, so a block spanning calls
+     * lo..hi crosses a barrier iff barrier_before[hi] != barrier_before[lo]. */
+    int *barrier_before = calloc((size_t)n + 1, sizeof(int));
+    uint32_t *count = calloc((size_t)n + 1, sizeof(uint32_t));
+    covered *cov = malloc(sizeof(covered) * (plan->n_segments ? plan->n_segments : 1));
+    uint32_t *fill = calloc((size_t)n + 1, sizeof(uint32_t));
+    int rc = -1;
+    if (!barrier_before || !count || !cov || !fill) {
+        snprintf(err, errlen, "out of memory validating the plan");
+        goto out;
+    }
+    for (int k = 0; k < n; k++)
+        barrier_before[k + 1] = barrier_before[k] + (prof->calls[k].merge ? 0 : 1);
+
+    for (uint32_t b = 0; b < plan->n_blocks; b++) {
+        const ub_block *blk = &plan->blocks[b];
+        if (blk->n_segments == 0) {
+            snprintf(err, errlen, "blocks[%u] is empty", b);
+            goto out;
+        }
+        if ((uint64_t)blk->first_segment + blk->n_segments > plan->n_segments) {
+            snprintf(err, errlen, "blocks[%u] refers past the plan's segments", b);
+            goto out;
+        }
+        const ub_segment *seg = &plan->segments[blk->first_segment];
+        int lo = n, hi = -1;
+        for (uint32_t i = 0; i < blk->n_segments; i++) {
+            const ub_segment *s = &seg[i];
+            if (s->call < 0 || s->call >= n) {
+                snprintf(err, errlen, "blocks[%u].segments[%u]: call %d does not exist (the profile has %d calls)",
+                         b, i, (int)s->call, n);
+                goto out;
+            }
+            const ub_call *c = &prof->calls[s->call];
+            if (s->length == 0 || s->offset >= c->bytes || s->length > c->bytes - s->offset) {
+                snprintf(err, errlen,
+                         "blocks[%u].segments[%u]: [%llu, +%llu) is empty or outside call %d's %llu bytes", b, i,
+                         (unsigned long long)s->offset, (unsigned long long)s->length, (int)s->call,
+                         (unsigned long long)c->bytes);
+                goto out;
+            }
+            const ub_call *c0 = &prof->calls[seg[0].call];
+            if (c->dtype != c0->dtype || c->op != c0->op) {
+                snprintf(err, errlen, "blocks[%u] mixes %s/%s (call %d) with %s/%s (call %d)", b,
+                         ub_dtype_name(c0->dtype), ub_op_name(c0->op), (int)seg[0].call, ub_dtype_name(c->dtype),
+                         ub_op_name(c->op), (int)s->call);
+                goto out;
+            }
+            if (s->call < lo)
+                lo = s->call;
+            if (s->call > hi)
+                hi = s->call;
+            count[s->call]++;
+        }
+        if (barrier_before[hi] != barrier_before[lo]) {
+            snprintf(err, errlen, "blocks[%u] merges calls %d and %d across a call marked \"merge\": false", b, lo,
+                     hi);
+            goto out;
+        }
+    }
+    /* Bucket the segments by call, then check each call's cover is exactly [0, bytes). */
+    uint32_t acc = 0;
+    for (int k = 0; k <= n; k++) {
+        uint32_t c = count[k];
+        count[k] = acc;
+        acc += c;
+    }
+    for (uint32_t b = 0; b < plan->n_blocks; b++)
+        for (uint32_t i = 0; i < plan->blocks[b].n_segments; i++) {
+            const ub_segment *s = &plan->segments[plan->blocks[b].first_segment + i];
+            cov[count[s->call] + fill[s->call]++] = (covered){s->offset, s->length, b};
+        }
+    for (int k = 0; k < n; k++) {
+        covered *c = &cov[count[k]];
+        uint32_t m = fill[k];
+        qsort(c, m, sizeof(*c), by_call_offset);
+        uint64_t at = 0;
+        for (uint32_t i = 0; i < m; i++) {
+            if (c[i].offset != at) {
+                snprintf(err, errlen, "call %d: bytes [%llu, %llu) are %s (block %u)", k, (unsigned long long)
+                         (c[i].offset < at ? c[i].offset : at), (unsigned long long)(c[i].offset < at ? at : c[i].offset),
+                         c[i].offset < at ? "covered twice" : "not covered", c[i].block);
+                goto out;
+            }
+            at += c[i].length;
+        }
+        if (at != prof->calls[k].bytes) {
+            snprintf(err, errlen, "call %d: bytes [%llu, %llu) are not covered", k, (unsigned long long)at,
+                     (unsigned long long)prof->calls[k].bytes);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(barrier_before);
+    free(count);
+    free(cov);
+    free(fill);
+    return rc;
+}

@@ -1,0 +1,76 @@
+/* The plan container: growable flat arrays of blocks and segments. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "usbyte/plan.h"
+
+static void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return p;
+    uint32_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(p, (size_t)c * elem);
+    if (!q) {
+        /* Out of memory while planning: nothing sensible to fall back to mid-plan. */
+        fprintf(stderr, "usbyte: out of memory growing a plan to %u entries\n", need);
+        abort();
+    }
+    *cap = c;
+    return q;
+}
+
+void ub_plan_init(ub_plan *plan, const char *policy)
+{
+    memset(plan, 0, sizeof(*plan));
+    snprintf(plan->policy, sizeof(plan->policy), "%s", policy ? policy : "");
+}
+
+void ub_plan_free(ub_plan *plan)
+{
+    free(plan->segments);
+    free(plan->blocks);
+    memset(plan, 0, sizeof(*plan));
+}
+
+void ub_plan_clear(ub_plan *plan)
+{
+    plan->n_segments = 0;
+    plan->n_blocks = 0;
+    plan->iteration = plan->lower_bound = plan->plan_seconds = 0;
+    plan->params[0] = '\0';
+}
+
+void ub_plan_copy(ub_plan *dst, const ub_plan *src)
+{
+    if (dst == src)
+        return;
+    dst->segments = grow(dst->segments, &dst->cap_segments, src->n_segments, sizeof(ub_segment));
+    dst->blocks = grow(dst->blocks, &dst->cap_blocks, src->n_blocks, sizeof(ub_block));
+    if (src->n_segments)
+        memcpy(dst->segments, src->segments, src->n_segments * sizeof(ub_segment));
+    if (src->n_blocks)
+        memcpy(dst->blocks, src->blocks, src->n_blocks * sizeof(ub_block));
+    dst->n_segments = src->n_segments;
+    dst->n_blocks = src->n_blocks;
+    memcpy(dst->policy, src->policy, sizeof(dst->policy));
+    memcpy(dst->params, src->params, sizeof(dst->params));
+    dst->iteration = src->iteration;
+    dst->lower_bound = src->lower_bound;
+    dst->plan_seconds = src->plan_seconds;
+}
+
+void ub_plan_begin_block(ub_plan *plan)
+{
+    plan->blocks = grow(plan->blocks, &plan->cap_blocks, plan->n_blocks + 1, sizeof(ub_block));
+    plan->blocks[plan->n_blocks++] = (ub_block){.first_segment = plan->n_segments};
+}
+
+void ub_plan_add_segment(ub_plan *plan, int32_t call, uint64_t offset, uint64_t length)
+{
+    plan->segments = grow(plan->segments, &plan->cap_segments, plan->n_segments + 1, sizeof(ub_segment));
+    plan->segments[plan->n_segments++] = (ub_segment){.call = call, .offset = offset, .length = length};
+    plan->blocks[plan->n_blocks - 1].n_segments++;
+}
