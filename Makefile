@@ -62,7 +62,7 @@ $(PLAN_LIB): $(call objs,$(PLAN_SRCS))
 
 ALL += $(PLAN_LIB)
 
-include $(sort $(wildcard */module.mk */*/module.mk))
+include $(sort $(wildcard */module.mk */*/module.mk */*/*/module.mk))
 
 all: $(ALL)
 
