@@ -1,0 +1,446 @@
+/* Profiles in the MODEL.md JSON format: strict reading with one-line errors that name the
+ * origin and the JSON path, and writing that round-trips exactly. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "usbyte/io.h"
+
+/* Largest count of calls or forward segments accepted: keeps every index in an int with room. */
+#define MAX_ENTRIES 100000000
+
+static int fail(char *err, size_t errlen, const char *origin, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, const char *origin, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return -1;
+    int n = snprintf(err, errlen, "%s: ", origin ? origin : "<profile>");
+    if (n < 0 || (size_t)n >= errlen)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+    /* One line, whatever the JSON held (names are echoed in messages). */
+    for (char *p = err; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    return -1;
+}
+
+/* A short, printable description of a JSON value for "got ..." in messages. */
+static void describe(const json_t *v, char *buf, size_t len)
+{
+    switch (json_typeof(v)) {
+    case JSON_INTEGER:
+        snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+        break;
+    case JSON_REAL:
+        snprintf(buf, len, "%.17g", json_real_value(v));
+        break;
+    case JSON_STRING:
+        snprintf(buf, len, "\"%.40s%s\"", json_string_value(v), strlen(json_string_value(v)) > 40 ? "..." : "");
+        break;
+    case JSON_TRUE:
+        snprintf(buf, len, "true");
+        break;
+    case JSON_FALSE:
+        snprintf(buf, len, "false");
+        break;
+    case JSON_NULL:
+        snprintf(buf, len, "null");
+        break;
+    case JSON_ARRAY:
+        snprintf(buf, len, "an array");
+        break;
+    case JSON_OBJECT:
+        snprintf(buf, len, "an object");
+        break;
+    default:
+        snprintf(buf, len, "?");
+    }
+}
+
+json_t *ub_json_load_file(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fail(err, errlen, path, "cannot read: %s", strerror(errno));
+        return NULL;
+    }
+    json_error_t je;
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    int read_error = ferror(f);
+    fclose(f);
+    if (!root) {
+        if (read_error)
+            fail(err, errlen, path, "cannot read: I/O error");
+        else
+            fail(err, errlen, path, "line %d, column %d: malformed JSON: %s", je.line, je.column, je.text);
+        return NULL;
+    }
+    return root;
+}
+
+/* ---- typed field readers: each names the path on failure ---- */
+
+typedef struct {
+    const char *origin;
+    char *err;
+    size_t errlen;
+} ctx;
+
+static int want_finite(const ctx *c, const json_t *v, const char *path, double min, double *out)
+{
+    char got[64];
+    if (!json_is_number(v)) {
+        describe(v, got, sizeof(got));
+        return fail(c->err, c->errlen, c->origin, "%s: must be a number, got %s", path, got);
+    }
+    double x = json_number_value(v);
+    if (!isfinite(x) || x < min) {
+        describe(v, got, sizeof(got));
+        return fail(c->err, c->errlen, c->origin, "%s: must be a finite number >= %g, got %s", path, min, got);
+    }
+    *out = x;
+    return 0;
+}
+
+static int want_string(const ctx *c, const json_t *v, const char *path, char **out)
+{
+    char got[64];
+    if (!json_is_string(v)) {
+        describe(v, got, sizeof(got));
+        return fail(c->err, c->errlen, c->origin, "%s: must be a string, got %s", path, got);
+    }
+    *out = strdup(json_string_value(v));
+    if (!*out)
+        return fail(c->err, c->errlen, c->origin, "%s: out of memory", path);
+    return 0;
+}
+
+static int parse_net(const ctx *c, const json_t *net, ub_profile *p)
+{
+    char got[64];
+    if (!json_is_object(net)) {
+        describe(net, got, sizeof(got));
+        return fail(c->err, c->errlen, c->origin, "net: must be an object with alpha and beta, got %s", got);
+    }
+    const json_t *a = json_object_get(net, "alpha"), *b = json_object_get(net, "beta");
+    if (!a)
+        return fail(c->err, c->errlen, c->origin, "net.alpha: missing (seconds per allreduce)");
+    if (!b)
+        return fail(c->err, c->errlen, c->origin, "net.beta: missing (seconds per byte)");
+    if (want_finite(c, a, "net.alpha", 0.0, &p->alpha) || want_finite(c, b, "net.beta", 0.0, &p->beta))
+        return -1;
+    const json_t *cb = json_object_get(net, "copy_beta");
+    p->copy_beta = 0.0;
+    if (cb && want_finite(c, cb, "net.copy_beta", 0.0, &p->copy_beta))
+        return -1;
+    p->has_net = true;
+    return 0;
+}
+
+static int parse_call(const ctx *c, const json_t *v, int k, ub_profile *p)
+{
+    char path[64], got[64];
+    ub_call *call = &p->calls[k];
+    call->dtype = UB_DTYPE_FLOAT32;
+    call->op = UB_OP_SUM;
+    call->merge = true;
+    call->need = 0;
+    call->measured_comm = -1.0;
+    if (!json_is_object(v)) {
+        describe(v, got, sizeof(got));
+        return fail(c->err, c->errlen, c->origin, "calls[%d]: must be an object, got %s", k, got);
+    }
+    const json_t *f;
+    if ((f = json_object_get(v, "name"))) {
+        snprintf(path, sizeof(path), "calls[%d].name", k);
+        if (want_string(c, f, path, &call->name))
+            return -1;
+    }
+    f = json_object_get(v, "bytes");
+    if (!f)
+        return fail(c->err, c->errlen, c->origin, "calls[%d].bytes: missing", k);
+    if (!json_is_integer(f) || json_integer_value(f) <= 0) {
+        describe(f, got, sizeof(got));
+        return fail(c->err, c->errlen, c->origin, "calls[%d].bytes: must be a positive integer, got %s", k, got);
+    }
+    call->bytes = (uint64_t)json_integer_value(f);
+    f = json_object_get(v, "ready");
+    if (!f)
+        return fail(c->err, c->errlen, c->origin, "calls[%d].ready: missing", k);
+    snprintf(path, sizeof(path), "calls[%d].ready", k);
+    if (want_finite(c, f, path, 0.0, &call->ready))
+        return -1;
+    if ((f = json_object_get(v, "need"))) {
+        if (!json_is_integer(f) || json_integer_value(f) < 0 || json_integer_value(f) >= p->n_forward) {
+            describe(f, got, sizeof(got));
+            return fail(c->err, c->errlen, c->origin,
+                        "calls[%d].need: must be an integer from 0 to %d (a forward segment), got %s", k,
+                        p->n_forward - 1, got);
+        }
+        call->need = (int)json_integer_value(f);
+    }
+    if ((f = json_object_get(v, "dtype"))) {
+        int d = json_is_string(f) ? ub_dtype_parse(json_string_value(f)) : -1;
+        if (d < 0) {
+            describe(f, got, sizeof(got));
+            return fail(c->err, c->errlen, c->origin, "calls[%d].dtype: unknown data type %s", k, got);
+        }
+        call->dtype = (ub_dtype)d;
+    }
+    if ((f = json_object_get(v, "op"))) {
+        int o = json_is_string(f) ? ub_op_parse(json_string_value(f)) : -1;
+        if (o < 0) {
+            describe(f, got, sizeof(got));
+            return fail(c->err, c->errlen, c->origin, "calls[%d].op: unknown reduction op %s", k, got);
+        }
+        call->op = (ub_op)o;
+    }
+    if ((f = json_object_get(v, "merge"))) {
+        if (!json_is_boolean(f)) {
+            describe(f, got, sizeof(got));
+            return fail(c->err, c->errlen, c->origin, "calls[%d].merge: must be true or false, got %s", k, got);
+        }
+        call->merge = json_is_true(f);
+    }
+    if ((f = json_object_get(v, "measured_comm"))) {
+        snprintf(path, sizeof(path), "calls[%d].measured_comm", k);
+        if (want_finite(c, f, path, 0.0, &call->measured_comm))
+            return -1;
+    }
+    return 0;
+}
+
+int ub_profile_from_json(const json_t *root, const char *origin, ub_profile *out, char *err, size_t errlen)
+{
+    ctx c = {origin ? origin : "<profile>", err, errlen};
+    char got[64];
+    memset(out, 0, sizeof(*out));
+    if (!json_is_object(root)) {
+        describe(root, got, sizeof(got));
+        return fail(err, errlen, c.origin, "top level: must be an object, got %s", got);
+    }
+    const json_t *f = json_object_get(root, "usbyte_profile");
+    if (!f)
+        return fail(err, errlen, c.origin, "usbyte_profile: missing (not a usbyte profile)");
+    if (!json_is_integer(f) || json_integer_value(f) != 1) {
+        describe(f, got, sizeof(got));
+        return fail(err, errlen, c.origin, "usbyte_profile: unsupported version %s (expected 1)", got);
+    }
+    if ((f = json_object_get(root, "name")) && want_string(&c, f, "name", &out->name))
+        goto bad;
+    if ((f = json_object_get(root, "source")) && want_string(&c, f, "source", &out->source))
+        goto bad;
+    if ((f = json_object_get(root, "ranks"))) {
+        if (!json_is_integer(f) || json_integer_value(f) < 1 || json_integer_value(f) > 1000000000) {
+            describe(f, got, sizeof(got));
+            fail(err, errlen, c.origin, "ranks: must be a positive integer, got %s", got);
+            goto bad;
+        }
+        out->ranks = (int)json_integer_value(f);
+    }
+    if ((f = json_object_get(root, "net")) && parse_net(&c, f, out))
+        goto bad;
+    f = json_object_get(root, "backward_end");
+    if (!f) {
+        fail(err, errlen, c.origin, "backward_end: missing (seconds from backward start to its end)");
+        goto bad;
+    }
+    if (want_finite(&c, f, "backward_end", 0.0, &out->backward_end))
+        goto bad;
+    if ((f = json_object_get(root, "gap")) && want_finite(&c, f, "gap", 0.0, &out->gap))
+        goto bad;
+
+    f = json_object_get(root, "forward");
+    if (f) {
+        if (!json_is_array(f) || json_array_size(f) == 0 || json_array_size(f) > MAX_ENTRIES) {
+            describe(f, got, sizeof(got));
+            fail(err, errlen, c.origin, "forward: must be a non-empty array of seconds, got %s", got);
+            goto bad;
+        }
+        out->n_forward = (int)json_array_size(f);
+    } else {
+        out->n_forward = 1;
+    }
+    out->forward = calloc((size_t)out->n_forward, sizeof(double));
+    if (!out->forward) {
+        fail(err, errlen, c.origin, "forward: out of memory");
+        goto bad;
+    }
+    for (int s = 0; f && s < out->n_forward; s++) {
+        char path[48];
+        snprintf(path, sizeof(path), "forward[%d]", s);
+        if (want_finite(&c, json_array_get(f, (size_t)s), path, 0.0, &out->forward[s]))
+            goto bad;
+    }
+
+    f = json_object_get(root, "calls");
+    if (!f) {
+        fail(err, errlen, c.origin, "calls: missing");
+        goto bad;
+    }
+    if (!json_is_array(f) || json_array_size(f) == 0 || json_array_size(f) > MAX_ENTRIES) {
+        describe(f, got, sizeof(got));
+        fail(err, errlen, c.origin, "calls: must be a non-empty array of calls, got %s", got);
+        goto bad;
+    }
+    int n = (int)json_array_size(f);
+    out->calls = calloc((size_t)n, sizeof(ub_call));
+    if (!out->calls) {
+        fail(err, errlen, c.origin, "calls: out of memory for %d calls", n);
+        goto bad;
+    }
+    out->n_calls = n;
+    for (int k = 0; k < n; k++)
+        if (parse_call(&c, json_array_get(f, (size_t)k), k, out))
+            goto bad;
+    return 0;
+bad:
+    ub_profile_free(out);
+    return -1;
+}
+
+int ub_profile_load(const char *path, ub_profile *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    json_t *root = ub_json_load_file(path, err, errlen);
+    if (!root)
+        return -1;
+    int rc = ub_profile_from_json(root, path, out, err, errlen);
+    json_decref(root);
+    return rc;
+}
+
+/* json_object_set_new that reports failure instead of leaking silently. */
+static int put(json_t *obj, const char *key, json_t *v)
+{
+    return v ? json_object_set_new(obj, key, v) : -1;
+}
+
+json_t *ub_profile_to_json(const ub_profile *p)
+{
+    json_t *root = json_object();
+    json_t *fwd = json_array(), *calls = json_array();
+    int bad = !root || !fwd || !calls;
+    if (!bad) {
+        bad |= put(root, "usbyte_profile", json_integer(1));
+        if (p->name)
+            bad |= put(root, "name", json_string(p->name));
+        if (p->source)
+            bad |= put(root, "source", json_string(p->source));
+        if (p->ranks > 0)
+            bad |= put(root, "ranks", json_integer(p->ranks));
+        if (p->has_net)
+            bad |= put(root, "net", json_pack("{s:f, s:f, s:f}", "alpha", p->alpha, "beta", p->beta, "copy_beta",
+                                              p->copy_beta));
+        bad |= put(root, "backward_end", json_real(p->backward_end));
+        bad |= put(root, "gap", json_real(p->gap));
+        for (int s = 0; s < p->n_forward; s++)
+            bad |= json_array_append_new(fwd, json_real(p->forward[s]));
+        for (int k = 0; k < p->n_calls && !bad; k++) {
+            const ub_call *c = &p->calls[k];
+            json_t *o = json_object();
+            if (!o) {
+                bad = 1;
+                break;
+            }
+            if (c->name)
+                bad |= put(o, "name", json_string(c->name));
+            bad |= put(o, "bytes", json_integer((json_int_t)c->bytes));
+            bad |= put(o, "ready", json_real(c->ready));
+            bad |= put(o, "need", json_integer(c->need));
+            bad |= put(o, "dtype", json_string(ub_dtype_name(c->dtype)));
+            bad |= put(o, "op", json_string(ub_op_name(c->op)));
+            bad |= put(o, "merge", json_boolean(c->merge));
+            if (c->measured_comm >= 0)
+                bad |= put(o, "measured_comm", json_real(c->measured_comm));
+            bad |= json_array_append_new(calls, o);
+        }
+    }
+    if (!bad) {
+        bad |= json_object_set_new(root, "forward", fwd);
+        fwd = NULL;
+        bad |= json_object_set_new(root, "calls", calls);
+        calls = NULL;
+    }
+    json_decref(fwd);
+    json_decref(calls);
+    if (bad) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+int ub_profile_save(const char *path, const ub_profile *prof, char *err, size_t errlen)
+{
+    json_t *root = ub_profile_to_json(prof);
+    if (!root)
+        return fail(err, errlen, path, "out of memory building the profile JSON");
+    int rc = json_dump_file(root, path, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    json_decref(root);
+    if (rc)
+        return fail(err, errlen, path, "cannot write: %s", strerror(errno));
+    return 0;
+}
+
+void ub_profile_free(ub_profile *p)
+{
+    if (!p)
+        return;
+    for (int k = 0; p->calls && k < p->n_calls; k++)
+        free(p->calls[k].name);
+    free(p->calls);
+    free(p->forward);
+    free(p->name);
+    free(p->source);
+    memset(p, 0, sizeof(*p));
+}
+
+static int dup_string(char **dst, const char *src)
+{
+    *dst = NULL;
+    if (!src)
+        return 0;
+    *dst = strdup(src);
+    return *dst ? 0 : -1;
+}
+
+int ub_profile_copy(ub_profile *dst, const ub_profile *src)
+{
+    *dst = *src;
+    dst->name = dst->source = NULL;
+    dst->forward = NULL;
+    dst->calls = NULL;
+    dst->n_calls = 0;
+    if (dup_string(&dst->name, src->name) || dup_string(&dst->source, src->source))
+        goto oom;
+    dst->forward = malloc(sizeof(double) * (size_t)(src->n_forward > 0 ? src->n_forward : 1));
+    if (!dst->forward)
+        goto oom;
+    if (src->n_forward > 0)
+        memcpy(dst->forward, src->forward, sizeof(double) * (size_t)src->n_forward);
+    if (src->n_calls > 0) {
+        dst->calls = calloc((size_t)src->n_calls, sizeof(ub_call));
+        if (!dst->calls)
+            goto oom;
+        dst->n_calls = src->n_calls;
+        for (int k = 0; k < src->n_calls; k++) {
+            dst->calls[k] = src->calls[k];
+            if (dup_string(&dst->calls[k].name, src->calls[k].name))
+                goto oom;
+        }
+    }
+    return 0;
+oom:
+    ub_profile_free(dst);
+    return -1;
+}
