@@ -1,0 +1,209 @@
+/* A self-contained SVG timeline of one or more plans: the backward compute with a tick where
+ * each call becomes ready, then per policy the link (its blocks in plan order) and the next
+ * forward pass (its segments, gated by the calls they need), on one time axis in ms.
+ * Hovering any shape shows its numbers (SVG <title>). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+#include "usbyte/model.h"
+
+#define WIDTH 1200.0
+#define LEFT 170.0
+#define RIGHT 30.0
+#define LANE 26.0
+#define GAP 8.0
+
+void sim_forward_starts(const ub_profile *prof, const double *call_completion, double *starts)
+{
+    int S = prof->n_forward;
+    double *gate = malloc(sizeof(double) * (size_t)S);
+    if (!gate)
+        abort();
+    for (int s = 0; s < S; s++)
+        gate[s] = -INFINITY;
+    for (int k = 0; k < prof->n_calls; k++)
+        if (call_completion[k] > gate[prof->calls[k].need])
+            gate[prof->calls[k].need] = call_completion[k];
+    double t = prof->backward_end + prof->gap;
+    for (int s = 0; s < S; s++) {
+        if (gate[s] > t)
+            t = gate[s];
+        starts[s] = t;
+        t += prof->forward[s];
+    }
+    free(gate);
+}
+
+static void xml_text(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default:
+            if ((unsigned char)*s >= 0x20)
+                fputc(*s, f);
+        }
+    }
+}
+
+typedef struct {
+    FILE *f;
+    double tmax;  /* seconds at the right edge */
+} canvas;
+
+static double X(const canvas *c, double t) { return LEFT + (WIDTH - LEFT - RIGHT) * (t / c->tmax); }
+
+static void rect(const canvas *c, double t0, double t1, double y, double h, const char *fill, const char *stroke)
+{
+    double x0 = X(c, t0), w = X(c, t1) - x0;
+    if (w < 0.6)
+        w = 0.6; /* a block shorter than a pixel must still be visible */
+    fprintf(c->f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"%s%s%s>", x0, y, w, h, fill,
+            stroke ? " stroke=\"" : "", stroke ? stroke : "", stroke ? "\" stroke-width=\"0.4\"" : "");
+}
+
+static void label(FILE *f, double y, const char *text, const char *weight)
+{
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-weight=\"%s\">", LEFT - 8, y + LANE * 0.65, weight);
+    xml_text(f, text);
+    fputs("</text>\n", f);
+}
+
+/* A round step for about 10 axis ticks. */
+static double tick_step(double span_ms)
+{
+    double raw = span_ms / 10.0, p = pow(10.0, floor(log10(raw)));
+    double m = raw / p;
+    return p * (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10);
+}
+
+int sim_svg_write(const char *path, const ub_profile *prof, const ub_plan *const *plans, int n, const char *subtitle,
+                  char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return -1;
+    }
+    double *done = malloc(sizeof(double) * (size_t)prof->n_calls);
+    double *fstart = malloc(sizeof(double) * (size_t)prof->n_forward);
+    if (!done || !fstart)
+        abort();
+    canvas c = {f, prof->backward_end};
+    for (int i = 0; i < n; i++)
+        if (plans[i]->iteration > c.tmax)
+            c.tmax = plans[i]->iteration;
+    if (c.tmax <= 0)
+        c.tmax = 1e-3;
+    c.tmax *= 1.02;
+
+    double top = 64, lanes_h = LANE + GAP + n * (2 * LANE + 2 * GAP), axis_y = top + lanes_h + 4;
+    double height = axis_y + 40 + 40;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+               "font-family=\"sans-serif\" font-size=\"12\">\n",
+            WIDTH, height, WIDTH, height);
+    fputs("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
+    fputs("<text x=\"12\" y=\"22\" font-size=\"16\" font-weight=\"bold\">usbyte-sim timeline: ", f);
+    xml_text(f, prof->name ? prof->name : "profile");
+    fprintf(f, " (%d calls)</text>\n<text x=\"12\" y=\"42\" fill=\"#555\">", prof->n_calls);
+    xml_text(f, subtitle);
+    fputs(" | hover a shape for its numbers</text>\n", f);
+
+    /* Backward compute, with a tick per call's ready time. */
+    double y = top;
+    label(f, y, "backward compute", "bold");
+    rect(&c, 0, prof->backward_end, y + 4, LANE - 8, "#9e9e9e", NULL);
+    fprintf(f, "<title>backward: 0 .. %.3f ms</title></rect>\n", prof->backward_end * 1e3);
+    for (int k = 0; k < prof->n_calls; k++) {
+        double x = X(&c, prof->calls[k].ready);
+        fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#d32f2f\" stroke-width=\"1\">"
+                   "<title>call %d ",
+                x, y, x, y + LANE, k);
+        xml_text(f, prof->calls[k].name ? prof->calls[k].name : "");
+        fprintf(f, ": ready %.3f ms, %llu bytes, need %d</title></line>\n", prof->calls[k].ready * 1e3,
+                (unsigned long long)prof->calls[k].bytes, prof->calls[k].need);
+    }
+    y += LANE + GAP;
+
+    for (int i = 0; i < n; i++) {
+        const ub_plan *p = plans[i];
+        ub_evaluate_const(prof, p, done);
+        sim_forward_starts(prof, done, fstart);
+        char name[96];
+        snprintf(name, sizeof(name), "%s: link", p->policy);
+        label(f, y, name, "bold");
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", LEFT, y + LANE,
+                WIDTH - RIGHT, y + LANE);
+        for (uint32_t b = 0; b < p->n_blocks; b++) {
+            const ub_block *blk = &p->blocks[b];
+            const ub_segment *seg = &p->segments[blk->first_segment];
+            int staged = 0, partial = 0;
+            uint64_t bytes = 0;
+            for (uint32_t s = 0; s < blk->n_segments; s++) {
+                staged |= seg[s].call != seg[0].call;
+                partial |= seg[s].length != prof->calls[seg[s].call].bytes;
+                bytes += seg[s].length;
+            }
+            const char *fill = staged ? (b % 2 ? "#ef6c00" : "#ffa726") : partial ? (b % 2 ? "#6a1b9a" : "#ab47bc")
+                                                                                  : (b % 2 ? "#1565c0" : "#42a5f5");
+            rect(&c, blk->start, blk->end, y + 3, LANE - 6, fill, "white");
+            fprintf(f, "<title>%s block %u: %.3f .. %.3f ms, %llu bytes, %u segment%s, calls %d..", p->policy, b,
+                    blk->start * 1e3, blk->end * 1e3, (unsigned long long)bytes, blk->n_segments,
+                    blk->n_segments == 1 ? "" : "s", (int)seg[0].call);
+            fprintf(f, "%d</title></rect>\n", (int)seg[blk->n_segments - 1].call);
+        }
+        y += LANE + GAP;
+        snprintf(name, sizeof(name), "%s: forward", p->policy);
+        label(f, y, name, "normal");
+        for (int s = 0; s < prof->n_forward; s++) {
+            rect(&c, fstart[s], fstart[s] + prof->forward[s], y + 5, LANE - 10, s % 2 ? "#2e7d32" : "#66bb6a", NULL);
+            fprintf(f, "<title>forward segment %d: %.3f .. %.3f ms</title></rect>\n", s, fstart[s] * 1e3,
+                    (fstart[s] + prof->forward[s]) * 1e3);
+        }
+        double xe = X(&c, p->iteration);
+        fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"black\" stroke-width=\"1.5\"/>\n", xe,
+                y - LANE - GAP, xe, y + LANE);
+        fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.3f ms</text>\n", xe - 3,
+                y + LANE - 2, p->iteration * 1e3);
+        y += LANE + GAP;
+    }
+
+    /* Axis in ms. */
+    double span_ms = c.tmax * 1e3, step = tick_step(span_ms);
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", LEFT, axis_y,
+            WIDTH - RIGHT, axis_y);
+    for (double t = 0; t <= span_ms + 1e-9; t += step) {
+        double x = X(&c, t / 1e3);
+        fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"black\"/>", x, axis_y, x, axis_y + 5);
+        fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"11\">%g</text>\n", x, axis_y + 18, t);
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">time (ms)</text>\n", LEFT - 8, axis_y + 18);
+
+    /* Legend. */
+    static const struct {
+        const char *color, *text;
+    } legend[] = {{"#9e9e9e", "backward compute"}, {"#d32f2f", "call ready"},
+                  {"#42a5f5", "block: one whole call"}, {"#ab47bc", "block: part of a call"},
+                  {"#ffa726", "block: several calls (staged)"}, {"#66bb6a", "forward segment"}};
+    double lx = LEFT, ly = axis_y + 34;
+    for (size_t i = 0; i < sizeof(legend) / sizeof(legend[0]); i++) {
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>", lx, ly - 10, legend[i].color);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 18, ly, legend[i].text);
+        lx += 18 + 8.0 * (double)strlen(legend[i].text) + 16;
+    }
+    fputs("</svg>\n", f);
+    free(done);
+    free(fstart);
+    if (fclose(f) != 0) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,450 @@
+/* usbyte-sim: replays a profile under the MODEL.md timing model with every policy of the
+ * registry (or one), and prints what each would gain.  The command line is MODEL.md's
+ * ("The simulator's command line"), plus --svg, --sweep and --synthetic. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+#include "usbyte/io.h"
+#include "usbyte/model.h"
+#include "usbyte/synthetic.h"
+
+#define EXIT_BAD_INPUT 2
+#define MAX_SWEEP 64
+
+typedef struct options {
+    const char *profile_path;
+    int synthetic_n;            /* > 0: generate instead of reading a file */
+    unsigned long long synthetic_seed;
+    int synthetic_layerwise;
+    const char *policy;         /* NULL or "all": every policy */
+    int ranks;                  /* 0: not given */
+    const char *net;
+    double alpha, beta, copy_beta; /* < 0: not given */
+    int json;
+    const char *plan_out;
+    const char *eval;
+    const char *svg;
+    int sweep[MAX_SWEEP];
+    int n_sweep;
+} options;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("usbyte-sim: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(EXIT_BAD_INPUT);
+}
+
+static void usage(FILE *f)
+{
+    char nets[256];
+    sim_net_names(nets, sizeof(nets));
+    fprintf(f,
+            "usage: usbyte-sim PROFILE.json [--policy NAME|all] [--ranks P --net PRESET | --alpha S --beta S_PER_BYTE]\n"
+            "                  [--copy-beta S_PER_BYTE] [--json] [--plan-out FILE] [--svg FILE]\n"
+            "                  [--sweep ranks=P1,P2,... --net PRESET]\n"
+            "       usbyte-sim PROFILE.json --eval PLAN.json [--json]\n"
+            "       usbyte-sim --synthetic N,SEED[,layerwise] ...   (a generated profile instead of a file)\n"
+            "policies: ");
+    for (int i = 0; i < UB_POLICY_COUNT; i++)
+        fprintf(f, "%s%s", i ? ", " : "", ub_policy_name((ub_policy_id)i));
+    fprintf(f, " (default: all)\nnet presets: %s (sources in docs/planner.md)\n", nets);
+}
+
+static double parse_seconds(const char *opt, const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < 0)
+        die("%s: must be a finite number >= 0, got \"%s\"", opt, s);
+    return v;
+}
+
+static long parse_int(const char *opt, const char *s, long min, long max)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max)
+        die("%s: must be an integer from %ld to %ld, got \"%s\"", opt, min, max, s);
+    return v;
+}
+
+static void parse_sweep(options *o, const char *arg)
+{
+    if (strncmp(arg, "ranks=", 6) != 0)
+        die("--sweep: expected ranks=P1,P2,..., got \"%s\"", arg);
+    char *copy = strdup(arg + 6), *save = NULL;
+    if (!copy)
+        die("out of memory");
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (o->n_sweep == MAX_SWEEP)
+            die("--sweep: at most %d rank counts", MAX_SWEEP);
+        o->sweep[o->n_sweep++] = (int)parse_int("--sweep ranks", tok, 1, 1000000);
+    }
+    free(copy);
+    if (o->n_sweep == 0)
+        die("--sweep: no rank counts in \"%s\"", arg);
+}
+
+static void parse_synthetic(options *o, const char *arg)
+{
+    char extra[32] = "";
+    int used = 0;
+    if (sscanf(arg, "%d,%llu%n", &o->synthetic_n, &o->synthetic_seed, &used) != 2 || o->synthetic_n < 1 ||
+        o->synthetic_n > 10000000 || (arg[used] && (sscanf(arg + used, ",%31s", extra) != 1)))
+        die("--synthetic: expected N,SEED[,layerwise] with N >= 1, got \"%s\"", arg);
+    if (extra[0]) {
+        if (strcmp(extra, "layerwise") != 0)
+            die("--synthetic: unknown variant \"%s\" (only \"layerwise\")", extra);
+        o->synthetic_layerwise = 1;
+    }
+}
+
+static void parse_args(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->alpha = o->beta = o->copy_beta = -1.0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+#define VALUE() (i + 1 < argc ? argv[++i] : (die("%s needs a value", a), ""))
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--policy")) {
+            o->policy = VALUE();
+        } else if (!strcmp(a, "--ranks")) {
+            o->ranks = (int)parse_int("--ranks", VALUE(), 1, 1000000);
+        } else if (!strcmp(a, "--net")) {
+            o->net = VALUE();
+        } else if (!strcmp(a, "--alpha")) {
+            o->alpha = parse_seconds("--alpha", VALUE());
+        } else if (!strcmp(a, "--beta")) {
+            o->beta = parse_seconds("--beta", VALUE());
+        } else if (!strcmp(a, "--copy-beta")) {
+            o->copy_beta = parse_seconds("--copy-beta", VALUE());
+        } else if (!strcmp(a, "--json")) {
+            o->json = 1;
+        } else if (!strcmp(a, "--plan-out")) {
+            o->plan_out = VALUE();
+        } else if (!strcmp(a, "--eval")) {
+            o->eval = VALUE();
+        } else if (!strcmp(a, "--svg")) {
+            o->svg = VALUE();
+        } else if (!strcmp(a, "--sweep")) {
+            parse_sweep(o, VALUE());
+        } else if (!strcmp(a, "--synthetic")) {
+            parse_synthetic(o, VALUE());
+        } else if (a[0] == '-' && a[1]) {
+            die("unknown option %s (see --help)", a);
+        } else if (o->profile_path) {
+            die("one profile at a time: got \"%s\" and \"%s\"", o->profile_path, a);
+        } else {
+            o->profile_path = a;
+        }
+#undef VALUE
+    }
+    if (!o->profile_path && !o->synthetic_n) {
+        usage(stderr);
+        exit(EXIT_BAD_INPUT);
+    }
+    if (o->profile_path && o->synthetic_n)
+        die("give a profile file or --synthetic, not both");
+    if (o->eval && (o->n_sweep || o->plan_out || o->policy))
+        die("--eval evaluates one given plan: it does not combine with --policy, --plan-out or --sweep");
+    if (o->n_sweep && !o->net)
+        die("--sweep needs --net PRESET (it converts the preset for each rank count)");
+    if (o->ranks && !o->net)
+        die("--ranks needs --net PRESET (with --alpha/--beta the costs are given directly)");
+}
+
+/* The net the plans are computed under: the profile's, then --net, then --alpha/--beta. */
+static void apply_net(const options *o, ub_profile *prof, const char *origin, int ranks_override)
+{
+    if (o->net) {
+        const sim_net *net = sim_net_find(o->net);
+        if (!net) {
+            char names[256];
+            sim_net_names(names, sizeof(names));
+            die("--net: unknown preset \"%s\" (known: %s)", o->net, names);
+        }
+        int ranks = ranks_override ? ranks_override : o->ranks ? o->ranks : prof->ranks;
+        if (ranks < 1)
+            die("%s: ranks: missing; --net %s needs --ranks P", origin, o->net);
+        sim_net_apply(net, ranks, &prof->alpha, &prof->beta);
+        if (!prof->has_net)
+            prof->copy_beta = 0.0;
+        prof->ranks = ranks;
+        prof->has_net = true;
+    }
+    if (o->alpha >= 0 || o->beta >= 0) {
+        if (!prof->has_net && (o->alpha < 0 || o->beta < 0))
+            die("%s: net: missing, so --alpha and --beta must both be given", origin);
+        if (o->alpha >= 0)
+            prof->alpha = o->alpha;
+        if (o->beta >= 0)
+            prof->beta = o->beta;
+        if (!prof->has_net)
+            prof->copy_beta = 0.0;
+        prof->has_net = true;
+    }
+    if (o->copy_beta >= 0)
+        prof->copy_beta = o->copy_beta;
+    if (!prof->has_net)
+        die("%s: net: missing; give --ranks P --net PRESET or --alpha S --beta S_PER_BYTE", origin);
+}
+
+static void load_profile(const options *o, ub_profile *prof, char *origin, size_t origin_len)
+{
+    char err[1024];
+    if (o->synthetic_n) {
+        ub_synthetic_opts so = {.n_calls = o->synthetic_n, .seed = o->synthetic_seed,
+                                .barrier = !o->synthetic_layerwise};
+        ub_profile gen;
+        if (ub_synthetic_profile(&so, &gen) != 0)
+            die("--synthetic: cannot generate %d calls", o->synthetic_n);
+        /* A private deep copy, so that this tool frees every profile the same way. */
+        if (ub_profile_copy(prof, &gen) != 0)
+            die("out of memory copying the synthetic profile");
+        ub_synthetic_free(&gen);
+        snprintf(origin, origin_len, "synthetic(%d,%llu%s)", o->synthetic_n, o->synthetic_seed,
+                 o->synthetic_layerwise ? ",layerwise" : "");
+        if (!prof->name)
+            prof->name = strdup(origin);
+        /* The generator sets a default net; with a preset or --alpha/--beta those win. */
+        return;
+    }
+    snprintf(origin, origin_len, "%s", o->profile_path);
+    if (ub_profile_load(o->profile_path, prof, err, sizeof(err)) != 0)
+        die("%s", err);
+}
+
+static int selected(const options *o, int id)
+{
+    return !o->policy || !strcmp(o->policy, "all") || id == ub_policy_parse(o->policy);
+}
+
+static void run_policies(const options *o, const ub_profile *prof, sim_result *res)
+{
+    for (int id = 0; id < UB_POLICY_COUNT; id++) {
+        res[id].used = selected(o, id) || id == UB_POLICY_WFBP; /* wfbp: the speedup reference */
+        ub_plan_init(&res[id].plan, ub_policy_name((ub_policy_id)id));
+        if (!res[id].used)
+            continue;
+        if (ub_policy_run((ub_policy_id)id, prof, &res[id].plan) != 0)
+            die("policy %s failed on this profile", ub_policy_name((ub_policy_id)id));
+        char err[512];
+        if (ub_plan_validate(prof, &res[id].plan, err, sizeof(err)) != 0) {
+            /* A policy bug, not bad input: say so loudly, never print its numbers as if valid. */
+            fprintf(stderr, "usbyte-sim: internal error: policy %s produced an invalid plan: %s\n",
+                    ub_policy_name((ub_policy_id)id), err);
+            exit(3);
+        }
+    }
+}
+
+static void free_results(sim_result *res)
+{
+    for (int id = 0; id < UB_POLICY_COUNT; id++)
+        ub_plan_free(&res[id].plan);
+}
+
+static void print_json_plan(const ub_plan *plan, int ranks)
+{
+    json_t *obj = ub_plan_to_json(plan);
+    if (!obj)
+        die("out of memory writing JSON");
+    if (ranks > 0)
+        json_object_set_new(obj, "ranks", json_integer(ranks));
+    char *s = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(obj);
+    if (!s)
+        die("out of memory writing JSON");
+    puts(s);
+    free(s);
+}
+
+static void print_header(const ub_profile *prof, const char *origin, const options *o)
+{
+    double fwd = 0;
+    for (int s = 0; s < prof->n_forward; s++)
+        fwd += prof->forward[s];
+    double bytes = 0;
+    for (int k = 0; k < prof->n_calls; k++)
+        bytes += (double)prof->calls[k].bytes;
+    printf("profile %s: %d calls, %.1f MB, backward %.3f ms, forward %.3f ms in %d segment%s\n",
+           prof->name ? prof->name : origin, prof->n_calls, bytes / 1e6, prof->backward_end * 1e3, fwd * 1e3,
+           prof->n_forward, prof->n_forward == 1 ? "" : "s");
+    printf("net: alpha %.3f us, beta %.4g s/B (%.2f GB/s), copy_beta %.3g s/B", prof->alpha * 1e6, prof->beta,
+           prof->beta > 0 ? 1e-9 / prof->beta : INFINITY, prof->copy_beta);
+    if (o->net)
+        printf(" [--net %s, %d ranks]", o->net, prof->ranks);
+    else if (o->alpha >= 0 || o->beta >= 0)
+        printf(" [--alpha/--beta]");
+    else
+        printf(" [from the profile]");
+    printf("\n");
+}
+
+static void print_table(const ub_profile *prof, const sim_result *res)
+{
+    double lb = ub_lower_bound(prof);
+    double wfbp = res[UB_POLICY_WFBP].plan.iteration;
+    printf("%-14s %13s %8s %9s %7s %10s  %s\n", "policy", "iteration_ms", "x_wfbp", "gap_to_lb", "blocks", "plan_ms",
+           "params");
+    for (int id = 0; id < UB_POLICY_COUNT; id++) {
+        if (!res[id].used)
+            continue;
+        const ub_plan *p = &res[id].plan;
+        printf("%-14s %13.3f %7.3fx %8.2f%% %7u %10.3f  %s\n", p->policy, p->iteration * 1e3, wfbp / p->iteration,
+               100.0 * (p->iteration / lb - 1.0), p->n_blocks, p->plan_seconds * 1e3, p->params);
+    }
+    printf("%-14s %13.3f\n", "lower bound", lb * 1e3);
+}
+
+/* The fastest selected plan (ties: registry order), for --plan-out with several policies. */
+static const ub_plan *fastest(const options *o, const sim_result *res)
+{
+    const ub_plan *best = NULL;
+    for (int id = 0; id < UB_POLICY_COUNT; id++)
+        if (res[id].used && selected(o, id) && (!best || res[id].plan.iteration < best->iteration))
+            best = &res[id].plan;
+    return best;
+}
+
+static int do_eval(const options *o, const ub_profile *prof)
+{
+    char err[1024];
+    ub_plan plan;
+    ub_plan_init(&plan, "");
+    if (ub_plan_load(o->eval, &plan, err, sizeof(err)) != 0)
+        die("%s", err);
+    if (ub_plan_validate(prof, &plan, err, sizeof(err)) != 0)
+        die("%s: %s", o->eval, err);
+    double spent = plan.plan_seconds;
+    ub_evaluate(prof, &plan, NULL);
+    plan.plan_seconds = spent;
+    if (o->json) {
+        print_json_plan(&plan, 0);
+    } else {
+        ub_plan ref;
+        ub_plan_init(&ref, "wfbp");
+        ub_policy_run(UB_POLICY_WFBP, prof, &ref);
+        printf("%-14s %13s %8s %9s %7s\n", "plan", "iteration_ms", "x_wfbp", "gap_to_lb", "blocks");
+        printf("%-14s %13.3f %7.3fx %8.2f%% %7u\n", plan.policy[0] ? plan.policy : "(unnamed)", plan.iteration * 1e3,
+               ref.iteration / plan.iteration, 100.0 * (plan.iteration / plan.lower_bound - 1.0), plan.n_blocks);
+        ub_plan_free(&ref);
+    }
+    if (o->svg) {
+        const ub_plan *one = &plan;
+        if (sim_svg_write(o->svg, prof, &one, 1, o->eval, err, sizeof(err)) != 0)
+            die("%s", err);
+    }
+    ub_plan_free(&plan);
+    return 0;
+}
+
+static int do_sweep(const options *o, ub_profile *prof, const char *origin)
+{
+    sim_result res[UB_POLICY_COUNT];
+    if (!o->json) {
+        printf("profile %s on --net %s: iteration ms (speedup over wfbp)\n", prof->name ? prof->name : origin, o->net);
+        printf("%6s", "ranks");
+        for (int id = 0; id < UB_POLICY_COUNT; id++)
+            if (selected(o, id) || id == UB_POLICY_WFBP)
+                printf(" %20s", ub_policy_name((ub_policy_id)id));
+        printf(" %10s\n", "lower_bnd");
+    }
+    for (int r = 0; r < o->n_sweep; r++) {
+        apply_net(o, prof, origin, o->sweep[r]);
+        run_policies(o, prof, res);
+        if (o->json) {
+            for (int id = 0; id < UB_POLICY_COUNT; id++)
+                if (res[id].used)
+                    print_json_plan(&res[id].plan, o->sweep[r]);
+        } else {
+            double wfbp = res[UB_POLICY_WFBP].plan.iteration;
+            printf("%6d", o->sweep[r]);
+            for (int id = 0; id < UB_POLICY_COUNT; id++)
+                if (res[id].used) {
+                    char cell[40];
+                    snprintf(cell, sizeof(cell), "%.3f (%.3fx)", res[id].plan.iteration * 1e3,
+                             wfbp / res[id].plan.iteration);
+                    printf(" %20s", cell);
+                }
+            printf(" %10.3f\n", ub_lower_bound(prof) * 1e3);
+        }
+        free_results(res);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    parse_args(argc, argv, &o);
+    if (o.policy && strcmp(o.policy, "all") != 0 && ub_policy_parse(o.policy) < 0) {
+        char names[512] = "";
+        size_t used = 0;
+        for (int i = 0; i < UB_POLICY_COUNT && used < sizeof(names); i++)
+            used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
+                                     ub_policy_name((ub_policy_id)i));
+        die("--policy: unknown policy \"%s\" (known: %s, all)", o.policy, names);
+    }
+    ub_profile prof;
+    char origin[512];
+    load_profile(&o, &prof, origin, sizeof(origin));
+    if (o.n_sweep) {
+        do_sweep(&o, &prof, origin);
+        ub_profile_free(&prof);
+        return 0;
+    }
+    apply_net(&o, &prof, origin, 0);
+    if (o.eval) {
+        do_eval(&o, &prof);
+        ub_profile_free(&prof);
+        return 0;
+    }
+    sim_result res[UB_POLICY_COUNT];
+    run_policies(&o, &prof, res);
+    if (o.json) {
+        for (int id = 0; id < UB_POLICY_COUNT; id++)
+            if (res[id].used && selected(&o, id))
+                print_json_plan(&res[id].plan, 0);
+    } else {
+        print_header(&prof, origin, &o);
+        print_table(&prof, res);
+    }
+    char err[1024];
+    if (o.plan_out) {
+        const ub_plan *p = fastest(&o, res);
+        if (ub_plan_save(o.plan_out, p, err, sizeof(err)) != 0)
+            die("%s", err);
+    }
+    if (o.svg) {
+        const ub_plan *plans[UB_POLICY_COUNT];
+        int n = 0;
+        for (int id = 0; id < UB_POLICY_COUNT; id++)
+            if (res[id].used && selected(&o, id))
+                plans[n++] = &res[id].plan;
+        char sub[256];
+        snprintf(sub, sizeof(sub), "alpha %.1f us, beta %.3g s/B%s%s", prof.alpha * 1e6, prof.beta,
+                 o.net ? ", net " : "", o.net ? o.net : "");
+        if (sim_svg_write(o.svg, &prof, plans, n, sub, err, sizeof(err)) != 0)
+            die("%s", err);
+    }
+    free_results(res);
+    ub_profile_free(&prof);
+    return 0;
+}
