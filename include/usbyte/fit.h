@@ -1,0 +1,64 @@
+/* The cost model fit: duration = alpha + beta * bytes, by least squares over measured collective
+ * durations (DESIGN.md section 5; MODEL.md's `net.alpha` / `net.beta`).
+ *
+ * Method.  The data are centred on their (weighted) means before the normal equations are formed,
+ * so sizes of 1e9 bytes and durations of 1e-5 s lose no precision.  The answer is the least-
+ * squares solution CONSTRAINED to alpha >= 0 and beta >= 0 (a negative startup cost or bandwidth
+ * term means noise, and the planner needs a valid model): when the unconstrained solution is
+ * infeasible, every face of the constraint set is solved (alpha = 0: a line through the origin;
+ * beta = 0: alpha = mean; both 0) and the feasible one with the smallest weighted squared error is
+ * kept, which is the exact constrained optimum of this convex problem.  The flags say which
+ * constraint is active.
+ * Weights: UB_FIT_PLAIN gives every sample weight 1 (right for absolute timer/scheduling jitter,
+ * the emulator's case); UB_FIT_RELATIVE weights each sample by 1/seconds^2, i.e. minimises relative
+ * residuals, so that small calls (which decide alpha) are not drowned by large ones when sizes span
+ * orders of magnitude (slightly biased towards shorter durations under large noise).
+ * One distinct size: beta and alpha cannot be separated.  The fit then puts the whole cost on the
+ * bandwidth term (alpha = 0, beta = mean/bytes), which reproduces the observed size exactly, and sets
+ * UB_FIT_ONE_SIZE; if that one size is 0 bytes, alpha = mean and beta = 0.  Callers that know a
+ * better alpha (configuration, NCCL's own estimate) should use it when the flag is set.
+ * Invalid samples (non-finite, negative bytes, negative or non-finite seconds, non-positive
+ * seconds under UB_FIT_RELATIVE) are skipped and counted in `ignored`. */
+#ifndef USBYTE_FIT_H
+#define USBYTE_FIT_H
+
+#include <stddef.h>
+
+typedef struct ub_fit_sample {
+    double bytes;
+    double seconds;
+} ub_fit_sample;
+
+typedef enum { UB_FIT_PLAIN, UB_FIT_RELATIVE } ub_fit_weighting;
+
+enum {
+    UB_FIT_EMPTY = 1u << 0,         /* no valid sample: alpha = beta = 0 */
+    UB_FIT_ONE_SIZE = 1u << 1,      /* one distinct size: see above */
+    UB_FIT_ALPHA_CLAMPED = 1u << 2, /* the unconstrained alpha was negative: alpha = 0 */
+    UB_FIT_BETA_CLAMPED = 1u << 3,  /* the unconstrained beta was negative: beta = 0 */
+};
+
+typedef struct ub_fit_result {
+    double alpha;          /* seconds, >= 0 */
+    double beta;           /* seconds per byte, >= 0 */
+    double rms;            /* unweighted RMS of (seconds - alpha - beta*bytes) over valid samples */
+    double rel_rms;        /* rms / mean seconds (0 when the mean is 0) */
+    double max_abs;        /* largest |residual| */
+    size_t samples;        /* valid samples used */
+    size_t ignored;        /* invalid samples skipped */
+    size_t distinct_sizes; /* distinct byte counts among the valid samples */
+    unsigned flags;        /* UB_FIT_* */
+} ub_fit_result;
+
+/* Fits n samples.  Returns 0, or -1 with UB_FIT_EMPTY set when no sample is valid (or when out of
+ * memory for counting distinct sizes, with `samples` 0).  Never reads beyond n; s may be NULL when
+ * n is 0. */
+int ub_fit_linear(const ub_fit_sample *s, size_t n, ub_fit_weighting w, ub_fit_result *out);
+
+/* MODEL.md's ring allreduce of M bytes over p ranks costs 2(p-1)*a0 + 2(p-1)/p * M * b0.
+ * ub_fit_to_ring turns a fitted per-call (alpha, beta) into the per-hop (a0, b0);
+ * ub_ring_to_fit is its inverse.  Both return -1 (outputs untouched) unless ranks >= 2. */
+int ub_fit_to_ring(double alpha, double beta, int ranks, double *a0, double *b0);
+int ub_ring_to_fit(double a0, double b0, int ranks, double *alpha, double *beta);
+
+#endif
