@@ -29,4 +29,49 @@ int usbyteEmuValidRange(const void *ptr, size_t bytes);
 /* Writes one line per stream (its id, depth and what its worker is doing) to fd. */
 void usbyteEmuDumpStreams(int fd);
 
+
+/* ---- Additions (cudart side), used by libcuda.so.1, libcupti.so.13 and the unit tests ---- */
+#include <stdint.h>
+
+/* Like usbyteEmuStreamEnqueue, for the _ptsz entry points: with ptsz != 0 a NULL stream means
+ * the calling thread's per-thread default stream instead of the legacy stream. */
+cudaError_t usbyteEmuStreamEnqueueEx(cudaStream_t stream, int ptsz, usbyteEmuOpFn run, void *arg, const char *what);
+
+/* API callback hook, the mechanism behind the emulated CUPTI.  libcudart calls the hook (when
+ * set) at entry (site 0) and exit (site 1) of each traced runtime function, with the CUPTI
+ * domain and callback id, the function name, a pointer to the parameter struct laid out as
+ * CUPTI's generated_*_meta.h define it, the return value (exit only, else NULL), a
+ * correlation id shared by the enter/exit pair and a per-call uint64_t the subscriber may use
+ * as CUpti_CallbackData.correlationData.  One hook at a time; NULL detaches. */
+typedef void (*usbyteEmuApiHookFn)(int domain, uint32_t cbid, int site, const char *functionName,
+                                   const void *params, const void *returnValue,
+                                   uint32_t correlationId, uint64_t *correlationData);
+void usbyteEmuSetApiHook(usbyteEmuApiHookFn hook);
+
+/* For other stand-ins (the driver API): reports one traced call through the hook, if any.
+ * Call with site 0 before the work and site 1 after it, with the same correlationId (0 at
+ * enter asks for a new one, returned) and the same correlationData storage. */
+uint32_t usbyteEmuApiCallback(int domain, uint32_t cbid, int site, const char *functionName,
+                              const void *params, const void *returnValue,
+                              uint32_t correlationId, uint64_t *correlationData);
+
+/* The one emulated context (what cuCtxGetCurrent and CUPTI report). */
+void *usbyteEmuContext(void);
+
+/* Test control: make cudaStreamIsCapturing/cudaStreamGetCaptureInfo report an active capture
+ * on stream (capturing != 0) or none.  Nothing is actually captured. */
+cudaError_t usbyteEmuSetCapturing(cudaStream_t stream, int capturing);
+
+/* Test control: sets the process's sticky error (as a device fault would).  From then on every
+ * runtime call returns it and cudaGetLastError does not clear it. cudaSuccess clears it (the
+ * emulator's equivalent of restarting the process). */
+void usbyteEmuSetStickyError(cudaError_t err);
+
+/* Hang diagnosis: when the environment has USBYTE_EMU_LAUNCHED=1 (emu-run sets it), libcudart
+ * installs a SIGUSR2 handler at load time that writes usbyteEmuDumpStreams(2), each line
+ * starting with "[pid N]", so the launcher can ask every rank where its streams wait. The
+ * dump format is one line per stream:
+ *   [pid N] stream <id> <legacy|per-thread|blocking|non-blocking> depth <D>: <activity>
+ * where activity is "idle", the running op's description, or what usbyteEmuSetActivity said. */
+
 #endif

@@ -1,0 +1,322 @@
+/* Events.  Each cudaEventRecord creates a refcounted record instance that the stream's worker
+ * completes (with a CLOCK_MONOTONIC timestamp) when it reaches it; the event points at its
+ * latest instance.  Waits (cudaStreamWaitEvent, cudaEventSynchronize) capture the instance at
+ * call time, so later records of the same event cannot affect them, exactly as in CUDA. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cupti_runtime_cbid.h>
+#include <generated_cuda_runtime_api_meta.h>
+
+#include "emu.h"
+
+struct CUevent_st {
+    unsigned flags;
+    bool alive;
+    struct emu_record *latest;   /* NULL: never recorded, complete */
+    uint64_t id;
+    struct CUevent_st *self;     /* uthash key */
+    UT_hash_handle hh;
+    struct CUevent_st *free_next;
+};
+
+/* One lock for every event and record: events change rarely compared with the work they
+ * order, and it keeps "latest" and the completion flags trivially consistent. */
+static pthread_mutex_t events_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t records_cv = PTHREAD_COND_INITIALIZER;
+static struct CUevent_st *event_table;
+static struct CUevent_st *free_events;
+static uint64_t next_event_id = 1;
+
+void emu_record_release(struct emu_record *rec)
+{
+    if (rec != NULL && atomic_fetch_sub(&rec->refs, 1) == 1)
+        free(rec);
+}
+
+void emu_record_wait(struct emu_record *rec)
+{
+    if (atomic_load_explicit(&rec->done, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&events_mu);
+    while (!atomic_load_explicit(&rec->done, memory_order_acquire))
+        pthread_cond_wait(&records_cv, &events_mu);
+    pthread_mutex_unlock(&events_mu);
+}
+
+static void record_run(void *arg)
+{
+    struct emu_record *rec = arg;
+    clock_gettime(CLOCK_MONOTONIC, &rec->when);
+    pthread_mutex_lock(&events_mu);
+    atomic_store_explicit(&rec->done, true, memory_order_release);
+    pthread_cond_broadcast(&records_cv);
+    pthread_mutex_unlock(&events_mu);
+    emu_record_release(rec);
+}
+
+static void wait_run(void *arg)
+{
+    struct emu_record *rec = arg;
+    emu_record_wait(rec);
+    emu_record_release(rec);
+}
+
+/* Looks the handle up; on success returns with events_mu held. */
+static cudaError_t lock_event(cudaEvent_t handle, struct CUevent_st **out)
+{
+    if (handle == NULL)
+        return cudaErrorInvalidResourceHandle;
+    struct CUevent_st *e = NULL;
+    pthread_mutex_lock(&events_mu);
+    HASH_FIND_PTR(event_table, &handle, e);
+    if (e == NULL || !e->alive) {
+        pthread_mutex_unlock(&events_mu);
+        return cudaErrorInvalidResourceHandle;
+    }
+    *out = e;
+    return cudaSuccess;
+}
+
+/* Takes a reference on the event's latest record (NULL if never recorded). */
+static cudaError_t capture_latest(cudaEvent_t handle, struct emu_record **out, unsigned *flags)
+{
+    struct CUevent_st *e;
+    cudaError_t err = lock_event(handle, &e);
+    if (err != cudaSuccess)
+        return err;
+    *out = e->latest;
+    if (e->latest)
+        atomic_fetch_add(&e->latest->refs, 1);
+    if (flags)
+        *flags = e->flags;
+    pthread_mutex_unlock(&events_mu);
+    return cudaSuccess;
+}
+
+static cudaError_t event_create(cudaEvent_t *event, unsigned flags)
+{
+    if (event == NULL)
+        return cudaErrorInvalidValue;
+    if (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess))
+        return cudaErrorInvalidValue;
+    if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming))
+        return cudaErrorInvalidValue;
+    pthread_mutex_lock(&events_mu);
+    struct CUevent_st *e = free_events;
+    if (e != NULL) {
+        free_events = e->free_next;
+    } else {
+        e = calloc(1, sizeof *e);
+        if (e == NULL) {
+            pthread_mutex_unlock(&events_mu);
+            return cudaErrorMemoryAllocation;
+        }
+        e->self = e;
+        HASH_ADD_PTR(event_table, self, e);
+    }
+    e->flags = flags;
+    e->alive = true;
+    e->latest = NULL;
+    e->id = next_event_id++;
+    pthread_mutex_unlock(&events_mu);
+    *event = e;
+    return cudaSuccess;
+}
+
+EMU_EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event)
+{
+    return emu_result(event_create(event, cudaEventDefault));
+}
+
+EMU_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+{
+    return emu_result(event_create(event, flags));
+}
+
+static cudaError_t event_destroy(cudaEvent_t handle)
+{
+    struct CUevent_st *e;
+    cudaError_t err = lock_event(handle, &e);
+    if (err != cudaSuccess)
+        return err;
+    /* A pending record still completes (its instance is refcounted); only the handle dies. */
+    struct emu_record *old = e->latest;
+    e->latest = NULL;
+    e->alive = false;
+    e->free_next = free_events;
+    free_events = e;
+    pthread_mutex_unlock(&events_mu);
+    emu_record_release(old);
+    return cudaSuccess;
+}
+
+EMU_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event)
+{
+    return emu_result(event_destroy(event));
+}
+
+static cudaError_t event_record(cudaEvent_t handle, cudaStream_t stream, unsigned flags, bool ptsz)
+{
+    if (flags & ~(unsigned)cudaEventRecordExternal)
+        return cudaErrorInvalidValue;
+    struct CUstream_st *s;
+    cudaError_t err = emu_stream_resolve(stream, ptsz, &s);
+    if (err != cudaSuccess)
+        return err;
+    struct emu_record *rec = calloc(1, sizeof *rec);
+    if (rec == NULL)
+        return cudaErrorMemoryAllocation;
+    atomic_init(&rec->refs, 2);   /* the event's and the op's */
+    atomic_init(&rec->done, false);
+
+    struct CUevent_st *e;
+    err = lock_event(handle, &e);
+    if (err != cudaSuccess) {
+        free(rec);
+        return err;
+    }
+    struct emu_record *old = e->latest;
+    e->latest = rec;
+    uint64_t id = e->id;
+    pthread_mutex_unlock(&events_mu);
+    emu_record_release(old);
+
+    char what[64];
+    snprintf(what, sizeof what, "cudaEventRecord event %llu", (unsigned long long)id);
+    err = emu_enqueue(s, record_run, rec, what, NULL);
+    if (err != cudaSuccess)
+        record_run(rec);   /* never leave a record that can never complete */
+    return err;
+}
+
+EMU_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+    cudaEventRecord_v3020_params p = {event, stream};
+    EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, "cudaEventRecord", &p,
+               event_record(event, stream, 0, false));
+}
+
+EMU_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
+{
+    cudaEventRecord_ptsz_v7000_params p = {event, stream};
+    EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000, "cudaEventRecord_ptsz", &p,
+               event_record(event, stream, 0, true));
+}
+
+EMU_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags)
+{
+    cudaEventRecordWithFlags_v11010_params p = {event, stream, flags};
+    EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010, "cudaEventRecordWithFlags", &p,
+               event_record(event, stream, flags, false));
+}
+
+EMU_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags)
+{
+    cudaEventRecordWithFlags_ptsz_v11010_params p = {event, stream, flags};
+    EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010, "cudaEventRecordWithFlags_ptsz", &p,
+               event_record(event, stream, flags, true));
+}
+
+static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event, unsigned flags, bool ptsz)
+{
+    if (flags & ~(unsigned)cudaEventWaitExternal)
+        return cudaErrorInvalidValue;
+    struct CUstream_st *s;
+    cudaError_t err = emu_stream_resolve(stream, ptsz, &s);
+    if (err != cudaSuccess)
+        return err;
+    struct emu_record *rec;
+    err = capture_latest(event, &rec, NULL);
+    if (err != cudaSuccess)
+        return err;
+    if (rec == NULL)
+        return cudaSuccess;   /* never recorded: complete, nothing to wait for */
+    char what[64];
+    snprintf(what, sizeof what, "cudaStreamWaitEvent event %p", (void *)event);
+    err = emu_enqueue(s, wait_run, rec, what, NULL);
+    if (err != cudaSuccess)
+        emu_record_release(rec);
+    return err;
+}
+
+EMU_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+{
+    cudaStreamWaitEvent_v3020_params p = {stream, event, flags};
+    EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, "cudaStreamWaitEvent", &p,
+               stream_wait_event(stream, event, flags, false));
+}
+
+EMU_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+{
+    cudaStreamWaitEvent_ptsz_v7000_params p = {stream, event, flags};
+    EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000, "cudaStreamWaitEvent_ptsz", &p,
+               stream_wait_event(stream, event, flags, true));
+}
+
+static cudaError_t event_query(cudaEvent_t event)
+{
+    struct emu_record *rec;
+    cudaError_t err = capture_latest(event, &rec, NULL);
+    if (err != cudaSuccess || rec == NULL)
+        return err;
+    bool done = atomic_load_explicit(&rec->done, memory_order_acquire);
+    emu_record_release(rec);
+    return done ? cudaSuccess : cudaErrorNotReady;
+}
+
+EMU_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event)
+{
+    cudaEventQuery_v3020_params p = {event};
+    EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020, "cudaEventQuery", &p, event_query(event));
+}
+
+static cudaError_t event_synchronize(cudaEvent_t event)
+{
+    struct emu_record *rec;
+    cudaError_t err = capture_latest(event, &rec, NULL);
+    if (err != cudaSuccess || rec == NULL)
+        return err;
+    emu_record_wait(rec);
+    emu_record_release(rec);
+    return cudaSuccess;
+}
+
+EMU_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+    cudaEventSynchronize_v3020_params p = {event};
+    EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, "cudaEventSynchronize", &p,
+               event_synchronize(event));
+}
+
+static cudaError_t elapsed(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+    if (ms == NULL)
+        return cudaErrorInvalidValue;
+    struct emu_record *a, *b;
+    unsigned fa, fb;
+    cudaError_t err = capture_latest(start, &a, &fa);
+    if (err != cudaSuccess)
+        return err;
+    err = capture_latest(end, &b, &fb);
+    if (err != cudaSuccess) {
+        emu_record_release(a);
+        return err;
+    }
+    /* CUDA: timing-disabled or never-recorded events give cudaErrorInvalidResourceHandle,
+     * events whose record has not completed give cudaErrorNotReady. */
+    if ((fa | fb) & cudaEventDisableTiming || a == NULL || b == NULL)
+        err = cudaErrorInvalidResourceHandle;
+    else if (!atomic_load_explicit(&a->done, memory_order_acquire) || !atomic_load_explicit(&b->done, memory_order_acquire))
+        err = cudaErrorNotReady;
+    else
+        *ms = (float)((double)(b->when.tv_sec - a->when.tv_sec) * 1e3 + (double)(b->when.tv_nsec - a->when.tv_nsec) / 1e6);
+    emu_record_release(a);
+    emu_record_release(b);
+    return err;
+}
+
+EMU_EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+    return emu_result(elapsed(ms, start, end));
+}

@@ -1,0 +1,456 @@
+/* Streams: one worker thread per stream executing its ops in FIFO order, the legacy and
+ * per-thread default streams with the legacy stream's implicit synchronization, the registry
+ * used for handle validation, device-wide synchronization and the hang dump. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emu.h"
+
+static pthread_mutex_t emu_streams_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct CUstream_st *stream_table;            /* uthash by pointer: every object ever made */
+static _Atomic(struct CUstream_st *) all_streams;   /* append-only list, readable in a signal handler */
+static uint64_t next_stream_id = 1;
+static struct CUstream_st *legacy_stream;
+static pthread_once_t legacy_once = PTHREAD_ONCE_INIT;
+static pthread_key_t per_thread_key;
+static __thread struct CUstream_st *tl_per_thread;
+static __thread struct CUstream_st *tl_worker;
+static atomic_bool shutting_down;
+
+static void set_activity(struct CUstream_st *s, const char *what)
+{
+    int next = 1 - atomic_load_explicit(&s->activity_idx, memory_order_relaxed);
+    snprintf(s->activity[next], EMU_ACTIVITY_LEN, "%s", what);
+    atomic_store_explicit(&s->activity_idx, next, memory_order_release);
+}
+
+static void *worker_main(void *arg)
+{
+    struct CUstream_st *s = arg;
+    tl_worker = s;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (s->head == NULL && !s->stop)
+            pthread_cond_wait(&s->work_cv, &s->mu);
+        if (s->stop)
+            break;
+        struct emu_op *op = s->head;
+        s->head = op->next;
+        if (s->head == NULL)
+            s->tail = NULL;
+        s->running = true;
+        pthread_mutex_unlock(&s->mu);
+
+        set_activity(s, op->what);
+        op->run(op->arg);
+        free(op);
+        set_activity(s, "idle");
+
+        pthread_mutex_lock(&s->mu);
+        s->running = false;
+        s->completed++;
+        atomic_store_explicit(&s->depth, s->enqueued - s->completed, memory_order_relaxed);
+        pthread_cond_broadcast(&s->done_cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* Takes a dead, drained object for reuse, or makes a new one.  Called with emu_streams_mu. */
+static struct CUstream_st *stream_object(void)
+{
+    for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
+        if (s->alive || s->is_legacy)
+            continue;
+        pthread_mutex_lock(&s->mu);
+        bool idle = s->completed == s->enqueued && !s->stop;
+        pthread_mutex_unlock(&s->mu);
+        if (idle)
+            return s;
+    }
+    struct CUstream_st *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->work_cv, NULL);
+    pthread_cond_init(&s->done_cv, NULL);
+    snprintf(s->activity[0], EMU_ACTIVITY_LEN, "idle");
+    if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
+        pthread_cond_destroy(&s->done_cv);
+        pthread_cond_destroy(&s->work_cv);
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        return NULL;
+    }
+    s->thread_started = true;
+    s->self = s;
+    HASH_ADD_PTR(stream_table, self, s);
+    s->all_next = atomic_load(&all_streams);
+    atomic_store(&all_streams, s);
+    return s;
+}
+
+static struct CUstream_st *stream_create_locked(unsigned flags, int priority, bool legacy, bool implicit)
+{
+    struct CUstream_st *s = stream_object();
+    if (s == NULL)
+        return NULL;
+    s->id = next_stream_id++;
+    s->flags = flags;
+    s->priority = priority;
+    s->device = emu_current_device();
+    s->is_legacy = legacy;
+    s->implicit = implicit;
+    s->capturing = false;
+    s->alive = true;
+    return s;
+}
+
+struct CUstream_st *emu_stream_create(unsigned flags, int priority)
+{
+    pthread_mutex_lock(&emu_streams_mu);
+    struct CUstream_st *s = stream_create_locked(flags, priority, false, false);
+    pthread_mutex_unlock(&emu_streams_mu);
+    return s;
+}
+
+/* A per-thread default stream dies with its thread; the object is recycled once drained. */
+static void per_thread_exit(void *arg)
+{
+    struct CUstream_st *s = arg;
+    pthread_mutex_lock(&emu_streams_mu);
+    s->alive = false;
+    pthread_mutex_unlock(&emu_streams_mu);
+}
+
+static void legacy_init(void)
+{
+    pthread_key_create(&per_thread_key, per_thread_exit);
+    pthread_mutex_lock(&emu_streams_mu);
+    legacy_stream = stream_create_locked(0, 0, true, false);
+    pthread_mutex_unlock(&emu_streams_mu);
+    if (legacy_stream == NULL) {
+        fprintf(stderr, "usbyte emulator: cannot start the legacy stream's worker thread\n");
+        abort();
+    }
+}
+
+static struct CUstream_st *per_thread_stream(void)
+{
+    if (tl_per_thread == NULL) {
+        pthread_mutex_lock(&emu_streams_mu);
+        tl_per_thread = stream_create_locked(0, 0, false, true);
+        pthread_mutex_unlock(&emu_streams_mu);
+        if (tl_per_thread != NULL)
+            pthread_setspecific(per_thread_key, tl_per_thread);
+    }
+    return tl_per_thread;
+}
+
+cudaError_t emu_stream_resolve(cudaStream_t handle, bool ptsz, struct CUstream_st **out)
+{
+    pthread_once(&legacy_once, legacy_init);
+    if (handle == cudaStreamPerThread || (handle == NULL && ptsz)) {
+        *out = per_thread_stream();
+        return *out ? cudaSuccess : cudaErrorMemoryAllocation;
+    }
+    if (handle == NULL || handle == cudaStreamLegacy) {
+        *out = legacy_stream;
+        return cudaSuccess;
+    }
+    struct CUstream_st *s = NULL;
+    pthread_mutex_lock(&emu_streams_mu);
+    HASH_FIND_PTR(stream_table, &handle, s);
+    bool ok = s != NULL && s->alive && !s->implicit && !s->is_legacy;
+    pthread_mutex_unlock(&emu_streams_mu);
+    if (!ok)
+        return cudaErrorInvalidResourceHandle;
+    *out = s;
+    return cudaSuccess;
+}
+
+cudaError_t emu_stream_destroy(cudaStream_t handle)
+{
+    if (handle == NULL || handle == cudaStreamLegacy || handle == cudaStreamPerThread)
+        return cudaErrorInvalidResourceHandle;
+    struct CUstream_st *s = NULL;
+    cudaError_t err = cudaErrorInvalidResourceHandle;
+    pthread_mutex_lock(&emu_streams_mu);
+    HASH_FIND_PTR(stream_table, &handle, s);
+    if (s != NULL && s->alive && !s->implicit && !s->is_legacy) {
+        /* As in CUDA, pending work still runs; the object is recycled after it drains. */
+        s->alive = false;
+        err = cudaSuccess;
+    }
+    pthread_mutex_unlock(&emu_streams_mu);
+    return err;
+}
+
+struct CUstream_st *emu_current_worker(void)
+{
+    return tl_worker;
+}
+
+/* ---- waiting for another stream's position (the legacy stream's implicit dependencies) ---- */
+struct position_wait {
+    struct CUstream_st *stream;
+    uint64_t seq;
+};
+
+static void position_wait_run(void *arg)
+{
+    struct position_wait *w = arg;
+    emu_stream_wait_seq(w->stream, w->seq);
+    free(w);
+}
+
+static cudaError_t push_op(struct CUstream_st *s, usbyteEmuOpFn run, void *arg, const char *what, uint64_t *seq)
+{
+    struct emu_op *op = malloc(sizeof *op);
+    if (op == NULL)
+        return cudaErrorMemoryAllocation;
+    op->next = NULL;
+    op->run = run;
+    op->arg = arg;
+    snprintf(op->what, sizeof op->what, "%s", what ? what : "op");
+    pthread_mutex_lock(&s->mu);
+    if (s->tail)
+        s->tail->next = op;
+    else
+        s->head = op;
+    s->tail = op;
+    s->enqueued++;
+    atomic_store_explicit(&s->depth, s->enqueued - s->completed, memory_order_relaxed);
+    if (seq)
+        *seq = s->enqueued;
+    pthread_cond_signal(&s->work_cv);
+    pthread_mutex_unlock(&s->mu);
+    return cudaSuccess;
+}
+
+/* If `other` has unfinished work, makes s wait for all of it first. */
+static cudaError_t depend_on(struct CUstream_st *s, struct CUstream_st *other)
+{
+    pthread_mutex_lock(&other->mu);
+    uint64_t target = other->enqueued;
+    bool pending = other->completed < target;
+    pthread_mutex_unlock(&other->mu);
+    if (!pending)
+        return cudaSuccess;
+    struct position_wait *w = malloc(sizeof *w);
+    if (w == NULL)
+        return cudaErrorMemoryAllocation;
+    w->stream = other;
+    w->seq = target;
+    char what[64];
+    snprintf(what, sizeof what, "implicit wait for stream %llu op %llu",
+             (unsigned long long)other->id, (unsigned long long)target);
+    cudaError_t err = push_op(s, position_wait_run, w, what, NULL);
+    if (err != cudaSuccess)
+        free(w);
+    return err;
+}
+
+/* The legacy default stream waits for all earlier work of every blocking stream, and every
+ * blocking stream waits for all earlier work of the legacy stream. */
+static cudaError_t legacy_dependencies(struct CUstream_st *s)
+{
+    if (s->is_legacy) {
+        struct CUstream_st *list[256];
+        size_t n = 0;
+        pthread_mutex_lock(&emu_streams_mu);
+        for (struct CUstream_st *o = atomic_load(&all_streams); o; o = o->all_next) {
+            if (o == s || (o->flags & cudaStreamNonBlocking) || o->is_legacy)
+                continue;
+            if (n == sizeof list / sizeof list[0]) {
+                /* Rare: more blocking streams than the batch; wait for the rest in the next batch. */
+                pthread_mutex_unlock(&emu_streams_mu);
+                for (size_t i = 0; i < n; i++)
+                    if (depend_on(s, list[i]) != cudaSuccess)
+                        return cudaErrorMemoryAllocation;
+                n = 0;
+                pthread_mutex_lock(&emu_streams_mu);
+            }
+            list[n++] = o;
+        }
+        pthread_mutex_unlock(&emu_streams_mu);
+        for (size_t i = 0; i < n; i++)
+            if (depend_on(s, list[i]) != cudaSuccess)
+                return cudaErrorMemoryAllocation;
+        return cudaSuccess;
+    }
+    if (!(s->flags & cudaStreamNonBlocking) && legacy_stream != NULL)
+        return depend_on(s, legacy_stream);
+    return cudaSuccess;
+}
+
+cudaError_t emu_enqueue(struct CUstream_st *s, usbyteEmuOpFn run, void *arg, const char *what, uint64_t *seq)
+{
+    cudaError_t err = legacy_dependencies(s);
+    if (err != cudaSuccess)
+        return err;
+    return push_op(s, run, arg, what, seq);
+}
+
+void emu_stream_wait_seq(struct CUstream_st *s, uint64_t seq)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->completed < seq)
+        pthread_cond_wait(&s->done_cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void emu_device_sync(void)
+{
+    pthread_once(&legacy_once, legacy_init);
+    for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
+        pthread_mutex_lock(&s->mu);
+        uint64_t target = s->enqueued;
+        pthread_mutex_unlock(&s->mu);
+        emu_stream_wait_seq(s, target);
+    }
+}
+
+/* ---- the private interface ---- */
+EMU_EXPORT cudaError_t usbyteEmuStreamEnqueueEx(cudaStream_t stream, int ptsz, usbyteEmuOpFn run, void *arg, const char *what)
+{
+    if (run == NULL)
+        return cudaErrorInvalidValue;
+    struct CUstream_st *s;
+    cudaError_t err = emu_stream_resolve(stream, ptsz != 0, &s);
+    if (err != cudaSuccess)
+        return err;
+    return emu_enqueue(s, run, arg, what, NULL);
+}
+
+EMU_EXPORT cudaError_t usbyteEmuStreamEnqueue(cudaStream_t stream, usbyteEmuOpFn run, void *arg, const char *what)
+{
+    return usbyteEmuStreamEnqueueEx(stream, 0, run, arg, what);
+}
+
+EMU_EXPORT void usbyteEmuSetActivity(const char *what)
+{
+    if (tl_worker != NULL)
+        set_activity(tl_worker, what ? what : "");
+}
+
+EMU_EXPORT cudaError_t usbyteEmuSetCapturing(cudaStream_t stream, int capturing)
+{
+    struct CUstream_st *s;
+    cudaError_t err = emu_stream_resolve(stream, false, &s);
+    if (err != cudaSuccess)
+        return err;
+    pthread_mutex_lock(&s->mu);
+    s->capturing = capturing != 0;
+    pthread_mutex_unlock(&s->mu);
+    return cudaSuccess;
+}
+
+bool emu_stream_capturing(struct CUstream_st *s);
+bool emu_stream_capturing(struct CUstream_st *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool c = s->capturing;
+    pthread_mutex_unlock(&s->mu);
+    return c;
+}
+
+/* ---- hang dump: only write(2) and plain reads, so it may run in a signal handler ---- */
+static size_t put_str(char *buf, size_t at, size_t cap, const char *s)
+{
+    while (*s && at + 1 < cap)
+        buf[at++] = *s++;
+    return at;
+}
+
+static size_t put_u64(char *buf, size_t at, size_t cap, unsigned long long v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n && at + 1 < cap)
+        buf[at++] = tmp[--n];
+    return at;
+}
+
+EMU_EXPORT void usbyteEmuDumpStreams(int fd)
+{
+    for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
+        unsigned long long depth = atomic_load_explicit(&s->depth, memory_order_relaxed);
+        if (!s->alive && depth == 0 && !s->is_legacy)
+            continue;
+        char line[EMU_ACTIVITY_LEN + 96];
+        size_t n = 0;
+        n = put_str(line, n, sizeof line, "[pid ");
+        n = put_u64(line, n, sizeof line, (unsigned long long)getpid());
+        n = put_str(line, n, sizeof line, "] stream ");
+        n = put_u64(line, n, sizeof line, s->id);
+        n = put_str(line, n, sizeof line,
+                    s->is_legacy ? " legacy" : s->implicit ? " per-thread"
+                    : (s->flags & cudaStreamNonBlocking) ? " non-blocking" : " blocking");
+        n = put_str(line, n, sizeof line, " depth ");
+        n = put_u64(line, n, sizeof line, depth);
+        n = put_str(line, n, sizeof line, ": ");
+        int idx = atomic_load_explicit(&s->activity_idx, memory_order_acquire);
+        char act[EMU_ACTIVITY_LEN];
+        memcpy(act, s->activity[idx], sizeof act);
+        act[EMU_ACTIVITY_LEN - 1] = '\0';
+        n = put_str(line, n, sizeof line, act);
+        line[n++] = '\n';
+        for (size_t off = 0; off < n;) {
+            ssize_t w = write(fd, line + off, n - off);
+            if (w <= 0 && errno != EINTR)
+                break;
+            if (w > 0)
+                off += (size_t)w;
+        }
+    }
+}
+
+static void dump_on_signal(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    usbyteEmuDumpStreams(2);
+    errno = saved;
+}
+
+__attribute__((constructor)) static void emu_streams_init(void)
+{
+    const char *launched = getenv("USBYTE_EMU_LAUNCHED");
+    if (launched != NULL && strcmp(launched, "1") == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = dump_on_signal;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGUSR2, &sa, NULL);
+    }
+}
+
+/* At exit, pending work is abandoned as when a CUDA context dies.  Idle workers are stopped
+ * and joined; a worker inside an op (possibly blocked forever in a wait or a rendezvous) is
+ * left alone: objects are never freed, so it can never touch freed memory. */
+__attribute__((destructor)) static void emu_streams_shutdown(void)
+{
+    atomic_store(&shutting_down, true);
+    for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
+        pthread_mutex_lock(&s->mu);
+        s->stop = true;
+        bool joinable = !s->running && s->thread_started;
+        pthread_cond_broadcast(&s->work_cv);
+        pthread_mutex_unlock(&s->mu);
+        if (joinable)
+            pthread_join(s->thread, NULL);
+        else if (s->thread_started)
+            pthread_detach(s->thread);
+        s->thread_started = false;
+    }
+}

@@ -1,0 +1,39 @@
+/* The hook behind the emulated CUPTI: libcupti.so.13 installs one function here. */
+#include "emu.h"
+
+_Atomic(usbyteEmuApiHookFn) emu_api_hook = NULL;
+static atomic_uint next_correlation_id = 1;
+
+EMU_EXPORT void usbyteEmuSetApiHook(usbyteEmuApiHookFn hook)
+{
+    atomic_store_explicit(&emu_api_hook, hook, memory_order_release);
+}
+
+void emu_trace_enter(struct emu_trace *t, usbyteEmuApiHookFn hook, int domain, uint32_t cbid, const char *name, const void *params)
+{
+    t->hook = hook;
+    t->domain = domain;
+    t->cbid = cbid;
+    t->name = name;
+    t->params = params;
+    t->correlation_id = atomic_fetch_add(&next_correlation_id, 1);
+    t->correlation_data = 0;
+    hook(domain, cbid, 0, name, params, NULL, t->correlation_id, &t->correlation_data);
+}
+
+void emu_trace_exit(struct emu_trace *t, const void *ret)
+{
+    t->hook(t->domain, t->cbid, 1, t->name, t->params, ret, t->correlation_id, &t->correlation_data);
+}
+
+EMU_EXPORT uint32_t usbyteEmuApiCallback(int domain, uint32_t cbid, int site, const char *functionName,
+                                         const void *params, const void *returnValue,
+                                         uint32_t correlationId, uint64_t *correlationData)
+{
+    usbyteEmuApiHookFn hook = atomic_load_explicit(&emu_api_hook, memory_order_acquire);
+    if (site == 0 && correlationId == 0)
+        correlationId = atomic_fetch_add(&next_correlation_id, 1);
+    if (hook != NULL)
+        hook(domain, cbid, site, functionName, params, returnValue, correlationId, correlationData);
+    return correlationId;
+}

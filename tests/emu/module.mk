@@ -1,0 +1,26 @@
+# The CPU emulator's CUDA runtime, driver and CUPTI stand-ins (tests/emu/cudart, cuda, cupti),
+# built into $(BUILD)/emu with the real sonames and symbol versions.  The NCCL stand-in and the
+# launcher have their own fragment (tests/emu/nccl/module.mk).
+EMU_DIR := $(BUILD)/emu
+
+EMU_CUDART_SRCS := $(wildcard tests/emu/cudart/*.c)
+EMU_CUDART := $(EMU_DIR)/libcudart.so.13
+$(EMU_CUDART): $(call objs,$(EMU_CUDART_SRCS)) tests/emu/cudart/libcudart.map
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/emu/cudart/libcudart.map \
+		-Wl,--no-undefined $(LDFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS_THREAD)
+$(EMU_DIR)/libcudart.so: $(EMU_CUDART)
+	ln -sf libcudart.so.13 $@
+
+ALL += $(EMU_CUDART) $(EMU_DIR)/libcudart.so
+
+# Unit tests of the stand-ins: cmocka binaries linked against the stand-ins, found at run time
+# through their rpath ($(BUILD)/tests/unit/../../emu = $(BUILD)/emu).
+EMU_TEST_RPATH := -Wl,-rpath,'$$ORIGIN/../../emu'
+EMU_TEST_LIBS_cudart := -L$(EMU_DIR) -lcudart
+
+$(BUILD)/tests/unit/test_emu_streams: $(call objs,tests/unit/test_emu_streams.c) $(EMU_DIR)/libcudart.so
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(EMU_TEST_LIBS_cudart) $(EMU_TEST_RPATH) $(LDLIBS_CMOCKA) $(LDLIBS_THREAD)
+
+UNIT_TESTS += $(BUILD)/tests/unit/test_emu_streams

@@ -1,0 +1,419 @@
+/* The emulated CUDA runtime: streams, host functions, device synchronization, the legacy and
+ * per-thread default streams, and the private enqueue interface. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <cuda_runtime_api.h>
+
+#include "../emu/emu_internal.h"
+#include "../emu/testing/sync.h"
+
+/* The _ptsz entry points, as a program built with CUDA_API_PER_THREAD_DEFAULT_STREAM calls them. */
+cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData);
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
+
+#define CHECK(call) assert_int_equal((call), cudaSuccess)
+
+/* ---- FIFO order ---- */
+struct order_log {
+    pthread_mutex_t mu;
+    int items[64];
+    int n;
+};
+
+struct order_item {
+    struct order_log *log;
+    int value;
+};
+
+static void log_append(void *arg)
+{
+    struct order_item *it = arg;
+    pthread_mutex_lock(&it->log->mu);
+    it->log->items[it->log->n++] = it->value;
+    pthread_mutex_unlock(&it->log->mu);
+}
+
+static void test_fifo_order(void **state)
+{
+    (void)state;
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));
+    struct gate g = GATE_INIT;
+    struct order_log log = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
+    struct order_item items[32];
+    /* Everything queues behind a closed gate, so the order is the queue's, not luck. */
+    CHECK(cudaLaunchHostFunc(s, gate_host_fn, &g));
+    for (int i = 0; i < 32; i++) {
+        items[i] = (struct order_item){&log, i};
+        if (i % 2)
+            CHECK(usbyteEmuStreamEnqueue(s, log_append, &items[i], "log append"));
+        else
+            CHECK(cudaLaunchHostFunc(s, log_append, &items[i]));
+    }
+    assert_int_equal(cudaStreamQuery(s), cudaErrorNotReady);
+    gate_open(&g);
+    CHECK(cudaStreamSynchronize(s));
+    assert_int_equal(cudaStreamQuery(s), cudaSuccess);
+    assert_int_equal(log.n, 32);
+    for (int i = 0; i < 32; i++)
+        assert_int_equal(log.items[i], i);
+    CHECK(cudaStreamDestroy(s));
+}
+
+/* ---- concurrency: two streams that each need the other to progress ---- */
+struct handshake {
+    struct gate a_reached, b_reached;
+};
+
+static void a_side(void *arg)
+{
+    struct handshake *h = arg;
+    gate_open(&h->a_reached);
+    gate_wait(&h->b_reached);
+}
+
+static void b_side(void *arg)
+{
+    struct handshake *h = arg;
+    gate_wait(&h->a_reached);
+    gate_open(&h->b_reached);
+}
+
+static void test_streams_run_concurrently(void **state)
+{
+    (void)state;
+    cudaStream_t a, b;
+    CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreate(&b));
+    struct handshake h = {GATE_INIT, GATE_INIT};
+    struct gate done_a = GATE_INIT, done_b = GATE_INIT;
+    CHECK(cudaLaunchHostFunc(a, a_side, &h));
+    CHECK(cudaLaunchHostFunc(a, gate_open_fn, &done_a));
+    CHECK(cudaLaunchHostFunc(b, b_side, &h));
+    CHECK(cudaLaunchHostFunc(b, gate_open_fn, &done_b));
+    assert_true(gate_wait(&done_a));
+    assert_true(gate_wait(&done_b));
+    CHECK(cudaStreamDestroy(a));
+    CHECK(cudaStreamDestroy(b));
+}
+
+/* ---- host functions run on the stream's worker, never on the caller ---- */
+struct thread_probe {
+    pthread_t seen;
+};
+
+static void record_thread(void *arg)
+{
+    ((struct thread_probe *)arg)->seen = pthread_self();
+}
+
+static void test_host_function_runs_on_worker(void **state)
+{
+    (void)state;
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));
+    struct thread_probe p1, p2;
+    CHECK(cudaLaunchHostFunc(s, record_thread, &p1));
+    CHECK(cudaLaunchHostFunc(s, record_thread, &p2));
+    CHECK(cudaStreamSynchronize(s));
+    assert_false(pthread_equal(p1.seen, pthread_self()));
+    assert_true(pthread_equal(p1.seen, p2.seen));
+    assert_int_equal(cudaLaunchHostFunc(s, NULL, NULL), cudaErrorInvalidValue);
+    CHECK(cudaStreamDestroy(s));
+}
+
+/* ---- cudaDeviceSynchronize waits for every stream ---- */
+struct flags3 {
+    struct gate gates[3];
+    int done[3];
+};
+
+struct flag_ref {
+    struct flags3 *f;
+    int i;
+};
+
+static void set_done(void *arg)
+{
+    struct flag_ref *r = arg;
+    r->f->done[r->i] = 1;   /* read by the test only after cudaDeviceSynchronize */
+}
+
+static void *open_gates_later(void *arg)
+{
+    struct flags3 *f = arg;
+    for (int i = 0; i < 3; i++)
+        gate_open(&f->gates[i]);
+    return NULL;
+}
+
+static void test_device_synchronize_waits_for_all(void **state)
+{
+    (void)state;
+    cudaStream_t s[2];
+    CHECK(cudaStreamCreate(&s[0]));
+    CHECK(cudaStreamCreateWithFlags(&s[1], cudaStreamNonBlocking));
+    cudaStream_t targets[3] = {s[0], s[1], cudaStreamPerThread};
+    struct flags3 f = {{GATE_INIT, GATE_INIT, GATE_INIT}, {0, 0, 0}};
+    struct flag_ref refs[3];
+    for (int i = 0; i < 3; i++) {
+        refs[i] = (struct flag_ref){&f, i};
+        CHECK(cudaLaunchHostFunc(targets[i], gate_host_fn, &f.gates[i]));
+        CHECK(cudaLaunchHostFunc(targets[i], set_done, &refs[i]));
+    }
+    pthread_t opener;
+    assert_int_equal(pthread_create(&opener, NULL, open_gates_later, &f), 0);
+    CHECK(cudaDeviceSynchronize());
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(f.done[i], 1);
+    pthread_join(opener, NULL);
+    CHECK(cudaStreamDestroy(s[0]));
+    CHECK(cudaStreamDestroy(s[1]));
+}
+
+/* ---- the legacy default stream's implicit synchronization ---- */
+struct legacy_probe {
+    int blocking_done;
+    int seen_by_legacy;
+};
+
+static void mark_blocking_done(void *arg)
+{
+    ((struct legacy_probe *)arg)->blocking_done = 1;
+}
+
+static void legacy_reads(void *arg)
+{
+    struct legacy_probe *p = arg;
+    p->seen_by_legacy = p->blocking_done;
+}
+
+static void test_legacy_stream_waits_for_blocking_streams(void **state)
+{
+    (void)state;
+    cudaStream_t blocking, nonblocking;
+    CHECK(cudaStreamCreate(&blocking));
+    CHECK(cudaStreamCreateWithFlags(&nonblocking, cudaStreamNonBlocking));
+    struct gate g = GATE_INIT, nb_ran = GATE_INIT;
+    struct legacy_probe p = {0, 0};
+    CHECK(cudaLaunchHostFunc(blocking, gate_host_fn, &g));
+    CHECK(cudaLaunchHostFunc(blocking, mark_blocking_done, &p));
+    CHECK(cudaLaunchHostFunc(NULL, legacy_reads, &p));
+    /* A non-blocking stream is not held back by the legacy stream's pending work. */
+    CHECK(cudaLaunchHostFunc(nonblocking, gate_open_fn, &nb_ran));
+    assert_true(gate_wait(&nb_ran));
+    assert_int_equal(cudaStreamQuery(cudaStreamLegacy), cudaErrorNotReady);
+    gate_open(&g);
+    CHECK(cudaStreamSynchronize(NULL));
+    assert_int_equal(p.seen_by_legacy, 1);
+
+    /* And a blocking stream waits for earlier legacy work. */
+    struct gate g2 = GATE_INIT;
+    struct legacy_probe q = {0, 0};
+    CHECK(cudaLaunchHostFunc(cudaStreamLegacy, gate_host_fn, &g2));
+    CHECK(cudaLaunchHostFunc(cudaStreamLegacy, mark_blocking_done, &q));
+    CHECK(cudaLaunchHostFunc(blocking, legacy_reads, &q));
+    assert_int_equal(cudaStreamQuery(blocking), cudaErrorNotReady);
+    gate_open(&g2);
+    CHECK(cudaStreamSynchronize(blocking));
+    assert_int_equal(q.seen_by_legacy, 1);
+    CHECK(cudaStreamDestroy(blocking));
+    CHECK(cudaStreamDestroy(nonblocking));
+}
+
+/* ---- per-thread default streams ---- */
+struct ptds_probe {
+    struct thread_probe legacy, ptsz, other_thread;
+};
+
+static void *use_per_thread_stream(void *arg)
+{
+    struct thread_probe *p = arg;
+    if (cudaLaunchHostFunc(cudaStreamPerThread, record_thread, p) != cudaSuccess ||
+        cudaStreamSynchronize(cudaStreamPerThread) != cudaSuccess)
+        return arg;
+    return NULL;
+}
+
+static void test_per_thread_default_stream(void **state)
+{
+    (void)state;
+    struct ptds_probe p;
+    CHECK(cudaLaunchHostFunc(NULL, record_thread, &p.legacy));
+    CHECK(cudaLaunchHostFunc_ptsz(NULL, record_thread, &p.ptsz));
+    CHECK(cudaStreamSynchronize_ptsz(NULL));
+    CHECK(cudaStreamSynchronize(NULL));
+    pthread_t t;
+    void *failed;
+    assert_int_equal(pthread_create(&t, NULL, use_per_thread_stream, &p.other_thread), 0);
+    pthread_join(t, &failed);
+    assert_null(failed);
+    /* Three different workers: the legacy stream and one per-thread stream per host thread. */
+    assert_false(pthread_equal(p.legacy.seen, p.ptsz.seen));
+    assert_false(pthread_equal(p.ptsz.seen, p.other_thread.seen));
+    assert_false(pthread_equal(p.legacy.seen, p.other_thread.seen));
+}
+
+/* ---- stream attributes and capture status ---- */
+static void test_stream_attributes(void **state)
+{
+    (void)state;
+    int least, greatest;
+    CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    assert_true(greatest < least);
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
+    unsigned flags;
+    int prio;
+    CHECK(cudaStreamGetFlags(s, &flags));
+    CHECK(cudaStreamGetPriority(s, &prio));
+    assert_int_equal(flags, cudaStreamNonBlocking);
+    assert_int_equal(prio, greatest);
+    assert_int_equal(cudaStreamCreateWithFlags(&s, 0x80), cudaErrorInvalidValue);
+
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusActive;
+    CHECK(cudaStreamIsCapturing(s, &st));
+    assert_int_equal(st, cudaStreamCaptureStatusNone);
+    CHECK(usbyteEmuSetCapturing(s, 1));
+    CHECK(cudaStreamIsCapturing(s, &st));
+    assert_int_equal(st, cudaStreamCaptureStatusActive);
+    unsigned long long id = 0;
+    CHECK(cudaStreamGetCaptureInfo(s, &st, &id, NULL, NULL, NULL, NULL));
+    assert_int_equal(st, cudaStreamCaptureStatusActive);
+    assert_true(id != 0);
+    CHECK(usbyteEmuSetCapturing(s, 0));
+    CHECK(cudaStreamGetCaptureInfo(s, &st, NULL, NULL, NULL, NULL, NULL));
+    assert_int_equal(st, cudaStreamCaptureStatusNone);
+    CHECK(cudaStreamIsCapturing(NULL, &st));
+    assert_int_equal(st, cudaStreamCaptureStatusNone);
+    CHECK(cudaStreamDestroy(s));
+}
+
+/* ---- invalid handles and the error state ---- */
+static void test_invalid_stream_handles(void **state)
+{
+    (void)state;
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));
+    CHECK(cudaStreamDestroy(s));
+    assert_int_equal(cudaStreamQuery(s), cudaErrorInvalidResourceHandle);
+    assert_int_equal(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
+    assert_int_equal(cudaLaunchHostFunc(s, record_thread, NULL), cudaErrorInvalidResourceHandle);
+    assert_int_equal(cudaStreamDestroy(s), cudaErrorInvalidResourceHandle);
+    assert_int_equal(cudaStreamDestroy(NULL), cudaErrorInvalidResourceHandle);
+    int bogus;
+    assert_int_equal(cudaStreamQuery((cudaStream_t)&bogus), cudaErrorInvalidResourceHandle);
+    assert_int_equal(usbyteEmuStreamEnqueue((cudaStream_t)&bogus, record_thread, NULL, "x"),
+                     cudaErrorInvalidResourceHandle);
+}
+
+static void test_last_error_sticky_and_not(void **state)
+{
+    (void)state;
+    (void)cudaGetLastError();
+    assert_int_equal(cudaSetDevice(1000), cudaErrorInvalidDevice);
+    assert_int_equal(cudaPeekAtLastError(), cudaErrorInvalidDevice);
+    assert_int_equal(cudaPeekAtLastError(), cudaErrorInvalidDevice);
+    assert_int_equal(cudaGetLastError(), cudaErrorInvalidDevice);
+    assert_int_equal(cudaGetLastError(), cudaSuccess);
+    assert_string_equal(cudaGetErrorName(cudaErrorInvalidResourceHandle), "cudaErrorInvalidResourceHandle");
+    assert_string_equal(cudaGetErrorString(cudaErrorNotReady), "device not ready");
+
+    usbyteEmuSetStickyError(cudaErrorIllegalAddress);
+    cudaStream_t s;
+    assert_int_equal(cudaStreamCreate(&s), cudaErrorIllegalAddress);
+    assert_int_equal(cudaGetLastError(), cudaErrorIllegalAddress);
+    assert_int_equal(cudaGetLastError(), cudaErrorIllegalAddress);
+    usbyteEmuSetStickyError(cudaSuccess);
+    assert_int_equal(cudaGetLastError(), cudaSuccess);
+}
+
+static void test_versions_and_devices(void **state)
+{
+    (void)state;
+    int v = 0, n = 0, d = -1;
+    CHECK(cudaRuntimeGetVersion(&v));
+    assert_int_equal(v, 13000);
+    CHECK(cudaDriverGetVersion(&v));
+    assert_int_equal(v, 13000);
+    CHECK(cudaGetDeviceCount(&n));
+    assert_true(n >= 1);
+    CHECK(cudaSetDevice(n - 1));
+    CHECK(cudaGetDevice(&d));
+    assert_int_equal(d, n - 1);
+    CHECK(cudaSetDevice(0));
+    struct cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    assert_true(prop.totalGlobalMem > 0);
+    assert_int_equal(prop.warpSize, 32);
+    assert_int_equal(cudaGetDeviceProperties(&prop, n), cudaErrorInvalidDevice);
+    (void)cudaGetLastError();
+}
+
+/* ---- the hang dump shows what each worker does ---- */
+struct activity_op {
+    struct gate reached, release;
+};
+
+static void busy_with_activity(void *arg)
+{
+    struct activity_op *a = arg;
+    usbyteEmuSetActivity("waiting for rank 3 in test op #7");
+    gate_open(&a->reached);
+    gate_wait(&a->release);
+}
+
+static void test_dump_streams_shows_activity(void **state)
+{
+    (void)state;
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    struct activity_op a = {GATE_INIT, GATE_INIT};
+    struct gate g = GATE_INIT;
+    CHECK(usbyteEmuStreamEnqueue(s, busy_with_activity, &a, "test op #7"));
+    CHECK(cudaLaunchHostFunc(s, gate_host_fn, &g));
+    assert_true(gate_wait(&a.reached));
+    int fd = memfd_create("dump", 0);
+    assert_true(fd >= 0);
+    usbyteEmuDumpStreams(fd);
+    char buf[8192] = {0};
+    assert_true(pread(fd, buf, sizeof buf - 1, 0) > 0);
+    close(fd);
+    unsigned long long id;
+    CHECK(cudaStreamGetId(s, &id));
+    char expect[128];
+    snprintf(expect, sizeof expect, "] stream %llu non-blocking depth 2: waiting for rank 3 in test op #7\n", id);
+    if (strstr(buf, expect) == NULL)
+        fail_msg("dump lacks \"%s\":\n%s", expect, buf);
+    gate_open(&a.release);
+    gate_open(&g);
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaStreamDestroy(s));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fifo_order),
+        cmocka_unit_test(test_streams_run_concurrently),
+        cmocka_unit_test(test_host_function_runs_on_worker),
+        cmocka_unit_test(test_device_synchronize_waits_for_all),
+        cmocka_unit_test(test_legacy_stream_waits_for_blocking_streams),
+        cmocka_unit_test(test_per_thread_default_stream),
+        cmocka_unit_test(test_stream_attributes),
+        cmocka_unit_test(test_invalid_stream_handles),
+        cmocka_unit_test(test_last_error_sticky_and_not),
+        cmocka_unit_test(test_versions_and_devices),
+        cmocka_unit_test(test_dump_streams_shows_activity),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
