@@ -17,10 +17,16 @@ ALL += $(EMU_CUDART) $(EMU_DIR)/libcudart.so
 # Unit tests of the stand-ins: cmocka binaries linked against the stand-ins, found at run time
 # through their rpath ($(BUILD)/tests/unit/../../emu = $(BUILD)/emu).
 EMU_TEST_RPATH := -Wl,-rpath,'$$ORIGIN/../../emu'
-EMU_TEST_LIBS_cudart := -L$(EMU_DIR) -lcudart
 
-$(BUILD)/tests/unit/test_emu_streams: $(call objs,tests/unit/test_emu_streams.c) $(EMU_DIR)/libcudart.so
-	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(EMU_TEST_LIBS_cudart) $(EMU_TEST_RPATH) $(LDLIBS_CMOCKA) $(LDLIBS_THREAD)
+# $(call emu_unit_test,NAME,LIBS): builds $(BUILD)/tests/unit/NAME from tests/unit/NAME.c,
+# linked against the stand-ins named in LIBS (cudart cuda cupti).
+define emu_unit_test
+$(BUILD)/tests/unit/$(1): $(call objs,tests/unit/$(1).c) $(foreach l,$(2),$(EMU_DIR)/lib$(l).so)
+	@mkdir -p $$(@D)
+	$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) -L$(EMU_DIR) $(foreach l,$(2),-l$(l)) $$(EMU_TEST_RPATH) $$(LDLIBS_CMOCKA) $$(LDLIBS_THREAD)
+UNIT_TESTS += $(BUILD)/tests/unit/$(1)
+endef
 
-UNIT_TESTS += $(BUILD)/tests/unit/test_emu_streams
+$(eval $(call emu_unit_test,test_emu_streams,cudart))
+$(eval $(call emu_unit_test,test_emu_events,cudart))
+$(eval $(call emu_unit_test,test_emu_memory,cudart))

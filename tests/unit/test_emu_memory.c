@@ -1,0 +1,166 @@
+/* The emulated CUDA runtime: the tracking allocator, copies and memsets. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cuda_runtime_api.h>
+
+#include "../emu/emu_internal.h"
+#include "../emu/testing/sync.h"
+
+#define CHECK(call) assert_int_equal((call), cudaSuccess)
+
+static void test_malloc_free_and_valid_ranges(void **state)
+{
+    (void)state;
+    void *d = NULL, *h = NULL;
+    CHECK(cudaMalloc(&d, 1000));
+    assert_non_null(d);
+    assert_int_equal((uintptr_t)d % 256, 0);
+    assert_true(usbyteEmuValidRange(d, 1000));
+    assert_true(usbyteEmuValidRange((char *)d + 999, 1));
+    assert_false(usbyteEmuValidRange((char *)d + 999, 2));
+    assert_false(usbyteEmuValidRange((char *)d + 1000, 1));
+    assert_false(usbyteEmuValidRange(NULL, 1));
+    int local;
+    assert_false(usbyteEmuValidRange(&local, sizeof local));
+    CHECK(cudaMallocHost(&h, 64));
+    assert_true(usbyteEmuValidRange(h, 64));
+    assert_int_equal(cudaFree((char *)d + 8), cudaErrorInvalidValue);   /* not an allocation's start */
+    assert_int_equal(cudaFree(&local), cudaErrorInvalidValue);
+    assert_int_equal(cudaFree(h), cudaErrorInvalidValue);                /* host memory: cudaFreeHost */
+    CHECK(cudaFree(d));
+    assert_false(usbyteEmuValidRange(d, 1));
+    CHECK(cudaFreeHost(h));
+    CHECK(cudaFree(NULL));
+    void *z = &local;
+    CHECK(cudaMalloc(&z, 0));
+    assert_null(z);
+    assert_int_equal(cudaMalloc(NULL, 8), cudaErrorInvalidValue);
+    (void)cudaGetLastError();
+}
+
+static void test_copies_round_trip(void **state)
+{
+    (void)state;
+    enum { N = 4096 };
+    static unsigned char src[N], dst[N];
+    for (int i = 0; i < N; i++)
+        src[i] = (unsigned char)(i * 7 + 1);
+    void *d1, *d2, *pinned;
+    CHECK(cudaMalloc(&d1, N));
+    CHECK(cudaMalloc(&d2, N));
+    CHECK(cudaMallocHost(&pinned, N));
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));
+    CHECK(cudaMemcpyAsync(d1, src, N, cudaMemcpyHostToDevice, s));
+    CHECK(cudaMemcpyAsync(d2, d1, N, cudaMemcpyDeviceToDevice, s));
+    CHECK(cudaMemsetAsync(d1, 0xAB, N / 2, s));
+    CHECK(cudaMemcpyAsync(pinned, d2, N, cudaMemcpyDefault, s));
+    CHECK(cudaStreamSynchronize(s));
+    assert_memory_equal(pinned, src, N);
+    CHECK(cudaMemcpy(dst, d1, N, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < N / 2; i++)
+        assert_int_equal(dst[i], 0xAB);
+    assert_memory_equal(dst + N / 2, src + N / 2, N / 2);
+    CHECK(cudaMemset(d2, 0, N));
+    CHECK(cudaMemcpy(dst, d2, N, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < N; i++)
+        assert_int_equal(dst[i], 0);
+    /* Pinned host memory counts as device-accessible in copies. */
+    CHECK(cudaMemcpy(pinned, src, N, cudaMemcpyHostToDevice));
+    CHECK(cudaStreamDestroy(s));
+    CHECK(cudaFree(d1));
+    CHECK(cudaFree(d2));
+    CHECK(cudaFreeHost(pinned));
+}
+
+/* A copy on a stream happens in stream order: behind a gate it has not happened yet. */
+static void test_async_copy_is_stream_ordered(void **state)
+{
+    (void)state;
+    int *d;
+    CHECK(cudaMalloc((void **)&d, sizeof *d));
+    CHECK(cudaMemset(d, 0, sizeof *d));
+    int one = 1, out = 0;
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    struct gate g = GATE_INIT;
+    CHECK(cudaLaunchHostFunc(s, gate_host_fn, &g));
+    CHECK(cudaMemcpyAsync(d, &one, sizeof one, cudaMemcpyHostToDevice, s));
+    assert_int_equal(*d, 0);
+    gate_open(&g);
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaMemcpy(&out, d, sizeof out, cudaMemcpyDeviceToHost));
+    assert_int_equal(out, 1);
+    CHECK(cudaStreamDestroy(s));
+    CHECK(cudaFree(d));
+}
+
+static void test_unknown_pointers_rejected(void **state)
+{
+    (void)state;
+    enum { N = 256 };
+    static char host[N];
+    void *d;
+    CHECK(cudaMalloc(&d, N));
+    assert_int_equal(cudaMemcpy(host, host + 1, 8, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+    assert_int_equal(cudaMemcpy(host, host + 1, 8, cudaMemcpyDeviceToHost), cudaErrorInvalidValue);
+    assert_int_equal(cudaMemcpyAsync(d, host, N, cudaMemcpyDeviceToDevice, NULL), cudaErrorInvalidValue);
+    assert_int_equal(cudaMemcpyAsync(d, host, N + 1, cudaMemcpyHostToDevice, NULL), cudaErrorInvalidValue);
+    assert_int_equal(cudaMemcpyAsync((char *)d + 1, host, N, cudaMemcpyHostToDevice, NULL), cudaErrorInvalidValue);
+    assert_int_equal(cudaMemcpyAsync(d, host, 8, (enum cudaMemcpyKind)17, NULL), cudaErrorInvalidMemcpyDirection);
+    assert_int_equal(cudaMemsetAsync(host, 0, 8, NULL), cudaErrorInvalidValue);
+    assert_int_equal(cudaMemsetAsync(d, 0, N + 1, NULL), cudaErrorInvalidValue);
+    assert_int_equal(cudaGetLastError(), cudaErrorInvalidValue);
+    CHECK(cudaMemcpy(host, host + 1, 8, cudaMemcpyHostToHost));
+    CHECK(cudaMemcpyAsync(d, host, 0, cudaMemcpyHostToDevice, NULL));
+    cudaStream_t dead;
+    CHECK(cudaStreamCreate(&dead));
+    CHECK(cudaStreamDestroy(dead));
+    assert_int_equal(cudaMemcpyAsync(d, host, 8, cudaMemcpyHostToDevice, dead), cudaErrorInvalidResourceHandle);
+    CHECK(cudaFree(d));
+    (void)cudaGetLastError();
+}
+
+/* cudaFree waits for the device, as on a GPU: pending work may still use the memory. */
+static void *open_after_free_started(void *arg)
+{
+    gate_open(arg);
+    return NULL;
+}
+
+static void test_free_waits_for_pending_work(void **state)
+{
+    (void)state;
+    enum { N = 1024 };
+    static char host[N];
+    void *d;
+    CHECK(cudaMalloc(&d, N));
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    struct gate g = GATE_INIT;
+    CHECK(cudaLaunchHostFunc(s, gate_host_fn, &g));
+    CHECK(cudaMemcpyAsync(host, d, N, cudaMemcpyDeviceToHost, s));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, open_after_free_started, &g), 0);
+    CHECK(cudaFree(d));   /* under ASan a free before the copy would be a use-after-free */
+    assert_int_equal(cudaStreamQuery(s), cudaSuccess);
+    pthread_join(t, NULL);
+    CHECK(cudaStreamDestroy(s));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_malloc_free_and_valid_ranges),
+        cmocka_unit_test(test_copies_round_trip),
+        cmocka_unit_test(test_async_copy_is_stream_ordered),
+        cmocka_unit_test(test_unknown_pointers_rejected),
+        cmocka_unit_test(test_free_waits_for_pending_work),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
