@@ -1,0 +1,276 @@
+/* A trainer shaped like PyTorch DistributedDataParallel (NCCL backend), on the CUDA runtime and NCCL.
+ *
+ * What it reproduces of DDP, step by step, per iteration:
+ *  - forward: broadcast of the module's buffers from rank 0 (broadcast_buffers=True) on the NCCL
+ *    stream after waiting for the compute stream, the compute stream waiting for its end event;
+ *    then the forward compute (one host function sleeping the profile's forward time);
+ *  - backward: each layer's gradients are produced on the compute stream; the autograd hook copies
+ *    each gradient into its bucket slot (a device-to-device copy on the compute stream); when a
+ *    bucket's last gradient is in, an event is recorded on the compute stream, the NCCL stream
+ *    waits for it (cudaStreamWaitEvent), the bucket is allreduced in place there, and the work's
+ *    end event is recorded on the NCCL stream right after;
+ *  - finalize: the compute stream waits for every bucket's end event, copies each bucket back to
+ *    the gradients, and the optimizer (SGD, a host function) steps before the next forward.
+ * Buckets: reverse parameter order = arrival order, closed when they reach the cap (25 MB, DDP's
+ * bucket_cap_mb, times --bytes-scale).  Iteration 0 uses its own assignment (one cap, counted from
+ * the input side); from iteration 1 the buckets are "rebuilt" in arrival order with DDP's small
+ * first bucket (1 MB), exactly as DDP rebuilds them after the first iteration, so the call sequence
+ * changes after iteration 0.
+ *
+ * --mismatch-rank R makes rank R issue something every NCCL rank accepts (same kind, count, dtype,
+ * op, root in the same order) but a usbyte signature sees: with --mismatch-kind inplace (default)
+ * its last bucket is reduced out of place into a second buffer; with stream its last bucket goes
+ * to a second NCCL stream.  The results are the same. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer_common.h"
+
+typedef struct bucket {
+    int first, n;            /* tensors, arrival order */
+    size_t offset, count;    /* elements (buckets mirror the flat gradient layout) */
+    double ready;            /* profile time its last gradient is produced */
+    cudaEvent_t ready_ev;    /* compute stream: last gradient copied in */
+    cudaEvent_t end_ev;      /* NCCL stream: allreduce done (PyTorch's work end event) */
+} bucket;
+
+typedef struct bucket_set {
+    int n;
+    bucket *b;
+    float *d_mem;            /* bucket storage, same layout as the gradients */
+    float *d_out;            /* out-of-place result (mismatch rank only) */
+} bucket_set;
+
+typedef struct ddp {
+    trainer tr;
+    bucket_set first, rebuilt;
+    cudaStream_t nccl_stream, nccl_stream2;
+    size_t buf_count;        /* broadcast buffer (BN running stats), elements */
+    float *h_buf_in, *h_buf_out, *d_buf;
+    cudaEvent_t fwd_ev, bcast_end_ev, iter_done[2];
+    tr_range all;
+    bool mismatch;           /* this rank is the mismatching one */
+} ddp;
+
+/* DDP's _compute_bucket_assignment_by_size: add a tensor, close the bucket once it reaches its
+ * limit.  from_input_side walks the tensors from the input side (iteration 0's assignment);
+ * the result is always stored in arrival order. */
+static void assign_buckets(ddp *d, bucket_set *set, size_t first_cap, size_t cap, bool from_input_side)
+{
+    trainer *tr = &d->tr;
+    int n = tr->n_tensors;
+    int *cut = calloc((size_t)n + 1, sizeof(int));  /* cut[k]: a bucket starts at tensor k */
+    if (!cut)
+        tr_die("out of memory");
+    size_t size = 0, limit = first_cap;
+    for (int i = 0; i < n; i++) {
+        int k = from_input_side ? n - 1 - i : i;
+        size += tr->tensors[k].count * sizeof(float);
+        if (size >= limit && i < n - 1) {
+            cut[from_input_side ? k : k + 1] = 1;
+            size = 0;
+            limit = cap;
+        }
+    }
+    cut[0] = 1;
+    set->n = 0;
+    for (int k = 0; k < n; k++)
+        set->n += cut[k];
+    set->b = calloc((size_t)set->n, sizeof(bucket));
+    if (!set->b)
+        tr_die("out of memory");
+    int b = -1;
+    for (int k = 0; k < n; k++) {
+        if (cut[k]) {
+            b++;
+            set->b[b].first = k;
+            set->b[b].offset = tr->tensors[k].offset;
+        }
+        bucket *bk = &set->b[b];
+        bk->n++;
+        bk->count += tr->tensors[k].count;
+        bk->ready = tr->tensors[k].ready;
+    }
+    free(cut);
+    for (int i = 0; i < set->n; i++) {
+        CUDA_CHECK(cudaEventCreateWithFlags(&set->b[i].ready_ev, cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&set->b[i].end_ev, cudaEventDisableTiming));
+    }
+    CUDA_CHECK(cudaMalloc((void **)&set->d_mem, tr->total * sizeof(float)));
+    if (d->mismatch && d->tr.opt.mismatch_kind == TR_MISMATCH_INPLACE)
+        CUDA_CHECK(cudaMalloc((void **)&set->d_out, tr->total * sizeof(float)));
+}
+
+static void free_buckets(bucket_set *set)
+{
+    for (int i = 0; i < set->n; i++) {
+        CUDA_CHECK(cudaEventDestroy(set->b[i].ready_ev));
+        CUDA_CHECK(cudaEventDestroy(set->b[i].end_ev));
+    }
+    CUDA_CHECK(cudaFree(set->d_mem));
+    if (set->d_out)
+        CUDA_CHECK(cudaFree(set->d_out));
+    free(set->b);
+}
+
+static void CUDART_CB fill_buffer_fn(void *arg)
+{
+    ddp *d = arg;
+    /* Rank-dependent running statistics: after the broadcast every rank must hold rank 0's. */
+    for (size_t i = 0; i < d->buf_count; i++)
+        d->h_buf_in[i] = (float)(d->tr.rank * 1000 + d->tr.iter) + (float)i * 0.5f;
+}
+
+static void forward(ddp *d)
+{
+    trainer *tr = &d->tr;
+    CUDA_CHECK(cudaLaunchHostFunc(tr->compute, fill_buffer_fn, d));
+    CUDA_CHECK(cudaMemcpyAsync(d->d_buf, d->h_buf_in, d->buf_count * sizeof(float), cudaMemcpyHostToDevice,
+                               tr->compute));
+    CUDA_CHECK(cudaEventRecord(d->fwd_ev, tr->compute));
+    CUDA_CHECK(cudaStreamWaitEvent(d->nccl_stream, d->fwd_ev, 0));
+    NCCL_CHECK(ncclBroadcast(d->d_buf, d->d_buf, d->buf_count, ncclFloat32, 0, tr->comm, d->nccl_stream));
+    CUDA_CHECK(cudaEventRecord(d->bcast_end_ev, d->nccl_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(tr->compute, d->bcast_end_ev, 0));
+    CUDA_CHECK(cudaMemcpyAsync(d->h_buf_out, d->d_buf, d->buf_count * sizeof(float), cudaMemcpyDeviceToHost,
+                               tr->compute));
+    tr_enqueue_sleep(tr, tr->compute, &tr->forward_scaled);
+}
+
+static void launch_bucket(ddp *d, bucket_set *set, int i)
+{
+    trainer *tr = &d->tr;
+    bucket *b = &set->b[i];
+    bool odd = d->mismatch && i == set->n - 1;
+    cudaStream_t s = odd && tr->opt.mismatch_kind == TR_MISMATCH_STREAM ? d->nccl_stream2 : d->nccl_stream;
+    float *send = set->d_mem + b->offset;
+    float *recv = odd && set->d_out ? set->d_out + b->offset : send;
+    CUDA_CHECK(cudaEventRecord(b->ready_ev, tr->compute));
+    CUDA_CHECK(cudaStreamWaitEvent(s, b->ready_ev, 0));
+    NCCL_CHECK(ncclAllReduce(send, recv, b->count, ncclFloat32, ncclSum, tr->comm, s));
+    CUDA_CHECK(cudaEventRecord(b->end_ev, s));
+}
+
+static void backward(ddp *d, bucket_set *set)
+{
+    trainer *tr = &d->tr;
+    tr_enqueue_backward_start(tr);
+    int next_bucket = 0;
+    for (int l = 0; l < tr->n_layers; l++) {
+        tr_enqueue_layer(tr, l);
+        const tr_layer *layer = &tr->layers[l];
+        for (int k = layer->first; k < layer->first + layer->n; k++) {
+            const tr_tensor *t = &tr->tensors[k];
+            /* The autograd hook: copy the gradient into its bucket slot. */
+            CUDA_CHECK(cudaMemcpyAsync(set->d_mem + t->offset, tr->d_grad + t->offset, t->count * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, tr->compute));
+            const bucket *b = &set->b[next_bucket];
+            if (k == b->first + b->n - 1)
+                launch_bucket(d, set, next_bucket++);
+        }
+    }
+}
+
+static void finalize(ddp *d, bucket_set *set)
+{
+    trainer *tr = &d->tr;
+    for (int i = 0; i < set->n; i++) {
+        bucket *b = &set->b[i];
+        const float *result = (d->mismatch && i == set->n - 1 && set->d_out) ? set->d_out : set->d_mem;
+        CUDA_CHECK(cudaStreamWaitEvent(tr->compute, b->end_ev, 0));
+        CUDA_CHECK(cudaMemcpyAsync(tr->d_grad + b->offset, result + b->offset, b->count * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, tr->compute));
+    }
+    tr_enqueue_apply(tr, tr->compute, &d->all);
+}
+
+static void write_truth(ddp *d)
+{
+    trainer *tr = &d->tr;
+    const bucket_set *set = &d->rebuilt;
+    uint64_t *bytes = calloc((size_t)set->n, sizeof *bytes);
+    double *ready = calloc((size_t)set->n, sizeof *ready);
+    int *need = calloc((size_t)set->n, sizeof *need);
+    if (!bytes || !ready || !need)
+        tr_die("out of memory");
+    for (int i = 0; i < set->n; i++) {
+        bytes[i] = set->b[i].count * sizeof(float);
+        ready[i] = set->b[i].ready;
+    }
+    double forward_total = 0;
+    for (int s = 0; s < tr->prof.n_forward; s++)
+        forward_total += tr->prof.forward[s];
+    json_t *truth = tr_truth_new(tr);
+    tr_truth_set_profile(tr, truth, set->n, bytes, ready, need, 1, &forward_total);
+    json_t *first = json_array();
+    for (int i = 0; i < d->first.n; i++)
+        json_array_append_new(first, json_integer((json_int_t)(d->first.b[i].count * sizeof(float))));
+    json_object_set_new(truth, "first_iteration_bytes", first);
+    json_object_set_new(truth, "other_calls_per_iteration",
+                        json_pack("[{s:s, s:I, s:i}]", "kind", "broadcast", "bytes",
+                                  (json_int_t)(d->buf_count * sizeof(float)), "root", 0));
+    json_object_set_new(truth, "upstream_ready_events", json_true());
+    json_object_set_new(truth, "stream_ordered_work", json_false());
+    json_object_set_new(truth, "expect_schedulable", json_true());
+    json_object_set_new(truth, "mismatch_rank", json_integer(tr->opt.mismatch_rank));
+    tr_truth_write(tr, truth);
+    free(bytes);
+    free(ready);
+    free(need);
+}
+
+int main(int argc, char **argv)
+{
+    ddp d;
+    memset(&d, 0, sizeof d);
+    trainer *tr = &d.tr;
+    tr_init(tr, "ddp_like", TR_OPT_BUCKETS | TR_OPT_MISMATCH, argc, argv);
+    d.mismatch = tr->rank == tr->opt.mismatch_rank;
+    size_t cap = tr_scaled_bytes(tr, tr->opt.bucket_cap_mb * 1.048576);   /* MiB, like DDP */
+    size_t first_cap = tr_scaled_bytes(tr, tr->opt.first_bucket_mb * 1.048576);
+    assign_buckets(&d, &d.first, cap, cap, true);
+    assign_buckets(&d, &d.rebuilt, first_cap, cap, false);
+    d.all = tr_range_of(tr, 0, tr->n_tensors);
+
+    CUDA_CHECK(cudaStreamCreateWithFlags(&d.nccl_stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&d.nccl_stream2, cudaStreamNonBlocking));
+    /* ResNet-50's BatchNorm running mean and variance: 53 layers, 26,560 channels, 2 floats each. */
+    d.buf_count = tr_scaled_bytes(tr, 0.21248) / sizeof(float);
+    CUDA_CHECK(cudaMallocHost((void **)&d.h_buf_in, d.buf_count * sizeof(float)));
+    CUDA_CHECK(cudaMallocHost((void **)&d.h_buf_out, d.buf_count * sizeof(float)));
+    CUDA_CHECK(cudaMalloc((void **)&d.d_buf, d.buf_count * sizeof(float)));
+    CUDA_CHECK(cudaEventCreateWithFlags(&d.fwd_ev, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&d.bcast_end_ev, cudaEventDisableTiming));
+    for (int i = 0; i < 2; i++)
+        CUDA_CHECK(cudaEventCreateWithFlags(&d.iter_done[i], cudaEventDisableTiming));
+    write_truth(&d);
+
+    for (int t = 0; t < tr->opt.iters; t++) {
+        bucket_set *set = t == 0 ? &d.first : &d.rebuilt;
+        forward(&d);
+        backward(&d, set);
+        finalize(&d, set);
+        /* Like a training loop that logs the loss of the previous step: the host runs at most one
+         * iteration ahead of the device. */
+        CUDA_CHECK(cudaEventRecord(d.iter_done[t & 1], tr->compute));
+        if (t > 0)
+            CUDA_CHECK(cudaEventSynchronize(d.iter_done[(t - 1) & 1]));
+    }
+    tr_print_checksum(tr, d.h_buf_out, d.buf_count * sizeof(float));
+
+    CUDA_CHECK(cudaStreamSynchronize(d.nccl_stream));
+    CUDA_CHECK(cudaStreamSynchronize(d.nccl_stream2));
+    free_buckets(&d.first);
+    free_buckets(&d.rebuilt);
+    for (int i = 0; i < 2; i++)
+        CUDA_CHECK(cudaEventDestroy(d.iter_done[i]));
+    CUDA_CHECK(cudaEventDestroy(d.fwd_ev));
+    CUDA_CHECK(cudaEventDestroy(d.bcast_end_ev));
+    CUDA_CHECK(cudaFreeHost(d.h_buf_in));
+    CUDA_CHECK(cudaFreeHost(d.h_buf_out));
+    CUDA_CHECK(cudaFree(d.d_buf));
+    CUDA_CHECK(cudaStreamDestroy(d.nccl_stream));
+    CUDA_CHECK(cudaStreamDestroy(d.nccl_stream2));
+    tr_finish(tr);
+    return 0;
+}

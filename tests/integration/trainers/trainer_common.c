@@ -1,0 +1,521 @@
+/* Shared machinery of the framework-shaped trainers (see trainer_common.h). */
+#include "trainer_common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "usbyte/io.h"
+
+static const char *g_name = "trainer";
+static int g_rank = -1;
+
+void tr_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (g_rank >= 0)
+        fprintf(stderr, "%s rank %d: ", g_name, g_rank);
+    else
+        fprintf(stderr, "%s: ", g_name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+void tr_cuda_check(cudaError_t err, const char *what, const char *file, int line)
+{
+    if (err != cudaSuccess)
+        tr_die("%s:%d: %s failed: %s (%s)", file, line, what, cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
+void tr_nccl_check(ncclResult_t res, const char *what, const char *file, int line)
+{
+    if (res != ncclSuccess)
+        tr_die("%s:%d: %s failed: %s", file, line, what, ncclGetErrorString(res));
+}
+
+/* ---- command line ---------------------------------------------------------------------- */
+
+static void usage(unsigned accepted, FILE *out)
+{
+    fprintf(out, "usage: %s --profile PROFILE.json [--iters N] [--time-scale X] [--bytes-scale X]"
+                 " [--print-truth FILE]", g_name);
+    if (accepted & TR_OPT_BUCKETS)
+        fprintf(out, " [--bucket-cap-mb MB] [--first-bucket-mb MB]");
+    if (accepted & TR_OPT_FUSION)
+        fprintf(out, " [--fusion-threshold-mb MB] [--cycle-time-ms MS]");
+    if (accepted & TR_OPT_MISMATCH)
+        fprintf(out, " [--mismatch-rank R [--mismatch-kind inplace|stream]]");
+    fputc('\n', out);
+}
+
+static double parse_double(const char *opt, const char *text, double min, bool min_exclusive)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !isfinite(v) || v < min || (min_exclusive && v == min)) {
+        fprintf(stderr, "%s: --%s: expected a number %s %g, got '%s'\n", g_name, opt,
+                min_exclusive ? ">" : ">=", min, text);
+        exit(2);
+    }
+    return v;
+}
+
+static int parse_int(const char *opt, const char *text, long min, long max)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < min || v > max) {
+        fprintf(stderr, "%s: --%s: expected an integer in [%ld, %ld], got '%s'\n", g_name, opt, min, max, text);
+        exit(2);
+    }
+    return (int)v;
+}
+
+static int env_int(const char *name, int fallback, int min, int max)
+{
+    const char *text = getenv(name);
+    if (text == NULL || *text == '\0')
+        return fallback;
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || *end || v < min || v > max)
+        tr_die("environment %s='%s': expected an integer in [%d, %d]", name, text, min, max);
+    return (int)v;
+}
+
+static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
+{
+    tr_options *o = &tr->opt;
+    *o = (tr_options){.iters = 10, .time_scale = 1.0, .bytes_scale = 1.0, .bucket_cap_mb = 25.0,
+                      .first_bucket_mb = 1.0, .fusion_threshold_mb = 64.0, .cycle_time_ms = 1.0,
+                      .mismatch_rank = -1, .mismatch_kind = TR_MISMATCH_INPLACE};
+    static const struct option longopts[] = {
+        {"profile", required_argument, 0, 'p'},
+        {"iters", required_argument, 0, 'i'},
+        {"time-scale", required_argument, 0, 't'},
+        {"bytes-scale", required_argument, 0, 'b'},
+        {"print-truth", required_argument, 0, 'T'},
+        {"bucket-cap-mb", required_argument, 0, 'c'},
+        {"first-bucket-mb", required_argument, 0, 'f'},
+        {"fusion-threshold-mb", required_argument, 0, 'F'},
+        {"cycle-time-ms", required_argument, 0, 'C'},
+        {"mismatch-rank", required_argument, 0, 'm'},
+        {"mismatch-kind", required_argument, 0, 'k'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    opterr = 0;
+    int c, idx;
+    while ((c = getopt_long(argc, argv, "", longopts, &idx)) != -1) {
+        unsigned need = 0;
+        switch (c) {
+        case 'c': case 'f': need = TR_OPT_BUCKETS; break;
+        case 'F': case 'C': need = TR_OPT_FUSION; break;
+        case 'm': case 'k': need = TR_OPT_MISMATCH; break;
+        default: break;
+        }
+        if (need && !(accepted & need)) {
+            fprintf(stderr, "%s: option --%s is not one of this trainer's\n", g_name, longopts[idx].name);
+            usage(accepted, stderr);
+            exit(2);
+        }
+        switch (c) {
+        case 'p': o->profile = optarg; break;
+        case 'i': o->iters = parse_int("iters", optarg, 1, 1000000); break;
+        case 't': o->time_scale = parse_double("time-scale", optarg, 0.0, false); break;
+        case 'b': o->bytes_scale = parse_double("bytes-scale", optarg, 0.0, true); break;
+        case 'T': o->print_truth = optarg; break;
+        case 'c': o->bucket_cap_mb = parse_double("bucket-cap-mb", optarg, 0.0, true); break;
+        case 'f': o->first_bucket_mb = parse_double("first-bucket-mb", optarg, 0.0, true); break;
+        case 'F': o->fusion_threshold_mb = parse_double("fusion-threshold-mb", optarg, 0.0, false); break;
+        case 'C': o->cycle_time_ms = parse_double("cycle-time-ms", optarg, 0.0, true); break;
+        case 'm': o->mismatch_rank = parse_int("mismatch-rank", optarg, 0, 1 << 20); break;
+        case 'k':
+            if (strcmp(optarg, "inplace") == 0)
+                o->mismatch_kind = TR_MISMATCH_INPLACE;
+            else if (strcmp(optarg, "stream") == 0)
+                o->mismatch_kind = TR_MISMATCH_STREAM;
+            else {
+                fprintf(stderr, "%s: --mismatch-kind: expected inplace or stream, got '%s'\n", g_name, optarg);
+                exit(2);
+            }
+            break;
+        case 'h': usage(accepted, stdout); exit(0);
+        default:
+            fprintf(stderr, "%s: unknown or incomplete option '%s'\n", g_name, argv[optind - 1]);
+            usage(accepted, stderr);
+            exit(2);
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n", g_name, argv[optind]);
+        usage(accepted, stderr);
+        exit(2);
+    }
+    if (o->profile == NULL) {
+        fprintf(stderr, "%s: --profile is required\n", g_name);
+        usage(accepted, stderr);
+        exit(2);
+    }
+}
+
+/* ---- model ------------------------------------------------------------------------------ */
+
+double tr_scaled(const trainer *tr, double profile_seconds)
+{
+    return profile_seconds * tr->opt.time_scale;
+}
+
+size_t tr_scaled_bytes(const trainer *tr, double profile_mb)
+{
+    double bytes = profile_mb * 1e6 * tr->opt.bytes_scale;
+    size_t floats = (size_t)llround(bytes / 4.0);
+    return (floats ? floats : 1) * 4;
+}
+
+static void build_model(trainer *tr)
+{
+    const ub_profile *p = &tr->prof;
+    tr->n_tensors = p->n_calls;
+    tr->tensors = calloc((size_t)p->n_calls, sizeof *tr->tensors);
+    tr->layers = calloc((size_t)p->n_calls, sizeof *tr->layers);
+    if (!tr->tensors || !tr->layers)
+        tr_die("out of memory");
+    size_t offset = 0;
+    for (int k = 0; k < p->n_calls; k++) {
+        const ub_call *c = &p->calls[k];
+        if (k > 0 && c->ready < p->calls[k - 1].ready)
+            tr_die("%s: calls[%d].ready: %.9g is earlier than calls[%d].ready; a backward pass produces "
+                   "gradients in arrival order", tr->opt.profile, k, c->ready, k - 1);
+        /* Trainers keep float32 gradients whatever the profile's dtype: only bytes matter to NCCL's cost. */
+        double floats = (double)c->bytes * tr->opt.bytes_scale / 4.0;
+        size_t count = (size_t)llround(floats);
+        tr_tensor *t = &tr->tensors[k];
+        t->name = c->name ? c->name : "?";
+        t->count = count ? count : 1;
+        t->offset = offset;
+        t->ready = c->ready;
+        t->need = c->need;
+        offset += t->count;
+        bool same_layer = tr->n_layers > 0 && c->ready == tr->layers[tr->n_layers - 1].ready &&
+                          c->need == p->calls[k - 1].need;
+        if (!same_layer) {
+            tr_layer *l = &tr->layers[tr->n_layers++];
+            *l = (tr_layer){.first = k, .n = 0, .ready = c->ready, .offset = t->offset, .count = 0, .tr = tr};
+        }
+        tr_layer *l = &tr->layers[tr->n_layers - 1];
+        l->n++;
+        l->count += t->count;
+        t->layer = tr->n_layers - 1;
+    }
+    tr->total = offset;
+    tr->forward_scaled = 0;
+    tr->segment_scaled = calloc((size_t)p->n_forward, sizeof(double));
+    if (!tr->segment_scaled)
+        tr_die("out of memory");
+    for (int s = 0; s < p->n_forward; s++) {
+        tr->segment_scaled[s] = tr_scaled(tr, p->forward[s]);
+        tr->forward_scaled += tr->segment_scaled[s];
+    }
+}
+
+/* Deterministic initial parameters, identical on every rank. */
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* A float in [-1, 1) with 24 significant bits. */
+static float unit_float(uint64_t h)
+{
+    return (float)((int64_t)(h >> 40) - (1 << 23)) / (float)(1 << 23);
+}
+
+static void init_nccl(trainer *tr)
+{
+    ncclUniqueId id;
+    /* Under a launcher that gives every rank the same id (torchrun-like stores do the same job),
+     * no exchange is needed; on a real cluster TRAINER_NCCL_ID_FILE names a shared file. */
+    const char *id_file = getenv("TRAINER_NCCL_ID_FILE");
+    if (id_file && *id_file) {
+        if (tr->rank == 0) {
+            NCCL_CHECK(ncclGetUniqueId(&id));
+            char tmp[4096];
+            snprintf(tmp, sizeof tmp, "%s.tmp.%d", id_file, (int)getpid());
+            FILE *f = fopen(tmp, "wb");
+            if (!f || fwrite(&id, sizeof id, 1, f) != 1 || fclose(f) != 0 || rename(tmp, id_file) != 0)
+                tr_die("TRAINER_NCCL_ID_FILE %s: cannot write: %s", id_file, strerror(errno));
+        } else {
+            for (int tries = 0;; tries++) {
+                FILE *f = fopen(id_file, "rb");
+                if (f) {
+                    size_t got = fread(&id, sizeof id, 1, f);
+                    fclose(f);
+                    if (got == 1)
+                        break;
+                }
+                if (tries > 60000)
+                    tr_die("TRAINER_NCCL_ID_FILE %s: rank 0 did not write it within 60 s", id_file);
+                usleep(1000);
+            }
+        }
+    } else {
+        NCCL_CHECK(ncclGetUniqueId(&id));
+    }
+    NCCL_CHECK(ncclCommInitRank(&tr->comm, tr->world, id, tr->rank));
+}
+
+void tr_init(trainer *tr, const char *name, unsigned accepted, int argc, char **argv)
+{
+    memset(tr, 0, sizeof *tr);
+    tr->name = g_name = name;
+    parse_options(tr, accepted, argc, argv);
+    tr->world = env_int("WORLD_SIZE", 1, 1, 1 << 16);
+    tr->rank = env_int("RANK", 0, 0, tr->world - 1);
+    tr->local_rank = env_int("LOCAL_RANK", tr->rank, 0, 1 << 16);
+    g_rank = tr->rank;
+    if (tr->opt.mismatch_rank >= tr->world)
+        tr_die("--mismatch-rank %d: only %d ranks", tr->opt.mismatch_rank, tr->world);
+
+    char err[512];
+    if (ub_profile_load(tr->opt.profile, &tr->prof, err, sizeof err) != 0)
+        tr_die("%s", err);
+    if (tr->prof.n_calls < 1)
+        tr_die("%s: the profile has no calls", tr->opt.profile);
+    build_model(tr);
+
+    int devices = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&devices));
+    if (devices < 1)
+        tr_die("no CUDA device");
+    CUDA_CHECK(cudaSetDevice(tr->local_rank % devices));
+
+    size_t bytes = tr->total * sizeof(float);
+    CUDA_CHECK(cudaMallocHost((void **)&tr->h_param, bytes));
+    CUDA_CHECK(cudaMallocHost((void **)&tr->h_grad_stage, bytes));
+    CUDA_CHECK(cudaMallocHost((void **)&tr->h_grad_out, bytes));
+    CUDA_CHECK(cudaMalloc((void **)&tr->d_grad, bytes));
+    for (int k = 0; k < tr->n_tensors; k++) {
+        const tr_tensor *t = &tr->tensors[k];
+        uint64_t seed = splitmix64(0x5eedull ^ (uint64_t)k);
+        for (size_t i = 0; i < t->count; i++)
+            tr->h_param[t->offset + i] = 0.1f * unit_float(splitmix64(seed + i));
+    }
+    CUDA_CHECK(cudaStreamCreateWithFlags(&tr->compute, cudaStreamNonBlocking));
+    init_nccl(tr);
+}
+
+void tr_finish(trainer *tr)
+{
+    CUDA_CHECK(cudaStreamSynchronize(tr->compute));
+    NCCL_CHECK(ncclCommDestroy(tr->comm));
+    CUDA_CHECK(cudaStreamDestroy(tr->compute));
+    CUDA_CHECK(cudaFreeHost(tr->h_param));
+    CUDA_CHECK(cudaFreeHost(tr->h_grad_stage));
+    CUDA_CHECK(cudaFreeHost(tr->h_grad_out));
+    CUDA_CHECK(cudaFree(tr->d_grad));
+    free(tr->tensors);
+    free(tr->layers);
+    free(tr->segment_scaled);
+    ub_profile_free(&tr->prof);
+}
+
+/* ---- compute-stream work ------------------------------------------------------------------ */
+
+static void sleep_until(const struct timespec *deadline)
+{
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, deadline, NULL) == EINTR) {
+    }
+}
+
+static struct timespec add_seconds(struct timespec t, double seconds)
+{
+    long long ns = (long long)t.tv_nsec + llround(seconds * 1e9);
+    t.tv_sec += (time_t)(ns / 1000000000);
+    t.tv_nsec = (long)(ns % 1000000000);
+    return t;
+}
+
+static void CUDART_CB backward_start_fn(void *arg)
+{
+    trainer *tr = arg;
+    tr->iter++;
+    clock_gettime(CLOCK_MONOTONIC, &tr->backward_t0);
+}
+
+void tr_enqueue_backward_start(trainer *tr)
+{
+    CUDA_CHECK(cudaLaunchHostFunc(tr->compute, backward_start_fn, tr));
+}
+
+/* The layer's backward: wait for its deadline, then compute its gradients from the pattern of
+ * (rank, iteration, tensor) and the current parameters. */
+static void CUDART_CB layer_fn(void *arg)
+{
+    tr_layer *l = arg;
+    trainer *tr = l->tr;
+    struct timespec deadline = add_seconds(tr->backward_t0, tr_scaled(tr, l->ready));
+    sleep_until(&deadline);
+    for (int k = l->first; k < l->first + l->n; k++) {
+        const tr_tensor *t = &tr->tensors[k];
+        uint64_t seed = splitmix64(((uint64_t)tr->rank << 40) ^ ((uint64_t)tr->iter << 20) ^ (uint64_t)k);
+        float *g = tr->h_grad_stage + t->offset;
+        const float *p = tr->h_param + t->offset;
+        for (size_t i = 0; i < t->count; i++)
+            g[i] = 0.01f * unit_float(splitmix64(seed + i)) + 0.001f * p[i];
+    }
+}
+
+void tr_enqueue_layer(trainer *tr, int layer)
+{
+    tr_layer *l = &tr->layers[layer];
+    CUDA_CHECK(cudaLaunchHostFunc(tr->compute, layer_fn, l));
+    CUDA_CHECK(cudaMemcpyAsync(tr->d_grad + l->offset, tr->h_grad_stage + l->offset, l->count * sizeof(float),
+                               cudaMemcpyHostToDevice, tr->compute));
+}
+
+static void CUDART_CB sleep_fn(void *arg)
+{
+    const double *seconds = arg;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    struct timespec deadline = add_seconds(now, *seconds);
+    sleep_until(&deadline);
+}
+
+void tr_enqueue_sleep(trainer *tr, cudaStream_t stream, const double *seconds)
+{
+    (void)tr;
+    if (*seconds > 0)
+        CUDA_CHECK(cudaLaunchHostFunc(stream, sleep_fn, (void *)seconds));
+}
+
+static void CUDART_CB sgd_fn(void *arg)
+{
+    const tr_range *r = arg;
+    trainer *tr = r->tr;
+    const float lr = 0.1f, inv_world = 1.0f / (float)tr->world;
+    float *p = tr->h_param + r->offset;
+    const float *g = tr->h_grad_out + r->offset;
+    for (size_t i = 0; i < r->count; i++)
+        p[i] -= lr * (g[i] * inv_world);
+}
+
+tr_range tr_range_of(trainer *tr, int first_tensor, int n_tensors)
+{
+    const tr_tensor *a = &tr->tensors[first_tensor], *b = &tr->tensors[first_tensor + n_tensors - 1];
+    return (tr_range){.tr = tr, .offset = a->offset, .count = b->offset + b->count - a->offset};
+}
+
+void tr_enqueue_apply(trainer *tr, cudaStream_t stream, const tr_range *range)
+{
+    CUDA_CHECK(cudaMemcpyAsync(tr->h_grad_out + range->offset, tr->d_grad + range->offset,
+                               range->count * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaLaunchHostFunc(stream, sgd_fn, (void *)range));
+}
+
+/* ---- results ------------------------------------------------------------------------------- */
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+void tr_print_checksum(trainer *tr, const void *extra, size_t extra_bytes)
+{
+    CUDA_CHECK(cudaStreamSynchronize(tr->compute));
+    uint64_t h = fnv1a(0xcbf29ce484222325ull, tr->h_param, tr->total * sizeof(float));
+    if (extra)
+        h = fnv1a(h, extra, extra_bytes);
+    printf("checksum %016" PRIx64 "\n", h);
+    fflush(stdout);
+}
+
+json_t *tr_truth_new(trainer *tr)
+{
+    json_t *t = json_pack("{s:s, s:i, s:i, s:f, s:f, s:i, s:s}", "trainer", tr->name, "rank", tr->rank,
+                          "world_size", tr->world, "time_scale", tr->opt.time_scale, "bytes_scale",
+                          tr->opt.bytes_scale, "iters", tr->opt.iters, "source_profile", tr->opt.profile);
+    if (!t)
+        tr_die("out of memory");
+    return t;
+}
+
+void tr_truth_set_profile(trainer *tr, json_t *truth, int n_calls, const uint64_t *bytes, const double *ready,
+                          const int *need, int n_forward, const double *forward_unscaled)
+{
+    ub_profile p = {0};
+    p.name = (char *)tr->name;
+    p.source = "trainer truth: what the trainer issues in a steady iteration, times scaled";
+    p.ranks = tr->world;
+    p.n_calls = n_calls;
+    p.calls = calloc((size_t)n_calls, sizeof *p.calls);
+    p.n_forward = n_forward;
+    p.forward = calloc((size_t)n_forward, sizeof(double));
+    if (!p.calls || !p.forward)
+        tr_die("out of memory");
+    double r0 = ready[0];
+    for (int k = 0; k < n_calls; k++) {
+        p.calls[k] = (ub_call){.bytes = bytes[k], .ready = tr_scaled(tr, ready[k] - r0), .need = need[k],
+                               .dtype = UB_DTYPE_FLOAT32, .op = UB_OP_SUM, .merge = true, .measured_comm = -1};
+    }
+    for (int s = 0; s < n_forward; s++)
+        p.forward[s] = tr_scaled(tr, forward_unscaled[s]);
+    /* MODEL.md: a measured profile starts at the first call's ready time and folds the backward
+     * compute before it into the last forward segment. */
+    p.forward[n_forward - 1] += tr_scaled(tr, r0);
+    p.backward_end = tr_scaled(tr, tr->prof.backward_end - r0);
+    json_t *j = ub_profile_to_json(&p);
+    if (!j)
+        tr_die("out of memory");
+    json_object_set_new(truth, "profile", j);
+    free(p.calls);
+    free(p.forward);
+}
+
+void tr_truth_write(trainer *tr, json_t *truth)
+{
+    const char *pattern = tr->opt.print_truth;
+    if (pattern == NULL) {
+        json_decref(truth);
+        return;
+    }
+    char path[4096];
+    size_t n = 0;
+    for (const char *s = pattern; *s && n + 16 < sizeof path; s++) {
+        if (s[0] == '%' && s[1] == 'r') {
+            n += (size_t)snprintf(path + n, sizeof path - n, "%d", tr->rank);
+            s++;
+        } else {
+            path[n++] = *s;
+        }
+    }
+    path[n] = '\0';
+    /* Without %r every rank would write the same file: only rank 0 does. */
+    if (strstr(pattern, "%r") == NULL && tr->rank != 0) {
+        json_decref(truth);
+        return;
+    }
+    if (json_dump_file(truth, path, JSON_INDENT(1) | JSON_SORT_KEYS) != 0)
+        tr_die("--print-truth %s: cannot write", path);
+    json_decref(truth);
+}
