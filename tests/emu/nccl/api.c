@@ -1,0 +1,408 @@
+/* The exported NCCL 2.28 API: argument checking in the NCCL manner, then group.c / shm.c.
+ * Every function is defined as pnccl<Name> (GLOBAL) with nccl<Name> a WEAK alias, like the
+ * real libnccl.so.2. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "group.h"
+
+#define NCCL_CONFIG_MAGIC 0xcafebeefu
+
+static ncclResult_t check_comm(const struct ncclComm *c, const char *fn)
+{
+    if (c == NULL)
+        return emu_error(ncclInvalidArgument, "%s: comm argument is NULL", fn);
+    if (c->magic != EMU_COMM_MAGIC)
+        return emu_error(ncclInvalidArgument, "%s: comm %p is not a live communicator", fn, (const void *)c);
+    return ncclSuccess;
+}
+
+static ncclResult_t check_buf(const void *p, size_t bytes, const char *fn, const char *which)
+{
+    if (bytes == 0)
+        return ncclSuccess;
+    if (p == NULL)
+        return emu_error(ncclInvalidArgument, "%s: %s is NULL", fn, which);
+    if (!usbyteEmuValidRange(p, bytes))
+        return emu_error(ncclInvalidArgument, "%s: %s %p (+%zu bytes) is not inside one device allocation", fn,
+                         which, p, bytes);
+    return ncclSuccess;
+}
+
+#define TRY(x)                              \
+    do {                                    \
+        ncclResult_t r_ = (x);              \
+        if (r_ != ncclSuccess)              \
+            return r_;                      \
+    } while (0)
+
+/* Common checks and issue of one operation. */
+static ncclResult_t issue(enum emu_kind kind, const void *send, void *recv, size_t count, int dtype, int op, int root,
+                          ncclComm_t comm, cudaStream_t stream)
+{
+    const char *fn = emu_kind_api_name(kind);
+    TRY(check_comm(comm, fn));
+    size_t es = emu_dtype_size(dtype);
+    if (es == 0)
+        return emu_error(ncclInvalidArgument, "%s: invalid data type %d", fn, dtype);
+    int reduces = kind == EMU_ALLREDUCE || kind == EMU_REDUCE || kind == EMU_REDUCESCATTER;
+    if (reduces) {
+        if (op < 0 || op >= ncclNumOps)
+            return emu_error(ncclInvalidArgument, "%s: invalid reduction op %d", fn, op);
+        if (!emu_dtype_reducible(dtype))
+            return emu_error(ncclInvalidArgument, "%s: reductions of %s are not emulated", fn, emu_dtype_name(dtype));
+    } else {
+        op = 0;
+    }
+    int has_root = kind == EMU_BROADCAST || kind == EMU_REDUCE || kind == EMU_SEND || kind == EMU_RECV;
+    if (has_root && (root < 0 || root >= comm->nranks))
+        return emu_error(ncclInvalidArgument, "%s: %s %d out of range [0, %d)", fn,
+                         kind == EMU_SEND || kind == EMU_RECV ? "peer" : "root", root, comm->nranks);
+    if (!has_root)
+        root = 0;
+    size_t b = count * es, p = (size_t)comm->nranks;
+    if (count != 0 && b / count != es)
+        return emu_error(ncclInvalidArgument, "%s: count %zu overflows", fn, count);
+    int is_root = comm->rank == root;
+    switch (kind) {
+    case EMU_ALLREDUCE: TRY(check_buf(send, b, fn, "sendbuff")); TRY(check_buf(recv, b, fn, "recvbuff")); break;
+    case EMU_BROADCAST:
+        if (is_root)
+            TRY(check_buf(send, b, fn, "sendbuff"));
+        TRY(check_buf(recv, b, fn, "recvbuff"));
+        break;
+    case EMU_REDUCE:
+        TRY(check_buf(send, b, fn, "sendbuff"));
+        if (is_root)
+            TRY(check_buf(recv, b, fn, "recvbuff"));
+        break;
+    case EMU_ALLGATHER: TRY(check_buf(send, b, fn, "sendbuff")); TRY(check_buf(recv, b * p, fn, "recvbuff")); break;
+    case EMU_REDUCESCATTER: TRY(check_buf(send, b * p, fn, "sendbuff")); TRY(check_buf(recv, b, fn, "recvbuff")); break;
+    case EMU_SEND: TRY(check_buf(send, b, fn, "sendbuff")); break;
+    case EMU_RECV: TRY(check_buf(recv, b, fn, "recvbuff")); break;
+    }
+    struct emu_coll c = {.kind = kind, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = op, .root = root};
+    return emu_group_add(comm, stream, &c);
+}
+
+/* ---- versions, ids, errors ---- */
+
+EMU_EXPORT ncclResult_t pncclGetVersion(int *version)
+{
+    if (version == NULL)
+        return emu_error(ncclInvalidArgument, "ncclGetVersion: version is NULL");
+    *version = NCCL_VERSION_CODE;
+    return ncclSuccess;
+}
+EMU_NCCL_ALIAS(ncclGetVersion);
+
+EMU_EXPORT ncclResult_t pncclGetUniqueId(ncclUniqueId *uniqueId)
+{
+    if (uniqueId == NULL)
+        return emu_error(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
+    emu_make_unique_id(uniqueId);
+    return ncclSuccess;
+}
+EMU_NCCL_ALIAS(ncclGetUniqueId);
+
+EMU_EXPORT const char *pncclGetErrorString(ncclResult_t result)
+{
+    switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+    }
+}
+EMU_NCCL_ALIAS(ncclGetErrorString);
+
+EMU_EXPORT const char *pncclGetLastError(ncclComm_t comm)
+{
+    (void)comm;
+    return emu_last_error();
+}
+EMU_NCCL_ALIAS(ncclGetLastError);
+
+/* ---- communicators ---- */
+
+EMU_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
+                                                ncclConfig_t *config)
+{
+    if (comm == NULL)
+        return emu_error(ncclInvalidArgument, "ncclCommInitRank: comm is NULL");
+    if (config != NULL && (config->magic != NCCL_CONFIG_MAGIC || config->size < offsetof(ncclConfig_t, blocking)))
+        return emu_error(ncclInvalidArgument, "ncclCommInitRankConfig: config not initialised with NCCL_CONFIG_INITIALIZER");
+    struct ncclComm *c;
+    TRY(emu_comm_attach(&c, nranks, &commId, rank));
+    if (config != NULL && config->blocking == 0)
+        c->blocking = 0;
+    if (emu_group_depth() > 0) {
+        ncclResult_t r = emu_group_add_init(c);
+        if (r != ncclSuccess) {
+            emu_comm_detach(c);
+            return r;
+        }
+    } else {
+        emu_comm_wait_all_attached(c);
+    }
+    *comm = c;
+    return ncclSuccess;
+}
+EMU_NCCL_ALIAS(ncclCommInitRankConfig);
+
+EMU_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
+{
+    return pncclCommInitRankConfig(comm, nranks, commId, rank, NULL);
+}
+EMU_NCCL_ALIAS(ncclCommInitRank);
+
+EMU_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
+{
+    if (comms == NULL || ndev < 1)
+        return emu_error(ncclInvalidArgument, "ncclCommInitAll: comms is NULL or ndev %d < 1", ndev);
+    ncclUniqueId id;
+    emu_make_unique_id(&id);
+    emu_group_start();
+    ncclResult_t res = ncclSuccess;
+    int made = 0;
+    for (int i = 0; i < ndev && res == ncclSuccess; i++) {
+        res = pncclCommInitRankConfig(&comms[i], ndev, id, i, NULL);
+        if (res == ncclSuccess) {
+            comms[i]->device = devlist ? devlist[i] : i;
+            made++;
+        }
+    }
+    if (res != ncclSuccess) {
+        /* Detach what was made; the others never arrive, so do not wait for them. */
+        ncclResult_t keep = res;
+        for (int i = 0; i < made; i++)
+            emu_comm_detach(comms[i]);
+        emu_group_simulate_end(&(ncclSimInfo_t)NCCL_SIM_INFO_INITIALIZER);
+        return keep;
+    }
+    return emu_group_end();
+}
+EMU_NCCL_ALIAS(ncclCommInitAll);
+
+/* Waits until every operation this process issued on c has run. */
+static void drain(struct ncclComm *c)
+{
+    pthread_mutex_lock(&c->mu);
+    while (c->run_ticket != c->issued)
+        pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+}
+
+EMU_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm)
+{
+    TRY(check_comm(comm, "ncclCommFinalize"));
+    drain(comm);
+    return ncclSuccess;
+}
+EMU_NCCL_ALIAS(ncclCommFinalize);
+
+EMU_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm)
+{
+    if (comm == NULL)
+        return ncclSuccess;
+    TRY(check_comm(comm, "ncclCommDestroy"));
+    drain(comm);
+    emu_comm_detach(comm);
+    return ncclSuccess;
+}
+EMU_NCCL_ALIAS(ncclCommDestroy);
+
+EMU_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm)
+{
+    if (comm == NULL)
+        return ncclSuccess;
+    TRY(check_comm(comm, "ncclCommAbort"));
+    /* Pending operations of this process are skipped (their rendezvous waits notice the flag
+     * within one wait slice); other ranks are not told, as with real NCCL. */
+    atomic_store(&comm->local_abort, true);
+    pthread_mutex_lock(&comm->mu);
+    pthread_cond_broadcast(&comm->cv);
+    pthread_mutex_unlock(&comm->mu);
+    drain(comm);
+    emu_comm_detach(comm);
+    return ncclSuccess;
+}
+EMU_NCCL_ALIAS(ncclCommAbort);
+
+EMU_EXPORT ncclResult_t pncclCommCount(const ncclComm_t comm, int *count)
+{
+    TRY(check_comm(comm, "ncclCommCount"));
+    if (count == NULL)
+        return emu_error(ncclInvalidArgument, "ncclCommCount: count is NULL");
+    *count = comm->nranks;
+    return ncclSuccess;
+}
+EMU_NCCL_ALIAS(ncclCommCount);
+
+EMU_EXPORT ncclResult_t pncclCommUserRank(const ncclComm_t comm, int *rank)
+{
+    TRY(check_comm(comm, "ncclCommUserRank"));
+    if (rank == NULL)
+        return emu_error(ncclInvalidArgument, "ncclCommUserRank: rank is NULL");
+    *rank = comm->rank;
+    return ncclSuccess;
+}
+EMU_NCCL_ALIAS(ncclCommUserRank);
+
+EMU_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int *device)
+{
+    TRY(check_comm(comm, "ncclCommCuDevice"));
+    if (device == NULL)
+        return emu_error(ncclInvalidArgument, "ncclCommCuDevice: device is NULL");
+    *device = comm->device;
+    return ncclSuccess;
+}
+EMU_NCCL_ALIAS(ncclCommCuDevice);
+
+EMU_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+{
+    TRY(check_comm(comm, "ncclCommGetAsyncError"));
+    if (asyncError == NULL)
+        return emu_error(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+    *asyncError = (ncclResult_t)atomic_load(&comm->async_error);
+    return ncclSuccess;
+}
+EMU_NCCL_ALIAS(ncclCommGetAsyncError);
+
+/* A host-side collective on the parent: exchange (color, key), then every colored rank joins
+ * the child whose id is derived from the parent's id, the split number and the color. */
+EMU_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config)
+{
+    TRY(check_comm(comm, "ncclCommSplit"));
+    if (newcomm == NULL)
+        return emu_error(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
+    if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
+        return emu_error(ncclInvalidArgument, "ncclCommSplit: color %d must be >= 0 or NCCL_SPLIT_NOCOLOR", color);
+    uint64_t seq = ++comm->split_seq;
+    struct emu_rank_area *mine = &comm->ranks[comm->rank];
+    mine->split_color = color;
+    mine->split_key = key;
+    atomic_store(&mine->split_seq, seq);
+    emu_wake(comm);
+    for (;;) {
+        uint32_t w = atomic_load(&comm->shm->wake);
+        int all = 1;
+        for (int r = 0; r < comm->nranks; r++)
+            all &= atomic_load(&comm->ranks[r].split_seq) >= seq;
+        if (all)
+            break;
+        emu_check_aborted(comm);
+        emu_wait_change(comm, w);
+    }
+    int newrank = 0, newn = 0;
+    for (int r = 0; r < comm->nranks; r++) {
+        const struct emu_rank_area *o = &comm->ranks[r];
+        if (color == NCCL_SPLIT_NOCOLOR || o->split_color != color)
+            continue;
+        newn++;
+        if (o->split_key < key || (o->split_key == key && r < comm->rank))
+            newrank++;
+    }
+    /* Nobody may overwrite its (color, key) before everyone has read them. */
+    emu_barrier(comm, &comm->shm->host_bar_count, &comm->shm->host_bar_gen);
+    if (color == NCCL_SPLIT_NOCOLOR) {
+        *newcomm = NULL;
+        return ncclSuccess;
+    }
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    int n = snprintf(id.internal, sizeof id.internal, "%s/s%llu.%d", comm->id_text, (unsigned long long)seq, color);
+    if (n < 0 || (size_t)n >= sizeof id.internal)
+        return emu_error(ncclInternalError, "ncclCommSplit: splits nested too deeply for the emulator's ids");
+    ncclResult_t r = pncclCommInitRankConfig(newcomm, newn, id, newrank, config);
+    if (r == ncclSuccess)
+        (*newcomm)->device = comm->device;
+    return r;
+}
+EMU_NCCL_ALIAS(ncclCommSplit);
+
+/* ---- groups ---- */
+
+EMU_EXPORT ncclResult_t pncclGroupStart(void)
+{
+    emu_group_start();
+    return ncclSuccess;
+}
+EMU_NCCL_ALIAS(ncclGroupStart);
+
+EMU_EXPORT ncclResult_t pncclGroupEnd(void)
+{
+    return emu_group_end();
+}
+EMU_NCCL_ALIAS(ncclGroupEnd);
+
+EMU_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
+{
+    return emu_group_simulate_end(simInfo);
+}
+EMU_NCCL_ALIAS(ncclGroupSimulateEnd);
+
+/* ---- operations ---- */
+
+EMU_EXPORT ncclResult_t pncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+{
+    return issue(EMU_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream);
+}
+EMU_NCCL_ALIAS(ncclAllReduce);
+
+EMU_EXPORT ncclResult_t pncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                       int root, ncclComm_t comm, cudaStream_t stream)
+{
+    return issue(EMU_BROADCAST, sendbuff, recvbuff, count, datatype, 0, root, comm, stream);
+}
+EMU_NCCL_ALIAS(ncclBroadcast);
+
+EMU_EXPORT ncclResult_t pncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                                   cudaStream_t stream)
+{
+    return issue(EMU_BROADCAST, buff, buff, count, datatype, 0, root, comm, stream);
+}
+EMU_NCCL_ALIAS(ncclBcast);
+
+EMU_EXPORT ncclResult_t pncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                    ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
+{
+    return issue(EMU_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+}
+EMU_NCCL_ALIAS(ncclReduce);
+
+EMU_EXPORT ncclResult_t pncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
+                                       ncclComm_t comm, cudaStream_t stream)
+{
+    return issue(EMU_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, 0, 0, comm, stream);
+}
+EMU_NCCL_ALIAS(ncclAllGather);
+
+EMU_EXPORT ncclResult_t pncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+{
+    return issue(EMU_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream);
+}
+EMU_NCCL_ALIAS(ncclReduceScatter);
+
+EMU_EXPORT ncclResult_t pncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                                  ncclComm_t comm, cudaStream_t stream)
+{
+    return issue(EMU_SEND, sendbuff, NULL, count, datatype, 0, peer, comm, stream);
+}
+EMU_NCCL_ALIAS(ncclSend);
+
+EMU_EXPORT ncclResult_t pncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                                  cudaStream_t stream)
+{
+    return issue(EMU_RECV, NULL, recvbuff, count, datatype, 0, peer, comm, stream);
+}
+EMU_NCCL_ALIAS(ncclRecv);

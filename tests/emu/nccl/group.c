@@ -1,0 +1,262 @@
+/* Groups and issuing: every operation call goes through the calling thread's group list (a
+ * call outside a group is a group of one).  At the outermost ncclGroupEnd the operations are
+ * cut into one batch per communicator, which takes the communicator's next ticket, collective
+ * indices and message ordinals in issue order, and is enqueued on its streams. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "group.h"
+
+struct pending {
+    struct ncclComm *comm;
+    cudaStream_t stream;
+    struct emu_coll op;
+};
+
+static _Thread_local struct {
+    int depth;
+    struct pending *ops;
+    int n, cap;
+    struct ncclComm **inits;
+    int ninit, initcap;
+} grp;
+
+int emu_group_depth(void)
+{
+    return grp.depth;
+}
+
+void emu_group_start(void)
+{
+    grp.depth++;
+}
+
+ncclResult_t emu_group_add_init(struct ncclComm *c)
+{
+    if (grp.ninit == grp.initcap) {
+        int cap = grp.initcap ? grp.initcap * 2 : 8;
+        struct ncclComm **p = realloc(grp.inits, sizeof *p * (size_t)cap);
+        if (p == NULL)
+            return emu_error(ncclSystemError, "out of memory");
+        grp.inits = p;
+        grp.initcap = cap;
+    }
+    grp.inits[grp.ninit++] = c;
+    c->init_pending = true;
+    return ncclSuccess;
+}
+
+static void finish_inits(void)
+{
+    for (int i = 0; i < grp.ninit; i++)
+        emu_comm_wait_all_attached(grp.inits[i]);
+    free(grp.inits);
+    grp.inits = NULL;
+    grp.ninit = grp.initcap = 0;
+}
+
+static void clear_ops(void)
+{
+    free(grp.ops);
+    grp.ops = NULL;
+    grp.n = grp.cap = 0;
+}
+
+static void describe_batch(struct emu_unit *u)
+{
+    struct ncclComm *c = u->comm;
+    if (u->ncoll == 1 && u->np2p == 0) {
+        char sig[96];
+        const struct emu_coll *op = &u->coll[0];
+        emu_format_sig(sig, sizeof sig, op->kind, op->count, op->dtype, op->op, op->root);
+        emu_fmt(u->what, sizeof u->what, "%s #%llu comm %s %s", emu_kind_api_name(op->kind),
+                 (unsigned long long)op->index, c->hash, strchr(sig, ' ') ? strchr(sig, ' ') + 1 : sig);
+    } else if (u->ncoll == 0) {
+        emu_fmt(u->what, sizeof u->what, "ncclSend/ncclRecv x%d comm %s", u->np2p, c->hash);
+    } else {
+        emu_fmt(u->what, sizeof u->what, "ncclGroup comm %s ops #%llu-#%llu, %d send/recv", c->hash,
+                 (unsigned long long)u->coll[0].index, (unsigned long long)u->coll[u->ncoll - 1].index, u->np2p);
+    }
+}
+
+/* Builds and enqueues the batch of communicator c from the pending ops in `idx`. */
+static ncclResult_t issue_batch(struct ncclComm *c, const int *idx, int n)
+{
+    struct emu_unit *u = calloc(1, sizeof *u);
+    cudaStream_t *streams = malloc(sizeof *streams * (size_t)n);
+    if (u == NULL || streams == NULL) {
+        free(u);
+        free(streams);
+        return emu_error(ncclSystemError, "out of memory");
+    }
+    for (int i = 0; i < n; i++)
+        (grp.ops[idx[i]].op.kind == EMU_SEND || grp.ops[idx[i]].op.kind == EMU_RECV) ? u->np2p++ : u->ncoll++;
+    u->coll = calloc((size_t)u->ncoll + 1, sizeof *u->coll);
+    u->p2p = calloc((size_t)u->np2p + 1, sizeof *u->p2p);
+    int nstreams = 0;
+    u->comm = c;
+    pthread_mutex_init(&u->mu, NULL);
+    pthread_cond_init(&u->cv, NULL);
+
+    pthread_mutex_lock(&c->mu);
+    u->ticket = c->issued++;
+    int nc = 0, np = 0;
+    for (int i = 0; i < n; i++) {
+        struct pending *pd = &grp.ops[idx[i]];
+        struct emu_coll op = pd->op;
+        if (op.kind == EMU_SEND)
+            op.index = c->send_ordinal[op.root]++;
+        else if (op.kind == EMU_RECV)
+            op.index = c->recv_ordinal[op.root]++;
+        else
+            op.index = c->next_coll++;
+        if (op.kind == EMU_SEND || op.kind == EMU_RECV)
+            u->p2p[np++] = op;
+        else
+            u->coll[nc++] = op;
+        int seen = 0;
+        for (int s = 0; s < nstreams; s++)
+            seen |= streams[s] == pd->stream;
+        if (!seen)
+            streams[nstreams++] = pd->stream;
+    }
+    describe_batch(u);
+    u->nstreams = nstreams;
+    int ok = 0;
+    cudaError_t err = cudaSuccess;
+    for (int s = 0; s < nstreams; s++) {
+        cudaError_t e = usbyteEmuStreamEnqueue(streams[s], emu_unit_run, u, u->what);
+        if (e == cudaSuccess)
+            ok++;
+        else
+            err = e;
+    }
+    if (ok == 0) {
+        /* Nothing will run it: give the numbers back so later operations do not wait for it. */
+        c->issued--;
+        c->next_coll -= (uint64_t)u->ncoll;
+        for (int i = 0; i < u->np2p; i++)
+            (u->p2p[i].kind == EMU_SEND ? c->send_ordinal : c->recv_ordinal)[u->p2p[i].root]--;
+    } else {
+        pthread_mutex_lock(&u->mu);
+        u->nstreams = ok;
+        u->sealed = true;
+        pthread_cond_broadcast(&u->cv);
+        pthread_mutex_unlock(&u->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+    free(streams);
+    if (ok == 0) {
+        pthread_mutex_destroy(&u->mu);
+        pthread_cond_destroy(&u->cv);
+        free(u->coll);
+        free(u->p2p);
+        free(u);
+    }
+    if (err != cudaSuccess)
+        return emu_error(ncclUnhandledCudaError, "enqueueing on stream failed: CUDA error %d (invalid stream?)", (int)err);
+    return ncclSuccess;
+}
+
+static ncclResult_t flush(void)
+{
+    ncclResult_t res = ncclSuccess;
+    finish_inits();
+    int *idx = malloc(sizeof(int) * (size_t)(grp.n + 1));
+    char *taken = calloc((size_t)grp.n + 1, 1);
+    if (idx == NULL || taken == NULL) {
+        free(idx);
+        free(taken);
+        clear_ops();
+        return emu_error(ncclSystemError, "out of memory");
+    }
+    for (int i = 0; i < grp.n; i++) {
+        if (taken[i])
+            continue;
+        int n = 0;
+        for (int j = i; j < grp.n; j++)
+            if (!taken[j] && grp.ops[j].comm == grp.ops[i].comm) {
+                taken[j] = 1;
+                idx[n++] = j;
+            }
+        ncclResult_t r = issue_batch(grp.ops[i].comm, idx, n);
+        if (r != ncclSuccess && res == ncclSuccess)
+            res = r;
+    }
+    free(idx);
+    free(taken);
+    clear_ops();
+    return res;
+}
+
+ncclResult_t emu_group_add(struct ncclComm *c, cudaStream_t stream, const struct emu_coll *op)
+{
+    if (grp.n == grp.cap) {
+        int cap = grp.cap ? grp.cap * 2 : 16;
+        struct pending *p = realloc(grp.ops, sizeof *p * (size_t)cap);
+        if (p == NULL)
+            return emu_error(ncclSystemError, "out of memory");
+        grp.ops = p;
+        grp.cap = cap;
+    }
+    grp.ops[grp.n++] = (struct pending){c, stream, *op};
+    return grp.depth == 0 ? flush() : ncclSuccess;
+}
+
+ncclResult_t emu_group_end(void)
+{
+    if (grp.depth == 0)
+        return emu_error(ncclInvalidUsage, "ncclGroupEnd: not in a group (missing ncclGroupStart)");
+    if (--grp.depth > 0)
+        return ncclSuccess;
+    return flush();
+}
+
+/* The model's time of what is pending: collectives one after the other, plus each
+ * communicator's point-to-point part. */
+static double estimate_us(void)
+{
+    double total = 0.0;
+    char *taken = calloc((size_t)grp.n + 1, 1);
+    for (int i = 0; taken && i < grp.n; i++) {
+        if (taken[i])
+            continue;
+        struct ncclComm *c = grp.ops[i].comm;
+        size_t sent = 0, received = 0;
+        int with_peer = 0, any_p2p = 0;
+        for (int j = i; j < grp.n; j++) {
+            if (taken[j] || grp.ops[j].comm != c)
+                continue;
+            taken[j] = 1;
+            const struct emu_coll *op = &grp.ops[j].op;
+            size_t es = emu_dtype_size(op->dtype);
+            if (op->kind == EMU_SEND || op->kind == EMU_RECV) {
+                any_p2p = 1;
+                *(op->kind == EMU_SEND ? &sent : &received) += op->count * es;
+                with_peer |= op->root != c->rank;
+            } else {
+                total += emu_model_collective_us(&c->model, op->kind, op->count, es, c->nranks);
+            }
+        }
+        if (any_p2p)
+            total += emu_model_p2p_us(&c->model, sent, received, with_peer);
+    }
+    free(taken);
+    return total;
+}
+
+ncclResult_t emu_group_simulate_end(ncclSimInfo_t *info)
+{
+    if (info == NULL || info->magic != 0x74685283u || info->size < sizeof(ncclSimInfo_t))
+        return emu_error(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo not initialised with NCCL_SIM_INFO_INITIALIZER");
+    if (grp.depth == 0)
+        return emu_error(ncclInvalidUsage, "ncclGroupSimulateEnd: not in a group (missing ncclGroupStart)");
+    info->estimatedTime = (float)estimate_us();
+    if (--grp.depth > 0)
+        return ncclSuccess;
+    /* Like NCCL: the simulated operations are dropped, not launched. */
+    finish_inits();
+    clear_ops();
+    return ncclSuccess;
+}

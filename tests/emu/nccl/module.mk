@@ -1,0 +1,43 @@
+# The emulated NCCL (libnccl.so.2), its unit tests, and the multi-rank integration tests that run
+# through the launcher (tests/emu/launcher).  See docs/emulator-nccl.md.
+
+EMU_NCCL_SRCS := $(filter-out tests/emu/nccl/unit/%,$(wildcard tests/emu/nccl/*.c))
+EMU_NCCL_LIB := $(BUILD)/emu/libnccl.so.2
+EMU_CUDART_LIB := $(BUILD)/emu/libcudart.so.13
+
+# libnccl needs the emulator's private entry points of libcudart (emu_internal.h).  Until the
+# cudart stand-in has a build rule, the library links without it (unresolved symbols of a shared
+# library are allowed; the program's libcudart provides them at run time).
+ifneq ($(wildcard tests/emu/module.mk),)
+EMU_NCCL_CUDART_DEP := $(EMU_CUDART_LIB)
+EMU_NCCL_CUDART_LINK := -L$(BUILD)/emu -l:libcudart.so.13
+endif
+
+$(EMU_NCCL_LIB): $(call objs,$(EMU_NCCL_SRCS)) $(EMU_NCCL_CUDART_DEP)
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,libnccl.so.2 $(LDFLAGS) -o $@ $(call objs,$(EMU_NCCL_SRCS)) $(EMU_NCCL_CUDART_LINK) -lpthread -lrt -lm
+
+$(BUILD)/emu/libnccl.so: $(EMU_NCCL_LIB)
+	ln -sf libnccl.so.2 $@
+
+ALL += $(EMU_NCCL_LIB) $(BUILD)/emu/libnccl.so
+
+# Unit tests of the pure parts (time model, arithmetic, signatures).
+$(BUILD)/tests/unit/test_emu_nccl: $(call objs,tests/emu/nccl/unit/test_emu_nccl.c tests/emu/nccl/model.c tests/emu/nccl/dtype.c tests/emu/nccl/errors.c)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_CMOCKA) -lm
+
+UNIT_TESTS += $(BUILD)/tests/unit/test_emu_nccl
+
+# Multi-rank test programs: ordinary CUDA/NCCL programs linked against the stand-ins.
+EMU_IT_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(wildcard tests/integration/emu_*.c))
+EMU_IT_SCRIPTS := $(wildcard tests/integration/emu_*.sh)
+
+ifneq ($(wildcard tests/emu/module.mk),)
+$(BUILD)/tests/integration/emu_%: $(BUILD)/obj/tests/integration/emu_%.o $(EMU_NCCL_LIB) $(BUILD)/emu/libnccl.so $(EMU_CUDART_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< -L$(BUILD)/emu -lnccl -l:libcudart.so.13 -ldl -lpthread -lm
+
+ALL += $(EMU_IT_PROGS)
+INTEGRATION_TESTS += $(EMU_IT_SCRIPTS)
+endif
