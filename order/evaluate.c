@@ -155,7 +155,12 @@ int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, siz
      * lo..hi crosses a barrier iff barrier_before[hi] != barrier_before[lo]. */
     int *barrier_before = calloc((size_t)n + 1, sizeof(int));
     uint32_t *count = calloc((size_t)n + 1, sizeof(uint32_t));
-    covered *cov = malloc(sizeof(covered) * (plan->n_segments ? plan->n_segments : 1));
+    /* Sized by what the blocks reference, not by n_segments: a malformed in-memory plan whose
+     * blocks share segments would otherwise overflow the bucket array. */
+    size_t referenced = 1;
+    for (uint32_t b = 0; b < plan->n_blocks; b++)
+        referenced += plan->blocks[b].n_segments;
+    covered *cov = malloc(sizeof(covered) * referenced);
     uint32_t *fill = calloc((size_t)n + 1, sizeof(uint32_t));
     int rc = -1;
     if (!barrier_before || !count || !cov || !fill) {

@@ -155,10 +155,8 @@ static void parse_args(int argc, char **argv, options *o)
         }
 #undef VALUE
     }
-    if (!o->profile_path && !o->synthetic_n) {
-        usage(stderr);
-        exit(EXIT_BAD_INPUT);
-    }
+    if (!o->profile_path && !o->synthetic_n)
+        die("no profile given: usbyte-sim PROFILE.json [options] (see --help)");
     if (o->profile_path && o->synthetic_n)
         die("give a profile file or --synthetic, not both");
     if (o->eval && (o->n_sweep || o->plan_out || o->policy))

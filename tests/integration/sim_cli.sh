@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# usbyte-sim's command line (MODEL.md): good runs of every option, the --plan-out / --eval
+# round trip, and each class of bad input with its one-line message and exit status 2.
+set -euo pipefail
+BUILD=${BUILD:-build}
+SIM=$BUILD/usbyte-sim
+[ -x "$SIM" ] || { echo "missing $SIM (make $SIM)"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# A small barrier profile whose numbers are known: alpha 1, beta 0, ready 0, 0.1, 0.2
+# -> wfbp 3 s, one merged block 1.2 s (see tests/unit/test_policies_basic.c).
+cat > "$tmp/small.json" <<'EOF'
+{"usbyte_profile": 1, "name": "small", "net": {"alpha": 1.0, "beta": 0.0},
+ "backward_end": 0.2, "forward": [0.0],
+ "calls": [{"bytes": 10, "ready": 0.0}, {"bytes": 10, "ready": 0.1}, {"bytes": 10, "ready": 0.2}]}
+EOF
+sed 's/"net": {"alpha": 1.0, "beta": 0.0},//' "$tmp/small.json" > "$tmp/nonet.json"
+
+# expect_bad DESCRIPTION REGEX COMMAND...: exit status 2 and exactly one line on stderr matching REGEX.
+expect_bad() {
+    local what=$1 want=$2
+    shift 2
+    local rc=0
+    "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+    if [ "$rc" -ne 2 ]; then fail "$what: exit $rc, want 2"; return; fi
+    if [ "$(wc -l < "$tmp/err")" -ne 1 ]; then fail "$what: stderr is not one line:"; cat "$tmp/err"; return; fi
+    grep -Eq -- "$want" "$tmp/err" || fail "$what: message '$(cat "$tmp/err")' does not match '$want'"
+}
+
+# ---- good runs ----
+out=$("$SIM" "$tmp/small.json")
+echo "$out" | grep -Eq '^wfbp +3000\.000 +1\.000x' || fail "table: wfbp row: $out"
+echo "$out" | grep -Eq '^mgwfbp-dp +1200\.000 +2\.500x' || fail "table: mgwfbp-dp row: $out"
+echo "$out" | grep -q '^lower bound' || fail "table: no lower bound row"
+for name in $("$SIM" --help | sed -n 's/^policies: //p' | sed 's/ (default.*//; s/,//g'); do
+    echo "$out" | grep -q "^$name " || fail "table: no row for policy $name"
+done
+
+"$SIM" "$tmp/small.json" --policy mgwfbp --json > "$tmp/mg.jsonl"
+[ "$(wc -l < "$tmp/mg.jsonl")" -eq 1 ] || fail "--json --policy: want one line"
+jq -e '.usbyte_plan == 1 and .policy == "mgwfbp" and (.iteration - 1.2 | fabs) < 1e-12 and (.plan_seconds >= 0)
+       and (.blocks | length) == 1 and .blocks[0].segments == [[0,0,10],[1,0,10],[2,0,10]]' "$tmp/mg.jsonl" >/dev/null ||
+    fail "--json plan object: $(cat "$tmp/mg.jsonl")"
+n_policies=$("$SIM" "$tmp/small.json" --policy all --json | wc -l)
+[ "$n_policies" -ge 7 ] || fail "--policy all --json: $n_policies lines"
+
+# --plan-out then --eval gives the same iteration and block times.
+"$SIM" "$tmp/small.json" --policy wfbp --plan-out "$tmp/plan.json" > /dev/null
+"$SIM" "$tmp/small.json" --eval "$tmp/plan.json" --json > "$tmp/eval.json"
+jq -e --slurpfile a "$tmp/plan.json" '.iteration == $a[0].iteration and .blocks == $a[0].blocks and .policy == "wfbp"' \
+    "$tmp/eval.json" > /dev/null || fail "--eval of --plan-out differs: $(cat "$tmp/eval.json")"
+"$SIM" "$tmp/small.json" --eval "$tmp/plan.json" | grep -Eq '^wfbp +3000\.000' || fail "--eval table"
+# --eval recomputes: a plan file with wrong times gets the model's times back.
+jq '.iteration = 99 | .blocks[0].end = 42' "$tmp/plan.json" > "$tmp/wrong.json"
+"$SIM" "$tmp/small.json" --eval "$tmp/wrong.json" --json | jq -e '.iteration == 3 and .blocks[0].end == 1' > /dev/null ||
+    fail "--eval does not recompute times"
+# --plan-out with several policies writes the fastest.
+"$SIM" "$tmp/small.json" --plan-out "$tmp/fast.json" > /dev/null
+jq -e '(.iteration - 1.2 | fabs) < 1e-12' "$tmp/fast.json" > /dev/null || fail "--plan-out with all: not the fastest"
+
+# Network options: --alpha/--beta override the profile; --net with --ranks; a profile without net.
+"$SIM" "$tmp/nonet.json" --alpha 1 --beta 0 --policy wfbp --json | jq -e '.iteration == 3' > /dev/null ||
+    fail "--alpha/--beta"
+"$SIM" "$tmp/small.json" --alpha 2 --policy wfbp --json | jq -e '.iteration == 6' > /dev/null || fail "--alpha override"
+"$SIM" "$tmp/nonet.json" --net 10gbe --ranks 8 > "$tmp/net.txt" || fail "--net 10gbe --ranks 8"
+# 10gbe at 8 ranks is MG-WFBP's alpha 523.027 us.
+grep -q 'alpha 523.027 us' "$tmp/net.txt" || fail "--net 10gbe at 8 ranks: $(head -2 "$tmp/net.txt")"
+for preset in 56gb-ib 100gb-ib nvlink; do
+    "$SIM" "$tmp/nonet.json" --net $preset --ranks 16 > /dev/null || fail "--net $preset"
+done
+
+# --svg: a self-contained, well-formed SVG with one link lane per policy.
+"$SIM" "$tmp/small.json" --svg "$tmp/t.svg" > /dev/null
+grep -q '<svg xmlns' "$tmp/t.svg" || fail "--svg: not an SVG"
+[ "$(grep -c ': link</text>' "$tmp/t.svg")" -eq "$n_policies" ] || fail "--svg: want one link lane per policy"
+grep -q 'time (ms)' "$tmp/t.svg" || fail "--svg: no axis"
+grep -q 'forward segment' "$tmp/t.svg" || fail "--svg: no legend"
+if command -v python3 > /dev/null; then
+    python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$tmp/t.svg" || fail "--svg: malformed XML"
+fi
+
+# --sweep: one row per rank count, speedups over wfbp.
+"$SIM" "$tmp/nonet.json" --sweep ranks=2,4,8 --net 100gb-ib > "$tmp/sweep.txt"
+[ "$(grep -Ec '^ +(2|4|8) ' "$tmp/sweep.txt")" -eq 3 ] || fail "--sweep rows: $(cat "$tmp/sweep.txt")"
+grep -q '(1.000x)' "$tmp/sweep.txt" || fail "--sweep: no wfbp speedup column"
+"$SIM" "$tmp/nonet.json" --sweep ranks=2,4 --net 10gbe --policy best --json | jq -e -s 'length == 4' > /dev/null ||
+    fail "--sweep --json: want wfbp and best per rank count"
+
+# --synthetic
+"$SIM" --synthetic 50,7 --policy mgwfbp-dp --json | jq -e '.blocks | length > 0' > /dev/null || fail "--synthetic"
+
+# ---- bad input: one line naming the file, the place and the problem; exit 2 ----
+expect_bad "unreadable file" "^usbyte-sim: $tmp/none.json: cannot read: No such file" "$SIM" "$tmp/none.json"
+printf '{"usbyte_profile": 1, "calls": [' > "$tmp/malformed.json"
+expect_bad "malformed JSON" "$tmp/malformed.json: line 1, column [0-9]+: malformed JSON" "$SIM" "$tmp/malformed.json"
+sed 's/"bytes": 10, "ready": 0.1/"bytes": -5, "ready": 0.1/' "$tmp/small.json" > "$tmp/negative.json"
+expect_bad "negative size" "$tmp/negative.json: calls\[1\]\.bytes: must be a positive integer, got -5" \
+    "$SIM" "$tmp/negative.json"
+sed 's/"ready": 0.2/"ready": -1/' "$tmp/small.json" > "$tmp/negready.json"
+expect_bad "negative time" "$tmp/negready.json: calls\[2\]\.ready: must be a finite number >= 0, got -1" \
+    "$SIM" "$tmp/negready.json"
+expect_bad "missing net" "$tmp/nonet.json: net: missing; give --ranks P --net PRESET or --alpha S --beta" \
+    "$SIM" "$tmp/nonet.json"
+expect_bad "half a net" "net: missing, so --alpha and --beta must both be given" "$SIM" "$tmp/nonet.json" --alpha 1
+expect_bad "--net without ranks" "$tmp/nonet.json: ranks: missing; --net 10gbe needs --ranks P" \
+    "$SIM" "$tmp/nonet.json" --net 10gbe
+expect_bad "unknown preset" "--net: unknown preset \"wifi\" \(known: 10gbe, " "$SIM" "$tmp/small.json" --net wifi --ranks 8
+expect_bad "unknown policy" "--policy: unknown policy \"fastest\" \(known: wfbp, " "$SIM" "$tmp/small.json" --policy fastest
+expect_bad "bad number" "--alpha: must be a finite number >= 0, got \"-3\"" "$SIM" "$tmp/small.json" --alpha -3
+expect_bad "bad ranks" "--ranks: must be an integer from 1 to" "$SIM" "$tmp/small.json" --net 10gbe --ranks x
+expect_bad "sweep without net" "--sweep needs --net PRESET" "$SIM" "$tmp/small.json" --sweep ranks=2,4
+expect_bad "bad sweep" "--sweep: expected ranks=P1,P2" "$SIM" "$tmp/small.json" --sweep 2,4 --net 10gbe
+expect_bad "unknown option" "unknown option --fast" "$SIM" "$tmp/small.json" --fast
+expect_bad "no profile" "^usbyte-sim: no profile given" "$SIM" --json
+# Plans: not covering the calls, covering twice, a wrong shape, an unreadable plan.
+jq 'del(.blocks[2])' "$tmp/plan.json" > "$tmp/short.json"
+expect_bad "plan not covering" "^usbyte-sim: $tmp/short.json: call 2: bytes \[0, 10\) are not covered" \
+    "$SIM" "$tmp/small.json" --eval "$tmp/short.json"
+jq '.blocks[1].segments += [[0, 5, 5]]' "$tmp/plan.json" > "$tmp/twice.json"
+expect_bad "plan covering twice" "$tmp/twice.json: call 0: bytes \[5, 10\) are covered twice" \
+    "$SIM" "$tmp/small.json" --eval "$tmp/twice.json"
+jq '.blocks[0].segments[0][0] = 9' "$tmp/plan.json" > "$tmp/nocall.json"
+expect_bad "plan naming a missing call" "$tmp/nocall.json: blocks\[0\]\.segments\[0\]: call 9 does not exist" \
+    "$SIM" "$tmp/small.json" --eval "$tmp/nocall.json"
+jq '.blocks[1].segments[0] = [1, 0]' "$tmp/plan.json" > "$tmp/shape.json"
+expect_bad "plan of the wrong shape" "$tmp/shape.json: blocks\[1\]\.segments\[0\]: must be \[call, offset_bytes, length_bytes\]" \
+    "$SIM" "$tmp/small.json" --eval "$tmp/shape.json"
+expect_bad "unreadable plan" "$tmp/noplan.json: cannot read" "$SIM" "$tmp/small.json" --eval "$tmp/noplan.json"
+expect_bad "unwritable --plan-out" "/nonexistent/dir/p.json: cannot write" \
+    "$SIM" "$tmp/small.json" --policy wfbp --plan-out /nonexistent/dir/p.json
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures failure(s)"
+    exit 1
+fi
+echo "sim_cli: all checks passed"

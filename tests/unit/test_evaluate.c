@@ -1,0 +1,393 @@
+/* The MODEL.md evaluator, validator and lower bound on cases computed by hand (the arithmetic
+ * is in each test's comment).  Numbers are chosen to be exact in binary where it matters, and
+ * compared to 1e-9 relative as MODEL.md promises. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "usbyte/model.h"
+
+#define MAXC 128
+
+/* A small in-memory profile: calls with (bytes, ready, need), one net. */
+typedef struct {
+    ub_profile p;
+    ub_call calls[MAXC];
+    double forward[8];
+} fixture;
+
+static void setup_profile(fixture *f, int n, const uint64_t *bytes, const double *ready, const int *need,
+                          double alpha, double beta, double backward_end, int n_forward, const double *forward)
+{
+    memset(f, 0, sizeof(*f));
+    for (int k = 0; k < n; k++)
+        f->calls[k] = (ub_call){.bytes = bytes[k], .ready = ready[k], .need = need ? need[k] : 0,
+                                .dtype = UB_DTYPE_FLOAT32, .op = UB_OP_SUM, .merge = true, .measured_comm = -1};
+    for (int s = 0; s < n_forward; s++)
+        f->forward[s] = forward[s];
+    f->p = (ub_profile){.has_net = true, .alpha = alpha, .beta = beta, .backward_end = backward_end,
+                        .n_forward = n_forward, .forward = f->forward, .n_calls = n, .calls = f->calls};
+}
+
+static void near(double got, double want)
+{
+    double tol = 1e-9 * (fabs(want) > 1 ? fabs(want) : 1);
+    if (fabs(got - want) > tol)
+        fail_msg("got %.15g, want %.15g", got, want);
+}
+
+/* Plan builder: one block per call of `order`, whole calls. */
+static void whole_blocks(ub_plan *plan, const ub_profile *p, int n, const int *order)
+{
+    ub_plan_init(plan, "test");
+    for (int i = 0; i < n; i++) {
+        ub_plan_begin_block(plan);
+        ub_plan_add_segment(plan, order[i], 0, p->calls[order[i]].bytes);
+    }
+}
+
+/* Two calls: ready 1 and 2 s, 100 and 200 bytes, alpha 0.5, beta 0.01, B = 2, forward [1].
+ * WFBP: block 0 starts max(0, 1) = 1, lasts 0.5 + 1 = 1.5 -> ends 2.5; block 1 starts
+ * max(2.5, 2) = 2.5, lasts 0.5 + 2 -> 5.0.  Forward: t = B = 2 -> max(2, 5) = 5 -> +1 = 6. */
+static const uint64_t two_bytes[] = {100, 200};
+static const double two_ready[] = {1.0, 2.0};
+static const double one_fwd[] = {1.0};
+
+static void test_rules_1_to_5_wfbp(void **state)
+{
+    (void)state;
+    fixture f;
+    setup_profile(&f, 2, two_bytes, two_ready, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    ub_plan plan;
+    whole_blocks(&plan, &f.p, 2, (int[]){0, 1});
+    char err[256];
+    assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
+    double done[2];
+    near(ub_evaluate(&f.p, &plan, done), 6.0);
+    near(plan.blocks[0].start, 1.0);
+    near(plan.blocks[0].end, 2.5);
+    near(plan.blocks[1].start, 2.5);
+    near(plan.blocks[1].end, 5.0);
+    near(done[0], 2.5);
+    near(done[1], 5.0);
+    near(plan.iteration, 6.0);
+    near(ub_evaluate_const(&f.p, &plan, NULL), 6.0);
+    ub_plan_free(&plan);
+}
+
+/* The same calls in the other order: block (call 1) starts at its ready 2, ends 4.5; block
+ * (call 0) starts max(4.5, 1) = 4.5, ends 6.0; iteration 6 + 1 = 7. */
+static void test_link_is_serial_in_plan_order(void **state)
+{
+    (void)state;
+    fixture f;
+    setup_profile(&f, 2, two_bytes, two_ready, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    ub_plan plan;
+    whole_blocks(&plan, &f.p, 2, (int[]){1, 0});
+    near(ub_evaluate(&f.p, &plan, NULL), 7.0);
+    near(plan.blocks[0].start, 2.0);
+    near(plan.blocks[1].start, 4.5);
+    near(plan.blocks[1].end, 6.0);
+    ub_plan_free(&plan);
+}
+
+/* Staging (rule 2): copy_beta 0.001.  One block with both calls: starts max(0, 1, 2) = 2,
+ * M = 300, lasts 0.5 + 3 + 0.3 = 3.8 -> 5.8; iteration 6.8.  A block holding two segments of
+ * ONE call is not staged: call 1 as [0,150)+[150,200) in one block after call 0's block:
+ * call 0 ends 2.5, then 2.5 + 0.5 + 2 = 5.0 (no copy term), iteration 6. */
+static void test_staging_cost(void **state)
+{
+    (void)state;
+    fixture f;
+    setup_profile(&f, 2, two_bytes, two_ready, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    f.p.copy_beta = 0.001;
+    ub_plan plan;
+    ub_plan_init(&plan, "merged");
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 0, 0, 100);
+    ub_plan_add_segment(&plan, 1, 0, 200);
+    near(ub_evaluate(&f.p, &plan, NULL), 6.8);
+    near(plan.blocks[0].start, 2.0);
+    near(plan.blocks[0].end, 5.8);
+    near(ub_block_cost(&f.p, 300, 1), 3.8);
+    near(ub_block_cost(&f.p, 300, 0), 3.5);
+
+    ub_plan_clear(&plan);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 0, 0, 100);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 1, 0, 150);
+    ub_plan_add_segment(&plan, 1, 150, 50);
+    char err[256];
+    assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
+    near(ub_evaluate(&f.p, &plan, NULL), 6.0);
+    near(plan.blocks[1].end, 5.0);
+    ub_plan_free(&plan);
+}
+
+/* Partial splits (rule 3): call 0 as [0,40) first, call 1 whole, then call 0's [40,100).
+ * b0: 1 + 0.5 + 0.4 = 1.9; b1: max(1.9, 2) = 2 -> 4.5; b2: 4.5 + 0.5 + 0.6 = 5.6.
+ * Call 0 completes at its LATEST block, 5.6; call 1 at 4.5; iteration max(2, 5.6) + 1 = 6.6. */
+static void test_partial_split_completion(void **state)
+{
+    (void)state;
+    fixture f;
+    setup_profile(&f, 2, two_bytes, two_ready, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    ub_plan plan;
+    ub_plan_init(&plan, "split");
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 0, 0, 40);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 1, 0, 200);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 0, 40, 60);
+    char err[256];
+    assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
+    double done[2];
+    near(ub_evaluate(&f.p, &plan, done), 6.6);
+    near(plan.blocks[0].end, 1.9);
+    near(plan.blocks[1].start, 2.0);
+    near(done[0], 5.6);
+    near(done[1], 4.5);
+    ub_plan_free(&plan);
+}
+
+/* Forward segments (rule 4): call 0 needed by segment 1, call 1 by segment 0; forward [2, 0.5].
+ * WFBP: completions 2.5 and 5.0.  t = 2 -> seg 0 waits for call 1: max(2, 5) + 2 = 7 -> seg 1
+ * waits for call 0: max(7, 2.5) + 0.5 = 7.5.
+ * Call 1 first: call 1 ends 4.5, call 0 ends 6.0 -> max(2, 4.5) + 2 = 6.5 -> max(6.5, 6) + 0.5 = 7.0.
+ * With gap 0.25 and call 1 first: t starts at 2.25, the gates are later, so still 7.0. */
+static void test_forward_segments_with_needs(void **state)
+{
+    (void)state;
+    fixture f;
+    static const double fwd[] = {2.0, 0.5};
+    setup_profile(&f, 2, two_bytes, two_ready, (int[]){1, 0}, 0.5, 0.01, 2.0, 2, fwd);
+    ub_plan plan;
+    whole_blocks(&plan, &f.p, 2, (int[]){0, 1});
+    near(ub_evaluate(&f.p, &plan, NULL), 7.5);
+    ub_plan_free(&plan);
+    whole_blocks(&plan, &f.p, 2, (int[]){1, 0});
+    near(ub_evaluate(&f.p, &plan, NULL), 7.0);
+    f.p.gap = 0.25;
+    near(ub_evaluate(&f.p, &plan, NULL), 7.0);
+    ub_plan_free(&plan);
+}
+
+/* A forward segment no call needs is not gated; gap delays the start (rule 4's t = B + g).
+ * One call of 100 bytes ready at 0, alpha 0.5, beta 0.01 -> ends 1.5.  B = 3, g = 1,
+ * forward [0.5, 1, 0.25] with the call needed by segment 2:
+ * t = 4 -> seg 0: 4.5 -> seg 1: 5.5 -> seg 2: max(5.5, 1.5) + 0.25 = 5.75. */
+static void test_gap_and_ungated_segments(void **state)
+{
+    (void)state;
+    fixture f;
+    static const double fwd[] = {0.5, 1.0, 0.25};
+    setup_profile(&f, 1, (uint64_t[]){100}, (double[]){0.0}, (int[]){2}, 0.5, 0.01, 3.0, 3, fwd);
+    f.p.gap = 1.0;
+    ub_plan plan;
+    whole_blocks(&plan, &f.p, 1, (int[]){0});
+    near(ub_evaluate(&f.p, &plan, NULL), 5.75);
+    near(plan.blocks[0].start, 0.0);
+    near(plan.blocks[0].end, 1.5);
+    ub_plan_free(&plan);
+}
+
+/* Lower bound (rule 6).  Two calls, 300 bytes: link term = min ready 1 + 0.5 + 3 + forward
+ * from the latest need on.  Barrier, forward [1], B = 2: max(2 + 1, 1 + 3.5 + 1) = 5.5.
+ * Needs {1, 0}, forward [2, 0.5]: latest need 1 -> tail 0.5: max(2 + 2.5, 4.5 + 0.5) = 5.0.
+ * With B = 10 the compute term wins: 10 + 2.5 = 12.5.  Every plan is >= the bound. */
+static void test_lower_bound(void **state)
+{
+    (void)state;
+    fixture f;
+    setup_profile(&f, 2, two_bytes, two_ready, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    near(ub_lower_bound(&f.p), 5.5);
+    static const double fwd[] = {2.0, 0.5};
+    setup_profile(&f, 2, two_bytes, two_ready, (int[]){1, 0}, 0.5, 0.01, 2.0, 2, fwd);
+    near(ub_lower_bound(&f.p), 5.0);
+    ub_plan plan;
+    whole_blocks(&plan, &f.p, 2, (int[]){1, 0});
+    assert_true(ub_evaluate(&f.p, &plan, NULL) >= ub_lower_bound(&f.p));
+    near(plan.lower_bound, 5.0);
+    f.p.backward_end = 10.0;
+    near(ub_lower_bound(&f.p), 12.5);
+    ub_plan_free(&plan);
+}
+
+/* More than 64 calls takes the evaluator's heap path: 100 calls of 1 byte ready at 0, alpha 1,
+ * beta 0, B = 0, forward [0]: block k ends at k + 1, so the iteration is 100. */
+static void test_many_calls(void **state)
+{
+    (void)state;
+    fixture f;
+    uint64_t bytes[100];
+    double ready[100];
+    int order[100];
+    for (int k = 0; k < 100; k++) {
+        bytes[k] = 1;
+        ready[k] = 0;
+        order[k] = k;
+    }
+    setup_profile(&f, 100, bytes, ready, NULL, 1.0, 0.0, 0.0, 1, (double[]){0.0});
+    ub_plan plan;
+    whole_blocks(&plan, &f.p, 100, order);
+    near(ub_evaluate(&f.p, &plan, NULL), 100.0);
+    near(plan.blocks[99].start, 99.0);
+    ub_plan_free(&plan);
+}
+
+/* ---- validator rejections, each with its message ---- */
+
+static void expect_invalid(const ub_profile *p, const ub_plan *plan, const char *needle)
+{
+    char err[512] = "";
+    assert_int_equal(ub_plan_validate(p, plan, err, sizeof(err)), -1);
+    if (!strstr(err, needle))
+        fail_msg("message \"%s\" lacks \"%s\"", err, needle);
+    assert_null(strchr(err, '\n'));
+}
+
+static void test_validator_rejections(void **state)
+{
+    (void)state;
+    fixture f;
+    setup_profile(&f, 3, (uint64_t[]){100, 200, 300}, (double[]){0, 1, 2}, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    ub_plan plan;
+    ub_plan_init(&plan, "bad");
+
+    /* A call that does not exist. */
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 7, 0, 10);
+    expect_invalid(&f.p, &plan, "blocks[0].segments[0]: call 7 does not exist (the profile has 3 calls)");
+
+    /* A segment past the end of its call, and an empty one. */
+    ub_plan_clear(&plan);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 0, 50, 60);
+    expect_invalid(&f.p, &plan, "blocks[0].segments[0]: [50, +60) is empty or outside call 0's 100 bytes");
+    ub_plan_clear(&plan);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 0, 0, 100);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 1, 10, 0);
+    expect_invalid(&f.p, &plan, "blocks[1].segments[0]: [10, +0) is empty");
+
+    /* An empty block. */
+    ub_plan_clear(&plan);
+    ub_plan_begin_block(&plan);
+    expect_invalid(&f.p, &plan, "blocks[0] is empty");
+
+    /* A block that refers past the segments. */
+    ub_plan_clear(&plan);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 0, 0, 100);
+    plan.blocks[0].n_segments = 5;
+    expect_invalid(&f.p, &plan, "blocks[0] refers past the plan's segments");
+
+    /* Bytes covered twice; bytes not covered; a call missing altogether. */
+    ub_plan_clear(&plan);
+    for (int k = 0; k < 3; k++) {
+        ub_plan_begin_block(&plan);
+        ub_plan_add_segment(&plan, k, 0, f.calls[k].bytes);
+    }
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 1, 150, 10);
+    expect_invalid(&f.p, &plan, "call 1: bytes [150, 200) are covered twice");
+    ub_plan_clear(&plan);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 0, 0, 100);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 1, 0, 50);
+    ub_plan_add_segment(&plan, 1, 60, 140);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 2, 0, 300);
+    expect_invalid(&f.p, &plan, "call 1: bytes [50, 60) are not covered");
+    ub_plan_clear(&plan);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 0, 0, 100);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 1, 0, 150);
+    expect_invalid(&f.p, &plan, "call 1: bytes [150, 200) are not covered");
+    ub_plan_clear(&plan);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 0, 0, 100);
+    ub_plan_add_segment(&plan, 1, 0, 200);
+    expect_invalid(&f.p, &plan, "call 2: bytes [0, 300) are not covered");
+
+    /* Mixed dtype, mixed op. */
+    ub_plan_clear(&plan);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 0, 0, 100);
+    ub_plan_add_segment(&plan, 1, 0, 200);
+    ub_plan_add_segment(&plan, 2, 0, 300);
+    char ok[256];
+    assert_int_equal(ub_plan_validate(&f.p, &plan, ok, sizeof(ok)), 0);
+    f.calls[2].dtype = UB_DTYPE_FLOAT16;
+    expect_invalid(&f.p, &plan, "blocks[0] mixes float32/sum (call 0) with float16/sum (call 2)");
+    f.calls[2].dtype = UB_DTYPE_FLOAT32;
+    f.calls[1].op = UB_OP_MAX;
+    expect_invalid(&f.p, &plan, "blocks[0] mixes float32/sum (call 0) with float32/max (call 1)");
+    f.calls[1].op = UB_OP_SUM;
+
+    /* merge:false on call 1: a block may hold calls 0 and 1, never 1 and 2. */
+    f.calls[1].merge = false;
+    expect_invalid(&f.p, &plan, "blocks[0] merges calls 0 and 2 across a call marked \"merge\": false");
+    ub_plan_clear(&plan);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 0, 0, 100);
+    ub_plan_add_segment(&plan, 1, 0, 200);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 2, 0, 300);
+    char err[256];
+    assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
+    ub_plan_clear(&plan);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 0, 0, 100);
+    ub_plan_begin_block(&plan);
+    ub_plan_add_segment(&plan, 2, 0, 300);
+    ub_plan_add_segment(&plan, 1, 0, 200);
+    expect_invalid(&f.p, &plan, "blocks[1] merges calls 1 and 2 across");
+    ub_plan_free(&plan);
+}
+
+/* Two blocks that share the same segments (only possible in a malformed in-memory plan) must
+ * be reported, not overflow the validator's buckets (runs under ASan in make test SAN=...). */
+static void test_validator_shared_segments(void **state)
+{
+    (void)state;
+    fixture f;
+    setup_profile(&f, 2, two_bytes, two_ready, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    ub_plan plan;
+    whole_blocks(&plan, &f.p, 2, (int[]){0, 1});
+    for (int i = 0; i < 4; i++) {
+        ub_plan_begin_block(&plan);
+        plan.blocks[plan.n_blocks - 1].first_segment = 0;
+        plan.blocks[plan.n_blocks - 1].n_segments = 2;
+    }
+    expect_invalid(&f.p, &plan, "covered twice");
+    ub_plan_free(&plan);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rules_1_to_5_wfbp),
+        cmocka_unit_test(test_link_is_serial_in_plan_order),
+        cmocka_unit_test(test_staging_cost),
+        cmocka_unit_test(test_partial_split_completion),
+        cmocka_unit_test(test_forward_segments_with_needs),
+        cmocka_unit_test(test_gap_and_ungated_segments),
+        cmocka_unit_test(test_lower_bound),
+        cmocka_unit_test(test_many_calls),
+        cmocka_unit_test(test_validator_rejections),
+        cmocka_unit_test(test_validator_shared_segments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
