@@ -84,8 +84,15 @@ int ub_policy_bytescheduler(const ub_profile *prof, ub_plan *out)
     if (n <= 0)
         return -1;
     uint64_t max_parts = 0;
-    for (int k = 0; k < n; k++)
+    double total = 0.0;
+    for (int k = 0; k < n; k++) {
         max_parts += prof->calls[k].bytes / partition_grid[0] + 1;
+        total += (double)prof->calls[k].bytes;
+    }
+    /* Partition sizes that would cut the data into more than 8n + 4096 pieces are skipped
+     * (a bound on planning time; the largest size is always tried). */
+    double part_limit = 8.0 * n + 4096.0;
+    size_t n_sizes = sizeof(partition_grid) / sizeof(partition_grid[0]);
     sim_state s = {.prof = prof};
     s.ready_order = malloc(sizeof(int) * (size_t)n);
     s.rank = malloc(sizeof(int) * (size_t)n);
@@ -106,7 +113,9 @@ int ub_policy_bytescheduler(const ub_profile *prof, ub_plan *out)
     uint64_t best_partition = 0;
     int best_credit = 0;
     /* Grid order is the tie-break: the first (smallest) setting that reaches the best time. */
-    for (size_t p = 0; p < sizeof(partition_grid) / sizeof(partition_grid[0]); p++)
+    for (size_t p = 0; p < n_sizes; p++) {
+        if (p + 1 < n_sizes && total / (double)partition_grid[p] > part_limit)
+            continue;
         for (size_t c = 0; c < sizeof(credit_grid) / sizeof(credit_grid[0]); c++) {
             simulate(&s, partition_grid[p], credit_grid[c], &trial);
             double t = ub_evaluate_const(prof, &trial, NULL);
@@ -117,6 +126,7 @@ int ub_policy_bytescheduler(const ub_profile *prof, ub_plan *out)
                 ub_plan_copy(out, &trial);
             }
         }
+    }
     snprintf(out->params, sizeof(out->params), "partition=%llu credit=%d",
              (unsigned long long)best_partition, best_credit);
     ub_plan_free(&trial);

@@ -56,8 +56,9 @@ int ub_synthetic_profile(const ub_synthetic_opts *o, ub_profile *out)
         return -1;
     }
 
-    /* Communication vs compute: the backward pass takes `ratio` times the WFBP link time. */
-    double ratio = 0.3 + 1.7 * ub_uniform01(&st);
+    /* Communication vs compute: the backward pass takes `ratio` times the WFBP link time, so
+     * most profiles are communication-bound and planning matters. */
+    double ratio = 0.2 + 0.8 * ub_uniform01(&st);
     double total_link = 0.0;
     for (int k = 0; k < n; k++) {
         ub_call *c = &out->calls[k];

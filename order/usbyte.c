@@ -15,6 +15,7 @@
  *   its priority just above them; keep the change when the model's iteration time drops.
  * Priorities start as ByteScheduler's: lower need first, then the later-arriving call. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,15 +211,33 @@ int ub_policy_usbyte(const ub_profile *prof, ub_plan *out)
     ub_ready_order(prof, s.ready_order);
     ub_forward_priority(prof, s.fwd_order, NULL);
 
-    /* Trial builds of Algorithm 3 cost O(n log n) each; the budget keeps the whole policy near
-     * O(n log n) for large n while running the published loop in full for small ones. */
-    long budget = n <= 256 ? (long)n * 8 : 2048;
+    /* Each trial of Algorithm 3 rebuilds the plan, O(n log n).  Up to 256 calls the published
+     * loop runs in full for every unit of the grid (the authors' tuner sees the whole
+     * algorithm); beyond, the unit is chosen on Algorithms 1-2 alone and Algorithm 3 runs for
+     * that unit with a trial budget of max(64, 2^17/n), which keeps the policy near O(n log n). */
+    size_t n_units = sizeof(unit_grid) / sizeof(unit_grid[0]);
+    bool full = n <= 256;
     ub_plan plan, trial;
     ub_plan_init(&plan, "usbyte");
     ub_plan_init(&trial, "usbyte");
+    size_t chosen = 0;
+    if (!full) {
+        double best0 = 0.0;
+        for (size_t u = 0; u < n_units; u++) {
+            memcpy(s.prio_order, s.fwd_order, ni);
+            for (int i = 0; i < n; i++)
+                s.prio_rank[s.prio_order[i]] = i;
+            double t = build(&s, unit_grid[u], &plan, first);
+            if (u == 0 || t < best0) {
+                best0 = t;
+                chosen = u;
+            }
+        }
+    }
     double best = 0.0;
     uint64_t best_unit = 0;
-    for (size_t u = 0; u < sizeof(unit_grid) / sizeof(unit_grid[0]); u++) {
+    for (size_t u = full ? 0 : chosen; u < (full ? n_units : chosen + 1); u++) {
+        long budget = full ? (long)n * 8 : ((1L << 17) / n > 64 ? (1L << 17) / n : 64);
         memcpy(s.prio_order, s.fwd_order, ni);
         for (int i = 0; i < n; i++)
             s.prio_rank[s.prio_order[i]] = i;
