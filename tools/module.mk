@@ -9,4 +9,4 @@ ALL += $(BUILD)/usbyte-sim
 
 .PHONY: bench-sim
 bench-sim: $(BUILD)/usbyte-sim
-	tools/bench-sim.sh > docs/bench-sim.md
+	BUILD=$(BUILD) tools/bench-sim.sh docs/bench-sim.md
