@@ -67,6 +67,14 @@ cudaError_t usbyteEmuSetCapturing(cudaStream_t stream, int capturing);
  * emulator's equivalent of restarting the process). */
 void usbyteEmuSetStickyError(cudaError_t err);
 
+/* For the driver API stand-in: the emulated device count; what kind of memory ptr lies in
+ * (0 unknown, 1 cudaMalloc "device" memory, 2 cudaMallocHost/cudaHostAlloc pinned memory);
+ * and allocation without going through the public (interposable) runtime API. */
+int usbyteEmuDeviceCount(void);
+int usbyteEmuPointerKind(const void *ptr);
+cudaError_t usbyteEmuMemAlloc(void **ptr, size_t bytes);
+cudaError_t usbyteEmuMemFree(void *ptr);
+
 /* Hang diagnosis: when the environment has USBYTE_EMU_LAUNCHED=1 (emu-run sets it), libcudart
  * installs a SIGUSR2 handler at load time that writes usbyteEmuDumpStreams(2), each line
  * starting with "[pid N]", so the launcher can ask every rank where its streams wait. The

@@ -14,6 +14,16 @@ $(EMU_DIR)/libcudart.so: $(EMU_CUDART)
 
 ALL += $(EMU_CUDART) $(EMU_DIR)/libcudart.so
 
+EMU_CUDA_SRCS := $(wildcard tests/emu/cuda/*.c)
+EMU_CUDA := $(EMU_DIR)/libcuda.so.1
+$(EMU_CUDA): $(call objs,$(EMU_CUDA_SRCS)) tests/emu/cuda/libcuda.map $(EMU_DIR)/libcudart.so
+	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--version-script=tests/emu/cuda/libcuda.map \
+		-Wl,--no-undefined $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(EMU_DIR) -lcudart $(LDLIBS_THREAD)
+$(EMU_DIR)/libcuda.so: $(EMU_CUDA)
+	ln -sf libcuda.so.1 $@
+
+ALL += $(EMU_CUDA) $(EMU_DIR)/libcuda.so
+
 # Unit tests of the stand-ins: cmocka binaries linked against the stand-ins, found at run time
 # through their rpath ($(BUILD)/tests/unit/../../emu = $(BUILD)/emu).
 EMU_TEST_RPATH := -Wl,-rpath,'$$ORIGIN/../../emu'
@@ -30,3 +40,4 @@ endef
 $(eval $(call emu_unit_test,test_emu_streams,cudart))
 $(eval $(call emu_unit_test,test_emu_events,cudart))
 $(eval $(call emu_unit_test,test_emu_memory,cudart))
+$(eval $(call emu_unit_test,test_emu_memops,cudart cuda))

@@ -55,6 +55,18 @@ EMU_EXPORT int usbyteEmuValidRange(const void *ptr, size_t bytes)
     return emu_range_valid(ptr, bytes);
 }
 
+EMU_EXPORT int usbyteEmuPointerKind(const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    int kind = 0;
+    pthread_rwlock_rdlock(&allocs_lock);
+    size_t i = upper_bound(p);
+    if (ptr != NULL && i > 0 && p - allocs[i - 1].base < allocs[i - 1].size)
+        kind = allocs[i - 1].kind == ALLOC_DEVICE ? 1 : 2;
+    pthread_rwlock_unlock(&allocs_lock);
+    return kind;
+}
+
 static cudaError_t track(void *p, size_t size, enum alloc_kind kind)
 {
     pthread_rwlock_wrlock(&allocs_lock);
@@ -170,4 +182,14 @@ EMU_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
     if (total)
         *total = (size_t)80 << 30;
     return emu_result(cudaSuccess);
+}
+
+EMU_EXPORT cudaError_t usbyteEmuMemAlloc(void **ptr, size_t bytes)
+{
+    return allocate(ptr, bytes, ALLOC_DEVICE);
+}
+
+EMU_EXPORT cudaError_t usbyteEmuMemFree(void *ptr)
+{
+    return release(ptr, ALLOC_DEVICE);
 }
