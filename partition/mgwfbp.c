@@ -24,7 +24,8 @@
  * the end of a group is non-decreasing in the end of the previous one, so the earliest end of a
  * prefix is an optimal substructure:
  *   F[j] = min over allowed i <= j of  max(F[i-1], max ready[i..j]) + cost(i..j),   F[-1] = 0.
- * O(n^2) time, O(n) memory.  With forward segments (need > 0) it still minimises the end of the
+ * O(n^2) time in the worst case (the inner loop stops as soon as the group's latest ready
+ * plus its cost reaches the best end found, which keeps it short on real profiles), O(n) memory.  With forward segments (need > 0) it still minimises the end of the
  * link, which is a valid plan but not necessarily the best consecutive merge. */
 #include <stdlib.h>
 
@@ -107,8 +108,15 @@ int ub_policy_mgwfbp_dp(const ub_profile *prof, ub_plan *out)
             if (prof->calls[i].ready > ready)
                 ready = prof->calls[i].ready;
             bytes += (double)prof->calls[i].bytes;
+            double cost = ub_block_cost(prof, bytes, i < j);
+            /* Exact pruning: a longer group (smaller i) has at least this latest ready time and
+             * these bytes, so it cannot end before ready + cost; once that reaches the best end
+             * found, no smaller i can improve it.  (Only the staging term changes between the
+             * single-call group and the others, and it only grows.) */
+            if (best >= 0.0 && i < j && ready + cost >= best)
+                break;
             double start = best_end[i] > ready ? best_end[i] : ready;
-            double end = start + ub_block_cost(prof, bytes, i < j);
+            double end = start + cost;
             /* Strict improvement only: ties keep the group found first (the smaller one),
              * so the plan is deterministic and uses no more staging than needed. */
             if (best < 0.0 || end < best) {

@@ -305,8 +305,11 @@ static void print_table(const ub_profile *prof, const sim_result *res)
         if (!res[id].used)
             continue;
         const ub_plan *p = &res[id].plan;
+        double gap = p->iteration / lb - 1.0;
+        if (gap < 0 && gap > -1e-9)
+            gap = 0.0; /* rounding of the same sum in a different order: not a real gap */
         printf("%-14s %13.3f %7.3fx %8.2f%% %7u %10.3f  %s\n", p->policy, p->iteration * 1e3, wfbp / p->iteration,
-               100.0 * (p->iteration / lb - 1.0), p->n_blocks, p->plan_seconds * 1e3, p->params);
+               100.0 * gap, p->n_blocks, p->plan_seconds * 1e3, p->params);
     }
     printf("%-14s %13.3f\n", "lower bound", lb * 1e3);
 }
