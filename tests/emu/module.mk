@@ -24,6 +24,16 @@ $(EMU_DIR)/libcuda.so: $(EMU_CUDA)
 
 ALL += $(EMU_CUDA) $(EMU_DIR)/libcuda.so
 
+EMU_CUPTI_SRCS := $(wildcard tests/emu/cupti/*.c)
+EMU_CUPTI := $(EMU_DIR)/libcupti.so.13
+$(EMU_CUPTI): $(call objs,$(EMU_CUPTI_SRCS)) tests/emu/cupti/libcupti.map $(EMU_DIR)/libcudart.so
+	$(CC) -shared -Wl,-soname,libcupti.so.13 -Wl,--version-script=tests/emu/cupti/libcupti.map \
+		-Wl,--no-undefined $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(EMU_DIR) -lcudart $(LDLIBS_THREAD)
+$(EMU_DIR)/libcupti.so: $(EMU_CUPTI)
+	ln -sf libcupti.so.13 $@
+
+ALL += $(EMU_CUPTI) $(EMU_DIR)/libcupti.so
+
 # Unit tests of the stand-ins: cmocka binaries linked against the stand-ins, found at run time
 # through their rpath ($(BUILD)/tests/unit/../../emu = $(BUILD)/emu).
 EMU_TEST_RPATH := -Wl,-rpath,'$$ORIGIN/../../emu'
@@ -41,3 +51,4 @@ $(eval $(call emu_unit_test,test_emu_streams,cudart))
 $(eval $(call emu_unit_test,test_emu_events,cudart))
 $(eval $(call emu_unit_test,test_emu_memory,cudart))
 $(eval $(call emu_unit_test,test_emu_memops,cudart cuda))
+$(eval $(call emu_unit_test,test_emu_cupti,cudart cuda cupti))
