@@ -161,6 +161,8 @@ static void parse_args(int argc, char **argv, options *o)
         die("give a profile file or --synthetic, not both");
     if (o->eval && (o->n_sweep || o->plan_out || o->policy))
         die("--eval evaluates one given plan: it does not combine with --policy, --plan-out or --sweep");
+    if (o->n_sweep && (o->plan_out || o->svg))
+        die("--sweep prints a scaling table: it does not combine with --plan-out or --svg");
     if (o->n_sweep && !o->net)
         die("--sweep needs --net PRESET (it converts the preset for each rank count)");
     if (o->ranks && !o->net)

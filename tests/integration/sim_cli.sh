@@ -89,8 +89,11 @@ grep -q '(1.000x)' "$tmp/sweep.txt" || fail "--sweep: no wfbp speedup column"
 "$SIM" "$tmp/nonet.json" --sweep ranks=2,4 --net 10gbe --policy best --json | jq -e -s 'length == 4' > /dev/null ||
     fail "--sweep --json: want wfbp and best per rank count"
 
-# --synthetic
+# --synthetic, barrier and layer-wise; the same seed gives the same plan (a pure function of the profile).
 "$SIM" --synthetic 50,7 --policy mgwfbp-dp --json | jq -e '.blocks | length > 0' > /dev/null || fail "--synthetic"
+a=$("$SIM" --synthetic 60,9,layerwise --net 100gb-ib --ranks 16 --json | jq -c 'del(.plan_seconds)')
+b=$("$SIM" --synthetic 60,9,layerwise --net 100gb-ib --ranks 16 --json | jq -c 'del(.plan_seconds)')
+[ -n "$a" ] && [ "$a" = "$b" ] || fail "--synthetic layerwise: plans differ between two runs"
 
 # ---- bad input: one line naming the file, the place and the problem; exit 2 ----
 expect_bad "unreadable file" "^usbyte-sim: $tmp/none.json: cannot read: No such file" "$SIM" "$tmp/none.json"
@@ -112,6 +115,10 @@ expect_bad "unknown policy" "--policy: unknown policy \"fastest\" \(known: wfbp,
 expect_bad "bad number" "--alpha: must be a finite number >= 0, got \"-3\"" "$SIM" "$tmp/small.json" --alpha -3
 expect_bad "bad ranks" "--ranks: must be an integer from 1 to" "$SIM" "$tmp/small.json" --net 10gbe --ranks x
 expect_bad "sweep without net" "--sweep needs --net PRESET" "$SIM" "$tmp/small.json" --sweep ranks=2,4
+expect_bad "sweep with svg" "--sweep prints a scaling table: it does not combine with --plan-out or --svg" \
+    "$SIM" "$tmp/small.json" --sweep ranks=2 --net 10gbe --svg "$tmp/x.svg"
+expect_bad "bad synthetic" "--synthetic: expected N,SEED\[,layerwise\]" "$SIM" --synthetic 0,1
+expect_bad "eval with policy" "--eval evaluates one given plan" "$SIM" "$tmp/small.json" --eval "$tmp/plan.json" --policy wfbp
 expect_bad "bad sweep" "--sweep: expected ranks=P1,P2" "$SIM" "$tmp/small.json" --sweep 2,4 --net 10gbe
 expect_bad "unknown option" "unknown option --fast" "$SIM" "$tmp/small.json" --fast
 expect_bad "no profile" "^usbyte-sim: no profile given" "$SIM" --json
