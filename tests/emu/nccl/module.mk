@@ -10,7 +10,7 @@ EMU_CUDART_LIB := $(BUILD)/emu/libcudart.so.13
 # library are allowed; the program's libcudart provides them at run time).
 ifneq ($(wildcard tests/emu/module.mk),)
 EMU_NCCL_CUDART_DEP := $(EMU_CUDART_LIB)
-EMU_NCCL_CUDART_LINK := -L$(BUILD)/emu -l:libcudart.so.13
+EMU_NCCL_CUDART_LINK := -L$(BUILD)/emu -l:libcudart.so.13 -Wl,--no-undefined
 endif
 
 $(EMU_NCCL_LIB): $(call objs,$(EMU_NCCL_SRCS)) $(EMU_NCCL_CUDART_DEP)
@@ -34,9 +34,10 @@ EMU_IT_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(
 EMU_IT_SCRIPTS := $(wildcard tests/integration/emu_*.sh)
 
 ifneq ($(wildcard tests/emu/module.mk),)
-$(BUILD)/tests/integration/emu_%: $(BUILD)/obj/tests/integration/emu_%.o $(EMU_NCCL_LIB) $(BUILD)/emu/libnccl.so $(EMU_CUDART_LIB)
+$(EMU_IT_PROGS): $(BUILD)/tests/integration/%: $(BUILD)/obj/tests/integration/%.o $(EMU_NCCL_LIB) $(BUILD)/emu/libnccl.so $(EMU_CUDART_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< -L$(BUILD)/emu -lnccl -l:libcudart.so.13 -ldl -lpthread -lm
+.SECONDARY: $(call objs,$(wildcard tests/integration/emu_*.c))
 
 ALL += $(EMU_IT_PROGS)
 INTEGRATION_TESTS += $(EMU_IT_SCRIPTS)
