@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "usbyte/io.h"
 
@@ -71,6 +72,12 @@ json_t *ub_json_load_file(const char *path, char *err, size_t errlen)
     FILE *f = fopen(path, "rb");
     if (!f) {
         fail(err, errlen, path, "cannot read: %s", strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        fail(err, errlen, path, "cannot read: %s", strerror(EISDIR));
         return NULL;
     }
     json_error_t je;

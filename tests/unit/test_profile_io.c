@@ -224,6 +224,9 @@ static void test_file_errors(void **state)
     assert_int_equal(ub_profile_load("/nonexistent/usbyte.json", &p, err, sizeof(err)), -1);
     assert_string_equal(err, "/nonexistent/usbyte.json: cannot read: No such file or directory");
 
+    assert_int_equal(ub_profile_load("/tmp", &p, err, sizeof(err)), -1);
+    assert_string_equal(err, "/tmp: cannot read: Is a directory");
+
     char path[] = "/tmp/usbyte_test_bad_XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
