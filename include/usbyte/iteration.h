@@ -8,10 +8,11 @@
  * iteration made only of repetitions of one smaller pattern (four identical buckets and nothing
  * else) is reported with the smaller period.
  *
- * Definition.  Let s[0..] be the values fed, and `floor` the index of the last deviation (0 at the
- * start or after ub_iterdet_reset).  For a period p, m_p(i) is the number of consecutive calls
- * j = i, i-1, ... with j >= floor and s[j] == s[j-p] (j-p may lie before floor).  While
- * searching, the detector locks at the first call i where some p <= max_period has
+ * Definition.  Let s[0..] be the values fed since the last reset.  For a period p, m_p(i) is the
+ * number of consecutive calls j = i, i-1, ... with s[j] == s[j-p], not reaching before the oldest
+ * call the history holds (j-p >= i+1-H, H = the power of two >= 2*max_period; irrelevant unless
+ * min_span is huge).  While searching, the detector locks at the first call i where some
+ * p <= max_period has
  *     m_p(i) >= p  (the last 2p calls are two equal periods)  and  m_p(i) + p >= min_span,
  * taking the SMALLEST such p.  The repeating region is then [i+1-m_p-p, i]; its first index is the
  * anchor `start`: iteration k is the calls start + k*p .. start + (k+1)*p - 1.  A changed first
@@ -22,8 +23,14 @@
  * The lock may come mid-iteration (when m_p > p): use `position`, not the lock call, to find the
  * iteration boundaries.
  * Once locked with period p, call i is IN_PHASE when s[i] == s[i-p], else it is a DEVIATION: the
- * lock is dropped, floor = i, and the search starts again on the same call (so the event is LOCKED
- * with `deviated` set if a new period locks right away, which needs p = 1).
+ * lock is dropped and the search resumes on that same call with the runs over the whole history
+ * (so the event is LOCKED, with `deviated` set, when the deviating call completes another period:
+ * in A B A B C A B A B C, period 2 locks on A B A B and period 5 on the second C).
+ * Phase across a deviation: when the new lock has the same period as the lock that deviated and
+ * its last p calls are a rotation of the old iteration (a transient deviation: a replaced or an
+ * extra call), `start` is moved forward (by less than p) to the first call of the region that
+ * sits at the old position 0, so iteration boundaries stay at the same call of the iteration
+ * (found by KMP in O(p); the smallest matching rotation when several do).
  * Spurious short locks: with min_span = 0 (the literal definition) two equal consecutive calls lock
  * period 1 and the next different call deviates; a min_span of, say, 16 needs a repeating region
  * of 16 calls before locking, which removes most such flickers and delays true locks of periods
@@ -39,9 +46,14 @@
  * dropped that call and restarts later, so an iteration in which EVERY call's value occurs more
  * than max_chain times per iteration locks late or not at all).  Once locked: O(1) per call (one
  * comparison, amortised O(1) index upkeep).  Memory: history, chain links, table and per-period
- * runs grow with the calls seen, up to about 48 bytes * 2*max_period (6 MiB at 65536).
- * Giving up: if no period locks within search_limit calls after floor, the detector stops
- * (UB_ITER_GAVE_UP on every later call, O(1), nothing more allocated) until ub_iterdet_reset.
+ * runs grow with the calls seen, up to about 100 bytes * max_period (6.5 MiB at 65536), plus one
+ * saved iteration (8 bytes * period) after a deviation.
+ * The first call searched after a lock rebuilds each candidate's run by scanning back (its length,
+ * which is short unless the candidate is almost a period of the old iteration), so deviations cost
+ * up to max_chain * (old period + candidate) comparisons once.
+ * Giving up: if no period locks within search_limit calls after the last deviation (or the start,
+ * or a reset), the detector stops (UB_ITER_GAVE_UP on every later call, O(1), nothing more
+ * allocated) until ub_iterdet_reset.
  * An allocation failure also gives up (gave_up_reason says which). */
 #ifndef USBYTE_ITERATION_H
 #define USBYTE_ITERATION_H
@@ -52,9 +64,11 @@
 
 typedef struct ub_iterdet_config {
     uint32_t max_period;   /* longest iteration searched, 1..UB_ITER_MAX_PERIOD; 0: the limit */
-    uint32_t min_span;     /* calls the repeating region needs before locking (>= 2p always); 0: 2p only */
+    uint32_t min_span;     /* calls the repeating region needs before locking (2p at least anyway);
+                              0: no more than 2p; clamped to H (see Definition) */
     uint32_t max_chain;    /* earlier occurrences examined per call while searching; 0: 256 */
-    uint64_t search_limit; /* calls after floor without a lock before giving up; 0: 4*max_period */
+    uint64_t search_limit; /* calls since the last deviation/reset without a lock before giving
+                              up; 0: 4*max_period */
 } ub_iterdet_config;
 
 typedef enum {

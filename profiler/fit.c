@@ -1,0 +1,188 @@
+/* Constrained least-squares fit of duration = alpha + beta * bytes (see usbyte/fit.h). */
+#include "usbyte/fit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int valid_sample(const ub_fit_sample *s, ub_fit_weighting w)
+{
+    if (!isfinite(s->bytes) || !isfinite(s->seconds) || s->bytes < 0 || s->seconds < 0)
+        return 0;
+    return w != UB_FIT_RELATIVE || s->seconds > 0;
+}
+
+static double weight_of(const ub_fit_sample *s, ub_fit_weighting w)
+{
+    return w == UB_FIT_RELATIVE ? 1.0 / (s->seconds * s->seconds) : 1.0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Weighted squared error of a candidate line over the valid samples. */
+static double weighted_sse(const ub_fit_sample *s, size_t n, ub_fit_weighting w, double alpha, double beta)
+{
+    double sse = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!valid_sample(&s[i], w))
+            continue;
+        double r = s[i].seconds - alpha - beta * s[i].bytes;
+        sse += weight_of(&s[i], w) * r * r;
+    }
+    return sse;
+}
+
+static size_t count_distinct(const ub_fit_sample *s, size_t n, ub_fit_weighting w, size_t valid, int *oom)
+{
+    double *x = malloc(valid * sizeof *x);
+    if (!x) {
+        *oom = 1;
+        return 0;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (valid_sample(&s[i], w))
+            x[k++] = s[i].bytes;
+    qsort(x, k, sizeof *x, cmp_double);
+    size_t distinct = 0;
+    for (size_t i = 0; i < k; i++)
+        if (i == 0 || x[i] != x[i - 1])
+            distinct++;
+    free(x);
+    return distinct;
+}
+
+/* Solves the problem on the faces alpha = 0 and beta = 0 and keeps the better feasible one. */
+static void constrained_fit(const ub_fit_sample *s, size_t n, ub_fit_weighting w, double mean_y, ub_fit_result *out)
+{
+    double sxy = 0, sxx = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!valid_sample(&s[i], w))
+            continue;
+        double wi = weight_of(&s[i], w);
+        sxy += wi * s[i].bytes * s[i].seconds;
+        sxx += wi * s[i].bytes * s[i].bytes;
+    }
+    double beta_origin = sxx > 0 ? sxy / sxx : 0;
+    if (beta_origin < 0)
+        beta_origin = 0;
+    double alpha_flat = mean_y > 0 ? mean_y : 0;
+    double sse_origin = weighted_sse(s, n, w, 0, beta_origin);
+    double sse_flat = weighted_sse(s, n, w, alpha_flat, 0);
+    if (sse_origin <= sse_flat) {
+        out->alpha = 0;
+        out->beta = beta_origin;
+        out->flags |= UB_FIT_ALPHA_CLAMPED | (beta_origin == 0 ? UB_FIT_BETA_CLAMPED : 0);
+    } else {
+        out->alpha = alpha_flat;
+        out->beta = 0;
+        out->flags |= UB_FIT_BETA_CLAMPED | (alpha_flat == 0 ? UB_FIT_ALPHA_CLAMPED : 0);
+    }
+}
+
+static void residuals(const ub_fit_sample *s, size_t n, ub_fit_weighting w, ub_fit_result *out)
+{
+    double sum_r2 = 0, sum_y = 0, max_abs = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!valid_sample(&s[i], w))
+            continue;
+        double r = s[i].seconds - out->alpha - out->beta * s[i].bytes;
+        sum_r2 += r * r;
+        sum_y += s[i].seconds;
+        if (fabs(r) > max_abs)
+            max_abs = fabs(r);
+    }
+    double k = (double)out->samples;
+    out->rms = sqrt(sum_r2 / k);
+    double mean = sum_y / k;
+    out->rel_rms = mean > 0 ? out->rms / mean : 0;
+    out->max_abs = max_abs;
+}
+
+int ub_fit_linear(const ub_fit_sample *s, size_t n, ub_fit_weighting w, ub_fit_result *out)
+{
+    memset(out, 0, sizeof *out);
+    double sw = 0, swx = 0, swy = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!valid_sample(&s[i], w)) {
+            out->ignored++;
+            continue;
+        }
+        double wi = weight_of(&s[i], w);
+        out->samples++;
+        sw += wi;
+        swx += wi * s[i].bytes;
+        swy += wi * s[i].seconds;
+    }
+    if (out->samples == 0 || !(sw > 0) || !isfinite(sw)) {
+        out->samples = 0;
+        out->flags = UB_FIT_EMPTY;
+        return -1;
+    }
+    int oom = 0;
+    out->distinct_sizes = count_distinct(s, n, w, out->samples, &oom);
+    if (oom) {
+        out->samples = 0;
+        out->flags = UB_FIT_EMPTY;
+        return -1;
+    }
+    double mx = swx / sw, my = swy / sw;
+
+    if (out->distinct_sizes == 1) {
+        out->flags |= UB_FIT_ONE_SIZE;
+        if (mx > 0) {
+            out->alpha = 0;
+            out->beta = my / mx;
+        } else {
+            out->alpha = my;
+            out->beta = 0;
+        }
+        residuals(s, n, w, out);
+        return 0;
+    }
+
+    /* Centred sums: no cancellation between huge byte counts and tiny durations. */
+    double sxx = 0, sxy = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!valid_sample(&s[i], w))
+            continue;
+        double wi = weight_of(&s[i], w);
+        double dx = s[i].bytes - mx, dy = s[i].seconds - my;
+        sxx += wi * dx * dx;
+        sxy += wi * dx * dy;
+    }
+    double beta = sxy / sxx;
+    double alpha = my - beta * mx;
+    if (alpha >= 0 && beta >= 0) {
+        out->alpha = alpha;
+        out->beta = beta;
+    } else {
+        constrained_fit(s, n, w, my, out);
+    }
+    residuals(s, n, w, out);
+    return 0;
+}
+
+int ub_fit_to_ring(double alpha, double beta, int ranks, double *a0, double *b0)
+{
+    if (ranks < 2)
+        return -1;
+    double hops = 2.0 * (ranks - 1);
+    *a0 = alpha / hops;
+    *b0 = beta * ranks / hops;
+    return 0;
+}
+
+int ub_ring_to_fit(double a0, double b0, int ranks, double *alpha, double *beta)
+{
+    if (ranks < 2)
+        return -1;
+    double hops = 2.0 * (ranks - 1);
+    *alpha = hops * a0;
+    *beta = hops / ranks * b0;
+    return 0;
+}
