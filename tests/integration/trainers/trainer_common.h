@@ -99,6 +99,8 @@ typedef struct trainer {
     /* Stream-ordered state: written and read only by host functions of the compute stream. */
     int iter;                 /* iteration being computed (incremented by the backward start) */
     struct timespec backward_t0;
+    double iter_seconds_sum;  /* backward start to backward start, iterations >= 2 */
+    int iter_seconds_n;
     double forward_scaled;    /* total forward seconds (barrier), scaled */
     double *segment_scaled;   /* forward[s] scaled */
 } trainer;
@@ -120,7 +122,9 @@ tr_range tr_range_of(trainer *tr, int first_tensor, int n_tensors);
 double tr_scaled(const trainer *tr, double profile_seconds);
 size_t tr_scaled_bytes(const trainer *tr, double profile_mb);   /* rounded to whole floats, >= 4 */
 
-/* "checksum <16 hex digits>" over the parameters and `extra` (may be NULL) on stdout. */
+/* "iteration <ms> ms ..." (mean time from one backward start to the next, from the third
+ * iteration on, as MODEL.md defines an iteration) and "checksum <16 hex digits>" over the
+ * parameters and `extra` (may be NULL) on stdout. */
 void tr_print_checksum(trainer *tr, const void *extra, size_t extra_bytes);
 
 /* Truth: {"trainer", "rank", "world_size", "time_scale", "bytes_scale", "profile": {MODEL.md profile

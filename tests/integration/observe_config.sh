@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Issue 4, DESIGN.md section 7: bad configuration values each give one warning per rank naming the
+# variable and the value, fall back to their defaults (the job still runs in observe mode, writes
+# its reports, and computes bit-identical results); USBYTE_DUMP_CONFIG=1 prints every variable.
+source "$(dirname "$0")/trainers/observe_lib.sh"
+N=2
+ARGS=(--profile "$PROFILES/resnet50-v100-b64-barrier.json" --iters 10 --time-scale 0.1 --bytes-scale 0.02)
+run config "$WORK/base.out" $N no -- ddp_like "${ARGS[@]}"
+
+declare -A BAD=([USBYTE_WARMUP]=three [USBYTE_MODE]=sideways [USBYTE_POLICY]=fastest [USBYTE_LOG]=chatty)
+USBYTE_WARMUP=${BAD[USBYTE_WARMUP]} USBYTE_MODE=${BAD[USBYTE_MODE]} USBYTE_POLICY=${BAD[USBYTE_POLICY]} \
+USBYTE_LOG=${BAD[USBYTE_LOG]} USBYTE_REPORT="$WORK/report-%r.json" \
+    run config "$WORK/bad.out" $N yes -- ddp_like "${ARGS[@]}" --print-truth "$WORK/truth.json"
+$CHECK checksums --world $N "$WORK/base.out" "$WORK/bad.out"
+status=0
+for var in "${!BAD[@]}"; do
+    n=$(grep -F -- "$var" "$WORK/bad.out" | grep -c -F -- "${BAD[$var]}" || true)
+    if [ "$n" -ne $N ]; then
+        echo "FAIL: $var=${BAD[$var]}: $n warning lines, expected one per rank ($N):"
+        grep -F -- "$var" "$WORK/bad.out" | sed 's/^/    | /' || true
+        status=1
+    else
+        echo "info: $var=${BAD[$var]}: $(grep -F -- "$var" "$WORK/bad.out" | grep -F -m1 -- "${BAD[$var]}")"
+    fi
+done
+mapfile -t R < <(reports "$WORK" $N)
+# The fallbacks: observe mode (so a report with an agreed profile), the best policy, a numeric warm-up.
+python3 - "${R[@]}" <<'PY' || status=1
+import json, re, sys
+def norm(s): return re.sub(r"[^a-z]", "", str(s).lower())
+def get(cfg, name):
+    for k, v in cfg.items():
+        if norm(k) in (norm(name), norm("usbyte_" + name)):
+            return v
+bad = 0
+for path in sys.argv[1:]:
+    cfg = json.load(open(path)).get("config", {})
+    mode, policy, warmup = get(cfg, "mode"), get(cfg, "policy"), get(cfg, "warmup")
+    print("info: %s: config mode %r, policy %r, warmup %r, log %r" % (path.rsplit("/", 1)[1], mode, policy, warmup, get(cfg, "log")))
+    if mode != "observe" or policy != "best" or not isinstance(warmup, int) or warmup < 1:
+        print("FAIL: %s: the bad values did not fall back to the defaults: %r" % (path, cfg)); bad = 1
+sys.exit(bad)
+PY
+$CHECK reports --truth "$WORK/truth.json" --world $N "${R[@]}" >"$WORK/check.out" || { cat "$WORK/check.out"; status=1; }
+
+# USBYTE_DUMP_CONFIG=1 names every variable of DESIGN.md section 7.
+rm -f "$WORK"/report-*.json
+USBYTE_DUMP_CONFIG=1 USBYTE_REPORT="$WORK/report-%r.json" \
+    run config "$WORK/dump.out" $N yes -- ddp_like "${ARGS[@]}"
+for var in USBYTE_MODE USBYTE_POLICY USBYTE_WARMUP USBYTE_REPORT USBYTE_LOG USBYTE_LOG_FILE USBYTE_NCCL_LIB; do
+    grep -q -F -- "$var" "$WORK/dump.out" || { echo "FAIL: USBYTE_DUMP_CONFIG=1 does not print $var"; status=1; }
+done
+exit $status

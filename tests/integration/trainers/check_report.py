@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""Checks usbyte observe-mode reports (issue 4 format) against a trainer's truth file.
+
+    check_report.py reports --truth T.json --world N REPORT... [options]
+    check_report.py checksums --world N BASELINE.out PRELOADED.out
+    check_report.py summary REPORT
+
+Every failed check prints one line "FAIL: ..." and the exit status is 1; measured accuracy is
+printed as "info: ..." lines so that test logs carry the numbers.  Standard library only.
+"""
+import argparse
+import json
+import math
+import re
+import sys
+
+POLICIES = ["wfbp", "syncea", "mgwfbp", "mgwfbp-dp", "bytescheduler", "usbyte", "best"]
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL: " + msg)
+
+
+def info(msg):
+    print("info: " + msg)
+
+
+def norm(s):
+    return re.sub(r"[^a-z]", "", str(s).lower())
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        fail("%s: cannot read: %s" % (path, e))
+        return None
+
+
+def without_timing(plan):
+    """A plan without the fields that measure the planner's own run time (differ per rank)."""
+    return {k: v for k, v in plan.items() if k != "plan_seconds"}
+
+
+def config_value(config, name):
+    """config[name] under the spellings a report may use: warmup, WARMUP, USBYTE_WARMUP."""
+    if not isinstance(config, dict):
+        return None
+    for k, v in config.items():
+        if norm(k) in (norm(name), norm("usbyte_" + name)):
+            return v
+    return None
+
+
+def check_plan_covers(plan, calls, where):
+    covered = [[] for _ in calls]
+    for b, block in enumerate(plan.get("blocks", [])):
+        for seg in block.get("segments", []):
+            call, off, length = seg
+            if not 0 <= call < len(calls):
+                fail("%s: block %d names call %d of %d" % (where, b, call, len(calls)))
+                return
+            covered[call].append((off, length))
+    for k, segs in enumerate(covered):
+        segs.sort()
+        at = 0
+        for off, length in segs:
+            if off != at or length <= 0:
+                fail("%s: call %d: segments %s do not cover [0, %d) exactly once"
+                     % (where, k, segs, calls[k]["bytes"]))
+                break
+            at += length
+        else:
+            if at != calls[k]["bytes"]:
+                fail("%s: call %d: segments cover %d of %d bytes" % (where, k, at, calls[k]["bytes"]))
+
+
+def cmd_reports(a):
+    truth = load(a.truth)
+    reports = [load(p) for p in a.reports]
+    if truth is None or any(r is None for r in reports):
+        return
+    ranks = sorted(r.get("rank") for r in reports)
+    if ranks != list(range(a.world)):
+        fail("reports hold ranks %s, expected 0..%d" % (ranks, a.world - 1))
+    for p, r in zip(a.reports, reports):
+        if r.get("usbyte_report") != 1:
+            fail("%s: usbyte_report is %r, expected 1" % (p, r.get("usbyte_report")))
+        if r.get("world_size") != a.world:
+            fail("%s: world_size %r, expected %d" % (p, r.get("world_size"), a.world))
+        for key in ("config", "versions", "comms"):
+            if key not in r:
+                fail("%s: no %r" % (p, key))
+        if not isinstance(r.get("comms"), list) or len(r.get("comms")) != 1:
+            fail("%s: expected exactly one communicator in comms, got %r" % (p, r.get("comms")))
+            return
+    comms = [r["comms"][0] for r in reports]
+    c0 = comms[0]
+    tp = truth["profile"]
+    n_calls = len(tp["calls"])
+    n_other = len(truth.get("other_calls_per_iteration", []))
+
+    states = [norm(c.get("state")) for c in comms]
+    info("states %s, calls_per_iteration %s, iterations_observed %s"
+         % (sorted(set(c.get("state") for c in comms)), c0.get("calls_per_iteration"),
+            [c.get("iterations_observed") for c in comms]))
+    if a.expect_state:
+        for r, s in zip(reports, states):
+            if s != norm(a.expect_state):
+                fail("rank %s: state %r, expected %r" % (r.get("rank"), s, a.expect_state))
+        if norm(a.expect_state) == "passthrough":
+            return  # nothing was agreed: no profile or plan to compare
+
+    # Every rank holds the same agreed profile and the same plan.
+    for r, c in zip(reports, comms):
+        if c.get("profile") != c0.get("profile"):
+            fail("rank %s: profile differs from rank %s's" % (r.get("rank"), reports[0].get("rank")))
+        if without_timing(c.get("plan") or {}) != without_timing(c0.get("plan") or {}):
+            fail("rank %s: plan differs from rank %s's" % (r.get("rank"), reports[0].get("rank")))
+        if c.get("calls_per_iteration") not in (n_calls, n_calls + n_other):
+            fail("rank %s: calls_per_iteration %r, the trainer issues %d allreduces (+%d other calls)"
+                 % (r.get("rank"), c.get("calls_per_iteration"), n_calls, n_other))
+        if not isinstance(c.get("iterations_observed"), int) or c["iterations_observed"] < 1:
+            fail("rank %s: iterations_observed %r" % (r.get("rank"), c.get("iterations_observed")))
+
+    prof = c0.get("profile")
+    if not isinstance(prof, dict) or prof.get("usbyte_profile") != 1:
+        fail("the report's profile is not a MODEL.md profile: %r" % (prof,))
+        return
+    calls = prof.get("calls", [])
+    if len(calls) != n_calls:
+        fail("profile has %d calls, the trainer issues %d per iteration" % (len(calls), n_calls))
+        return
+
+    # Bytes exactly; ready within the tolerance; need as the trainer consumes.
+    errs = []
+    for k, (m, t) in enumerate(zip(calls, tp["calls"])):
+        if m.get("bytes") != t["bytes"]:
+            fail("call %d: %r bytes, the trainer sends %d" % (k, m.get("bytes"), t["bytes"]))
+        if m.get("dtype", "float32") != t["dtype"] or m.get("op", "sum") != t["op"]:
+            fail("call %d: dtype/op %s/%s, expected %s/%s" % (k, m.get("dtype"), m.get("op"), t["dtype"], t["op"]))
+        err = m.get("ready", float("nan")) - t["ready"]
+        errs.append(err)
+        tol = a.ready_tol_abs + a.ready_tol_rel * t["ready"]
+        if not abs(err) <= tol:
+            fail("call %d: ready %.6f s, truth %.6f s (error %+.6f s > tolerance %.6f s)"
+                 % (k, m.get("ready", float("nan")), t["ready"], err, tol))
+        if m.get("merge", True) is not True:
+            fail("call %d: merge false, but nothing waits for it before the next call" % k)
+    span = tp["calls"][-1]["ready"]
+    info("ready: max |error| %.3f ms, mean error %+.3f ms over %d calls (backward span %.3f ms)"
+         % (1e3 * max(abs(e) for e in errs), 1e3 * sum(errs) / len(errs), len(errs), 1e3 * span))
+
+    tneed = [t["need"] for t in tp["calls"]]
+    mneed = [m.get("need", 0) for m in calls]
+    t_groups = [tneed[k] == tneed[k + 1] for k in range(n_calls - 1)]
+    m_groups = [mneed[k] == mneed[k + 1] for k in range(n_calls - 1)]
+    distinct = len(set(mneed))
+    info("need: %d distinct values measured, %d in the truth; exact match %s"
+         % (distinct, len(set(tneed)), mneed == tneed))
+    if m_groups != t_groups or distinct != len(set(tneed)):
+        fail("need groups differ: measured %s, truth %s" % (mneed, tneed))
+    if any(mneed[k] < mneed[k + 1] for k in range(n_calls - 1)):
+        fail("measured needs increase along arrival order: %s" % mneed)
+    if a.distinct_needs and distinct < 2:
+        fail("expected distinct needs, measured %s" % mneed)
+    nf = len(prof.get("forward", [0]))
+    if max(mneed) >= nf:
+        fail("need %d but the profile has %d forward segments" % (max(mneed), nf))
+
+    # The fitted link model against the emulator's settings (ring formula).
+    net = prof.get("net") or {}
+    if a.alpha_us is not None:
+        p = a.world
+        alpha = 2 * (p - 1) * a.alpha_us * 1e-6
+        beta = 2.0 * (p - 1) / p / (a.gbps * 1e9)
+        fa, fb = net.get("alpha"), net.get("beta")
+        info("fit: alpha %s s (emulator %.6g s), beta %s s/B (emulator %.6g s/B), fit %s"
+             % (fa, alpha, fb, beta, json.dumps(c0.get("fit"))))
+        for name, got, want in (("alpha", fa, alpha), ("beta", fb, beta)):
+            if not isinstance(got, (int, float)) or not abs(got - want) <= a.fit_tol * want:
+                fail("fitted %s %r is not within %.0f%% of the emulator's %.6g"
+                     % (name, got, 100 * a.fit_tol, want))
+
+    # Verdict, pattern, policies, plan.
+    verdict = c0.get("verdict") or {}
+    reasons = verdict.get("reasons", [])
+    info("verdict: schedulable %s, reasons %s" % (verdict.get("schedulable"), json.dumps(reasons)))
+    info("pattern: %s" % json.dumps(c0.get("pattern")))
+    for r, c in zip(reports, comms):
+        if c.get("verdict") != verdict:
+            fail("rank %s: verdict %r differs from rank 0's %r" % (r.get("rank"), c.get("verdict"), verdict))
+    if a.expect_schedulable is not None:
+        want = a.expect_schedulable == "yes"
+        if verdict.get("schedulable") is not want:
+            fail("schedulable %r, expected %r (reasons %s)" % (verdict.get("schedulable"), want, reasons))
+    if a.reason:
+        if not any(re.search(a.reason, str(x), re.I) for x in reasons):
+            fail("no reason matches /%s/: %s" % (a.reason, reasons))
+    pols = {x.get("policy"): x.get("iteration") for x in c0.get("policies", [])}
+    for name in POLICIES:
+        if not isinstance(pols.get(name), (int, float)) or not pols[name] > 0:
+            fail("policies: no positive iteration for %s (%r)" % (name, pols.get(name)))
+    plan = c0.get("plan") or {}
+    if plan.get("usbyte_plan") != 1:
+        fail("plan is not a MODEL.md plan: %r" % (plan,))
+        return
+    check_plan_covers(plan, calls, "plan")
+    if pols.get("best") is not None and plan.get("iteration") is not None:
+        for name, t in pols.items():
+            if isinstance(t, (int, float)) and plan["iteration"] > t * (1 + 1e-9):
+                fail("the chosen plan (%s, %.6g s) is slower than %s (%.6g s)"
+                     % (plan.get("policy"), plan["iteration"], name, t))
+    if pols.get("wfbp"):
+        info("policies (ms): %s; chosen %s predicts %.3f ms, %.3fx over wfbp"
+             % (", ".join("%s %.3f" % (k, 1e3 * v) for k, v in pols.items() if isinstance(v, (int, float))),
+                plan.get("policy"), 1e3 * plan.get("iteration", float("nan")),
+                pols["wfbp"] / plan.get("iteration", float("nan"))))
+
+
+def checksums(path):
+    with open(path, errors="replace") as f:
+        return re.findall(r"checksum ([0-9a-f]{16})\b", f.read())
+
+
+def cmd_checksums(a):
+    base, pre = checksums(a.baseline), checksums(a.preloaded)
+    info("checksums without the library %s, with it %s" % (sorted(set(base)), sorted(set(pre))))
+    for name, sums, path in (("baseline", base, a.baseline), ("preloaded", pre, a.preloaded)):
+        if len(sums) != a.world:
+            fail("%s run %s: %d checksum lines, expected %d" % (name, path, len(sums), a.world))
+        if len(set(sums)) > 1:
+            fail("%s run: ranks disagree: %s" % (name, sums))
+    if sorted(base) != sorted(pre):
+        fail("checksums differ with the library: %s vs %s" % (sorted(base), sorted(pre)))
+
+
+def cmd_summary(a):
+    r = load(a.report)
+    if r is None:
+        return
+    for i, c in enumerate(r.get("comms", [])):
+        prof = c.get("profile") or {}
+        plan = c.get("plan") or {}
+        pols = {x.get("policy"): x.get("iteration") for x in c.get("policies", [])}
+        verdict = c.get("verdict") or {}
+        print("communicator %d: %s, %s calls per iteration, %s iterations observed"
+              % (i, c.get("state"), c.get("calls_per_iteration"), c.get("iterations_observed")))
+        net = prof.get("net") or {}
+        if net:
+            print("  fitted link: alpha %.1f us, beta %.3f ns/B (%.2f GB/s)"
+                  % (1e6 * net.get("alpha", 0), 1e9 * net.get("beta", 0),
+                     1e-9 / net["beta"] if net.get("beta") else float("nan")))
+        if a.measured_ms is not None:
+            print("  measured iteration: %.3f ms (the trainer without usbyte, backward start to backward start)"
+                  % a.measured_ms)
+        if prof.get("calls"):
+            print("  profile: %d calls, %.3f MB, backward %.3f ms from the first call, forward %.3f ms"
+                  % (len(prof["calls"]), 1e-6 * sum(x.get("bytes", 0) for x in prof["calls"]),
+                     1e3 * prof.get("backward_end", 0), 1e3 * sum(prof.get("forward", []))))
+        print("  schedulable: %s%s" % (verdict.get("schedulable"),
+                                      "" if not verdict.get("reasons") else " (" + "; ".join(map(str, verdict["reasons"])) + ")"))
+        wfbp = pols.get("wfbp")
+        for name in POLICIES:
+            t = pols.get(name)
+            if isinstance(t, (int, float)):
+                print("  %-14s %9.3f ms predicted%s" % (name, 1e3 * t, "  %.3fx over wfbp" % (wfbp / t) if wfbp else ""))
+        if plan.get("iteration") and wfbp:
+            print("  chosen plan: %s, %d blocks, predicted %.3f ms, speedup %.3fx over wfbp (what NCCL does now)"
+                  % (plan.get("policy"), len(plan.get("blocks", [])), 1e3 * plan["iteration"], wfbp / plan["iteration"]))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("reports")
+    r.add_argument("--truth", required=True)
+    r.add_argument("--world", type=int, required=True)
+    r.add_argument("--expect-state")
+    r.add_argument("--expect-schedulable", choices=["yes", "no"])
+    r.add_argument("--reason")
+    r.add_argument("--distinct-needs", action="store_true")
+    r.add_argument("--ready-tol-abs", type=float, default=2e-3)
+    r.add_argument("--ready-tol-rel", type=float, default=0.05)
+    r.add_argument("--alpha-us", type=float)
+    r.add_argument("--gbps", type=float)
+    r.add_argument("--fit-tol", type=float, default=0.10)
+    r.add_argument("reports", nargs="+")
+    c = sub.add_parser("checksums")
+    c.add_argument("--world", type=int, required=True)
+    c.add_argument("baseline")
+    c.add_argument("preloaded")
+    s = sub.add_parser("summary")
+    s.add_argument("--measured-ms", type=float)
+    s.add_argument("report")
+    a = ap.parse_args()
+    {"reports": cmd_reports, "checksums": cmd_checksums, "summary": cmd_summary}[a.cmd](a)
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+# Sourced by tests/integration/observe_*.sh: runs a trainer on the emulator with and without
+# libusbyte.so and checks the reports with check_report.py.  Uses BUILD (default build) and SAN.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+cd "$ROOT"
+BUILD=${BUILD:-build}
+SAN=${SAN:-}
+EMU_RUN=$BUILD/emu/emu-run
+LIB=$BUILD/libusbyte.so
+TRAINERS=$BUILD/trainers
+CHECK="python3 $ROOT/tests/integration/trainers/check_report.py"
+# Copies of shared/data/profiles kept in the repository, so that a fresh clone runs the tests.
+PROFILES=$ROOT/examples/profiles
+# The emulator's link model for every observe test (see docs/trainers.md for the choice).
+export USBYTE_EMU_ALPHA_US=${USBYTE_EMU_ALPHA_US:-200}
+export USBYTE_EMU_GBPS=${USBYTE_EMU_GBPS:-0.2}
+export USBYTE_WARMUP=${USBYTE_WARMUP:-3}
+export USBYTE_LOG=${USBYTE_LOG:-info}
+
+for f in "$EMU_RUN" "$LIB"; do
+    [ -e "$f" ] || { echo "missing $f: build it first (make)"; exit 1; }
+done
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+# The value of LD_PRELOAD that loads the library: under ASan its runtime must come first.
+preload_value() {
+    if [ -n "$SAN" ] && [[ "$SAN" == *address* ]]; then
+        echo "$(gcc -print-file-name=libasan.so) $ROOT/$LIB"
+    else
+        echo "$ROOT/$LIB"
+    fi
+}
+
+# run NAME OUT RANKS PRELOAD(yes|no) -- TRAINER ARGS...: output of all ranks in OUT; fails the test
+# with the output shown when the launcher fails.
+run() {
+    local name=$1 out=$2 ranks=$3 preload=$4
+    shift 5
+    local trainer=$1
+    shift
+    local pre=""
+    [ "$preload" = yes ] && pre=$(preload_value)
+    local start=$(date +%s%N)
+    if ! LD_PRELOAD="$pre" "$EMU_RUN" -n "$ranks" --timeout 60 -- "$TRAINERS/$trainer" "$@" >"$out" 2>&1; then
+        echo "FAIL: $name: $trainer ${*} (preload $preload) failed:"
+        sed 's/^/    | /' "$out" | tail -60
+        exit 1
+    fi
+    echo "info: $name ran in $((($(date +%s%N) - start) / 1000000)) ms (preload $preload)"
+}
+
+# reports DIR RANKS: the report files of every rank, in rank order (fails when one is missing).
+reports() {
+    local dir=$1 ranks=$2 r
+    for ((r = 0; r < ranks; r++)); do
+        if [ ! -f "$dir/report-$r.json" ]; then
+            echo "FAIL: no report for rank $r in $dir (found: $(ls "$dir" | tr '\n' ' '))" >&2
+            exit 1
+        fi
+        echo "$dir/report-$r.json"
+    done
+}
