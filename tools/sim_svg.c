@@ -119,13 +119,13 @@ int sim_svg_write(const char *path, const ub_profile *prof, const ub_plan *const
     /* Backward compute, with a tick per call's ready time. */
     double y = top;
     label(f, y, "backward compute", "bold");
-    rect(&c, 0, prof->backward_end, y + 4, LANE - 8, "#9e9e9e", NULL);
+    rect(&c, 0, prof->backward_end, y + 10, LANE - 12, "#9e9e9e", NULL);
     fprintf(f, "<title>backward: 0 .. %.3f ms</title></rect>\n", prof->backward_end * 1e3);
     for (int k = 0; k < prof->n_calls; k++) {
         double x = X(&c, prof->calls[k].ready);
         fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#d32f2f\" stroke-width=\"1\">"
                    "<title>call %d ",
-                x, y, x, y + LANE, k);
+                x, y, x, y + 9, k);
         xml_text(f, prof->calls[k].name ? prof->calls[k].name : "");
         fprintf(f, ": ready %.3f ms, %llu bytes, need %d</title></line>\n", prof->calls[k].ready * 1e3,
                 (unsigned long long)prof->calls[k].bytes, prof->calls[k].need);
@@ -196,7 +196,7 @@ int sim_svg_write(const char *path, const ub_profile *prof, const ub_plan *const
     for (size_t i = 0; i < sizeof(legend) / sizeof(legend[0]); i++) {
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>", lx, ly - 10, legend[i].color);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 18, ly, legend[i].text);
-        lx += 18 + 8.0 * (double)strlen(legend[i].text) + 16;
+        lx += 18 + 6.8 * (double)strlen(legend[i].text) + 18;
     }
     fputs("</svg>\n", f);
     free(done);
