@@ -62,6 +62,7 @@ static void test_event_waits_for_write_issued_later(void **state)
     time_t give_up = time(NULL) + EMU_TEST_DEADLINE_S;
     while (strstr(buf, expect) == NULL && time(NULL) < give_up) {
         assert_int_equal(ftruncate(fd, 0), 0);
+        assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
         usbyteEmuDumpStreams(fd);
         memset(buf, 0, sizeof buf);
         assert_true(pread(fd, buf, sizeof buf - 1, 0) > 0);
