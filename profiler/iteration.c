@@ -310,6 +310,7 @@ ub_iter_event ub_iterdet_feed(ub_iterdet *d, uint64_t sig, ub_iter_result *out)
     int was_locked = d->state == LOCKED;
     uint64_t expected = was_locked ? d->hist[(i - d->period) & (d->cap - 1)] : 0;
     if (store(d, sig) < 0) {
+        d->n++; /* keeps the indices counting */
         give_up(d, "out of memory");
         r.event = UB_ITER_GAVE_UP;
         goto done;

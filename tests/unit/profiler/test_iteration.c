@@ -163,6 +163,9 @@ static void reference(const uint64_t *s, size_t n, uint32_t max_period, uint32_t
     free(old);
 }
 
+/* What the random sequences exercised, so that the comparison cannot pass vacuously. */
+static size_t seen_locks, seen_deviations, seen_relock_same_period, seen_gave_up;
+
 static void compare_with_reference(const uint64_t *s, size_t n, const ub_iterdet_config *cfg, uint64_t seed)
 {
     ub_iterdet *d = ub_iterdet_new(cfg);
@@ -179,6 +182,20 @@ static void compare_with_reference(const uint64_t *s, size_t n, const ub_iterdet
             same = g->period == w->period && g->start == w->start && g->position == w->position;
         if (same && w->deviated)
             same = g->expected == w->expected;
+        seen_locks += w->event == UB_ITER_LOCKED;
+        seen_deviations += w->deviated;
+        seen_gave_up += w->event == UB_ITER_GAVE_UP;
+        if (w->event == UB_ITER_LOCKED && i > 0 && want[i - 1].deviated == 0 && w->deviated == 0) {
+            /* a relock: find the lock that deviated before it */
+            for (size_t j = i; j-- > 0;)
+                if (want[j].deviated) {
+                    size_t k = j;
+                    while (k > 0 && want[k].event != UB_ITER_LOCKED)
+                        k--;
+                    seen_relock_same_period += want[k].event == UB_ITER_LOCKED && want[k].period == w->period;
+                    break;
+                }
+        }
         if (!same)
             fail_msg("seed %llu call %zu of %zu: got event %d dev %d p %u start %llu pos %u, want event %d dev %d "
                      "p %u start %llu pos %u",
@@ -589,6 +606,9 @@ static void test_random_against_reference(void **state)
         (void)given;
         compare_with_reference(s, len, &ref, seed);
     }
+    printf("locks %zu, deviations %zu, relocks on the same period %zu, gave up %zu\n", seen_locks,
+           seen_deviations, seen_relock_same_period, seen_gave_up);
+    assert_true(seen_locks > 3000 && seen_deviations > 1000 && seen_relock_same_period > 300 && seen_gave_up > 0);
 }
 
 /* The default chain cap agrees with the exact walk while values repeat less than 256 times. */
