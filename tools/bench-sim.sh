@@ -12,7 +12,7 @@ OUT=${1:-docs/bench-sim.md}
 PROFILES=${USBYTE_PROFILES:-../shared/data/profiles}
 RANKS=${BENCH_RANKS:-8,16,64,128}
 NETS=${BENCH_NETS:-10gbe 100gb-ib}
-SYNTHETIC=${BENCH_SYNTHETIC:-"200,1 200,2,layerwise 1000,3 1000,4,layerwise"}
+SYNTHETIC=${BENCH_SYNTHETIC-"200,1 200,2,layerwise 1000,3 1000,4,layerwise"}
 PLAN_SIZES=${BENCH_PLAN_SIZES:-100 1000 10000}
 
 command -v jq > /dev/null || { echo "bench-sim.sh: needs jq" >&2; exit 2; }
@@ -88,6 +88,19 @@ policies=$(jq -r -s 'reduce .[].policy as $p ([]; if index([$p]) then . else . +
           "- average gap of `best` to the lower bound: \(($rows | map(.best / .lb - 1) | add / length) * 10000 | round / 100)%; largest: \(($rows | map(.best / .lb - 1) | max) * 10000 | round / 100)%",
           "- 8 ranks, 10gbe: `best` over wfbp up to \($r8 | map(.wfbp / .best) | max * 1000 | round / 1000)x (mean \($r8 | map(.wfbp / .best) | add / length * 1000 | round / 1000)x); over bytescheduler up to \($r8 | map(select(.bs) | .bs / .best) | max * 1000 | round / 1000)x (mean \($r8 | map(select(.bs) | .bs / .best) | add / length * 1000 | round / 1000)x)",
           "- all rows: `best` over wfbp up to \($rows | map(.wfbp / .best) | max * 1000 | round / 1000)x, over bytescheduler up to \($rows | map(select(.bs) | .bs / .best) | max * 1000 | round / 1000)x"' "$rows"
+    echo
+    echo "## Profiles that carry their own \`net\` (replayed under it)"
+    echo
+    echo "| profile | policy | iteration ms | speedup over wfbp | gap to lower bound | blocks |"
+    echo "|---|---|--:|--:|--:|--:|"
+    for input in "${inputs[@]}"; do
+        [ "${input%%:*}" = file ] || continue
+        f=${input#*:}
+        jq -e 'has("net")' "$f" > /dev/null 2>&1 || continue
+        "$SIM" "$f" --json | jq -r -s --arg profile "$(basename "$f" .json)" '
+            (map(select(.policy == "wfbp"))[0].iteration) as $w | .[]
+            | "| \($profile) | \(.policy) | \(.iteration * 1e6 | round / 1000) | \($w / .iteration * 1000 | round / 1000)x | \((.iteration / .lower_bound - 1) * 10000 | round / 100)% | \(.blocks | length) |"'
+    done
     echo
     echo "## Time to compute a \`best\` plan"
     echo
