@@ -1,0 +1,75 @@
+/* The runtime's configuration (DESIGN.md section 7): one X-macro list of every USBYTE_
+ * variable, parsed strictly from the environment.  A bad value produces one warning naming
+ * the variable, the value and the default used, and falls back to the default; nothing here
+ * can crash on input.  Parsing is a pure function of a lookup callback so tests need no
+ * environment. */
+#ifndef USBYTE_CONFIG_H
+#define USBYTE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum { UB_MODE_OFF, UB_MODE_OBSERVE, UB_MODE_SCHEDULE } ub_mode;
+typedef enum { UB_LOG_ERROR, UB_LOG_WARN, UB_LOG_INFO, UB_LOG_DEBUG } ub_log_level;
+
+/* X(field, NAME without prefix, kind, default text, description).  Kinds: MODE, LOG (enums),
+ * POLICY (a policy name of usbyte/policy.h), WARMUP (integer 1..1000), BOOL (0/1/true/false/
+ * yes/no/on/off), PATTERN (non-empty path pattern), PATH (any string; empty = unset). */
+#define UB_CONFIG_LIST(X)                                                                      \
+    X(mode, "MODE", MODE, "observe", "off | observe | schedule (schedule acts as observe for now)") \
+    X(policy, "POLICY", POLICY, "best", "policy whose plan is chosen (MODEL.md names)")        \
+    X(warmup, "WARMUP", WARMUP, "5", "whole iterations profiled after the period is found")   \
+    X(report, "REPORT", PATTERN, "usbyte-report-%r.json", "report path; %r rank, %p pid, %h host") \
+    X(log, "LOG", LOG, "warn", "error | warn | info | debug")                                  \
+    X(log_file, "LOG_FILE", PATH, "", "log destination (default standard error)")            \
+    X(nccl_lib, "NCCL_LIB", PATH, "", "NCCL library to take the real functions from")         \
+    X(cupti, "CUPTI", BOOL, "1", "watch the NCCL streams with CUPTI during warm-up")           \
+    X(dump_config, "DUMP_CONFIG", BOOL, "0", "print every setting and where it came from")
+
+typedef enum { UB_SRC_DEFAULT, UB_SRC_ENV, UB_SRC_FALLBACK } ub_config_source;
+
+typedef struct ub_config {
+    ub_mode mode;
+    int policy;            /* ub_policy_id */
+    int warmup;
+    char report[512];
+    ub_log_level log;
+    char log_file[512];
+    char nccl_lib[512];
+    bool cupti;
+    bool dump_config;
+    /* where each value came from, indexed by UB_CFG_<field> */
+    ub_config_source source[16];
+} ub_config;
+
+typedef enum {
+#define X(field, name, kind, def, help) UB_CFG_##field,
+    UB_CONFIG_LIST(X)
+#undef X
+    UB_CFG_COUNT
+} ub_config_id;
+
+/* Returns the value of a variable (full name, e.g. "USBYTE_MODE") or NULL when unset. */
+typedef const char *(*ub_config_lookup)(const char *name, void *ctx);
+/* Receives one complete warning line (no prefix, no newline). */
+typedef void (*ub_config_warn)(const char *line, void *ctx);
+
+/* Fills cfg from lookup; calls warn once per bad value.  Returns the number of warnings. */
+int ub_config_parse(ub_config *cfg, ub_config_lookup lookup, ub_config_warn warn, void *ctx);
+void ub_config_defaults(ub_config *cfg);
+
+/* "USBYTE_MODE=observe (env)" for variable id into buf; returns buf. */
+const char *ub_config_describe(const ub_config *cfg, ub_config_id id, char *buf, size_t len);
+/* The value as text ("observe", "5", ...). */
+const char *ub_config_value_text(const ub_config *cfg, ub_config_id id, char *buf, size_t len);
+const char *ub_config_name(ub_config_id id);  /* "USBYTE_MODE" */
+const char *ub_config_source_name(ub_config_source src);
+const char *ub_mode_name(ub_mode m);
+const char *ub_log_level_name(ub_log_level l);
+
+/* Expands %r (rank; "unknown" when rank < 0), %p (pid), %h (host name) and %% in pattern.
+ * Returns 0, or -1 when the result does not fit or the pattern has an unknown %-escape
+ * (then out holds a one-line reason). */
+int ub_expand_report_path(const char *pattern, int rank, long pid, const char *host, char *out, size_t len);
+
+#endif

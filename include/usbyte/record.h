@@ -1,0 +1,110 @@
+/* The warm-up recorder and the cross-rank agreement (DESIGN.md sections 1 and 5), as pure code:
+ * no CUDA, no NCCL, no clocks.  The runtime fills a ub_record with times (seconds since its own
+ * epoch) as its timing events complete; ub_record_summarize reduces it to one rank's numbers per
+ * call; ub_agree_* pack those into the fixed-layout vectors the agreement collectives combine
+ * (max and sum); ub_derive_profile turns the agreed numbers into a MODEL.md profile.  Every rank
+ * runs ub_derive_profile on identical agreed numbers, so every rank derives the same profile. */
+#ifndef USBYTE_RECORD_H
+#define USBYTE_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "usbyte/fit.h"
+#include "usbyte/profile.h"
+
+/* One allreduce of one warm-up iteration.  Times are seconds since the recorder's epoch; NAN
+ * until measured (or when the measurement failed). */
+typedef struct ub_rec_call {
+    double ready;  /* upstream producer's event, or the event before the call on the NCCL stream */
+    double start;  /* event just before the call on the NCCL stream */
+    double end;    /* event just after it */
+    double need;   /* first wait on its completion (stream or host) */
+    bool upstream; /* ready came from the producer's event (false: fallback to the NCCL stream) */
+    bool barrier;  /* something waited on it before the next allreduce arrived */
+    bool needed;   /* a wait covering it was seen (need may still be NAN until measured) */
+} ub_rec_call;
+
+typedef struct ub_record {
+    int warmup;          /* iterations recorded */
+    int capacity;        /* calls per iteration the arrays hold (the NCCL period) */
+    int n_calls;         /* allreduces per iteration (from iteration 0) */
+    ub_rec_call *calls;  /* warmup * capacity, iteration-major */
+    /* per allreduce of iteration 0: what was called */
+    uint64_t *bytes;
+    int *dtype;          /* ub_dtype */
+    int *op;             /* ub_op */
+    double end_clock;    /* host clock (epoch seconds) at the call after the last iteration; NAN */
+} ub_record;
+
+int ub_record_init(ub_record *r, int warmup, int capacity);  /* -1: out of memory */
+void ub_record_free(ub_record *r);
+ub_rec_call *ub_record_at(ub_record *r, int iteration, int call);
+
+/* One rank's numbers per call, averaged over the warm-up.  Times are relative to each
+ * iteration's first ready time (MODEL.md), -1 when never observed. */
+typedef struct ub_summary_call {
+    double ready, need, done;  /* done: completion (end event) */
+    double comm_mean, comm_min;
+    bool barrier;
+    bool fallback;             /* at least one iteration without an upstream event */
+} ub_summary_call;
+
+typedef struct ub_summary {
+    int n_calls;
+    ub_summary_call *calls;
+    double iteration;          /* mean iteration length (first ready to next first ready) */
+    int iterations_used;       /* iterations with a complete first ready */
+} ub_summary;
+
+int ub_record_summarize(const ub_record *r, ub_summary *out);  /* -1: out of memory or no calls */
+void ub_summary_free(ub_summary *s);
+
+/* Facts about the communicator every rank must agree on, combined with max. */
+typedef struct ub_agree_flags {
+    double stream_ordered;   /* operations seen on the NCCL stream between collectives */
+    double cupti_missing;    /* 1: CUPTI could not be had */
+    double no_end_records;   /* 1: no event was recorded on the NCCL stream after a call */
+    double other_calls;      /* non-allreduce NCCL calls per iteration */
+} ub_agree_flags;
+
+/* The header: [n_calls, period, 4 x 16 bits of the sequence hash, format] and their negations,
+ * combined with max: every rank holds the same header iff max(x) == -max(-x) everywhere. */
+#define UB_AGREE_HEADER_FIELDS 7
+#define UB_AGREE_HEADER_LEN (2 * UB_AGREE_HEADER_FIELDS)
+void ub_agree_header_encode(int n_calls, uint32_t period, uint64_t seq_hash, double out[UB_AGREE_HEADER_LEN]);
+/* True when the max-combined header shows every rank sent the same values. */
+bool ub_agree_header_unanimous(const double combined[UB_AGREE_HEADER_LEN]);
+
+/* The max vector: per call [ready, need, done, -comm_min, barrier, fallback], then the flags
+ * and the iteration length.  The sum vector: per call comm_mean, then 1 (counts ranks). */
+#define UB_AGREE_PER_CALL 6
+#define UB_AGREE_GLOBALS 5
+int ub_agree_max_len(int n_calls);
+int ub_agree_sum_len(int n_calls);
+void ub_agree_encode(const ub_summary *s, const ub_agree_flags *f, double *max_vec, double *sum_vec);
+
+typedef struct ub_agreed {
+    int n_calls;
+    int ranks;                 /* from the sum vector */
+    ub_summary_call *calls;    /* ready/need/done/barrier/fallback: max over ranks; comm_min:
+                                  min over ranks; comm_mean: mean over ranks */
+    double iteration;          /* max over ranks */
+    ub_agree_flags flags;
+} ub_agreed;
+
+int ub_agree_decode(int n_calls, const double *max_vec, const double *sum_vec, ub_agreed *out);
+void ub_agreed_free(ub_agreed *a);
+
+/* Builds the MODEL.md profile from agreed numbers: ready, need segments, forward durations,
+ * backward_end and gap (see profiler/derive.c for the rules), net from a least-squares fit of
+ * (bytes, comm_min).  bytes/dtype/op: per call.  Returns 0, -1 when out of memory. */
+int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
+                      ub_profile *out, ub_fit_result *fit);
+
+/* Consecutive waits closer than this (seconds) after the previous call's wait was satisfied
+ * belong to one forward segment: max(UB_SEGMENT_MIN_GAP, UB_SEGMENT_REL_GAP * iteration). */
+#define UB_SEGMENT_MIN_GAP 100e-6
+#define UB_SEGMENT_REL_GAP 0.01
+
+#endif

@@ -1,0 +1,225 @@
+/* Strict parsing of the USBYTE_ variables (see usbyte/config.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "usbyte/config.h"
+#include "usbyte/policy.h"
+
+_Static_assert(UB_CFG_COUNT <= 16, "ub_config.source is too small for UB_CONFIG_LIST");
+
+static const char *const mode_names[] = {"off", "observe", "schedule"};
+static const char *const log_names[] = {"error", "warn", "info", "debug"};
+
+const char *ub_mode_name(ub_mode m) { return (unsigned)m < 3 ? mode_names[m] : "?"; }
+const char *ub_log_level_name(ub_log_level l) { return (unsigned)l < 4 ? log_names[l] : "?"; }
+
+const char *ub_config_name(ub_config_id id)
+{
+    static const char *const names[] = {
+#define X(field, name, kind, def, help) "USBYTE_" name,
+        UB_CONFIG_LIST(X)
+#undef X
+    };
+    return (unsigned)id < UB_CFG_COUNT ? names[id] : "?";
+}
+
+const char *ub_config_source_name(ub_config_source src)
+{
+    switch (src) {
+    case UB_SRC_ENV: return "env";
+    case UB_SRC_FALLBACK: return "default, bad value ignored";
+    default: return "default";
+    }
+}
+
+static int parse_choice(const char *text, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(text, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* Each parser returns 0 and stores the value, or -1 leaving the field untouched. */
+static int parse_MODE(const char *t, ub_mode *out)
+{
+    int v = parse_choice(t, mode_names, 3);
+    if (v < 0) return -1;
+    *out = (ub_mode)v;
+    return 0;
+}
+
+static int parse_LOG(const char *t, ub_log_level *out)
+{
+    int v = parse_choice(t, log_names, 4);
+    if (v < 0) return -1;
+    *out = (ub_log_level)v;
+    return 0;
+}
+
+static int parse_POLICY(const char *t, int *out)
+{
+    int v = ub_policy_parse(t);
+    if (v < 0) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_WARMUP(const char *t, int *out)
+{
+    if (*t == '\0' || *t == '+' || *t == '-' || *t == ' ')
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(t, &end, 10);
+    if (errno || *end != '\0' || v < 1 || v > 1000)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_BOOL(const char *t, bool *out)
+{
+    static const char *const yes[] = {"1", "true", "yes", "on"};
+    static const char *const no[] = {"0", "false", "no", "off"};
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(t, yes[i]) == 0) { *out = true; return 0; }
+        if (strcasecmp(t, no[i]) == 0) { *out = false; return 0; }
+    }
+    return -1;
+}
+
+static int copy_text(const char *t, char *out, size_t len)
+{
+    size_t n = strlen(t);
+    if (n >= len)
+        return -1;
+    memcpy(out, t, n + 1);
+    return 0;
+}
+
+static int parse_PATTERN(const char *t, char (*out)[512])
+{
+    if (*t == '\0')
+        return -1;
+    char probe[1024];  /* the pattern must expand */
+    if (ub_expand_report_path(t, 0, 1, "h", probe, sizeof probe) < 0)
+        return -1;
+    return copy_text(t, *out, sizeof *out);
+}
+
+static int parse_PATH(const char *t, char (*out)[512]) { return copy_text(t, *out, sizeof *out); }
+
+/* What each kind accepts, for the warning text. */
+#define EXPECT_MODE "off, observe or schedule"
+#define EXPECT_LOG "error, warn, info or debug"
+#define EXPECT_POLICY "a policy name (wfbp, syncea, mgwfbp, mgwfbp-dp, bytescheduler, usbyte, best)"
+#define EXPECT_WARMUP "an integer from 1 to 1000"
+#define EXPECT_BOOL "0/1, true/false, yes/no or on/off"
+#define EXPECT_PATTERN "a non-empty path with only %%r, %%p, %%h or %%%% escapes, under 512 bytes"
+#define EXPECT_PATH "a path under 512 bytes"
+
+void ub_config_defaults(ub_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+#define X(field, name, kind, def, help)                 \
+    if (parse_##kind(def, &cfg->field) != 0)            \
+        abort(); /* a bad default is a programming error */ \
+    cfg->source[UB_CFG_##field] = UB_SRC_DEFAULT;
+    UB_CONFIG_LIST(X)
+#undef X
+}
+
+int ub_config_parse(ub_config *cfg, ub_config_lookup lookup, ub_config_warn warn, void *ctx)
+{
+    int warnings = 0;
+    ub_config_defaults(cfg);
+#define X(field, name, kind, def, help)                                                          \
+    {                                                                                            \
+        const char *text = lookup("USBYTE_" name, ctx);                                          \
+        if (text) {                                                                              \
+            if (parse_##kind(text, &cfg->field) == 0) {                                          \
+                cfg->source[UB_CFG_##field] = UB_SRC_ENV;                                        \
+            } else {                                                                             \
+                char line[1400];                                                                 \
+                snprintf(line, sizeof line,                                                      \
+                         "USBYTE_" name "=\"%.600s\" is not valid (expected " EXPECT_##kind      \
+                         "); using the default \"%s\"", text, def);                              \
+                for (char *p = line; *p; p++)                                                    \
+                    if (*p == '\n' || *p == '\r') *p = ' ';                                      \
+                if (warn) warn(line, ctx);                                                       \
+                cfg->source[UB_CFG_##field] = UB_SRC_FALLBACK;                                   \
+                warnings++;                                                                      \
+            }                                                                                    \
+        }                                                                                        \
+    }
+    UB_CONFIG_LIST(X)
+#undef X
+    return warnings;
+}
+
+const char *ub_config_value_text(const ub_config *cfg, ub_config_id id, char *buf, size_t len)
+{
+    switch (id) {
+    case UB_CFG_mode: snprintf(buf, len, "%s", ub_mode_name(cfg->mode)); break;
+    case UB_CFG_policy: snprintf(buf, len, "%s", ub_policy_name((ub_policy_id)cfg->policy)); break;
+    case UB_CFG_warmup: snprintf(buf, len, "%d", cfg->warmup); break;
+    case UB_CFG_report: snprintf(buf, len, "%s", cfg->report); break;
+    case UB_CFG_log: snprintf(buf, len, "%s", ub_log_level_name(cfg->log)); break;
+    case UB_CFG_log_file: snprintf(buf, len, "%s", cfg->log_file); break;
+    case UB_CFG_nccl_lib: snprintf(buf, len, "%s", cfg->nccl_lib); break;
+    case UB_CFG_cupti: snprintf(buf, len, "%d", cfg->cupti); break;
+    case UB_CFG_dump_config: snprintf(buf, len, "%d", cfg->dump_config); break;
+    default: snprintf(buf, len, "?"); break;
+    }
+    return buf;
+}
+
+const char *ub_config_describe(const ub_config *cfg, ub_config_id id, char *buf, size_t len)
+{
+    char value[600];
+    snprintf(buf, len, "%s=%s (%s)", ub_config_name(id), ub_config_value_text(cfg, id, value, sizeof value),
+             ub_config_source_name(cfg->source[id]));
+    return buf;
+}
+
+int ub_expand_report_path(const char *pattern, int rank, long pid, const char *host, char *out, size_t len)
+{
+    size_t used = 0;
+    char piece[256];
+    for (const char *p = pattern; *p; p++) {
+        const char *add = piece;
+        if (*p != '%') {
+            piece[0] = *p;
+            piece[1] = '\0';
+        } else {
+            switch (p[1]) {
+            case 'r':
+                if (rank < 0) snprintf(piece, sizeof piece, "unknown");
+                else snprintf(piece, sizeof piece, "%d", rank);
+                break;
+            case 'p': snprintf(piece, sizeof piece, "%ld", pid); break;
+            case 'h': add = host ? host : "unknown-host"; break;
+            case '%': snprintf(piece, sizeof piece, "%%"); break;
+            default:
+                snprintf(out, len, "unknown escape \"%%%c\" in report pattern (known: %%r %%p %%h %%%%)",
+                         p[1] ? p[1] : ' ');
+                return -1;
+            }
+            p++;
+        }
+        size_t n = strlen(add);
+        if (used + n + 1 > len) {
+            snprintf(out, len, "report path longer than %zu bytes", len - 1);
+            return -1;
+        }
+        memcpy(out + used, add, n);
+        used += n;
+    }
+    out[used] = '\0';
+    return 0;
+}

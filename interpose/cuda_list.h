@@ -1,0 +1,82 @@
+/* The CUDA runtime functions usbyte wraps (DESIGN.md section 4) or only calls, once.  The list
+ * generates the table of real functions, the name table and the wrappers (cuda_wrap.c).
+ *
+ * X(name, CLASS, (parameters), (arguments), (hook arguments))
+ *   EVREC: cudaEventRecord* (hook: event, stream); SWAIT: cudaStreamWaitEvent* (hook: stream,
+ *   event); EVSYNC / EVQUERY: host waits on an event (hook: event); SSYNC / SQUERY: host waits on
+ *   a stream (hook: stream); DSYNC: cudaDeviceSynchronize; SDESTROY / EDESTROY: handles going
+ *   away (hook: stream / event); CALLONLY: not wrapped, resolved because usbyte calls it.
+ * The _ptsz variants are the per-thread-default-stream entry points the real runtime exports;
+ * a runtime without them leaves them NULL and their wrappers report cudaErrorNotSupported. */
+#ifndef USBYTE_CUDA_LIST_H
+#define USBYTE_CUDA_LIST_H
+
+#include <cuda_runtime_api.h>
+
+/* Declared by cuda_runtime_api.h only under CUDA_API_PER_THREAD_DEFAULT_STREAM. */
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags);
+cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
+cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
+
+#define UB_CUDA_LIST(X)                                                                           \
+    X(cudaEventRecord, EVREC, (cudaEvent_t event, cudaStream_t stream), (event, stream),          \
+      (event, stream))                                                                            \
+    X(cudaEventRecord_ptsz, EVREC, (cudaEvent_t event, cudaStream_t stream), (event, stream),     \
+      (event, stream))                                                                            \
+    X(cudaEventRecordWithFlags, EVREC, (cudaEvent_t event, cudaStream_t stream, unsigned int flags),\
+      (event, stream, flags), (event, stream))                                                    \
+    X(cudaEventRecordWithFlags_ptsz, EVREC,                                                       \
+      (cudaEvent_t event, cudaStream_t stream, unsigned int flags), (event, stream, flags),       \
+      (event, stream))                                                                            \
+    X(cudaStreamWaitEvent, SWAIT, (cudaStream_t stream, cudaEvent_t event, unsigned int flags),   \
+      (stream, event, flags), (stream, event))                                                    \
+    X(cudaStreamWaitEvent_ptsz, SWAIT, (cudaStream_t stream, cudaEvent_t event, unsigned int flags),\
+      (stream, event, flags), (stream, event))                                                    \
+    X(cudaEventSynchronize, EVSYNC, (cudaEvent_t event), (event), (event))                        \
+    X(cudaEventQuery, EVQUERY, (cudaEvent_t event), (event), (event))                             \
+    X(cudaStreamSynchronize, SSYNC, (cudaStream_t stream), (stream), (stream))                    \
+    X(cudaStreamSynchronize_ptsz, SSYNC, (cudaStream_t stream), (stream), (stream))               \
+    X(cudaStreamQuery, SQUERY, (cudaStream_t stream), (stream), (stream))                         \
+    X(cudaStreamQuery_ptsz, SQUERY, (cudaStream_t stream), (stream), (stream))                    \
+    X(cudaDeviceSynchronize, DSYNC, (void), (), ())                                               \
+    X(cudaStreamDestroy, SDESTROY, (cudaStream_t stream), (stream), (stream))                     \
+    X(cudaEventDestroy, EDESTROY, (cudaEvent_t event), (event), (event))                          \
+    X(cudaEventCreateWithFlags, CALLONLY, (cudaEvent_t *event, unsigned int flags), (event, flags), ())\
+    X(cudaEventElapsedTime, CALLONLY, (float *ms, cudaEvent_t start, cudaEvent_t end),            \
+      (ms, start, end), ())                                                                       \
+    X(cudaStreamCreateWithPriority, CALLONLY,                                                     \
+      (cudaStream_t *stream, unsigned int flags, int priority), (stream, flags, priority), ())    \
+    X(cudaDeviceGetStreamPriorityRange, CALLONLY, (int *least, int *greatest), (least, greatest), ())\
+    X(cudaGetDevice, CALLONLY, (int *device), (device), ())                                       \
+    X(cudaSetDevice, CALLONLY, (int device), (device), ())                                        \
+    X(cudaMalloc, CALLONLY, (void **ptr, size_t size), (ptr, size), ())                           \
+    X(cudaFree, CALLONLY, (void *ptr), (ptr), ())                                                 \
+    X(cudaMemcpyAsync, CALLONLY,                                                                  \
+      (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream),  \
+      (dst, src, count, kind, stream), ())                                                        \
+    X(cudaRuntimeGetVersion, CALLONLY, (int *version), (version), ())                             \
+    X(cudaDriverGetVersion, CALLONLY, (int *version), (version), ())                              \
+    X(cudaGetErrorString, CALLONLY, (cudaError_t error), (error), ())
+
+typedef enum {
+#define X(name, cls, params, args, hook) UB_CUDA_##name,
+    UB_CUDA_LIST(X)
+#undef X
+    UB_CUDA_COUNT
+} ub_cuda_id;
+
+typedef struct ub_cuda_real {
+#define X(name, cls, params, args, hook) __typeof__(name) *name;
+    UB_CUDA_LIST(X)
+#undef X
+} ub_cuda_real;
+
+extern ub_cuda_real ub_cuda;
+extern const char *const ub_cuda_names[UB_CUDA_COUNT];
+
+/* Resolves the real runtime once (thread-safe); 0 when the wrapped functions are usable. */
+int ub_cuda_resolve(void);
+
+#endif

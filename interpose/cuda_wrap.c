@@ -1,0 +1,73 @@
+/* The exported CUDA runtime wrappers, generated from UB_CUDA_LIST.  The fast path (nothing of
+ * usbyte involved, the steady state) is one relaxed atomic load and a branch before the real
+ * function; the version script exports them under the runtime's own version node so that
+ * references bound to cudaEventRecord@libcudart.so.13 reach them. */
+#include "cuda_list.h"
+#include "hooks.h"
+#include "runtime.h"
+
+#define UB_EXPORT __attribute__((visibility("default")))
+
+static cudaError_t missing(ub_cuda_id id)
+{
+    ub_error("%s: the real CUDA runtime function is not available; returning cudaErrorNotSupported",
+             ub_cuda_names[id]);
+    return cudaErrorNotSupported;
+}
+
+static inline bool slow_path(void)
+{
+    return atomic_load_explicit(&ub_cuda_tracking, memory_order_relaxed) != 0 && !ub_bypass();
+}
+
+#define PROLOGUE(name, args)                                   \
+    if (__builtin_expect(!ub_cuda.name, 0)) {                  \
+        ub_runtime_init();                                     \
+        if (ub_cuda_resolve() != 0 || !ub_cuda.name)           \
+            return missing(UB_CUDA_##name);                    \
+    }                                                          \
+    if (__builtin_expect(!slow_path(), 1))                     \
+        return ub_cuda.name args;
+
+/* Records must be known after they happened (the binding of later waits). */
+#define EVREC_HOOK(ev, st) ub_cuda_event_recorded((ev), (st))
+#define WRAP_EVREC(name, params, args, hook)                   \
+    UB_EXPORT cudaError_t name params                          \
+    {                                                          \
+        PROLOGUE(name, args)                                   \
+        cudaError_t r = ub_cuda.name args;                     \
+        if (r == cudaSuccess)                                  \
+            EVREC_HOOK hook;                                   \
+        return r;                                              \
+    }
+
+/* Waits are observed before they are forwarded: the timing event that measures "when was this
+ * needed" must be ahead of the wait on the waiting stream. */
+#define SWAIT_HOOK(st, ev) ub_cuda_stream_wait((st), (ev))
+#define EVSYNC_HOOK(ev) ub_cuda_event_host_wait((ev), false)
+#define EVQUERY_HOOK(ev) ub_cuda_event_host_wait((ev), true)
+#define SSYNC_HOOK(st) ub_cuda_stream_host_wait((st), false)
+#define SQUERY_HOOK(st) ub_cuda_stream_host_wait((st), true)
+#define DSYNC_HOOK() ub_cuda_device_wait()
+#define SDESTROY_HOOK(st) ub_cuda_stream_destroyed(st)
+#define EDESTROY_HOOK(ev) ub_cuda_event_destroyed(ev)
+#define WRAP_BEFORE(cls, name, params, args, hook)             \
+    UB_EXPORT cudaError_t name params                          \
+    {                                                          \
+        PROLOGUE(name, args)                                   \
+        cls##_HOOK hook;                                       \
+        return ub_cuda.name args;                              \
+    }
+#define WRAP_SWAIT(...) WRAP_BEFORE(SWAIT, __VA_ARGS__)
+#define WRAP_EVSYNC(...) WRAP_BEFORE(EVSYNC, __VA_ARGS__)
+#define WRAP_EVQUERY(...) WRAP_BEFORE(EVQUERY, __VA_ARGS__)
+#define WRAP_SSYNC(...) WRAP_BEFORE(SSYNC, __VA_ARGS__)
+#define WRAP_SQUERY(...) WRAP_BEFORE(SQUERY, __VA_ARGS__)
+#define WRAP_DSYNC(...) WRAP_BEFORE(DSYNC, __VA_ARGS__)
+#define WRAP_SDESTROY(...) WRAP_BEFORE(SDESTROY, __VA_ARGS__)
+#define WRAP_EDESTROY(...) WRAP_BEFORE(EDESTROY, __VA_ARGS__)
+#define WRAP_CALLONLY(name, params, args, hook)
+
+#define X(name, cls, params, args, hook) WRAP_##cls(name, params, args, hook)
+UB_CUDA_LIST(X)
+#undef X

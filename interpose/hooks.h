@@ -1,0 +1,51 @@
+/* What the generated wrappers tell the runtime.  Each wrapper calls the real function itself;
+ * the hooks only observe (in this issue nothing is ever deferred or changed). */
+#ifndef USBYTE_HOOKS_H
+#define USBYTE_HOOKS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+/* One NCCL operation on a communicator, as the wrapper received it. */
+typedef struct ub_coll_desc {
+    int id;  /* ub_nccl_id */
+    const void *send;
+    const void *recv;
+    size_t count;
+    int dtype;  /* ncclDataType_t */
+    int op;     /* ncclRedOp_t, -1 when none */
+    int root;   /* root or peer, -1 when none */
+    ncclComm_t comm;
+    cudaStream_t stream;
+} ub_coll_desc;
+
+/* Carried from before to after the real call. */
+typedef struct ub_coll_token {
+    void *comm;  /* ub_comm being observed, NULL: nothing to do after the call */
+    int call;    /* allreduce index within the iteration, -1 when not profiled */
+    unsigned long long iteration;
+} ub_coll_token;
+
+void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t);
+void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r);
+void ub_group_start(void);
+void ub_group_end(void);
+void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclResult_t r);
+void ub_comm_ending(ncclComm_t comm, int id);
+
+/* Nonzero while some stream or event is involved: the CUDA wrappers' fast path reads only this. */
+extern atomic_int ub_cuda_tracking;
+
+void ub_cuda_event_recorded(cudaEvent_t event, cudaStream_t stream);
+void ub_cuda_stream_wait(cudaStream_t stream, cudaEvent_t event);
+void ub_cuda_event_host_wait(cudaEvent_t event, bool poll);
+void ub_cuda_stream_host_wait(cudaStream_t stream, bool poll);
+void ub_cuda_device_wait(void);
+void ub_cuda_stream_destroyed(cudaStream_t stream);
+void ub_cuda_event_destroyed(cudaEvent_t event);
+
+#endif

@@ -1,0 +1,58 @@
+/* Logging: one line per message, prefixed "usbyte[rank]: ", written with one write() so lines
+ * of several threads and ranks never interleave.  Never allocates and never calls CUDA, so it
+ * is safe in exit handlers and forked children. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+static int log_fd = 2;
+
+void ub_log_open(void)
+{
+    if (log_fd > 2)
+        close(log_fd);
+    log_fd = 2;
+    if (ub_cfg.log_file[0]) {
+        char path[600];
+        if (ub_expand_report_path(ub_cfg.log_file, atomic_load(&ub_rank), (long)getpid(), NULL, path,
+                                  sizeof path) < 0)
+            snprintf(path, sizeof path, "%s", ub_cfg.log_file);
+        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            log_fd = fd;
+        else
+            ub_warn("cannot open USBYTE_LOG_FILE \"%s\" (%s); logging to standard error", path,
+                    strerror(errno));
+    }
+}
+
+bool ub_log_enabled(ub_log_level level) { return level <= ub_cfg.log; }
+
+void ub_log(ub_log_level level, const char *fmt, ...)
+{
+    if (!ub_log_enabled(level))
+        return;
+    int saved = errno;
+    char line[2048];
+    int rank = atomic_load(&ub_rank);
+    int n = rank >= 0 ? snprintf(line, sizeof line, "usbyte[%d]: ", rank)
+                      : snprintf(line, sizeof line, "usbyte[?]: ");
+    if (level == UB_LOG_ERROR)
+        n += snprintf(line + n, sizeof line - (size_t)n, "error: ");
+    else if (level == UB_LOG_WARN)
+        n += snprintf(line + n, sizeof line - (size_t)n, "warning: ");
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : ((size_t)m < sizeof line - (size_t)n - 1 ? (size_t)m : sizeof line - (size_t)n - 2));
+    line[len++] = '\n';
+    ssize_t w = write(log_fd, line, len);
+    (void)w;
+    errno = saved;
+}

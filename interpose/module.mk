@@ -1,0 +1,30 @@
+# The LD_PRELOAD runtime, build/libusbyte.so (issue 4), its unit tests, its own integration
+# tests and `make bench-overhead`.
+#
+# The profiler pieces linked into the runtime: signatures, iteration detection and the cost fit,
+# the warm-up recorder, the agreement encoding, the profile derivation and the report
+# (profile_io/plan_io belong to $(PLAN_LIB)).  Defined here, not in profiler/, because fragments
+# are included in name order and prerequisites are expanded when read.
+RUNTIME_PROFILER_SRCS := $(filter-out profiler/profile_io%.c profiler/plan_io%.c,$(wildcard profiler/*.c))
+INTERPOSE_SRCS := $(wildcard interpose/*.c)
+USBYTE_SO := $(BUILD)/libusbyte.so
+
+$(USBYTE_SO): $(call objs,$(INTERPOSE_SRCS) $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB) interpose/libusbyte.map
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,--version-script=interpose/libusbyte.map -Wl,--no-undefined $(LDFLAGS) -o $@ \
+		$(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_THREAD)
+
+ALL += $(USBYTE_SO)
+DEMO_DEPS += $(USBYTE_SO)
+
+# Unit tests of the runtime's pure pieces (config, report path, agreement, profile derivation).
+RUNTIME_UNIT_TESTS := test_config test_agree test_derive
+RUNTIME_UNIT_BINS := $(patsubst %,$(BUILD)/tests/unit/%,$(RUNTIME_UNIT_TESTS))
+$(BUILD)/tests/unit/test_config: $(call objs,tests/unit/test_config.c interpose/config.c) $(PLAN_LIB)
+$(BUILD)/tests/unit/test_agree: $(call objs,tests/unit/test_agree.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
+$(BUILD)/tests/unit/test_derive: $(call objs,tests/unit/test_derive.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
+$(RUNTIME_UNIT_BINS):
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
+
+UNIT_TESTS += $(foreach t,$(RUNTIME_UNIT_TESTS),$(if $(wildcard tests/unit/$(t).c),$(BUILD)/tests/unit/$(t)))

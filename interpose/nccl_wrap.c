@@ -1,0 +1,92 @@
+/* The exported NCCL wrappers, generated from UB_NCCL_LIST.  Each forwards its arguments
+ * unchanged to the real function; the hooks around it only observe. */
+#include "hooks.h"
+#include "nccl_list.h"
+#include "runtime.h"
+
+#define UB_EXPORT __attribute__((visibility("default")))
+
+static ncclResult_t missing(ub_nccl_id id)
+{
+    ub_error("%s: the real NCCL function is not available; returning ncclInternalError",
+             ub_nccl_names[id]);
+    return ncclInternalError;
+}
+
+#define UB_DESC(s, r, c, dt, o, rt, cm, st) \
+    {.send = (s), .recv = (r), .count = (c), .dtype = (int)(dt), .op = (o), .root = (rt), .comm = (cm), .stream = (st)}
+
+#define PROLOGUE(name, args)                               \
+    ub_runtime_init();                                     \
+    if (ub_nccl_resolve() != 0 || !ub_nccl.name)           \
+        return missing(UB_NCCL_##name);                    \
+    if (ub_bypass())                                       \
+        return ub_nccl.name args;
+
+#define WRAP_COLL(name, params, args, hook)                \
+    UB_EXPORT ncclResult_t nccl##name params               \
+    {                                                      \
+        PROLOGUE(name, args)                               \
+        ub_coll_desc d = UB_DESC hook;                     \
+        d.id = UB_NCCL_##name;                             \
+        ub_coll_token t;                                   \
+        ub_coll_before(&d, &t);                            \
+        ncclResult_t r = ub_nccl.name args;                \
+        ub_coll_after(&d, &t, r);                          \
+        return r;                                          \
+    }
+#define WRAP_P2P WRAP_COLL
+
+#define WRAP_GSTART(name, params, args, hook)              \
+    UB_EXPORT ncclResult_t nccl##name params               \
+    {                                                      \
+        PROLOGUE(name, args)                               \
+        ncclResult_t r = ub_nccl.name args;                \
+        if (r == ncclSuccess)                              \
+            ub_group_start();                              \
+        return r;                                          \
+    }
+
+#define WRAP_GEND(name, params, args, hook)                \
+    UB_EXPORT ncclResult_t nccl##name params               \
+    {                                                      \
+        PROLOGUE(name, args)                               \
+        ub_group_end();                                    \
+        return ub_nccl.name args;                          \
+    }
+
+#define INIT_HOOK(out, config) ub_comm_created((out), 1, (config), r)
+#define WRAP_INIT(name, params, args, hook)                \
+    UB_EXPORT ncclResult_t nccl##name params               \
+    {                                                      \
+        PROLOGUE(name, args)                               \
+        ncclResult_t r = ub_nccl.name args;                \
+        INIT_HOOK hook;                                    \
+        return r;                                          \
+    }
+
+#define INITALL_HOOK(out, n) ub_comm_created((out), (n), NULL, r)
+#define WRAP_INITALL(name, params, args, hook)             \
+    UB_EXPORT ncclResult_t nccl##name params               \
+    {                                                      \
+        PROLOGUE(name, args)                               \
+        ncclResult_t r = ub_nccl.name args;                \
+        INITALL_HOOK hook;                                 \
+        return r;                                          \
+    }
+
+#define FINI_HOOK(c) ub_comm_ending((c), id)
+#define WRAP_FINI(name, params, args, hook)                \
+    UB_EXPORT ncclResult_t nccl##name params               \
+    {                                                      \
+        PROLOGUE(name, args)                               \
+        int id = UB_NCCL_##name;                           \
+        FINI_HOOK hook;                                    \
+        return ub_nccl.name args;                          \
+    }
+
+#define WRAP_CALLONLY(name, params, args, hook)
+
+#define X(name, cls, params, args, hook) WRAP_##cls(name, params, args, hook)
+UB_NCCL_LIST(X)
+#undef X

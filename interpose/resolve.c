@@ -1,0 +1,156 @@
+/* Finding the real NCCL and CUDA runtime functions (DESIGN.md section 4), once per process.
+ *
+ * NCCL: frameworks load libnccl with RTLD_LOCAL, so RTLD_NEXT alone may miss it.  We take the
+ * library the process already loaded (dlopen(..., RTLD_NOLOAD)), or USBYTE_NCCL_LIB, and look
+ * up the pncclXxx aliases NCCL exports for interposers (strong, unlike the weak ncclXxx), then
+ * fall back to RTLD_NEXT.  CUDA: the libcudart.so.* the process loaded (PyTorch wheels bring
+ * their own), looked up with the runtime's symbol version first.  Any candidate that is one of
+ * our own wrappers is rejected: calling it would recurse forever. */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_list.h"
+#include "nccl_list.h"
+#include "runtime.h"
+
+ub_nccl_real ub_nccl;
+ub_cuda_real ub_cuda;
+
+const char *const ub_nccl_names[UB_NCCL_COUNT] = {
+#define X(name, cls, params, args, hook) "nccl" #name,
+    UB_NCCL_LIST(X)
+#undef X
+};
+
+const char *const ub_cuda_names[UB_CUDA_COUNT] = {
+#define X(name, cls, params, args, hook) #name,
+    UB_CUDA_LIST(X)
+#undef X
+};
+
+#define CUDART_VERSION_NODE "libcudart.so.13"
+
+static bool is_ours(void *fn)
+{
+    Dl_info mine, theirs;
+    if (!fn)
+        return false;
+    if (!dladdr((void *)is_ours, &mine) || !dladdr(fn, &theirs))
+        return false;
+    return mine.dli_fbase == theirs.dli_fbase;
+}
+
+static void *checked(void *fn) { return is_ours(fn) ? NULL : fn; }
+
+/* ---- NCCL ---- */
+
+static pthread_once_t nccl_once = PTHREAD_ONCE_INIT;
+static int nccl_status = -1;
+static char nccl_origin[600] = "";
+
+static void *nccl_lookup(void *handle, const char *name)
+{
+    char alias[80];
+    snprintf(alias, sizeof alias, "p%s", name);
+    void *fn = NULL;
+    if (handle) {
+        fn = checked(dlsym(handle, alias));
+        if (!fn)
+            fn = checked(dlsym(handle, name));
+    }
+    if (!fn)
+        fn = checked(dlsym(RTLD_NEXT, alias));
+    if (!fn)
+        fn = checked(dlsym(RTLD_NEXT, name));
+    return fn;
+}
+
+static void nccl_resolve_once(void)
+{
+    ub_inside++;
+    const char *lib = ub_cfg.nccl_lib[0] ? ub_cfg.nccl_lib : "libnccl.so.2";
+    void *handle = dlopen(lib, RTLD_NOLOAD | RTLD_LAZY);
+    if (!handle && ub_cfg.nccl_lib[0]) {
+        handle = dlopen(lib, RTLD_LAZY | RTLD_LOCAL);
+        if (!handle)
+            ub_error("USBYTE_NCCL_LIB=\"%s\" cannot be loaded (%s); trying the process's own NCCL", lib,
+                     dlerror());
+    }
+    snprintf(nccl_origin, sizeof nccl_origin, "%s", handle ? lib : "RTLD_NEXT");
+#define X(name, cls, params, args, hook) ub_nccl.name = (__typeof__(ub_nccl.name))nccl_lookup(handle, "nccl" #name);
+    UB_NCCL_LIST(X)
+#undef X
+    /* The functions every communicator needs; the rest may be absent in older NCCLs. */
+    nccl_status = (ub_nccl.AllReduce && ub_nccl.GroupStart && ub_nccl.GroupEnd) ? 0 : -1;
+    if (nccl_status)
+        ub_error("no real NCCL found (looked in %s and RTLD_NEXT): NCCL calls will fail", lib);
+    else
+        ub_debug("real NCCL functions from %s", nccl_origin);
+    ub_inside--;
+}
+
+int ub_nccl_resolve(void)
+{
+    pthread_once(&nccl_once, nccl_resolve_once);
+    return nccl_status;
+}
+
+/* ---- CUDA runtime ---- */
+
+static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
+static int cuda_status = -1;
+
+static int find_cudart(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char *name = info->dlpi_name;
+    const char *base = name ? strrchr(name, '/') : NULL;
+    base = base ? base + 1 : name;
+    if (base && strncmp(base, "libcudart.so", 12) == 0) {
+        snprintf(data, 600, "%s", name);
+        return 1;
+    }
+    return 0;
+}
+
+static void *cuda_lookup(void *handle, const char *name)
+{
+    void *fn = NULL;
+    if (handle) {
+        fn = checked(dlvsym(handle, name, CUDART_VERSION_NODE));
+        if (!fn)
+            fn = checked(dlsym(handle, name));
+    }
+    if (!fn)
+        fn = checked(dlvsym(RTLD_NEXT, name, CUDART_VERSION_NODE));
+    if (!fn)
+        fn = checked(dlsym(RTLD_NEXT, name));
+    return fn;
+}
+
+static void cuda_resolve_once(void)
+{
+    ub_inside++;
+    char path[600] = "";
+    dl_iterate_phdr(find_cudart, path);
+    void *handle = path[0] ? dlopen(path, RTLD_NOLOAD | RTLD_LAZY) : NULL;
+#define X(name, cls, params, args, hook) ub_cuda.name = (__typeof__(ub_cuda.name))cuda_lookup(handle, #name);
+    UB_CUDA_LIST(X)
+#undef X
+    cuda_status = (ub_cuda.cudaEventRecord && ub_cuda.cudaStreamWaitEvent) ? 0 : -1;
+    if (cuda_status)
+        ub_error("no real CUDA runtime found (%s): CUDA calls through usbyte will fail",
+                 path[0] ? path : "no libcudart.so.* loaded");
+    else
+        ub_debug("real CUDA runtime functions from %s", path[0] ? path : "RTLD_NEXT");
+    ub_inside--;
+}
+
+int ub_cuda_resolve(void)
+{
+    pthread_once(&cuda_once, cuda_resolve_once);
+    return cuda_status;
+}

@@ -1,0 +1,96 @@
+/* Start, fork and exit of the runtime.  The configuration is read once, at load time (the
+ * constructor) or at the first wrapped call if that comes earlier. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "runtime.h"
+#include "state.h"
+
+ub_config ub_cfg;
+atomic_bool ub_passthrough_all = true;  /* until the configuration says otherwise */
+_Thread_local int ub_inside;
+atomic_int ub_rank = -1;
+atomic_int ub_world = -1;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static atomic_bool init_done;
+
+static const char *env_lookup(const char *name, void *ctx)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+static void warn_line(const char *line, void *ctx)
+{
+    (void)ctx;
+    ub_warn("%s", line);
+}
+
+static int env_int(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return -1;
+    char *end;
+    long x = strtol(v, &end, 10);
+    return (*end == '\0' && x >= 0 && x < 1 << 24) ? (int)x : -1;
+}
+
+static void fork_child(void)
+{
+    /* The child has one thread and copies of locks that other threads of the parent may have
+     * held: it must never touch the shared state again.  It forwards everything and writes no
+     * report (its parent's report is the parent's). */
+    atomic_store(&ub_passthrough_all, true);
+    ub_state_forget_in_child();
+}
+
+static void init_once_fn(void)
+{
+    ub_inside++;
+    atomic_store(&ub_rank, env_int("RANK"));
+    atomic_store(&ub_world, env_int("WORLD_SIZE"));
+    ub_config_defaults(&ub_cfg);
+    /* Parse with warnings at the default level first: the level itself comes from the config. */
+    ub_config tmp;
+    ub_config_parse(&tmp, env_lookup, NULL, NULL);
+    ub_cfg.log = tmp.log;
+    ub_cfg.source[UB_CFG_log] = tmp.source[UB_CFG_log];
+    snprintf(ub_cfg.log_file, sizeof ub_cfg.log_file, "%s", tmp.log_file);
+    ub_log_open();
+    ub_config_parse(&ub_cfg, env_lookup, warn_line, NULL);
+    if (ub_cfg.dump_config) {
+        /* Printed whatever the log level, like NCCL_DEBUG's configuration dump. */
+        ub_log_level saved = ub_cfg.log;
+        ub_cfg.log = UB_LOG_DEBUG;
+        char line[1200];
+        for (int id = 0; id < UB_CFG_COUNT; id++)
+            ub_log(UB_LOG_INFO, "%s", ub_config_describe(&ub_cfg, (ub_config_id)id, line, sizeof line));
+        ub_cfg.log = saved;
+    }
+    if (ub_cfg.mode == UB_MODE_SCHEDULE)
+        ub_warn("USBYTE_MODE=schedule is not implemented yet: observing only (nothing is re-issued)");
+    pthread_atfork(NULL, NULL, fork_child);
+    atomic_store(&ub_passthrough_all, ub_cfg.mode == UB_MODE_OFF);
+    atomic_store(&init_done, true);
+    ub_inside--;
+}
+
+void ub_runtime_init(void)
+{
+    if (__builtin_expect(!atomic_load_explicit(&init_done, memory_order_acquire), 0))
+        pthread_once(&init_once, init_once_fn);
+}
+
+__attribute__((constructor)) static void ub_constructor(void) { ub_runtime_init(); }
+
+/* Reports are rewritten at exit from what is already measured: no CUDA call here, the runtime
+ * (or the driver context) may already be gone. */
+__attribute__((destructor)) static void ub_destructor(void)
+{
+    if (!atomic_load(&init_done) || ub_cfg.mode == UB_MODE_OFF)
+        return;
+    ub_state_write_reports_at_exit();
+}

@@ -1,0 +1,578 @@
+/* The hooks behind the wrappers: communicator, stream and event tables, iteration detection and
+ * the warm-up recording (see state.h for the life cycle). */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cuda_list.h"
+#include "hooks.h"
+#include "nccl_list.h"
+#include "runtime.h"
+#include "state.h"
+#include "usbyte/types.h"
+
+atomic_int ub_cuda_tracking;
+
+static pthread_mutex_t state_mutex = PTHREAD_MUTEX_INITIALIZER;
+static ub_comm *comms;           /* live communicators by handle */
+static ub_comm **all_comms;      /* every communicator ever seen, for the report */
+static int n_all, cap_all;
+static ub_stream *streams;
+static ub_event *events;
+static _Thread_local int group_depth;
+static bool in_child;
+
+void ub_state_lock(void) { pthread_mutex_lock(&state_mutex); }
+void ub_state_unlock(void) { pthread_mutex_unlock(&state_mutex); }
+
+const char *ub_comm_state_name(ub_comm_state s)
+{
+    switch (s) {
+#define X(e, name) case UB_COMM_##e: return name;
+        UB_COMM_STATE_LIST(X)
+#undef X
+    }
+    return "?";
+}
+
+void ub_state_forget_in_child(void) { in_child = true; }
+
+static int nccl_to_ub_dtype(int nccl)
+{
+#define X(e, name, size, value) if (nccl == value) return UB_DTYPE_##e;
+    UB_DTYPE_LIST(X)
+#undef X
+    return -1;
+}
+
+static int nccl_to_ub_op(int nccl)
+{
+#define X(e, name, value) if (nccl == value) return UB_OP_##e;
+    UB_OP_LIST(X)
+#undef X
+    return -1;
+}
+
+static void set_state(ub_comm *c, ub_comm_state s, const char *reason)
+{
+    if (c->state != s)
+        ub_debug("communicator %d: %s -> %s%s%s", c->index, ub_comm_state_name(c->state), ub_comm_state_name(s),
+                 reason ? ": " : "", reason ? reason : "");
+    c->state = s;
+    snprintf(c->reason, sizeof c->reason, "%s", reason ? reason : "");
+}
+
+static ub_comm *comm_get(ncclComm_t handle, bool create)
+{
+    ub_comm *c = NULL;
+    HASH_FIND_PTR(comms, &handle, c);
+    if (c || !create)
+        return c;
+    c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    if (n_all == cap_all) {
+        int cap = cap_all ? 2 * cap_all : 8;
+        ub_comm **p = realloc(all_comms, (size_t)cap * sizeof *p);
+        if (!p) {
+            free(c);
+            return NULL;
+        }
+        all_comms = p;
+        cap_all = cap;
+    }
+    all_comms[n_all] = c;
+    c->index = n_all++;
+    c->handle = handle;
+    c->rank = c->nranks = -1;
+    c->cur_iter = c->cur_call = -1;
+    ub_comm_report_init(&c->report);
+    ub_iterdet_config dc = {.min_span = 16};
+    c->det = ub_iterdet_new(&dc);
+    c->state = UB_COMM_DETECT;
+    if (!c->det)
+        set_state(c, UB_COMM_DISABLED, "out of memory");
+    ub_inside++;
+    if (ub_nccl.CommUserRank)
+        ub_nccl.CommUserRank(handle, &c->rank);
+    if (ub_nccl.CommCount)
+        ub_nccl.CommCount(handle, &c->nranks);
+    ub_inside--;
+    if (atomic_load(&ub_rank) < 0 && c->rank >= 0)
+        atomic_store(&ub_rank, c->rank);
+    if (atomic_load(&ub_world) < 0 && c->nranks > 0)
+        atomic_store(&ub_world, c->nranks);
+    HASH_ADD_PTR(comms, handle, c);
+    return c;
+}
+
+void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclResult_t r)
+{
+    if ((r != ncclSuccess && r != ncclInProgress) || !out)
+        return;
+    bool nonblocking = config && config->blocking == 0;
+    ub_state_lock();
+    for (int i = 0; i < n; i++) {
+        if (!out[i])
+            continue;
+        ub_comm *old = comm_get(out[i], false);
+        if (old) /* a handle reused after destroy without our seeing it */
+            HASH_DEL(comms, old);
+        if (nonblocking) {
+            /* Calls on it return before they are enqueued: nothing here may be measured. */
+            ub_comm *c = calloc(1, sizeof *c);
+            if (c) {
+                c->handle = out[i];
+                c->nonblocking = true;
+                c->state = UB_COMM_DISABLED;
+                c->index = -1;
+                snprintf(c->reason, sizeof c->reason, "nonblocking communicator");
+                HASH_ADD_PTR(comms, handle, c); /* never reported: no rank known */
+            }
+        } else if (r == ncclSuccess) {
+            comm_get(out[i], true);
+        }
+    }
+    ub_state_unlock();
+}
+
+static void forget_comm_refs(ub_comm *c)
+{
+    ub_stream *s, *ts;
+    HASH_ITER(hh, streams, s, ts) if (s->comm == c) {
+        HASH_DEL(streams, s);
+        free(s);
+    }
+    ub_event *e, *te;
+    HASH_ITER(hh, events, e, te) if (e->comm == c) {
+        HASH_DEL(events, e);
+        free(e);
+    }
+}
+
+void ub_comm_stop_profiling(ub_comm *c)
+{
+    if (c->cupti_held) {
+        ub_cupti_release();
+        c->cupti_held = false;
+    }
+    if (c->state == UB_COMM_PROFILE || c->state == UB_COMM_AGREE)
+        atomic_fetch_sub(&ub_cuda_tracking, 1);
+    forget_comm_refs(c);
+    ub_timing_stop(&c->tm);
+    ub_record_free(&c->rec);
+    free(c->pos_call);
+    free(c->need_upto);
+    c->pos_call = NULL;
+    c->need_upto = NULL;
+}
+
+void ub_comm_ending(ncclComm_t handle, int id)
+{
+    (void)id;
+    ub_state_lock();
+    ub_comm *c = comm_get(handle, false);
+    if (c) {
+        HASH_DEL(comms, c);
+        if (c->index < 0) {
+            free(c);
+        } else {
+            if (c->state == UB_COMM_PROFILE || c->state == UB_COMM_DETECT)
+                set_state(c, UB_COMM_DISABLED, "destroyed before the warm-up ended");
+            ub_comm_stop_profiling(c);
+            ub_iterdet_free(c->det);
+            c->det = NULL;
+            c->handle = NULL; /* kept in all_comms for the report */
+        }
+    }
+    ub_state_unlock();
+}
+
+void ub_group_start(void) { group_depth++; }
+void ub_group_end(void)
+{
+    if (group_depth > 0)
+        group_depth--;
+}
+
+/* ---- warm-up ---- */
+
+static int start_profiling(ub_comm *c, uint64_t first)
+{
+    c->profile_start = first;
+    c->agree_at = first + (uint64_t)ub_cfg.warmup * c->period;
+    c->n_ar = 0;
+    c->other_calls = 0;
+    c->cur_iter = c->cur_call = -1;
+    c->end_records = false;
+    c->consumers_stream = c->consumers_host = 0;
+    c->stream_ordered = 0;
+    c->stream_ordered_example[0] = '\0';
+    if (ub_record_init(&c->rec, ub_cfg.warmup, (int)c->period) != 0)
+        return -1;
+    c->pos_call = calloc(c->period, sizeof *c->pos_call);
+    c->need_upto = calloc((size_t)ub_cfg.warmup, sizeof *c->need_upto);
+    if (!c->pos_call || !c->need_upto)
+        return -1;
+    if (ub_timing_start(&c->tm) != 0)
+        return -1;
+    c->report.cupti = false;
+    if (ub_cfg.cupti) {
+        c->cupti_held = ub_cupti_acquire(c->report.cupti_detail, sizeof c->report.cupti_detail);
+        c->report.cupti = c->cupti_held;
+    } else {
+        snprintf(c->report.cupti_detail, sizeof c->report.cupti_detail, "disabled by USBYTE_CUPTI=0");
+    }
+    set_state(c, UB_COMM_PROFILE, NULL);
+    atomic_fetch_add(&ub_cuda_tracking, 1);
+    return 0;
+}
+
+static void restart_detection(ub_comm *c, const char *why)
+{
+    ub_comm_stop_profiling(c);
+    c->deviations++;
+    if (c->deviations > 8) {
+        set_state(c, UB_COMM_PASS_THROUGH, "the call sequence keeps changing during the warm-up");
+        return;
+    }
+    ub_debug("communicator %d: %s; looking for the period again", c->index, why);
+    set_state(c, UB_COMM_DETECT, NULL);
+}
+
+static ub_stream *stream_get(cudaStream_t s, ub_comm *c)
+{
+    ub_stream *st = NULL;
+    HASH_FIND_PTR(streams, &s, st);
+    if (st || !c)
+        return st;
+    st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    st->handle = s;
+    st->comm = c;
+    HASH_ADD_PTR(streams, handle, st);
+    return st;
+}
+
+static void drop_probe(ub_comm *c, ub_stream *st)
+{
+    if (st && st->ready_probe) {
+        ub_timing_file(&c->tm, st->ready_probe, NULL, 0, 0, NULL);
+        st->ready_probe = NULL;
+    }
+}
+
+/* Records one call of a profiled iteration; returns its allreduce index or -1. */
+static int record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint64_t it, uint32_t pos)
+{
+    if (pos == 0) {
+        c->cur_iter = (int)it;
+        c->cur_call = -1;
+        if (it == 0)
+            ub_seqhash_init(&c->seq);
+    }
+    if (it == 0) {
+        ub_seqhash_add(&c->seq, sig);
+        int dt = nccl_to_ub_dtype(d->dtype), op = nccl_to_ub_op(d->op);
+        if (d->id == UB_NCCL_AllReduce && dt >= 0 && op >= 0) {
+            int k = c->n_ar++;
+            c->pos_call[pos] = k;
+            c->rec.bytes[k] = (uint64_t)d->count * ub_dtype_size((ub_dtype)dt);
+            c->rec.dtype[k] = dt;
+            c->rec.op[k] = op;
+            c->rec.n_calls = c->n_ar;
+        } else {
+            /* Another collective, or an allreduce with a reduction op the planner cannot stage
+             * (a PreMulSum op handle): a flush point for the next issue, not a profile call. */
+            c->pos_call[pos] = -1;
+            c->other_calls++;
+        }
+    }
+    ub_stream *st = stream_get(d->stream, c);
+    int k = c->pos_call[pos];
+    if (k < 0 || !st || st->comm != c) {
+        if (st && st->comm == c)
+            drop_probe(c, st);
+        return -1;
+    }
+    c->cur_call = k;
+    ub_rec_call *rc = ub_record_at(&c->rec, (int)it, k);
+    if (st->ready_probe) {
+        rc->upstream = true;
+        ub_timing_file(&c->tm, st->ready_probe, &rc->ready, 1, 0, NULL);
+        st->ready_probe = NULL;
+        ub_timing_mark(&c->tm, d->stream, &rc->start, 1, 0, NULL);
+    } else {
+        rc->upstream = false;
+        ub_timing_mark(&c->tm, d->stream, &rc->start, 1, 0, &rc->ready);
+    }
+    return k;
+}
+
+void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
+{
+    t->comm = NULL;
+    t->call = -1;
+    if (in_child)
+        return;
+    ub_state_lock();
+    ub_comm *c = comm_get(d->comm, true);
+    if (!c || c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH || c->state == UB_COMM_AGREE) {
+        ub_state_unlock();
+        return;
+    }
+    c->issuer = (unsigned long)pthread_self();
+    ub_call_sig cs = {.kind = d->id, .count = d->count, .dtype = d->dtype, .op = d->op, .peer = d->root};
+    uint64_t sig = ub_sig_portable(&cs);
+    ub_iter_result res;
+    ub_iterdet_feed(c->det, sig, &res);
+    if (res.event == UB_ITER_IN_PHASE || res.event == UB_ITER_LOCKED)
+        if (res.position == 0 && c->state != UB_COMM_DETECT)
+            c->iterations_observed++;
+
+    if (c->state == UB_COMM_PROFILE && res.event != UB_ITER_IN_PHASE) {
+        restart_detection(c, res.event == UB_ITER_DEVIATION ? "the call sequence deviated" : "the lock was lost");
+        if (c->state != UB_COMM_DETECT) {
+            ub_state_unlock();
+            return;
+        }
+    }
+    if (c->state == UB_COMM_DETECT) {
+        if (res.event == UB_ITER_LOCKED || res.event == UB_ITER_IN_PHASE) {
+            c->period = res.period;
+            /* Profile whole iterations only: start at the next iteration boundary. */
+            uint64_t next = res.index + (res.period - res.position);
+            c->iterations_observed = 0;
+            if (start_profiling(c, next) != 0) {
+                ub_comm_stop_profiling(c);
+                set_state(c, UB_COMM_DISABLED, "cannot allocate the warm-up recorder or its timing events");
+            } else {
+                ub_debug("communicator %d: period %u calls found at call %llu; profiling %d iterations from call %llu",
+                         c->index, res.period, (unsigned long long)res.index, ub_cfg.warmup,
+                         (unsigned long long)next);
+            }
+        } else if (res.event == UB_ITER_GAVE_UP) {
+            char why[256];
+            snprintf(why, sizeof why, "no repeating call sequence found (%s)", ub_iterdet_gave_up_reason(c->det));
+            set_state(c, UB_COMM_PASS_THROUGH, why);
+        }
+        ub_state_unlock();
+        return;
+    }
+    if (c->state == UB_COMM_PROFILE) {
+        ub_timing_poll(&c->tm, false);
+        if (res.index >= c->agree_at && group_depth == 0) {
+            /* The first call after the warm-up (or the first one outside a group from there):
+             * the same call index on every rank. */
+            ub_timing_now(&c->tm, &c->rec.end_clock, 1, 0);
+            ub_comm_agree(c);
+        } else if (res.index >= c->profile_start && res.index < c->agree_at) {
+            uint64_t it = (res.index - c->profile_start) / c->period;
+            uint32_t pos = (uint32_t)((res.index - c->profile_start) % c->period);
+            int k = record_call(c, d, sig, it, pos);
+            if (k >= 0) {
+                t->comm = c;
+                t->call = k;
+                t->iteration = it;
+            }
+        }
+    }
+    ub_state_unlock();
+}
+
+void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r)
+{
+    (void)r;
+    if (!t->comm)
+        return;
+    ub_state_lock();
+    ub_comm *c = t->comm;
+    if (c->state == UB_COMM_PROFILE) {
+        ub_rec_call *rc = ub_record_at(&c->rec, (int)t->iteration, t->call);
+        if (rc)
+            ub_timing_mark(&c->tm, d->stream, &rc->end, 1, 0, NULL);
+    }
+    ub_state_unlock();
+}
+
+/* ---- CUDA hooks (only reached while ub_cuda_tracking is nonzero) ---- */
+
+static bool profiling(const ub_comm *c) { return c && c->state == UB_COMM_PROFILE && c->cur_iter >= 0; }
+
+/* A wait on the completion of call `call` of iteration `it` (and every earlier one); stream:
+ * the waiting stream, NULL for a host wait. */
+static void need(ub_comm *c, int it, int call, cudaStream_t stream)
+{
+    if (it < 0 || it >= c->rec.warmup || call < 0)
+        return;
+    int from = c->need_upto[it];
+    if (it == c->cur_iter && call == c->cur_call)
+        ub_record_at(&c->rec, it, call)->barrier = true;  /* before the next call arrived */
+    if (from > call)
+        return;
+    for (int k = from; k <= call; k++)
+        ub_record_at(&c->rec, it, k)->needed = true;
+    c->need_upto[it] = call + 1;
+    ub_rec_call *first = ub_record_at(&c->rec, it, from);
+    int n = call - from + 1;
+    if (stream) {
+        c->consumers_stream++;
+        ub_timing_mark(&c->tm, stream, &first->need, n, sizeof *first, NULL);
+    } else {
+        c->consumers_host++;
+        ub_timing_now(&c->tm, &first->need, n, sizeof *first);
+    }
+}
+
+void ub_cuda_event_recorded(cudaEvent_t event, cudaStream_t stream)
+{
+    if (in_child)
+        return;
+    ub_state_lock();
+    ub_stream *st = stream_get(stream, NULL);
+    ub_event *e = NULL;
+    HASH_FIND_PTR(events, &event, e);
+    if (st && profiling(st->comm)) {
+        ub_comm *c = st->comm;
+        if (!e && (e = calloc(1, sizeof *e))) {
+            e->handle = event;
+            HASH_ADD_PTR(events, handle, e);
+        }
+        if (e) {
+            e->comm = c;
+            e->iteration = c->cur_iter;
+            e->call = c->cur_call;
+            if (e->call < 0) { /* recorded before this iteration's first allreduce */
+                e->iteration = c->cur_iter - 1;
+                e->call = c->n_ar - 1;
+            }
+            c->end_records = true;
+        }
+    } else if (e) {
+        HASH_DEL(events, e); /* re-recorded elsewhere: it no longer marks our calls */
+        free(e);
+    }
+    ub_state_unlock();
+}
+
+void ub_cuda_stream_wait(cudaStream_t stream, cudaEvent_t event)
+{
+    if (in_child)
+        return;
+    ub_state_lock();
+    ub_event *e = NULL;
+    HASH_FIND_PTR(events, &event, e);
+    ub_stream *st = stream_get(stream, NULL);
+    if (e && profiling(e->comm)) {
+        if (!(st && st->comm == e->comm)) /* a wait of S on its own event is no consumer */
+            need(e->comm, e->iteration, e->call, stream);
+    } else if (st && profiling(st->comm)) {
+        /* The NCCL stream waits on a producer: the gradient is ready when that event is. */
+        ub_comm *c = st->comm;
+        drop_probe(c, st);
+        st->ready_probe = ub_timing_probe(&c->tm, event);
+    }
+    ub_state_unlock();
+}
+
+void ub_cuda_event_host_wait(cudaEvent_t event, bool poll)
+{
+    if (in_child)
+        return;
+    ub_state_lock();
+    ub_event *e = NULL;
+    HASH_FIND_PTR(events, &event, e);
+    /* A poll from another thread (a watchdog) is not the training loop needing the result. */
+    if (e && profiling(e->comm) && (!poll || e->comm->issuer == (unsigned long)pthread_self()))
+        need(e->comm, e->iteration, e->call, NULL);
+    ub_state_unlock();
+}
+
+void ub_cuda_stream_host_wait(cudaStream_t stream, bool poll)
+{
+    if (in_child)
+        return;
+    ub_state_lock();
+    ub_stream *st = stream_get(stream, NULL);
+    if (st && profiling(st->comm) && (!poll || st->comm->issuer == (unsigned long)pthread_self()))
+        need(st->comm, st->comm->cur_iter, st->comm->cur_call, NULL);
+    ub_state_unlock();
+}
+
+void ub_cuda_device_wait(void)
+{
+    if (in_child)
+        return;
+    ub_state_lock();
+    ub_comm *c, *tmp;
+    HASH_ITER(hh, comms, c, tmp) if (profiling(c))
+        need(c, c->cur_iter, c->cur_call, NULL);
+    ub_state_unlock();
+}
+
+void ub_cuda_stream_destroyed(cudaStream_t stream)
+{
+    if (in_child)
+        return;
+    ub_state_lock();
+    ub_stream *st = stream_get(stream, NULL);
+    if (st) {
+        if (st->comm)
+            drop_probe(st->comm, st);
+        HASH_DEL(streams, st);
+        free(st);
+    }
+    ub_state_unlock();
+}
+
+void ub_cuda_event_destroyed(cudaEvent_t event)
+{
+    if (in_child)
+        return;
+    ub_state_lock();
+    ub_event *e = NULL;
+    HASH_FIND_PTR(events, &event, e);
+    if (e) {
+        HASH_DEL(events, e);
+        free(e);
+    }
+    ub_state_unlock();
+}
+
+void ub_state_stream_work(cudaStream_t stream, const char *what)
+{
+    if (in_child)
+        return;
+    ub_state_lock();
+    ub_stream *st = stream_get(stream, NULL);
+    if (st && profiling(st->comm)) {
+        st->comm->stream_ordered += 1;
+        if (!st->comm->stream_ordered_example[0])
+            snprintf(st->comm->stream_ordered_example, sizeof st->comm->stream_ordered_example, "%s", what);
+    }
+    ub_state_unlock();
+}
+
+/* ---- reports ---- */
+
+ub_comm **ub_state_all_comms(int *n);
+ub_comm **ub_state_all_comms(int *n)
+{
+    *n = n_all;
+    return all_comms;
+}
+
+void ub_state_write_reports_at_exit(void)
+{
+    if (in_child)
+        return;
+    /* trylock: a thread may have died holding it (exit from a signal handler); a report from
+     * slightly inconsistent state beats a hang at exit. */
+    bool locked = pthread_mutex_trylock(&state_mutex) == 0;
+    ub_state_write_reports();
+    if (locked)
+        ub_state_unlock();
+}

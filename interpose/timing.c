@@ -1,0 +1,180 @@
+/* Timing events (see timing.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_list.h"
+#include "runtime.h"
+#include "timing.h"
+
+static cudaEvent_t get_event(ub_timing *t)
+{
+    if (t->n_pool)
+        return t->pool[--t->n_pool];
+    cudaEvent_t ev = NULL;
+    if (ub_cuda.cudaEventCreateWithFlags(&ev, cudaEventDefault) != cudaSuccess)
+        return NULL;
+    return ev;
+}
+
+static void put_event(ub_timing *t, cudaEvent_t ev)
+{
+    if (t->n_pool == t->cap_pool) {
+        int cap = t->cap_pool ? 2 * t->cap_pool : 64;
+        cudaEvent_t *p = realloc(t->pool, (size_t)cap * sizeof *p);
+        if (!p) {
+            ub_cuda.cudaEventDestroy(ev);
+            return;
+        }
+        t->pool = p;
+        t->cap_pool = cap;
+    }
+    t->pool[t->n_pool++] = ev;
+}
+
+int ub_timing_start(ub_timing *t)
+{
+    memset(t, 0, sizeof *t);
+    ub_inside++;
+    int lo = 0, hi = 0;
+    cudaError_t e = ub_cuda.cudaGetDevice(&t->device);
+    if (e == cudaSuccess)
+        e = ub_cuda.cudaStreamCreateWithPriority(&t->clock, cudaStreamNonBlocking, 0);
+    if (e == cudaSuccess)
+        e = ub_cuda.cudaStreamCreateWithPriority(&t->probe, cudaStreamNonBlocking, 0);
+    if (e == cudaSuccess && ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi) != cudaSuccess)
+        hi = 0;
+    if (e == cudaSuccess)
+        e = ub_cuda.cudaStreamCreateWithPriority(&t->agree, cudaStreamNonBlocking, hi);
+    if (e == cudaSuccess)
+        e = ub_cuda.cudaEventCreateWithFlags(&t->epoch, cudaEventDefault);
+    if (e == cudaSuccess)
+        e = ub_cuda.cudaEventRecord(t->epoch, t->clock);
+    ub_inside--;
+    if (e != cudaSuccess) {
+        ub_warn("cannot set up timing events (%s): this communicator is not profiled",
+                ub_cuda.cudaGetErrorString ? ub_cuda.cudaGetErrorString(e) : "?");
+        return -1;
+    }
+    t->ok = true;
+    return 0;
+}
+
+void ub_timing_file(ub_timing *t, cudaEvent_t ev, double *dest, int n, size_t stride, double *dest2)
+{
+    if (!ev)
+        return;
+    if (t->n_pending == t->cap_pending) {
+        int cap = t->cap_pending ? 2 * t->cap_pending : 256;
+        ub_pending *p = realloc(t->pending, (size_t)cap * sizeof *p);
+        if (!p) {
+            t->failed++;
+            return; /* the event leaks into nowhere: better than blocking */
+        }
+        t->pending = p;
+        t->cap_pending = cap;
+    }
+    t->pending[t->n_pending++] = (ub_pending){ev, dest, n, stride, dest2};
+}
+
+cudaEvent_t ub_timing_mark(ub_timing *t, cudaStream_t stream, double *dest, int n, size_t stride, double *dest2)
+{
+    if (!t->ok)
+        return NULL;
+    ub_inside++;
+    cudaEvent_t ev = get_event(t);
+    if (ev && ub_cuda.cudaEventRecord(ev, stream) != cudaSuccess) {
+        put_event(t, ev);
+        ev = NULL;
+    }
+    ub_inside--;
+    if (!ev) {
+        t->failed++;
+        return NULL;
+    }
+    ub_timing_file(t, ev, dest, n, stride, dest2);
+    return ev;
+}
+
+void ub_timing_now(ub_timing *t, double *dest, int n, size_t stride)
+{
+    ub_timing_mark(t, t->clock, dest, n, stride, NULL);
+}
+
+cudaEvent_t ub_timing_probe(ub_timing *t, cudaEvent_t producer)
+{
+    if (!t->ok)
+        return NULL;
+    ub_inside++;
+    cudaEvent_t ev = get_event(t);
+    if (ev && (ub_cuda.cudaStreamWaitEvent(t->probe, producer, 0) != cudaSuccess ||
+               ub_cuda.cudaEventRecord(ev, t->probe) != cudaSuccess)) {
+        put_event(t, ev);
+        ev = NULL;
+    }
+    ub_inside--;
+    if (!ev)
+        t->failed++;
+    return ev;
+}
+
+static void store(const ub_pending *p, double seconds)
+{
+    for (int i = 0; p->dest && i < p->n; i++)
+        *(double *)((char *)p->dest + (size_t)i * p->stride) = seconds;
+    if (p->dest2)
+        *p->dest2 = seconds;
+}
+
+int ub_timing_poll(ub_timing *t, bool block)
+{
+    ub_inside++;
+    int kept = 0;
+    for (int i = 0; i < t->n_pending; i++) {
+        ub_pending *p = &t->pending[i];
+        cudaError_t e = block ? ub_cuda.cudaEventSynchronize(p->event) : ub_cuda.cudaEventQuery(p->event);
+        if (e == cudaErrorNotReady) {
+            t->pending[kept++] = *p;
+            continue;
+        }
+        float ms = 0;
+        if (e == cudaSuccess && ub_cuda.cudaEventElapsedTime(&ms, t->epoch, p->event) == cudaSuccess)
+            store(p, (double)ms * 1e-3);
+        else
+            t->failed++;
+        put_event(t, p->event);
+    }
+    t->n_pending = kept;
+    ub_inside--;
+    return kept;
+}
+
+void ub_timing_discard(ub_timing *t)
+{
+    for (int i = 0; i < t->n_pending; i++) {
+        t->pending[i].dest = NULL;
+        t->pending[i].dest2 = NULL;
+    }
+}
+
+void ub_timing_stop(ub_timing *t)
+{
+    if (!t->ok)
+        return;
+    ub_timing_discard(t);
+    ub_timing_poll(t, true);
+    ub_inside++;
+    for (int i = 0; i < t->n_pool; i++)
+        ub_cuda.cudaEventDestroy(t->pool[i]);
+    ub_cuda.cudaEventDestroy(t->epoch);
+    ub_cuda.cudaStreamDestroy(t->clock);
+    ub_cuda.cudaStreamDestroy(t->probe);
+    ub_cuda.cudaStreamDestroy(t->agree);
+    ub_inside--;
+    free(t->pool);
+    free(t->pending);
+    t->pool = NULL;
+    t->pending = NULL;
+    t->n_pool = t->cap_pool = t->n_pending = t->cap_pending = 0;
+    t->ok = false;
+}

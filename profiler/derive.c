@@ -1,0 +1,130 @@
+/* From agreed numbers to a MODEL.md profile (see usbyte/record.h).
+ *
+ * Rules, all on the agreed (identical) numbers:
+ *  - ready: the agreed ready times; call 0 is the origin (MODEL.md: measured profiles put 0 at
+ *    the first call's ready time); backward_end = the latest ready.
+ *  - need segments: walk the calls that were waited on in order of their need time.  The consumer
+ *    (the forward pass) reached that wait at `need` and got past it at max(need, done), done being
+ *    the call's completion.  A wait that comes less than max(UB_SEGMENT_MIN_GAP,
+ *    UB_SEGMENT_REL_GAP * iteration) after the previous one was passed belongs to the same forward
+ *    segment (no compute between them: DDP's finalize waiting on each bucket in a row); a later one
+ *    opens a new segment, and the time between is the previous segment's forward compute.
+ *  - calls nobody waited on before the next iteration belong to the last segment (their buffers
+ *    are reused by the next iteration, so they are needed by then at the latest);
+ *  - gap = first segment's wait - backward_end (>= 0); forward[last] runs to the iteration's end;
+ *  - net: least-squares fit of (bytes, fastest duration over ranks and iterations): the rank that
+ *    arrives last at a collective measures the link alone, the others include their wait for it. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "usbyte/record.h"
+
+typedef struct { double need; int call; } waited;
+
+static int by_need(const void *a, const void *b)
+{
+    const waited *x = a, *y = b;
+    if (x->need != y->need)
+        return x->need < y->need ? -1 : 1;
+    return x->call - y->call;
+}
+
+static double max2(double a, double b) { return a > b ? a : b; }
+
+int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
+                      ub_profile *out, ub_fit_result *fit)
+{
+    memset(out, 0, sizeof *out);
+    int n = a->n_calls;
+    if (n < 1)
+        return -1;
+    out->calls = calloc((size_t)n, sizeof *out->calls);
+    waited *order = calloc((size_t)n, sizeof *order);
+    double *start = calloc((size_t)n + 1, sizeof *start);
+    double *pass = calloc((size_t)n + 1, sizeof *pass);
+    ub_fit_sample *samples = calloc((size_t)n, sizeof *samples);
+    if (!out->calls || !order || !start || !pass || !samples)
+        goto oom;
+    out->n_calls = n;
+    out->ranks = a->ranks;
+
+    double backward_end = 0, latest_done = 0;
+    for (int c = 0; c < n; c++) {
+        ub_call *k = &out->calls[c];
+        k->bytes = bytes[c];
+        k->ready = c == 0 ? 0.0 : max2(0.0, a->calls[c].ready);
+        k->dtype = (ub_dtype)dtype[c];
+        k->op = (ub_op)op[c];
+        k->merge = !a->calls[c].barrier;
+        k->measured_comm = a->calls[c].comm_mean;
+        backward_end = max2(backward_end, k->ready);
+        latest_done = max2(latest_done, a->calls[c].done);
+        samples[c] = (ub_fit_sample){(double)bytes[c], a->calls[c].comm_min};
+    }
+    double iteration = a->iteration > 0 ? a->iteration : max2(backward_end, latest_done);
+    double join = max2(UB_SEGMENT_MIN_GAP, UB_SEGMENT_REL_GAP * iteration);
+
+    int n_waited = 0;
+    for (int c = 0; c < n; c++)
+        if (a->calls[c].need >= 0)
+            order[n_waited++] = (waited){a->calls[c].need, c};
+    qsort(order, (size_t)n_waited, sizeof *order, by_need);
+    int segs = 0;
+    for (int i = 0; i < n_waited; i++) {
+        int c = order[i].call;
+        double need = order[i].need, done = a->calls[c].done;
+        if (segs == 0 || need - pass[segs - 1] > join) {
+            start[segs] = need;
+            pass[segs] = max2(need, done);
+            segs++;
+        } else {
+            pass[segs - 1] = max2(pass[segs - 1], max2(need, done));
+        }
+        out->calls[c].need = segs - 1;
+    }
+    if (segs == 0) {
+        /* Nobody waited: the model's consumer needs everything right after the backward pass. */
+        start[0] = backward_end;
+        pass[0] = backward_end;
+        segs = 1;
+    }
+    for (int c = 0; c < n; c++)
+        if (a->calls[c].need < 0) {
+            out->calls[c].need = segs - 1;
+            pass[segs - 1] = max2(pass[segs - 1], a->calls[c].done);
+        }
+
+    out->forward = calloc((size_t)segs, sizeof *out->forward);
+    if (!out->forward)
+        goto oom;
+    out->n_forward = segs;
+    out->backward_end = backward_end;
+    out->gap = max2(0.0, start[0] - backward_end);
+    for (int s = 0; s + 1 < segs; s++)
+        out->forward[s] = max2(0.0, start[s + 1] - pass[s]);
+    out->forward[segs - 1] = max2(0.0, iteration - pass[segs - 1]);
+
+    ub_fit_result local;
+    if (!fit)
+        fit = &local;
+    ub_fit_linear(samples, (size_t)n, UB_FIT_PLAIN, fit);
+    out->has_net = true;
+    out->alpha = fit->alpha;
+    out->beta = fit->beta;
+    out->copy_beta = 0.0;
+    free(order);
+    free(start);
+    free(pass);
+    free(samples);
+    return 0;
+oom:
+    free(order);
+    free(start);
+    free(pass);
+    free(samples);
+    free(out->calls);
+    memset(out, 0, sizeof *out);
+    return -1;
+}

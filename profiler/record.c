@@ -1,0 +1,118 @@
+/* The warm-up recorder and its per-rank summary (see usbyte/record.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "usbyte/record.h"
+
+int ub_record_init(ub_record *r, int warmup, int capacity)
+{
+    memset(r, 0, sizeof *r);
+    if (warmup < 1 || capacity < 1)
+        return -1;
+    r->warmup = warmup;
+    r->capacity = capacity;
+    r->end_clock = NAN;
+    size_t cells = (size_t)warmup * (size_t)capacity;
+    r->calls = malloc(cells * sizeof *r->calls);
+    r->bytes = calloc((size_t)capacity, sizeof *r->bytes);
+    r->dtype = calloc((size_t)capacity, sizeof *r->dtype);
+    r->op = calloc((size_t)capacity, sizeof *r->op);
+    if (!r->calls || !r->bytes || !r->dtype || !r->op) {
+        ub_record_free(r);
+        return -1;
+    }
+    for (size_t i = 0; i < cells; i++)
+        r->calls[i] = (ub_rec_call){.ready = NAN, .start = NAN, .end = NAN, .need = NAN};
+    return 0;
+}
+
+void ub_record_free(ub_record *r)
+{
+    free(r->calls);
+    free(r->bytes);
+    free(r->dtype);
+    free(r->op);
+    memset(r, 0, sizeof *r);
+}
+
+ub_rec_call *ub_record_at(ub_record *r, int iteration, int call)
+{
+    if (iteration < 0 || iteration >= r->warmup || call < 0 || call >= r->capacity)
+        return NULL;
+    return &r->calls[(size_t)iteration * (size_t)r->capacity + (size_t)call];
+}
+
+/* Running mean of the finite samples. */
+typedef struct { double sum; int n; } mean_acc;
+static void acc(mean_acc *m, double v) { if (isfinite(v)) { m->sum += v; m->n++; } }
+static double mean_or(const mean_acc *m, double none) { return m->n ? m->sum / m->n : none; }
+
+int ub_record_summarize(const ub_record *r, ub_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    int n = r->n_calls;
+    if (n < 1)
+        return -1;
+    out->calls = calloc((size_t)n, sizeof *out->calls);
+    if (!out->calls)
+        return -1;
+    out->n_calls = n;
+    ub_record *rr = (ub_record *)r;  /* ub_record_at does not modify */
+    mean_acc iter = {0, 0};
+    for (int it = 0; it < r->warmup; it++) {
+        double t0 = ub_record_at(rr, it, 0)->ready;
+        if (!isfinite(t0))
+            continue;
+        out->iterations_used++;
+        if (it + 1 < r->warmup)
+            acc(&iter, ub_record_at(rr, it + 1, 0)->ready - t0);
+    }
+    if (iter.n == 0 && r->warmup >= 1) {
+        /* One iteration only: its end is the host clock at the next iteration's first call. */
+        double t0 = ub_record_at(rr, r->warmup - 1, 0)->ready;
+        acc(&iter, r->end_clock - t0);
+    }
+    out->iteration = mean_or(&iter, 0.0);
+    for (int c = 0; c < n; c++) {
+        mean_acc ready = {0, 0}, need = {0, 0}, done = {0, 0}, comm = {0, 0};
+        double comm_min = INFINITY;
+        ub_summary_call *s = &out->calls[c];
+        for (int it = 0; it < r->warmup; it++) {
+            double t0 = ub_record_at(rr, it, 0)->ready;
+            const ub_rec_call *k = ub_record_at(rr, it, c);
+            if (!isfinite(t0))
+                continue;
+            acc(&ready, k->ready - t0);
+            acc(&done, k->end - t0);
+            if (k->needed)
+                acc(&need, k->need - t0);
+            double d = k->end - k->start;
+            if (isfinite(d) && d >= 0) {
+                acc(&comm, d);
+                if (d < comm_min)
+                    comm_min = d;
+            }
+            s->barrier |= k->barrier;
+            s->fallback |= !k->upstream;
+        }
+        s->ready = c == 0 ? 0.0 : mean_or(&ready, 0.0);
+        s->need = mean_or(&need, -1.0);
+        if (s->need < -0.5)
+            s->need = -1.0;
+        else if (s->need < 0)
+            s->need = 0.0;  /* a wait before the first ready, measured with jitter */
+        s->done = mean_or(&done, -1.0);
+        s->comm_mean = mean_or(&comm, 0.0);
+        s->comm_min = isfinite(comm_min) ? comm_min : 0.0;
+    }
+    /* The last call has no "next call" to be merged with: a wait on it is the ordinary end. */
+    out->calls[n - 1].barrier = false;
+    return 0;
+}
+
+void ub_summary_free(ub_summary *s)
+{
+    free(s->calls);
+    memset(s, 0, sizeof *s);
+}

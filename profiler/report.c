@@ -1,0 +1,132 @@
+/* The runtime's report (see usbyte/report.h).  Key names are the contract with the tests and
+ * tools/usbyte-report: see docs/runtime.md. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "usbyte/io.h"
+#include "usbyte/report.h"
+
+void ub_comm_report_init(ub_comm_report *r)
+{
+    memset(r, 0, sizeof *r);
+    r->state = "detect";
+    ub_plan_init(&r->plan, "");
+}
+
+void ub_comm_report_free(ub_comm_report *r)
+{
+    if (r->have_profile)
+        ub_profile_free(&r->profile);
+    ub_plan_free(&r->plan);
+    memset(r, 0, sizeof *r);
+}
+
+void ub_comm_report_add_reason(ub_comm_report *r, const char *fmt, ...)
+{
+    if (r->n_reasons >= UB_REPORT_MAX_REASONS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->reasons[r->n_reasons++], sizeof r->reasons[0], fmt, ap);
+    va_end(ap);
+}
+
+static json_t *fit_json(const ub_comm_report *r)
+{
+    const ub_fit_result *f = &r->fit;
+    json_t *flags = json_array();
+    if (f->flags & UB_FIT_EMPTY) json_array_append_new(flags, json_string("empty"));
+    if (f->flags & UB_FIT_ONE_SIZE) json_array_append_new(flags, json_string("one-size"));
+    if (f->flags & UB_FIT_ALPHA_CLAMPED) json_array_append_new(flags, json_string("alpha-clamped"));
+    if (f->flags & UB_FIT_BETA_CLAMPED) json_array_append_new(flags, json_string("beta-clamped"));
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:o, s:s}", "alpha", f->alpha, "beta", f->beta,
+                     "rms", f->rms, "rel_rms", f->rel_rms, "max_abs", f->max_abs,
+                     "samples", (json_int_t)f->samples, "distinct_sizes", (json_int_t)f->distinct_sizes,
+                     "flags", flags, "samples_are",
+                     "per call: fastest collective duration over ranks and warm-up iterations");
+}
+
+static json_t *pattern_json(const ub_comm_report *r)
+{
+    json_t *ready = json_pack("{s:i, s:i, s:s}", "upstream_event_calls", r->ready_upstream_calls,
+                              "fallback_calls", r->ready_fallback_calls, "source",
+                              r->ready_fallback_calls == 0 ? "producer events (cudaStreamWaitEvent on the NCCL stream)"
+                              : r->ready_upstream_calls == 0 ? "fallback: events on the NCCL stream (no upstream event seen)"
+                                                             : "mixed: producer events where seen, else the NCCL stream");
+    json_t *consumers = json_pack("{s:i, s:i, s:b, s:i, s:i}", "stream_waits", r->consumers_stream,
+                                  "host_waits", r->consumers_host, "end_events_on_nccl_stream", r->end_records,
+                                  "merge_barriers", r->merge_barriers, "need_segments", r->need_segments);
+    json_t *so = json_pack("{s:f, s:s, s:b, s:s}", "operations", r->stream_ordered, "example",
+                           r->stream_ordered_example, "cupti", r->cupti, "cupti_detail", r->cupti_detail);
+    return json_pack("{s:o, s:o, s:o, s:i}", "ready", ready, "consumers", consumers, "stream_ordered_work", so,
+                     "other_calls_per_iteration", r->other_calls);
+}
+
+json_t *ub_comm_report_json(const ub_comm_report *r)
+{
+    json_t *c = json_object();
+    json_object_set_new(c, "index", json_integer(r->index));
+    json_object_set_new(c, "rank", json_integer(r->rank));
+    json_object_set_new(c, "nranks", json_integer(r->nranks));
+    json_object_set_new(c, "state", json_string(r->state));
+    if (r->state_reason[0])
+        json_object_set_new(c, "state_reason", json_string(r->state_reason));
+    json_object_set_new(c, "calls_per_iteration", json_integer(r->calls_per_iteration));
+    json_object_set_new(c, "nccl_calls_per_iteration", json_integer(r->nccl_calls_per_iteration));
+    json_object_set_new(c, "iterations_observed", json_integer((json_int_t)r->iterations_observed));
+    json_object_set_new(c, "warmup_iterations", json_integer(r->warmup));
+    json_object_set_new(c, "measured_iteration", json_real(r->measured_iteration));
+    json_object_set_new(c, "profile", r->have_profile ? ub_profile_to_json(&r->profile) : json_null());
+    json_object_set_new(c, "fit", r->have_profile ? fit_json(r) : json_null());
+    json_object_set_new(c, "pattern", pattern_json(r));
+    json_t *reasons = json_array();
+    for (int i = 0; i < r->n_reasons; i++)
+        json_array_append_new(reasons, json_string(r->reasons[i]));
+    json_object_set_new(c, "verdict", json_pack("{s:b, s:o}", "schedulable", r->schedulable, "reasons", reasons));
+    json_t *policies = json_array();
+    if (r->have_plans)
+        for (int id = 0; id < UB_POLICY_COUNT; id++)
+            json_array_append_new(policies, json_pack("{s:s, s:f}", "policy", ub_policy_name((ub_policy_id)id),
+                                                      "iteration", r->policy_iteration[id]));
+    json_object_set_new(c, "policies", policies);
+    json_object_set_new(c, "plan", r->have_plans ? ub_plan_to_json(&r->plan) : json_null());
+    return c;
+}
+
+json_t *ub_report_json(int rank, int world_size, const ub_config *cfg, const ub_versions *v,
+                       const ub_comm_report *const *comms, int n)
+{
+    json_t *config = json_object();
+    char value[600];
+    for (int id = 0; id < UB_CFG_COUNT; id++)
+        json_object_set_new(config, ub_config_name((ub_config_id)id),
+                            json_string(ub_config_value_text(cfg, (ub_config_id)id, value, sizeof value)));
+    json_t *versions = json_pack("{s:s, s:i, s:i, s:i}", "usbyte", v->usbyte, "nccl", v->nccl, "cuda_runtime",
+                                 v->cuda_runtime, "cuda_driver", v->cuda_driver);
+    json_t *arr = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(arr, ub_comm_report_json(comms[i]));
+    return json_pack("{s:i, s:i, s:i, s:o, s:o, s:o}", "usbyte_report", 1, "rank", rank, "world_size",
+                     world_size, "config", config, "versions", versions, "comms", arr);
+}
+
+int ub_report_write(const char *path, const json_t *doc, char *err, size_t errlen)
+{
+    char tmp[1100];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.partial", path) >= sizeof tmp) {
+        snprintf(err, errlen, "%s: path too long", path);
+        return -1;
+    }
+    if (json_dump_file(doc, tmp, JSON_INDENT(1) | JSON_REAL_PRECISION(17)) != 0) {
+        snprintf(err, errlen, "%s: cannot write (%s)", tmp, strerror(errno));
+        return -1;
+    }
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%s: cannot rename to %s (%s)", tmp, path, strerror(errno));
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
