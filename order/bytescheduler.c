@@ -15,6 +15,7 @@
 #include "order_internal.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
+#include "usbyte/schedulers.h"
 
 /* Powers of two, so every cut is a whole number of elements of any dtype. */
 static const uint64_t partition_grid[] = {64u << 10, 256u << 10, 1u << 20, 4u << 20, 16u << 20, 64u << 20};
@@ -78,34 +79,64 @@ static void simulate(sim_state *s, uint64_t partition, int credit, ub_plan *out)
     }
 }
 
+static void state_init(sim_state *s, const ub_profile *prof, uint64_t smallest_partition)
+{
+    int n = prof->n_calls;
+    uint64_t max_parts = 0;
+    for (int k = 0; k < n; k++)
+        max_parts += prof->calls[k].bytes / smallest_partition + 1;
+    memset(s, 0, sizeof(*s));
+    s->prof = prof;
+    s->ready_order = malloc(sizeof(int) * (size_t)n);
+    s->rank = malloc(sizeof(int) * (size_t)n);
+    s->heap_items = malloc(sizeof(int) * (size_t)n);
+    s->sent = malloc(sizeof(uint64_t) * (size_t)n);
+    s->fifo_end = malloc(sizeof(double) * max_parts);
+    s->fifo_bytes = malloc(sizeof(uint64_t) * max_parts);
+    if (!s->ready_order || !s->rank || !s->heap_items || !s->sent || !s->fifo_end || !s->fifo_bytes) {
+        fprintf(stderr, "usbyte: out of memory planning bytescheduler\n");
+        abort();
+    }
+    ub_ready_order(prof, s->ready_order);
+    ub_forward_priority(prof, NULL, s->rank);
+}
+
+static void state_free(sim_state *s)
+{
+    free(s->ready_order);
+    free(s->rank);
+    free(s->heap_items);
+    free(s->sent);
+    free(s->fifo_end);
+    free(s->fifo_bytes);
+}
+
+double ub_bytescheduler_plan(const ub_profile *prof, uint64_t partition, int credit, ub_plan *out)
+{
+    if (prof->n_calls <= 0 || partition == 0 || credit < 1)
+        return -1.0;
+    sim_state s;
+    state_init(&s, prof, partition);
+    simulate(&s, partition, credit, out);
+    state_free(&s);
+    snprintf(out->params, sizeof(out->params), "partition=%llu credit=%d", (unsigned long long)partition, credit);
+    return ub_evaluate_const(prof, out, NULL);
+}
+
 int ub_policy_bytescheduler(const ub_profile *prof, ub_plan *out)
 {
     int n = prof->n_calls;
     if (n <= 0)
         return -1;
-    uint64_t max_parts = 0;
     double total = 0.0;
-    for (int k = 0; k < n; k++) {
-        max_parts += prof->calls[k].bytes / partition_grid[0] + 1;
+    for (int k = 0; k < n; k++)
         total += (double)prof->calls[k].bytes;
-    }
     /* Partition sizes that would cut the data into more than 8n + 4096 pieces are skipped
      * (a bound on planning time; the largest size is always tried). */
     double part_limit = 8.0 * n + 4096.0;
     size_t n_sizes = sizeof(partition_grid) / sizeof(partition_grid[0]);
-    sim_state s = {.prof = prof};
-    s.ready_order = malloc(sizeof(int) * (size_t)n);
-    s.rank = malloc(sizeof(int) * (size_t)n);
-    s.heap_items = malloc(sizeof(int) * (size_t)n);
-    s.sent = malloc(sizeof(uint64_t) * (size_t)n);
-    s.fifo_end = malloc(sizeof(double) * max_parts);
-    s.fifo_bytes = malloc(sizeof(uint64_t) * max_parts);
-    if (!s.ready_order || !s.rank || !s.heap_items || !s.sent || !s.fifo_end || !s.fifo_bytes) {
-        fprintf(stderr, "usbyte: out of memory planning bytescheduler\n");
-        abort();
-    }
-    ub_ready_order(prof, s.ready_order);
-    ub_forward_priority(prof, NULL, s.rank);
+    sim_state s;
+    state_init(&s, prof, partition_grid[0]);
 
     ub_plan trial;
     ub_plan_init(&trial, "bytescheduler");
@@ -130,11 +161,6 @@ int ub_policy_bytescheduler(const ub_profile *prof, ub_plan *out)
     snprintf(out->params, sizeof(out->params), "partition=%llu credit=%d",
              (unsigned long long)best_partition, best_credit);
     ub_plan_free(&trial);
-    free(s.ready_order);
-    free(s.rank);
-    free(s.heap_items);
-    free(s.sent);
-    free(s.fifo_end);
-    free(s.fifo_bytes);
+    state_free(&s);
     return 0;
 }

@@ -36,6 +36,8 @@ typedef struct ub_wplan {
     double *e, *slack, *cs, *suffix_slack;
     double T, thr;          /* iteration, and the value a move must beat (T minus a tolerance) */
     int first_crit, last_crit; /* blocks with e_b + W_b >= thr; -1 when none */
+    int busy_start;            /* the block that opens the busy period of first_crit: a move
+                                  that ends before it cannot change first_crit's end */
 } ub_wplan;
 
 int ub_wplan_init(ub_wplan *wp, const ub_profile *prof);
@@ -51,8 +53,15 @@ void ub_wplan_timeline(ub_wplan *wp);
  * hands: `fresh` receives the old blocks, so the caller can undo with the same call). */
 void ub_wplan_replace(ub_wplan *wp, int i, int n_old, ub_wblock *fresh, int n_new);
 
-/* Would replacing [i, i+n_old) by `fresh` make the iteration time drop below wp->thr?
- * O(n_new) plus a bounded walk; exact up to rounding (the caller confirms on the timeline). */
-bool ub_wplan_improves(const ub_wplan *wp, int i, int n_old, const ub_wblock *fresh, int n_new);
+/* Moves block `from` to position `to`, shifting the blocks between by one. */
+void ub_wplan_rotate(ub_wplan *wp, int from, int to);
+
+/* Exchanges block `pos` with *w (segment arrays included). */
+void ub_wplan_exchange(ub_wplan *wp, int pos, ub_wblock *w);
+
+/* Would replacing [i, i+n_old) by the blocks fresh[0..n_new) (only their cached quantities
+ * are read) make the iteration time drop below wp->thr?  O(n_new) plus a bounded walk; exact
+ * up to rounding (the caller confirms on the timeline). */
+bool ub_wplan_improves(const ub_wplan *wp, int i, int n_old, const ub_wblock *const *fresh, int n_new);
 
 #endif

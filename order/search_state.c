@@ -182,6 +182,12 @@ void ub_wplan_timeline(ub_wplan *wp)
                 wp->first_crit = i;
             wp->last_crit = i;
         }
+    wp->busy_start = 0;
+    for (int i = wp->first_crit; i >= 0; i--)
+        if (wp->slack[i] >= 0) {
+            wp->busy_start = i;
+            break;
+        }
     /* suffix_slack[i]: the largest slack over [i, last_crit]. */
     double m = -DBL_MAX;
     for (int i = wp->last_crit; i >= 0; i--) {
@@ -213,16 +219,35 @@ void ub_wplan_replace(ub_wplan *wp, int i, int n_old, ub_wblock *fresh, int n_ne
     wp->nb += grow;
 }
 
-bool ub_wplan_improves(const ub_wplan *wp, int i, int n_old, const ub_wblock *fresh, int n_new)
+void ub_wplan_rotate(ub_wplan *wp, int from, int to)
+{
+    ub_wblock moving = wp->b[from];
+    if (from < to)
+        memmove(&wp->b[from], &wp->b[from + 1], sizeof(ub_wblock) * (size_t)(to - from));
+    else if (to < from)
+        memmove(&wp->b[to + 1], &wp->b[to], sizeof(ub_wblock) * (size_t)(from - to));
+    wp->b[to] = moving;
+}
+
+void ub_wplan_exchange(ub_wplan *wp, int pos, ub_wblock *w)
+{
+    ub_wblock t = wp->b[pos];
+    wp->b[pos] = *w;
+    *w = t;
+}
+
+bool ub_wplan_improves(const ub_wplan *wp, int i, int n_old, const ub_wblock *const *fresh, int n_new)
 {
     if (wp->BgF >= wp->thr)
         return false; /* compute-bound: nothing the link does can help */
     double thr = wp->thr;
     if (i > 0 && i > wp->first_crit && wp->first_crit >= 0)
         return false; /* a critical block before the move keeps T */
+    if (i + n_old - 1 < wp->busy_start)
+        return false; /* first_crit still starts its busy period at the same ready time */
     double e = i > 0 ? wp->e[i - 1] : 0.0;
     for (int k = 0; k < n_new; k++) {
-        const ub_wblock *w = &fresh[k];
+        const ub_wblock *w = fresh[k];
         if (!w->valid)
             return false;
         e = (w->r > e ? w->r : e) + w->cost;

@@ -23,6 +23,7 @@
 #include "order_internal.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
+#include "usbyte/schedulers.h"
 
 /* Powers of two: every cut is a whole number of elements of any dtype. */
 static const uint64_t unit_grid[] = {64u << 10, 256u << 10, 1u << 20, 4u << 20, 16u << 20};
@@ -189,32 +190,84 @@ static double adjust_priorities(us_state *s, uint64_t unit, ub_plan *plan, doubl
     return t_iter;
 }
 
+static void state_init(us_state *s, const ub_profile *prof, double **first, double **scratch)
+{
+    int n = prof->n_calls;
+    memset(s, 0, sizeof(*s));
+    s->prof = prof;
+    s->n = n;
+    size_t ni = sizeof(int) * (size_t)n;
+    s->ready_order = malloc(ni);
+    s->fwd_order = malloc(ni);
+    s->prio_order = malloc(ni);
+    s->prio_rank = malloc(ni);
+    s->heap_items = malloc(ni);
+    s->sent = malloc(sizeof(uint64_t) * (size_t)n);
+    *first = malloc(sizeof(double) * (size_t)n);
+    *scratch = malloc(sizeof(double) * (size_t)n);
+    if (!s->ready_order || !s->fwd_order || !s->prio_order || !s->prio_rank || !s->heap_items || !s->sent ||
+        !*first || !*scratch) {
+        fprintf(stderr, "usbyte: out of memory planning usbyte\n");
+        abort();
+    }
+    ub_ready_order(prof, s->ready_order);
+    ub_forward_priority(prof, s->fwd_order, NULL);
+}
+
+static void state_free(us_state *s, double *first, double *scratch)
+{
+    free(s->ready_order);
+    free(s->fwd_order);
+    free(s->prio_order);
+    free(s->prio_rank);
+    free(s->heap_items);
+    free(s->sent);
+    free(first);
+    free(scratch);
+}
+
+static void reset_priorities(us_state *s)
+{
+    memcpy(s->prio_order, s->fwd_order, sizeof(int) * (size_t)s->n);
+    for (int i = 0; i < s->n; i++)
+        s->prio_rank[s->prio_order[i]] = i;
+}
+
+double ub_usbyte_plan(const ub_profile *prof, uint64_t unit, bool adjust, ub_plan *out)
+{
+    if (prof->n_calls <= 0 || unit == 0)
+        return -1.0;
+    us_state s;
+    double *first, *scratch;
+    state_init(&s, prof, &first, &scratch);
+    reset_priorities(&s);
+    ub_plan_clear(out);
+    double t = build(&s, unit, out, first);
+    if (adjust) {
+        ub_plan trial;
+        ub_plan_init(&trial, "usbyte");
+        long budget = (long)prof->n_calls * (long)prof->n_calls + 1;
+        t = adjust_priorities(&s, unit, out, t, &first, &scratch, &trial, &budget);
+        ub_plan_free(&trial);
+    }
+    state_free(&s, first, scratch);
+    snprintf(out->params, sizeof(out->params), "unit=%llu", (unsigned long long)unit);
+    return t;
+}
+
 int ub_policy_usbyte(const ub_profile *prof, ub_plan *out)
 {
     int n = prof->n_calls;
     if (n <= 0)
         return -1;
-    us_state s = {.prof = prof, .n = n};
-    size_t ni = sizeof(int) * (size_t)n;
-    s.ready_order = malloc(ni);
-    s.fwd_order = malloc(ni);
-    s.prio_order = malloc(ni);
-    s.prio_rank = malloc(ni);
-    s.heap_items = malloc(ni);
-    s.sent = malloc(sizeof(uint64_t) * (size_t)n);
-    double *first = malloc(sizeof(double) * (size_t)n), *scratch = malloc(sizeof(double) * (size_t)n);
-    if (!s.ready_order || !s.fwd_order || !s.prio_order || !s.prio_rank || !s.heap_items || !s.sent || !first ||
-        !scratch) {
-        fprintf(stderr, "usbyte: out of memory planning usbyte\n");
-        abort();
-    }
-    ub_ready_order(prof, s.ready_order);
-    ub_forward_priority(prof, s.fwd_order, NULL);
+    us_state s;
+    double *first, *scratch;
+    state_init(&s, prof, &first, &scratch);
 
     /* Each trial of Algorithm 3 rebuilds the plan, O(n log n).  Up to 256 calls the published
      * loop runs in full for every unit of the grid (the authors' tuner sees the whole
      * algorithm); beyond, the unit is chosen on Algorithms 1-2 alone and Algorithm 3 runs for
-     * that unit with a trial budget of max(64, 2^17/n), which keeps the policy near O(n log n). */
+     * that unit with a trial budget of max(32, 2^16/n), which keeps the policy near O(n log n). */
     size_t n_units = sizeof(unit_grid) / sizeof(unit_grid[0]);
     bool full = n <= 256;
     ub_plan plan, trial;
@@ -224,9 +277,7 @@ int ub_policy_usbyte(const ub_profile *prof, ub_plan *out)
     if (!full) {
         double best0 = 0.0;
         for (size_t u = 0; u < n_units; u++) {
-            memcpy(s.prio_order, s.fwd_order, ni);
-            for (int i = 0; i < n; i++)
-                s.prio_rank[s.prio_order[i]] = i;
+            reset_priorities(&s);
             double t = build(&s, unit_grid[u], &plan, first);
             if (u == 0 || t < best0) {
                 best0 = t;
@@ -237,10 +288,8 @@ int ub_policy_usbyte(const ub_profile *prof, ub_plan *out)
     double best = 0.0;
     uint64_t best_unit = 0;
     for (size_t u = full ? 0 : chosen; u < (full ? n_units : chosen + 1); u++) {
-        long budget = full ? (long)n * 8 : ((1L << 17) / n > 64 ? (1L << 17) / n : 64);
-        memcpy(s.prio_order, s.fwd_order, ni);
-        for (int i = 0; i < n; i++)
-            s.prio_rank[s.prio_order[i]] = i;
+        long budget = full ? (long)n * 8 : ((1L << 16) / n > 32 ? (1L << 16) / n : 32);
+        reset_priorities(&s);
         double t = build(&s, unit_grid[u], &plan, first);
         t = adjust_priorities(&s, unit_grid[u], &plan, t, &first, &scratch, &trial, &budget);
         if (best_unit == 0 || t < best) {
@@ -252,13 +301,6 @@ int ub_policy_usbyte(const ub_profile *prof, ub_plan *out)
     snprintf(out->params, sizeof(out->params), "unit=%llu", (unsigned long long)best_unit);
     ub_plan_free(&plan);
     ub_plan_free(&trial);
-    free(s.ready_order);
-    free(s.fwd_order);
-    free(s.prio_order);
-    free(s.prio_rank);
-    free(s.heap_items);
-    free(s.sent);
-    free(first);
-    free(scratch);
+    state_free(&s, first, scratch);
     return 0;
 }

@@ -1,0 +1,12 @@
+# Unit tests of the advanced policies (bytescheduler, usbyte, best), the exhaustive oracle and
+# the property tests (issue 3).  The oracle is test code and links only into test_oracle.
+ORDER_TESTS := test_policies_advanced test_oracle test_properties
+ORDER_TEST_BINS := $(patsubst %,$(BUILD)/tests/unit/%,$(ORDER_TESTS))
+
+$(BUILD)/tests/unit/test_oracle: $(BUILD)/obj/tests/unit/oracle.o
+
+$(ORDER_TEST_BINS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(PLAN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
+
+UNIT_TESTS += $(ORDER_TEST_BINS)

@@ -1,0 +1,182 @@
+/* Exhaustive search for the optimum plan on small profiles (see oracle.h). */
+#include <float.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oracle.h"
+#include "usbyte/model.h"
+
+typedef struct {
+    int call;
+    uint64_t offset, length;
+} atom;
+
+typedef struct {
+    double e, tp;     /* link free time; max over sent blocks of end + forward suffix */
+    uint32_t from;    /* previous set */
+    int from_entry;   /* entry in the previous set's front */
+    uint32_t block;   /* atoms of the last block */
+} entry;
+
+typedef struct {
+    entry *v;
+    int n, cap;
+} front;
+
+/* Inserts (e, tp) unless an entry dominates it; drops the entries it dominates. */
+static void front_insert(front *f, entry x)
+{
+    for (int i = 0; i < f->n; i++)
+        if (f->v[i].e <= x.e && f->v[i].tp <= x.tp)
+            return;
+    int w = 0;
+    for (int i = 0; i < f->n; i++)
+        if (!(x.e <= f->v[i].e && x.tp <= f->v[i].tp))
+            f->v[w++] = f->v[i];
+    f->n = w;
+    if (f->n == f->cap) {
+        f->cap = f->cap ? 2 * f->cap : 4;
+        f->v = realloc(f->v, sizeof(entry) * (size_t)f->cap);
+        if (!f->v)
+            abort();
+    }
+    f->v[f->n++] = x;
+}
+
+double oracle_optimum(const ub_profile *prof, int pieces, ub_plan *out)
+{
+    int n = prof->n_calls;
+    if (n < 1 || pieces < 1 || n * pieces > ORACLE_MAX_ATOMS)
+        return -1.0;
+    atom atoms[ORACLE_MAX_ATOMS];
+    int A = 0;
+    for (int k = 0; k < n; k++) {
+        uint64_t z = ub_dtype_size(prof->calls[k].dtype), bytes = prof->calls[k].bytes, prev = 0;
+        for (int j = 1; j <= pieces; j++) {
+            uint64_t cut = j == pieces ? bytes : bytes * (uint64_t)j / (uint64_t)pieces;
+            if (j < pieces)
+                cut -= cut % z;
+            if (cut > prev) {
+                atoms[A++] = (atom){k, prev, cut - prev};
+                prev = cut;
+            }
+        }
+    }
+    /* forward suffix per call, merge groups */
+    double suffix[256];
+    int S = prof->n_forward;
+    if (S > 255)
+        return -1.0;
+    suffix[S] = 0.0;
+    for (int s = S - 1; s >= 0; s--)
+        suffix[s] = suffix[s + 1] + prof->forward[s];
+    double BgF = prof->backward_end + prof->gap + suffix[0];
+    int group[ORACLE_MAX_ATOMS];
+    for (int k = 0, g = 0; k < n; k++) {
+        group[k] = g;
+        if (!prof->calls[k].merge)
+            g++;
+    }
+
+    uint32_t full = (1u << A) - 1;
+    /* Every possible block: validity, ready, cost and forward gate. */
+    bool *valid = calloc(full + 1, sizeof(bool));
+    double *r = calloc(full + 1, sizeof(double)), *cost = calloc(full + 1, sizeof(double)),
+           *W = calloc(full + 1, sizeof(double));
+    front *F = calloc(full + 1, sizeof(front));
+    if (!valid || !r || !cost || !W || !F)
+        abort();
+    for (uint32_t X = 1; X <= full; X++) {
+        int first = -1;
+        bool ok = true, staged = false;
+        double bytes = 0.0, ready = 0.0, w = -DBL_MAX;
+        for (int a = 0; a < A && ok; a++) {
+            if (!(X >> a & 1))
+                continue;
+            int k = atoms[a].call;
+            const ub_call *c = &prof->calls[k];
+            if (first < 0) {
+                first = k;
+            } else if (k != first) {
+                staged = true;
+                const ub_call *c0 = &prof->calls[first];
+                ok = c->dtype == c0->dtype && c->op == c0->op && group[k] == group[first];
+            }
+            bytes += (double)atoms[a].length;
+            if (c->ready > ready)
+                ready = c->ready;
+            if (suffix[c->need] > w)
+                w = suffix[c->need];
+        }
+        valid[X] = ok;
+        r[X] = ready;
+        cost[X] = ub_block_cost(prof, bytes, staged);
+        W[X] = w;
+    }
+
+    front_insert(&F[0], (entry){0.0, -DBL_MAX, 0, -1, 0});
+    /* A transition adds atoms, so sets only grow: numeric order visits every set after all
+     * of its subsets. */
+    for (uint32_t S0 = 0; S0 < full; S0++) {
+        if (F[S0].n == 0)
+            continue;
+        uint32_t comp = full & ~S0;
+        for (uint32_t X = comp; X; X = (X - 1) & comp) {
+            if (!valid[X])
+                continue;
+            for (int i = 0; i < F[S0].n; i++) {
+                const entry *p = &F[S0].v[i];
+                double e = (r[X] > p->e ? r[X] : p->e) + cost[X];
+                double tp = e + W[X] > p->tp ? e + W[X] : p->tp;
+                front_insert(&F[S0 | X], (entry){e, tp, S0, i, X});
+            }
+        }
+        /* Entries of S0 are still needed for reconstruction; keep them. */
+    }
+    int best = -1;
+    double best_t = DBL_MAX;
+    for (int i = 0; i < F[full].n; i++) {
+        double t = F[full].v[i].tp > BgF ? F[full].v[i].tp : BgF;
+        if (t < best_t) {
+            best_t = t;
+            best = i;
+        }
+    }
+    /* Walk back to recover the blocks, then emit them in order. */
+    uint32_t blocks[ORACLE_MAX_ATOMS];
+    int nb = 0;
+    uint32_t set = full;
+    int idx = best;
+    while (set) {
+        const entry *p = &F[set].v[idx];
+        blocks[nb++] = p->block;
+        idx = p->from_entry;
+        set = p->from;
+    }
+    ub_plan_clear(out);
+    for (int b = nb - 1; b >= 0; b--) {
+        ub_plan_begin_block(out);
+        for (int a = 0; a < A; a++)
+            if (blocks[b] >> a & 1) {
+                /* atoms of one call are consecutive: extend the previous segment when adjacent */
+                ub_segment *last = out->blocks[out->n_blocks - 1].n_segments
+                                       ? &out->segments[out->n_segments - 1]
+                                       : NULL;
+                if (last && last->call == atoms[a].call && last->offset + last->length == atoms[a].offset)
+                    last->length += atoms[a].length;
+                else
+                    ub_plan_add_segment(out, atoms[a].call, atoms[a].offset, atoms[a].length);
+            }
+    }
+    for (uint32_t X = 0; X <= full; X++)
+        free(F[X].v);
+    free(F);
+    free(valid);
+    free(r);
+    free(cost);
+    free(W);
+    return ub_evaluate_const(prof, out, NULL);
+}
