@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -400,8 +402,100 @@ static void test_dump_streams_shows_activity(void **state)
     CHECK(cudaStreamDestroy(s));
 }
 
-int main(void)
+/* ---- process-level behaviour, checked in child processes of this test binary ---- */
+
+/* Child: a stream blocked inside an op, then SIGUSR2 (as emu-run sends on a timeout). */
+static int child_sigusr2(void)
 {
+    cudaStream_t s;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
+        return 2;
+    struct activity_op a = {GATE_INIT, GATE_INIT};
+    if (usbyteEmuStreamEnqueue(s, busy_with_activity, &a, "test op #7") != cudaSuccess || !gate_wait(&a.reached))
+        return 3;
+    raise(SIGUSR2);
+    gate_open(&a.release);
+    return cudaStreamSynchronize(s) == cudaSuccess ? 0 : 4;
+}
+
+/* Child: exits while a worker is blocked forever and others have queued work. */
+static int child_exit_blocked(void)
+{
+    static struct gate never = GATE_INIT;
+    static struct thread_probe unused;
+    cudaStream_t s;
+    if (cudaStreamCreate(&s) != cudaSuccess || cudaLaunchHostFunc(s, gate_host_fn, &never) != cudaSuccess ||
+        cudaLaunchHostFunc(s, record_thread, &unused) != cudaSuccess)
+        return 2;
+    cudaStream_t idle;
+    if (cudaStreamCreate(&idle) != cudaSuccess)
+        return 3;
+    return 0;
+}
+
+/* Runs this binary with argv[1] = mode and the given USBYTE_EMU_LAUNCHED; returns its exit
+ * status and what it wrote to stderr. */
+static int run_child(const char *mode, const char *launched, char *err, size_t err_size, pid_t *pid_out)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        if (launched)
+            setenv("USBYTE_EMU_LAUNCHED", launched, 1);
+        else
+            unsetenv("USBYTE_EMU_LAUNCHED");
+        execl("/proc/self/exe", "test_emu_streams", mode, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t n = 0;
+    ssize_t r;
+    while (n + 1 < err_size && (r = read(fds[0], err + n, err_size - 1 - n)) > 0)
+        n += (size_t)r;
+    err[n] = '\0';
+    close(fds[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    *pid_out = pid;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void test_sigusr2_dumps_streams_when_launched(void **state)
+{
+    (void)state;
+    char err[8192];
+    pid_t pid;
+    assert_int_equal(run_child("--child-sigusr2", "1", err, sizeof err, &pid), 0);
+    char expect[128];
+    snprintf(expect, sizeof expect, "[pid %d] stream ", (int)pid);
+    if (strstr(err, expect) == NULL || strstr(err, "non-blocking depth 1: waiting for rank 3 in test op #7\n") == NULL)
+        fail_msg("SIGUSR2 dump missing or wrong:\n%s", err);
+    /* Without the launcher's variable the signal keeps its default action (terminate). */
+    assert_int_equal(run_child("--child-sigusr2", NULL, err, sizeof err, &pid), 128 + SIGUSR2);
+}
+
+static void test_exit_with_blocked_worker(void **state)
+{
+    (void)state;
+    char err[8192];
+    pid_t pid;
+    int rc = run_child("--child-exit-blocked", NULL, err, sizeof err, &pid);
+    if (rc != 0)
+        fail_msg("child exited with %d:\n%s", rc, err);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--child-sigusr2") == 0)
+        return child_sigusr2();
+    if (argc > 1 && strcmp(argv[1], "--child-exit-blocked") == 0)
+        return child_exit_blocked();
+
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fifo_order),
         cmocka_unit_test(test_streams_run_concurrently),
@@ -414,6 +508,8 @@ int main(void)
         cmocka_unit_test(test_last_error_sticky_and_not),
         cmocka_unit_test(test_versions_and_devices),
         cmocka_unit_test(test_dump_streams_shows_activity),
+        cmocka_unit_test(test_sigusr2_dumps_streams_when_launched),
+        cmocka_unit_test(test_exit_with_blocked_worker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -163,6 +163,8 @@ EMU_EXPORT cudaError_t cudaDriverGetVersion(int *driverVersion)
 
 static cudaError_t device_sync(void)
 {
+    if (emu_unloading())
+        return cudaErrorCudartUnloading;
     emu_device_sync();
     return cudaSuccess;
 }

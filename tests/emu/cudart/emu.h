@@ -85,6 +85,9 @@ void emu_device_sync(void);
 struct CUstream_st *emu_stream_create(unsigned flags, int priority);
 cudaError_t emu_stream_destroy(cudaStream_t handle);
 
+/* True once the process is exiting and the workers have been stopped. */
+bool emu_unloading(void);
+
 /* The stream whose worker is the calling thread, or NULL. */
 struct CUstream_st *emu_current_worker(void);
 

@@ -273,6 +273,8 @@ EMU_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event)
 
 static cudaError_t event_synchronize(cudaEvent_t event)
 {
+    if (emu_unloading())
+        return cudaErrorCudartUnloading;
     struct emu_record *rec;
     cudaError_t err = capture_latest(event, &rec, NULL);
     if (err != cudaSuccess || rec == NULL)

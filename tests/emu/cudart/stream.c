@@ -151,8 +151,16 @@ static struct CUstream_st *per_thread_stream(void)
     return tl_per_thread;
 }
 
+bool emu_unloading(void)
+{
+    return atomic_load_explicit(&shutting_down, memory_order_relaxed);
+}
+
 cudaError_t emu_stream_resolve(cudaStream_t handle, bool ptsz, struct CUstream_st **out)
 {
+    /* As the real runtime after its teardown: nothing runs any more. */
+    if (emu_unloading())
+        return cudaErrorCudartUnloading;
     pthread_once(&legacy_once, legacy_init);
     if (handle == cudaStreamPerThread || (handle == NULL && ptsz)) {
         *out = per_thread_stream();
@@ -299,7 +307,7 @@ cudaError_t emu_enqueue(struct CUstream_st *s, usbyteEmuOpFn run, void *arg, con
 void emu_stream_wait_seq(struct CUstream_st *s, uint64_t seq)
 {
     pthread_mutex_lock(&s->mu);
-    while (s->completed < seq)
+    while (s->completed < seq && !s->stop)   /* a stopped worker never completes its queue */
         pthread_cond_wait(&s->done_cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
 }
@@ -446,6 +454,7 @@ __attribute__((destructor)) static void emu_streams_shutdown(void)
         s->stop = true;
         bool joinable = !s->running && s->thread_started;
         pthread_cond_broadcast(&s->work_cv);
+        pthread_cond_broadcast(&s->done_cv);
         pthread_mutex_unlock(&s->mu);
         if (joinable)
             pthread_join(s->thread, NULL);
