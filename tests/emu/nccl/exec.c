@@ -72,13 +72,13 @@ static _Noreturn void p2p_mismatch(struct ncclComm *c, const struct emu_coll *op
         emu_check_aborted(c);
         _exit(EMU_EXIT_MISMATCH);
     }
-    char mine[160], theirs[160], msg[512];
-    emu_format_sig(mine, sizeof mine, EMU_RECV, op->count, op->dtype, 0, op->root);
-    emu_format_sig(theirs, sizeof theirs, EMU_SEND, ch->count, ch->dtype, 0, c->rank);
+    const char *sd = emu_dtype_name(ch->dtype), *rd = emu_dtype_name(op->dtype);
+    char msg[512];
     emu_fmt(msg, sizeof msg,
-             "usbyte-emu: send/recv mismatch on comm %s (%s): rank%d send #%llu to rank%d: %s; rank%d recv #%llu from rank%d: %s\n",
-             c->hash, why, op->root, (unsigned long long)ch->ordinal, c->rank, theirs, c->rank,
-             (unsigned long long)op->index, op->root, mine);
+            "usbyte-emu: send/recv mismatch on comm %s (%s): rank%d send #%llu count=%llu %s to rank%d; "
+            "rank%d recv #%llu count=%llu %s from rank%d\n",
+            c->hash, why, op->root, (unsigned long long)ch->ordinal, (unsigned long long)ch->count, sd ? sd : "?",
+            c->rank, c->rank, (unsigned long long)op->index, (unsigned long long)op->count, rd ? rd : "?", op->root);
     emu_abort_all(c, msg);
 }
 

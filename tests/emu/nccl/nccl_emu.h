@@ -71,7 +71,6 @@ struct emu_chan {
     uint64_t offset, len;         /* bytes of this chunk within the message */
     uint64_t send_arrival_ns;     /* when the sender entered the operation */
     uint64_t recv_arrival_ns;     /* written by the receiver when it takes the first chunk */
-    uint64_t recv_count;          /* what the receiver expected (for the sender's diagnostic) */
 };
 
 struct emu_shm_hdr {

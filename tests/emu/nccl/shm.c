@@ -140,6 +140,10 @@ static uint64_t fnv1a(const char *s)
     uint64_t h = 1469598103934665603ull;
     for (; *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    /* FNV's high bits barely change with the last character (ids differ there): mix. */
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
     return h;
 }
 

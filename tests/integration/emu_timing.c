@@ -1,0 +1,104 @@
+/* The time model, measured on the stream with events (the only timing check of the emulator).
+ *
+ *   emu_timing            payload on: allreduce results must be right
+ *   emu_timing nopayload  run with USBYTE_EMU_PAYLOAD=0: results untouched, time still modelled
+ *
+ * For a tiny and a large allreduce, the median over REPS of the event-measured stream time
+ * must match 2(p-1)*alpha + 2(p-1)/p * M/bw within 10% + 2 ms.  The 2 ms absorbs thread wake-up
+ * latency on a loaded 2-core machine; 10% bounds everything proportional.  Each measured
+ * allreduce follows a small allreduce, which ends at the same instant on every rank (all ranks
+ * sleep until the same modelled end), so no rank's measurement includes waiting for a late
+ * peer.  ncclGroupSimulateEnd must return the same formula (in microseconds) and launch
+ * nothing. */
+#include <math.h>
+#include <stdint.h>
+
+#include "emu_common.h"
+
+#define REPS 5
+
+static double env_or(const char *name, double def)
+{
+    const char *s = getenv(name);
+    return s ? atof(s) : def;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    int payload = !(argc > 1 && strcmp(argv[1], "nopayload") == 0);
+    int rank, p;
+    ncclComm_t comm = world_comm(&rank, &p);
+    double alpha_us = env_or("USBYTE_EMU_ALPHA_US", 20), gbps = env_or("USBYTE_EMU_GBPS", 10);
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreate(&s));
+    cudaEvent_t start, end;
+    CUDA_OK(cudaEventCreate(&start));
+    CUDA_OK(cudaEventCreate(&end));
+    const size_t counts[] = {1, 2u << 20};   /* 4 bytes and 8 MiB of float32 */
+    float *buf, *sync;
+    CUDA_OK(cudaMalloc((void **)&buf, counts[1] * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&sync, sizeof(float)));
+    float *fill = malloc(counts[1] * sizeof(float));
+    for (size_t i = 0; i < counts[1]; i++)
+        fill[i] = (float)(rank + 1);
+
+    for (int c = 0; c < 2; c++) {
+        size_t n = counts[c];
+        double bytes = (double)n * sizeof(float);
+        double model_ms = (2.0 * (p - 1) * alpha_us + 2.0 * (p - 1) / p * bytes / (gbps * 1e3)) / 1e3;
+        double ms[REPS];
+        for (int r = 0; r < REPS; r++) {
+            CUDA_OK(cudaMemcpy(buf, fill, n * sizeof(float), cudaMemcpyHostToDevice));
+            NCCL_OK(ncclAllReduce(sync, sync, 1, ncclFloat32, ncclSum, comm, s));
+            CUDA_OK(cudaEventRecord(start, s));
+            NCCL_OK(ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm, s));
+            CUDA_OK(cudaEventRecord(end, s));
+            CUDA_OK(cudaEventSynchronize(end));
+            float t;
+            CUDA_OK(cudaEventElapsedTime(&t, start, end));
+            ms[r] = t;
+            float got[2], want = payload ? (float)p * (p + 1) / 2 : (float)(rank + 1);
+            CUDA_OK(cudaMemcpy(&got[0], buf, sizeof(float), cudaMemcpyDeviceToHost));
+            CUDA_OK(cudaMemcpy(&got[1], buf + n - 1, sizeof(float), cudaMemcpyDeviceToHost));
+            for (int e = 0; e < 2; e++)
+                EXPECT(got[e] == want, "allreduce %s: %s element is %g, want %g", payload ? "with payload" : "payload-free",
+                       e ? "last" : "first", got[e], want);
+        }
+        qsort(ms, REPS, sizeof ms[0], cmp);
+        double med = ms[REPS / 2], slack = 0.10 * model_ms + 2.0;
+        printf("timing: allreduce %.0f bytes on %d ranks: median %.3f ms, model %.3f ms (allowed +-%.3f)\n", bytes, p,
+               med, model_ms, slack);
+        EXPECT(fabs(med - model_ms) <= slack, "measured %.3f ms vs model %.3f ms", med, model_ms);
+    }
+
+    /* ncclGroupSimulateEnd: the model's estimate, nothing launched. */
+    ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+    NCCL_OK(ncclGroupStart());
+    NCCL_OK(ncclAllReduce(buf, buf, counts[1], ncclFloat32, ncclSum, comm, s));
+    NCCL_OK(ncclAllGather(buf, buf, 1000, ncclFloat32, comm, s));
+    NCCL_OK(ncclBroadcast(buf, buf, 5000, ncclFloat32, 0, comm, s));
+    NCCL_OK(ncclGroupSimulateEnd(&info));
+    double ar = 2.0 * (p - 1) * alpha_us + 2.0 * (p - 1) / p * counts[1] * 4.0 / (gbps * 1e3);
+    double ag = (p - 1) * alpha_us + (p - 1.0) / p * (p * 1000 * 4.0) / (gbps * 1e3);
+    double bc = (p - 1) * alpha_us + 5000 * 4.0 / (gbps * 1e3);
+    double want = p > 1 ? ar + ag + bc : 0;
+    printf("timing: ncclGroupSimulateEnd %.3f us, model %.3f us\n", info.estimatedTime, want);
+    EXPECT(fabs(info.estimatedTime - want) <= 1e-5 * want + 1e-3, "estimate %g us, model %g us", info.estimatedTime, want);
+    /* Had the simulated operations been launched, this allreduce would meet an allgather. */
+    float one = 1;
+    CUDA_OK(cudaMemcpy(sync, &one, sizeof one, cudaMemcpyHostToDevice));
+    NCCL_OK(ncclAllReduce(sync, sync, 1, ncclFloat32, ncclSum, comm, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    CUDA_OK(cudaMemcpy(&one, sync, sizeof one, cudaMemcpyDeviceToHost));
+    EXPECT(one == (payload ? (float)p : 1.0f), "allreduce after the simulated group: %g", one);
+    NCCL_OK(ncclCommDestroy(comm));
+    free(fill);
+    printf("timing: done\n");
+    return 0;
+}
