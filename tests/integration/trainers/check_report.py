@@ -112,7 +112,13 @@ def cmd_reports(a):
             if s != norm(a.expect_state):
                 fail("rank %s: state %r, expected %r" % (r.get("rank"), s, a.expect_state))
         if norm(a.expect_state) == "passthrough":
-            return  # nothing was agreed: no profile or plan to compare
+            # Nothing was agreed: no profile or plan to compare, only why.
+            for r, c in zip(reports, comms):
+                why = [c.get("state_reason", "")] + list((c.get("verdict") or {}).get("reasons", []))
+                info("rank %s: state %s because %s" % (r.get("rank"), c.get("state"), json.dumps(why)))
+                if a.reason and not any(re.search(a.reason, str(x), re.I) for x in why):
+                    fail("rank %s: no reason matches /%s/: %s" % (r.get("rank"), a.reason, why))
+            return
 
     # Every rank holds the same agreed profile and the same plan.
     for r, c in zip(reports, comms):

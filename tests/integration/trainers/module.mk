@@ -20,3 +20,12 @@ trainers: $(TRAINER_BINS)
 ifneq ($(wildcard tests/emu/nccl/module.mk),)
 ALL += $(TRAINER_BINS)
 endif
+
+# The trainers' own checks (no usbyte involved): deterministic, consistent, timed as MODEL.md says.
+ifneq ($(wildcard tests/emu/nccl/module.mk),)
+INTEGRATION_TESTS += tests/integration/trainers/selfcheck.sh
+endif
+
+# Issue 4's observe-mode tests: they need build/libusbyte.so and its report.  Kept out of
+# INTEGRATION_TESTS until the runtime passes them (run: tests/run $(OBSERVE_TESTS_PENDING)).
+OBSERVE_TESTS_PENDING := $(sort $(wildcard tests/integration/observe_*.sh))

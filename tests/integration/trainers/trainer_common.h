@@ -38,10 +38,8 @@ void tr_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn)
 enum {
     TR_OPT_BUCKETS = 1 << 0,   /* --bucket-cap-mb, --first-bucket-mb */
     TR_OPT_FUSION = 1 << 1,    /* --fusion-threshold-mb, --cycle-time-ms */
-    TR_OPT_MISMATCH = 1 << 2,  /* --mismatch-rank, --mismatch-kind */
+    TR_OPT_MISMATCH = 1 << 2,  /* --mismatch-rank */
 };
-
-typedef enum { TR_MISMATCH_INPLACE, TR_MISMATCH_STREAM } tr_mismatch_kind;
 
 typedef struct tr_options {
     const char *profile;
@@ -54,7 +52,6 @@ typedef struct tr_options {
     double fusion_threshold_mb;/* HOROVOD_FUSION_THRESHOLD in MB (unscaled); 0 turns fusion off */
     double cycle_time_ms;      /* HOROVOD_CYCLE_TIME in ms of profile time (unscaled) */
     int mismatch_rank;         /* -1: none */
-    tr_mismatch_kind mismatch_kind;
 } tr_options;
 
 /* One parameter tensor = one call of the profile, in arrival (backward) order. */

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The trainers on the emulator, without usbyte: what the observe tests rely on.
+#  - every rank prints the same checksum, and a second run prints it again (the results depend on
+#    the NCCL results only, never on timing or thread interleaving);
+#  - Horovod-like fused, fusion off and per-layer on VGG-16 compute the same sums over the same
+#    tensors through different call structures: their checksums must be equal; DDP-like with
+#    --mismatch-rank (ncclBcast on one rank) computes what DDP-like computes;
+#  - each trainer's measured iteration (backward start to backward start) is what MODEL.md
+#    predicts for its own truth under the emulator's link model (usbyte-sim --policy wfbp), within
+#    [-5%, +50%]: the bound catches a wrong time scale, a serialised or missing overlap, a truth
+#    that does not describe what is issued; the slack is the emulator's host-side work (copies,
+#    gradient arithmetic, thread hand-offs) that the model does not count.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+cd "$ROOT"
+BUILD=${BUILD:-build}
+EMU_RUN=$BUILD/emu/emu-run
+TR=$BUILD/trainers
+PROFILES=examples/profiles
+SIM=$BUILD/usbyte-sim
+export USBYTE_EMU_ALPHA_US=200 USBYTE_EMU_GBPS=0.2
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+status=0
+
+run() {   # run OUT RANKS TRAINER ARGS...
+    local out=$1 n=$2 t=$3
+    shift 3
+    if ! "$EMU_RUN" -n "$n" --timeout 60 -- "$TR/$t" "$@" >"$out" 2>&1; then
+        echo "FAIL: $t $* failed:"; sed 's/^/    | /' "$out" | tail -40; exit 1
+    fi
+}
+sum_of() {   # the one checksum of a run (fails when ranks differ)
+    local sums
+    sums=$(grep -o 'checksum [0-9a-f]*' "$1" | sort -u)
+    if [ "$(echo "$sums" | wc -l)" -ne 1 ] || [ "$(grep -c 'checksum' "$1")" -ne "$2" ]; then
+        echo "FAIL: $1: ranks disagree or a rank is missing:" >&2; cat "$1" >&2; echo bad; return
+    fi
+    echo "${sums#checksum }"
+}
+predict() {   # predict TRUTH RANKS: MODEL.md's wfbp iteration in ms for the truth profile
+    python3 - "$1" "$2" "$SIM" <<'PY'
+import json, subprocess, sys, os
+truth, p, sim = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
+a = 2 * (p - 1) * float(os.environ["USBYTE_EMU_ALPHA_US"]) * 1e-6
+b = 2.0 * (p - 1) / p / (float(os.environ["USBYTE_EMU_GBPS"]) * 1e9)
+path = sys.argv[1] + ".profile.json"
+json.dump(truth["profile"], open(path, "w"))
+out = subprocess.run([sim, path, "--policy", "wfbp", "--alpha", repr(a), "--beta", repr(b), "--json"],
+                     capture_output=True, text=True, check=True).stdout
+print("%.3f" % (1e3 * json.loads(out.splitlines()[0])["iteration"]))
+PY
+}
+check_timing() {   # check_timing NAME OUT TRUTH RANKS
+    [ -x "$SIM" ] || { echo "info: $SIM not built: timing not checked"; return; }
+    local measured predicted
+    measured=$(grep -m1 -o 'iteration [0-9.]* ms' "$2" | awk '{print $2}')
+    predicted=$(predict "$3" "$4")
+    if python3 -c "import sys; m, p = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if 0.95 * p <= m <= 1.5 * p else 1)" \
+        "$measured" "$predicted"; then
+        echo "info: $1: measured iteration $measured ms, MODEL.md wfbp prediction $predicted ms"
+    else
+        echo "FAIL: $1: measured iteration $measured ms is not within [-5%, +50%] of the prediction $predicted ms"
+        status=1
+    fi
+}
+
+RES=(--profile $PROFILES/resnet50-v100-b64-barrier.json --iters 12 --time-scale 0.2 --bytes-scale 0.01)
+VGG=(--iters 12 --time-scale 0.05 --bytes-scale 0.003)
+run "$WORK/ddp1" 4 ddp_like "${RES[@]}" --print-truth "$WORK/ddp.json"
+run "$WORK/ddp2" 4 ddp_like "${RES[@]}"
+run "$WORK/ddpm" 4 ddp_like "${RES[@]}" --mismatch-rank 2
+run "$WORK/hvd" 2 horovod_like --profile $PROFILES/vgg16-v100-b64-barrier.json "${VGG[@]}" --print-truth "$WORK/hvd.json"
+run "$WORK/hvd0" 2 horovod_like --profile $PROFILES/vgg16-v100-b64-barrier.json "${VGG[@]}" --fusion-threshold-mb 0 \
+    --print-truth "$WORK/hvd0.json"
+run "$WORK/pl1" 2 per_layer --profile $PROFILES/vgg16-v100-b64.json "${VGG[@]}" --print-truth "$WORK/pl.json"
+run "$WORK/pl2" 2 per_layer --profile $PROFILES/vgg16-v100-b64.json "${VGG[@]}"
+
+d1=$(sum_of "$WORK/ddp1" 4) d2=$(sum_of "$WORK/ddp2" 4) dm=$(sum_of "$WORK/ddpm" 4)
+h=$(sum_of "$WORK/hvd" 2) h0=$(sum_of "$WORK/hvd0" 2) p1=$(sum_of "$WORK/pl1" 2) p2=$(sum_of "$WORK/pl2" 2)
+echo "info: ddp $d1 $d2 (mismatch rank: $dm); horovod fused $h, fusion off $h0; per-layer $p1 $p2"
+[ "$d1" != bad ] && [ "$d1" = "$d2" ] && [ "$d1" = "$dm" ] || { echo "FAIL: DDP-like checksums differ"; status=1; }
+[ "$h" != bad ] && [ "$h" = "$h0" ] && [ "$h" = "$p1" ] && [ "$p1" = "$p2" ] ||
+    { echo "FAIL: Horovod-like / per-layer checksums differ"; status=1; }
+
+# The truth describes what is issued: call counts as the trainers' own structure implies.
+python3 - "$WORK" <<'PY' || status=1
+import json, sys
+w = sys.argv[1]
+ddp, hvd, hvd0, pl = (json.load(open("%s/%s.json" % (w, n))) for n in ("ddp", "hvd", "hvd0", "pl"))
+bad = 0
+def expect(cond, msg):
+    global bad
+    if not cond:
+        print("FAIL: " + msg); bad = 1
+tot = lambda t: sum(c["bytes"] for c in t["profile"]["calls"])
+expect(tot(ddp) == sum(ddp["first_iteration_bytes"]), "DDP: iteration 0 and rebuilt buckets carry different bytes")
+expect(ddp["first_iteration_bytes"] != [c["bytes"] for c in ddp["profile"]["calls"]], "DDP: the rebuilt buckets equal iteration 0's")
+expect(len(hvd0["profile"]["calls"]) == 32 and len(pl["profile"]["calls"]) == 32, "VGG-16 has 32 tensors")
+expect(tot(hvd) == tot(hvd0) == tot(pl), "Horovod fused/unfused/per-layer bytes differ")
+expect(0 < hvd["fused_calls_per_iteration"] and hvd["stream_ordered_work"], "Horovod fused: no fused response")
+expect(not hvd0["stream_ordered_work"] and hvd0["expect_schedulable"], "Horovod fusion off has stream-ordered work")
+expect(pl["distinct_needs"] == 16, "per-layer VGG-16: %d distinct needs, expected 16" % pl["distinct_needs"])
+for t in (ddp, hvd, hvd0, pl):
+    r = [c["ready"] for c in t["profile"]["calls"]]
+    expect(r[0] == 0 and r == sorted(r), "%s: ready times not relative and non-decreasing" % t["trainer"])
+print("info: calls per iteration: ddp %d (iteration 0: %d), horovod fused %d (%d fused), fusion off %d, per-layer %d"
+      % (len(ddp["profile"]["calls"]), len(ddp["first_iteration_bytes"]), len(hvd["profile"]["calls"]),
+         hvd["fused_calls_per_iteration"], len(hvd0["profile"]["calls"]), len(pl["profile"]["calls"])))
+sys.exit(bad)
+PY
+
+check_timing ddp_like "$WORK/ddp1" "$WORK/ddp.json" 4
+check_timing horovod_like "$WORK/hvd" "$WORK/hvd.json" 2
+check_timing "horovod_like fusion off" "$WORK/hvd0" "$WORK/hvd0.json" 2
+check_timing per_layer "$WORK/pl1" "$WORK/pl.json" 2
+exit $status
