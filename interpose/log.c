@@ -33,10 +33,28 @@ void ub_log_open(void)
 
 bool ub_log_enabled(ub_log_level level) { return level <= ub_cfg.log; }
 
+static void vlog(ub_log_level level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
 void ub_log(ub_log_level level, const char *fmt, ...)
 {
     if (!ub_log_enabled(level))
         return;
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, fmt, ap);
+    va_end(ap);
+}
+
+void ub_log_always(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(UB_LOG_INFO, fmt, ap);
+    va_end(ap);
+}
+
+static void vlog(ub_log_level level, const char *fmt, va_list ap)
+{
     int saved = errno;
     char line[2048];
     int rank = atomic_load(&ub_rank);
@@ -46,10 +64,7 @@ void ub_log(ub_log_level level, const char *fmt, ...)
         n += snprintf(line + n, sizeof line - (size_t)n, "error: ");
     else if (level == UB_LOG_WARN)
         n += snprintf(line + n, sizeof line - (size_t)n, "warning: ");
-    va_list ap;
-    va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-    va_end(ap);
     size_t len = (size_t)n + (m < 0 ? 0 : ((size_t)m < sizeof line - (size_t)n - 1 ? (size_t)m : sizeof line - (size_t)n - 2));
     line[len++] = '\n';
     ssize_t w = write(log_fd, line, len);

@@ -62,13 +62,10 @@ static void init_once_fn(void)
     ub_log_open();
     ub_config_parse(&ub_cfg, env_lookup, warn_line, NULL);
     if (ub_cfg.dump_config) {
-        /* Printed whatever the log level, like NCCL_DEBUG's configuration dump. */
-        ub_log_level saved = ub_cfg.log;
-        ub_cfg.log = UB_LOG_DEBUG;
+        /* Printed whatever the log level, like NCCL's configuration dump. */
         char line[1200];
         for (int id = 0; id < UB_CFG_COUNT; id++)
-            ub_log(UB_LOG_INFO, "%s", ub_config_describe(&ub_cfg, (ub_config_id)id, line, sizeof line));
-        ub_cfg.log = saved;
+            ub_log_always("%s", ub_config_describe(&ub_cfg, (ub_config_id)id, line, sizeof line));
     }
     if (ub_cfg.mode == UB_MODE_SCHEDULE)
         ub_warn("USBYTE_MODE=schedule is not implemented yet: observing only (nothing is re-issued)");

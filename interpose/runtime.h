@@ -31,6 +31,8 @@ void ub_log(ub_log_level level, const char *fmt, ...) __attribute__((format(prin
 #define ub_info(...) ub_log(UB_LOG_INFO, __VA_ARGS__)
 #define ub_debug(...) ub_log(UB_LOG_DEBUG, __VA_ARGS__)
 bool ub_log_enabled(ub_log_level level);
+/* Whatever the level (USBYTE_DUMP_CONFIG). */
+void ub_log_always(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Reopens the log destination (after fork, or once the configuration is known). */
 void ub_log_open(void);
 
