@@ -99,6 +99,8 @@ static struct CUstream_st *stream_create_locked(unsigned flags, int priority, bo
     struct CUstream_st *s = stream_object();
     if (s == NULL)
         return NULL;
+    /* Under s->mu too: a recycled object's worker and waiters read these under it. */
+    pthread_mutex_lock(&s->mu);
     s->id = next_stream_id++;
     s->flags = flags;
     s->priority = priority;
@@ -107,6 +109,7 @@ static struct CUstream_st *stream_create_locked(unsigned flags, int priority, bo
     s->implicit = implicit;
     s->capturing = false;
     s->alive = true;
+    pthread_mutex_unlock(&s->mu);
     return s;
 }
 
@@ -246,6 +249,7 @@ static cudaError_t depend_on(struct CUstream_st *s, struct CUstream_st *other)
     pthread_mutex_lock(&other->mu);
     uint64_t target = other->enqueued;
     bool pending = other->completed < target;
+    unsigned long long other_id = other->id;
     pthread_mutex_unlock(&other->mu);
     if (!pending)
         return cudaSuccess;
@@ -256,7 +260,7 @@ static cudaError_t depend_on(struct CUstream_st *s, struct CUstream_st *other)
     w->seq = target;
     char what[64];
     snprintf(what, sizeof what, "implicit wait for stream %llu op %llu",
-             (unsigned long long)other->id, (unsigned long long)target);
+             other_id, (unsigned long long)target);
     cudaError_t err = push_op(s, position_wait_run, w, what, NULL);
     if (err != cudaSuccess)
         free(w);
