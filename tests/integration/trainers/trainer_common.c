@@ -376,6 +376,14 @@ static void CUDART_CB layer_fn(void *arg)
             g[i] = 0.01f * unit_float(splitmix64(seed + i)) + 0.001f * p[i];
     }
     sleep_until(&deadline);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double late = (double)(now.tv_sec - deadline.tv_sec) + 1e-9 * (double)(now.tv_nsec - deadline.tv_nsec);
+    if (late > 0 && tr->iter > 2) {
+        tr->late_sum += late;
+        tr->late_max = late > tr->late_max ? late : tr->late_max;
+        tr->late_n++;
+    }
 }
 
 void tr_enqueue_layer(trainer *tr, int layer)
@@ -447,6 +455,9 @@ void tr_print_checksum(trainer *tr, const void *extra, size_t extra_bytes)
     if (tr->iter_seconds_n > 0)
         printf("iteration %.3f ms (mean of %d, backward start to backward start)\n",
                1e3 * tr->iter_seconds_sum / tr->iter_seconds_n, tr->iter_seconds_n);
+    if (tr->late_n > 0)
+        printf("deadline lateness mean %.1f us, max %.1f us (%ld layer host functions)\n",
+               1e6 * tr->late_sum / (double)tr->late_n, 1e6 * tr->late_max, tr->late_n);
     printf("checksum %016" PRIx64 "\n", h);
     fflush(stdout);
 }

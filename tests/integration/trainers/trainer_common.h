@@ -98,6 +98,8 @@ typedef struct trainer {
     struct timespec backward_t0;
     double iter_seconds_sum;  /* backward start to backward start, iterations >= 2 */
     int iter_seconds_n;
+    double late_sum, late_max;  /* how late layer host functions woke after their deadline */
+    long late_n;
     double forward_scaled;    /* total forward seconds (barrier), scaled */
     double *segment_scaled;   /* forward[s] scaled */
 } trainer;
