@@ -85,6 +85,9 @@ void emu_device_sync(void);
 struct CUstream_st *emu_stream_create(unsigned flags, int priority);
 cudaError_t emu_stream_destroy(cudaStream_t handle);
 
+/* The stream's id (as cudaStreamGetId and the hang dump show it). */
+uint64_t emu_stream_id(struct CUstream_st *s);
+
 /* True once the process is exiting and the workers have been stopped. */
 bool emu_unloading(void);
 
@@ -96,6 +99,7 @@ struct emu_record {               /* one execution of one cudaEventRecord */
     atomic_int refs;
     atomic_bool done;
     struct timespec when;         /* CLOCK_MONOTONIC when the worker executed the record */
+    uint64_t event_id, stream_id; /* for the hang dump: who waits on what */
 };
 
 /* Blocks until rec is done (the worker's activity says so when called on a worker). */

@@ -179,6 +179,8 @@ static cudaError_t event_record(cudaEvent_t handle, cudaStream_t stream, unsigne
     struct emu_record *old = e->latest;
     e->latest = rec;
     uint64_t id = e->id;
+    rec->event_id = id;
+    rec->stream_id = emu_stream_id(s);
     pthread_mutex_unlock(&events_mu);
     emu_record_release(old);
 
@@ -232,8 +234,9 @@ static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event, uns
         return err;
     if (rec == NULL)
         return cudaSuccess;   /* never recorded: complete, nothing to wait for */
-    char what[64];
-    snprintf(what, sizeof what, "cudaStreamWaitEvent event %p", (void *)event);
+    char what[96];
+    snprintf(what, sizeof what, "cudaStreamWaitEvent event %llu (recorded on stream %llu)",
+             (unsigned long long)rec->event_id, (unsigned long long)rec->stream_id);
     err = emu_enqueue(s, wait_run, rec, what, NULL);
     if (err != cudaSuccess)
         emu_record_release(rec);

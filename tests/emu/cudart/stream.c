@@ -201,6 +201,14 @@ cudaError_t emu_stream_destroy(cudaStream_t handle)
     return err;
 }
 
+uint64_t emu_stream_id(struct CUstream_st *s)
+{
+    pthread_mutex_lock(&s->mu);
+    uint64_t id = s->id;
+    pthread_mutex_unlock(&s->mu);
+    return id;
+}
+
 struct CUstream_st *emu_current_worker(void)
 {
     return tl_worker;
