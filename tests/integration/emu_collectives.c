@@ -243,13 +243,45 @@ static void test_unique_ids(ncclComm_t comm, cudaStream_t s, int p)
     CUDA_OK(cudaFree(all));
 }
 
+/* ncclCommInitAll: two ranks in this process, driven from one thread through a group. */
+static void test_init_all(int rank)
+{
+    ncclComm_t comms[2];
+    int devs[2] = {0, 0};
+    NCCL_OK(ncclCommInitAll(comms, 2, devs));
+    cudaStream_t s[2];
+    int32_t *buf[2];
+    for (int i = 0; i < 2; i++) {
+        CUDA_OK(cudaStreamCreate(&s[i]));
+        buf[i] = dev_ints(64, rank * 2 + i);
+        int r;
+        NCCL_OK(ncclCommUserRank(comms[i], &r));
+        EXPECT(r == i, "InitAll comm %d has rank %d", i, r);
+    }
+    NCCL_OK(ncclGroupStart());
+    for (int i = 0; i < 2; i++)
+        NCCL_OK(ncclAllReduce(buf[i], buf[i], 64, ncclInt32, ncclSum, comms[i], s[i]));
+    NCCL_OK(ncclGroupEnd());
+    for (int i = 0; i < 2; i++) {
+        CUDA_OK(cudaStreamSynchronize(s[i]));
+        int32_t *h = to_host(buf[i], 64);
+        for (size_t j = 0; j < 64; j++)
+            EXPECT(h[j] == pattern(rank * 2, j) + pattern(rank * 2 + 1, j), "InitAll allreduce element %zu", j);
+        free(h);
+        CUDA_OK(cudaFree(buf[i]));
+        NCCL_OK(ncclCommDestroy(comms[i]));
+        CUDA_OK(cudaStreamDestroy(s[i]));
+    }
+}
+
 static void test_aliases(void)
 {
     static const char *names[] = {"GetVersion", "GetUniqueId", "CommInitRank", "CommInitRankConfig", "CommInitAll",
                                   "CommSplit", "CommDestroy", "CommFinalize", "CommAbort", "CommCount",
                                   "CommUserRank", "CommCuDevice", "CommGetAsyncError", "GetErrorString",
                                   "GetLastError", "AllReduce", "Broadcast", "Bcast", "Reduce", "AllGather",
-                                  "ReduceScatter", "Send", "Recv", "GroupStart", "GroupEnd", "GroupSimulateEnd"};
+                                  "ReduceScatter", "Send", "Recv", "GroupStart", "GroupEnd", "GroupSimulateEnd",
+                                  "MemAlloc", "MemFree"};
     void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
     EXPECT(lib != NULL, "libnccl.so.2 is loaded");
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -303,6 +335,7 @@ int main(void)
     cudaStream_t s;
     CUDA_OK(cudaStreamCreate(&s));
     test_aliases();
+    test_init_all(rank);
     test_errors(comm, s, rank, p);
     test_unique_ids(comm, s, p);
     test_broadcast_reduce(comm, s, rank, p);

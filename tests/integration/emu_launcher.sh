@@ -8,8 +8,9 @@ run=$B/emu/emu-run
 emu_dir=$(cd "$B/emu" && pwd -P)
 fail() { echo "FAIL: $*"; printf '%s\n' "${out:-}"; exit 1; }
 
-# environment, as torchrun sets it, plus the emulator's own
-out=$(LD_PRELOAD=libm.so.6 "$run" -n 3 -- sh -c \
+# environment, as torchrun sets it, plus the emulator's own (a sanitized emu-run would object to
+# a preload coming before its runtime; the preload is only there to be passed on)
+out=$(ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 LD_PRELOAD=libm.so.6 "$run" -n 3 -- sh -c \
     'echo "r=$RANK w=$WORLD_SIZE l=$LOCAL_RANK lw=$LOCAL_WORLD_SIZE launched=$USBYTE_EMU_LAUNCHED job=$USBYTE_EMU_JOB pre=$LD_PRELOAD lib=${LD_LIBRARY_PATH%%:*}"') || fail "env run failed"
 for r in 0 1 2; do
     grep -q "^\[rank $r\] r=$r w=3 l=$r lw=3 launched=1 job=[0-9]*-[0-9]* pre=libm.so.6 lib=$emu_dir$" <<<"$out" || fail "rank $r environment"

@@ -130,6 +130,26 @@ EMU_EXPORT const char *pncclGetLastError(ncclComm_t comm)
 }
 EMU_NCCL_ALIAS(ncclGetLastError);
 
+/* Memory for NCCL buffers: plain emulated device memory (the real one adds registration
+ * granularity, which nothing here needs). */
+EMU_EXPORT ncclResult_t pncclMemAlloc(void **ptr, size_t size)
+{
+    if (ptr == NULL)
+        return emu_error(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
+    if (usbyteEmuMemAlloc(ptr, size) != cudaSuccess)
+        return emu_error(ncclUnhandledCudaError, "ncclMemAlloc: allocating %zu bytes failed", size);
+    return ncclSuccess;
+}
+EMU_NCCL_ALIAS(ncclMemAlloc);
+
+EMU_EXPORT ncclResult_t pncclMemFree(void *ptr)
+{
+    if (ptr != NULL && usbyteEmuMemFree(ptr) != cudaSuccess)
+        return emu_error(ncclInvalidArgument, "ncclMemFree: %p was not allocated by ncclMemAlloc", ptr);
+    return ncclSuccess;
+}
+EMU_NCCL_ALIAS(ncclMemFree);
+
 /* ---- communicators ---- */
 
 EMU_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
@@ -168,7 +188,7 @@ EMU_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const int 
     if (comms == NULL || ndev < 1)
         return emu_error(ncclInvalidArgument, "ncclCommInitAll: comms is NULL or ndev %d < 1", ndev);
     ncclUniqueId id;
-    emu_make_unique_id(&id);
+    emu_make_local_unique_id(&id);
     emu_group_start();
     ncclResult_t res = ncclSuccess;
     int made = 0;

@@ -162,6 +162,8 @@ struct emu_chan *emu_chan(struct ncclComm *c, int from, int to);
 unsigned char *emu_chan_data(struct emu_chan *ch);
 
 void emu_make_unique_id(ncclUniqueId *id);
+/* An id private to this process (ncclCommInitAll), outside the launch-wide sequence. */
+void emu_make_local_unique_id(ncclUniqueId *id);
 ncclResult_t emu_comm_attach(struct ncclComm **out, int nranks, const ncclUniqueId *id, int rank);
 void emu_comm_wait_all_attached(struct ncclComm *c);
 void emu_comm_detach(struct ncclComm *c);

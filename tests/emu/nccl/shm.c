@@ -175,6 +175,15 @@ static void init_job(void)
     job_name(job, sizeof job);
 }
 
+void emu_make_local_unique_id(ncclUniqueId *id)
+{
+    static atomic_ullong counter;
+    pthread_once(&job_once, init_job);
+    unsigned long long n = atomic_fetch_add(&counter, 1);
+    memset(id, 0, sizeof *id);
+    snprintf(id->internal, sizeof id->internal, EMU_ID_MAGIC "%s:local%ld.%llu", job, (long)getpid(), n);
+}
+
 void emu_make_unique_id(ncclUniqueId *id)
 {
     static atomic_ullong counter;
@@ -256,8 +265,9 @@ ncclResult_t emu_comm_attach(struct ncclComm **out, int nranks, const ncclUnique
         int err = errno;
         if (fd >= 0)
             close(fd);
+        ncclResult_t r = emu_error(ncclSystemError, "ncclCommInitRank: shared memory %s: %s", c->shm_name, strerror(err));
         free(c);
-        return emu_error(ncclSystemError, "ncclCommInitRank: shared memory %s: %s", c->shm_name, strerror(err));
+        return r;
     }
     void *p = mmap(NULL, l.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
