@@ -153,6 +153,24 @@ static void test_free_waits_for_pending_work(void **state)
     CHECK(cudaStreamDestroy(s));
 }
 
+/* A bad pointer is rejected at once, even while the device is busy. */
+static void test_bad_free_does_not_wait(void **state)
+{
+    (void)state;
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    struct gate g = GATE_INIT;
+    CHECK(cudaLaunchHostFunc(s, gate_host_fn, &g));
+    int local;
+    assert_int_equal(cudaFree(&local), cudaErrorInvalidValue);
+    assert_int_equal(cudaFreeHost(&local), cudaErrorInvalidValue);
+    assert_int_equal(cudaStreamQuery(s), cudaErrorNotReady);
+    gate_open(&g);
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaStreamDestroy(s));
+    (void)cudaGetLastError();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -161,6 +179,7 @@ int main(void)
         cmocka_unit_test(test_async_copy_is_stream_ordered),
         cmocka_unit_test(test_unknown_pointers_rejected),
         cmocka_unit_test(test_free_waits_for_pending_work),
+        cmocka_unit_test(test_bad_free_does_not_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

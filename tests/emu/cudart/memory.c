@@ -88,6 +88,16 @@ static cudaError_t track(void *p, size_t size, enum alloc_kind kind)
     return cudaSuccess;
 }
 
+/* Whether an allocation of the given kind starts exactly at p. */
+static bool is_allocation(void *p, enum alloc_kind kind)
+{
+    pthread_rwlock_rdlock(&allocs_lock);
+    size_t i = upper_bound((uintptr_t)p);
+    bool found = i > 0 && allocs[i - 1].base == (uintptr_t)p && allocs[i - 1].kind == kind;
+    pthread_rwlock_unlock(&allocs_lock);
+    return found;
+}
+
 /* Removes the allocation that starts exactly at p with the given kind. */
 static bool untrack(void *p, enum alloc_kind kind)
 {
@@ -131,6 +141,8 @@ static cudaError_t release(void *p, enum alloc_kind kind)
 {
     if (p == NULL)
         return cudaSuccess;
+    if (!is_allocation(p, kind))   /* a bad pointer fails at once, without waiting */
+        return cudaErrorInvalidValue;
     emu_device_sync();
     if (!untrack(p, kind))
         return cudaErrorInvalidValue;
