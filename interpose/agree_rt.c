@@ -106,6 +106,7 @@ static void summary_line(ub_comm *c)
 void ub_comm_agree(ub_comm *c)
 {
     c->state = UB_COMM_AGREE;
+    ub_comm_file_ready(c);
     ub_comm_report *r = &c->report;
     /* Nothing else touches this communicator while it agrees: every hook skips AGREE. */
     ub_state_unlock();
@@ -173,6 +174,12 @@ void ub_comm_agree(ub_comm *c)
         c->state = UB_COMM_PASS_THROUGH;
         snprintf(c->reason, sizeof c->reason, "%s", failure);
     } else {
+        if (ub_log_enabled(UB_LOG_DEBUG))
+            for (int k = 0; k < agreed.n_calls; k++)
+                ub_debug("communicator %d call %d: ready %.6f need %.6f done %.6f comm %.6f/%.6f%s%s", c->index, k,
+                         agreed.calls[k].ready, agreed.calls[k].need, agreed.calls[k].done, agreed.calls[k].comm_min,
+                         agreed.calls[k].comm_mean, agreed.calls[k].barrier ? " barrier" : "",
+                         agreed.calls[k].fallback ? " fallback" : "");
         if (ub_derive_profile(&agreed, c->rec.bytes, c->rec.dtype, c->rec.op, &r->profile, &r->fit) == 0) {
             r->have_profile = true;
             char src[200];

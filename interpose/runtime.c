@@ -81,7 +81,8 @@ void ub_runtime_init(void)
         pthread_once(&init_once, init_once_fn);
 }
 
-__attribute__((constructor)) static void ub_constructor(void) { ub_runtime_init(); }
+/* No constructor: a process that never calls NCCL or CUDA through us (a launcher that merely
+ * passes LD_PRELOAD on) must not see a warning, a configuration dump or a report. */
 
 /* Reports are rewritten at exit from what is already measured: no CUDA call here, the runtime
  * (or the driver context) may already be gone. */

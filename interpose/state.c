@@ -138,18 +138,30 @@ void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclRes
     ub_state_unlock();
 }
 
+static void file_ready(ub_comm *c, ub_stream *st);
+
+static void forget_event(ub_event *e)
+{
+    HASH_DEL(events, e);
+    if (e->companion) {
+        ub_inside++;
+        ub_cuda.cudaEventDestroy(e->companion);
+        ub_inside--;
+    }
+    free(e);
+}
+
 static void forget_comm_refs(ub_comm *c)
 {
     ub_stream *s, *ts;
     HASH_ITER(hh, streams, s, ts) if (s->comm == c) {
+        file_ready(c, s);
         HASH_DEL(streams, s);
         free(s);
     }
     ub_event *e, *te;
-    HASH_ITER(hh, events, e, te) if (e->comm == c) {
-        HASH_DEL(events, e);
-        free(e);
-    }
+    HASH_ITER(hh, events, e, te) if (e->comm == c || atomic_load(&ub_cuda_tracking) == 0)
+        forget_event(e);
 }
 
 void ub_comm_stop_profiling(ub_comm *c)
@@ -164,9 +176,9 @@ void ub_comm_stop_profiling(ub_comm *c)
     ub_timing_stop(&c->tm);
     ub_record_free(&c->rec);
     free(c->pos_call);
-    free(c->need_upto);
+    free(c->has_end_event);
     c->pos_call = NULL;
-    c->need_upto = NULL;
+    c->has_end_event = NULL;
 }
 
 void ub_comm_ending(ncclComm_t handle, int id)
@@ -213,8 +225,8 @@ static int start_profiling(ub_comm *c, uint64_t first)
     if (ub_record_init(&c->rec, ub_cfg.warmup, (int)c->period) != 0)
         return -1;
     c->pos_call = calloc(c->period, sizeof *c->pos_call);
-    c->need_upto = calloc((size_t)ub_cfg.warmup, sizeof *c->need_upto);
-    if (!c->pos_call || !c->need_upto)
+    c->has_end_event = calloc(c->period, sizeof *c->has_end_event);
+    if (!c->pos_call || !c->has_end_event)
         return -1;
     if (ub_timing_start(&c->tm) != 0)
         return -1;
@@ -257,12 +269,23 @@ static ub_stream *stream_get(cudaStream_t s, ub_comm *c)
     return st;
 }
 
-static void drop_probe(ub_comm *c, ub_stream *st)
+/* Hands the stream's pending upstream timing event to the timing list, with the ready slots of
+ * the calls that followed the wait (none: the time is read and dropped). */
+static void file_ready(ub_comm *c, ub_stream *st)
 {
-    if (st && st->ready_probe) {
-        ub_timing_file(&c->tm, st->ready_probe, NULL, 0, 0, NULL);
-        st->ready_probe = NULL;
-    }
+    if (!st || !st->ready_ev)
+        return;
+    ub_rec_call *first = st->ready_n ? ub_record_at(&c->rec, st->ready_it, st->ready_first) : NULL;
+    ub_timing_file(&c->tm, st->ready_ev, first ? &first->ready : NULL, first ? st->ready_n : 0, sizeof *first, NULL);
+    st->ready_ev = NULL;
+    st->ready_n = 0;
+}
+
+void ub_comm_file_ready(ub_comm *c)
+{
+    ub_stream *st, *tmp;
+    HASH_ITER(hh, streams, st, tmp) if (st->comm == c)
+        file_ready(c, st);
 }
 
 /* Records one call of a profiled iteration; returns its allreduce index or -1. */
@@ -293,17 +316,18 @@ static int record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint64_t
     }
     ub_stream *st = stream_get(d->stream, c);
     int k = c->pos_call[pos];
-    if (k < 0 || !st || st->comm != c) {
-        if (st && st->comm == c)
-            drop_probe(c, st);
+    if (k < 0 || !st || st->comm != c)
         return -1;
-    }
     c->cur_call = k;
     ub_rec_call *rc = ub_record_at(&c->rec, (int)it, k);
-    if (st->ready_probe) {
+    if (st->ready_ev && st->ready_n > 0 && !(st->ready_it == (int)it && st->ready_first + st->ready_n == k))
+        file_ready(c, st); /* that wait belonged to earlier calls only */
+    if (st->ready_ev) {
+        if (st->ready_n++ == 0) {
+            st->ready_it = (int)it;
+            st->ready_first = k;
+        }
         rc->upstream = true;
-        ub_timing_file(&c->tm, st->ready_probe, &rc->ready, 1, 0, NULL);
-        st->ready_probe = NULL;
         ub_timing_mark(&c->tm, d->stream, &rc->start, 1, 0, NULL);
     } else {
         rc->upstream = false;
@@ -402,28 +426,50 @@ void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r
 
 static bool profiling(const ub_comm *c) { return c && c->state == UB_COMM_PROFILE && c->cur_iter >= 0; }
 
-/* A wait on the completion of call `call` of iteration `it` (and every earlier one); stream:
- * the waiting stream, NULL for a host wait. */
-static void need(ub_comm *c, int it, int call, cudaStream_t stream)
+/* Marks calls [from, to] of iteration `it` as needed now (one timing event for the range). */
+static void need_range(ub_comm *c, int it, int from, int to, cudaStream_t stream)
 {
-    if (it < 0 || it >= c->rec.warmup || call < 0)
-        return;
-    int from = c->need_upto[it];
-    if (it == c->cur_iter && call == c->cur_call)
-        ub_record_at(&c->rec, it, call)->barrier = true;  /* before the next call arrived */
-    if (from > call)
-        return;
-    for (int k = from; k <= call; k++)
-        ub_record_at(&c->rec, it, k)->needed = true;
-    c->need_upto[it] = call + 1;
     ub_rec_call *first = ub_record_at(&c->rec, it, from);
-    int n = call - from + 1;
-    if (stream) {
+    for (int k = from; k <= to; k++)
+        ub_record_at(&c->rec, it, k)->needed = true;
+    if (stream)
+        ub_timing_mark(&c->tm, stream, &first->need, to - from + 1, sizeof *first, NULL);
+    else
+        ub_timing_now(&c->tm, &first->need, to - from + 1, sizeof *first);
+}
+
+/* A wait on the completion of call `call` of iteration `it`; stream: the waiting stream, NULL
+ * for a host wait.  It is the first need of that call, and of the calls just before it that
+ * have no completion event of their own (an event after several calls stands for all of them);
+ * whole_stream (a stream or device synchronisation) needs every call so far. */
+static void need(ub_comm *c, int it, int call, cudaStream_t stream, bool whole_stream)
+{
+    if (it < 0 || it >= c->rec.warmup || call < 0 || call >= c->n_ar)
+        return;
+    if (it == c->cur_iter && call == c->cur_call)
+        ub_record_at(&c->rec, it, call)->barrier = true; /* before the next call arrived */
+    if (stream)
         c->consumers_stream++;
-        ub_timing_mark(&c->tm, stream, &first->need, n, sizeof *first, NULL);
-    } else {
+    else
         c->consumers_host++;
-        ub_timing_now(&c->tm, &first->need, n, sizeof *first);
+    if (!whole_stream) {
+        if (ub_record_at(&c->rec, it, call)->needed)
+            return;
+        int k = call;
+        while (k > 0 && !c->has_end_event[k - 1] && !ub_record_at(&c->rec, it, k - 1)->needed)
+            k--;
+        need_range(c, it, k, call, stream);
+        return;
+    }
+    for (int k = call; k >= 0;) {
+        while (k >= 0 && ub_record_at(&c->rec, it, k)->needed)
+            k--;
+        if (k < 0)
+            break;
+        int to = k;
+        while (k >= 0 && !ub_record_at(&c->rec, it, k)->needed)
+            k--;
+        need_range(c, it, k + 1, to, stream);
     }
 }
 
@@ -435,25 +481,32 @@ void ub_cuda_event_recorded(cudaEvent_t event, cudaStream_t stream)
     ub_stream *st = stream_get(stream, NULL);
     ub_event *e = NULL;
     HASH_FIND_PTR(events, &event, e);
-    if (st && profiling(st->comm)) {
+    if (!e && (e = calloc(1, sizeof *e))) {
+        e->handle = event;
+        HASH_ADD_PTR(events, handle, e);
+    }
+    if (e && st && profiling(st->comm)) {
         ub_comm *c = st->comm;
-        if (!e && (e = calloc(1, sizeof *e))) {
-            e->handle = event;
-            HASH_ADD_PTR(events, handle, e);
+        e->comm = c;
+        e->iteration = c->cur_iter;
+        e->call = c->cur_call;
+        if (e->call < 0) { /* recorded before this iteration's first allreduce */
+            e->iteration = c->cur_iter - 1;
+            e->call = c->n_ar - 1;
+        } else {
+            c->has_end_event[e->call] = true;
         }
-        if (e) {
-            e->comm = c;
-            e->iteration = c->cur_iter;
-            e->call = c->cur_call;
-            if (e->call < 0) { /* recorded before this iteration's first allreduce */
-                e->iteration = c->cur_iter - 1;
-                e->call = c->n_ar - 1;
-            }
-            c->end_records = true;
-        }
+        c->end_records = true;
     } else if (e) {
-        HASH_DEL(events, e); /* re-recorded elsewhere: it no longer marks our calls */
-        free(e);
+        e->comm = NULL; /* re-recorded elsewhere: it no longer marks our calls */
+        ub_inside++;
+        if (!e->companion && ub_cuda.cudaEventCreateWithFlags(&e->companion, cudaEventDefault) != cudaSuccess)
+            e->companion = NULL;
+        if (e->companion && ub_cuda.cudaEventRecord(e->companion, stream) != cudaSuccess) {
+            ub_cuda.cudaEventDestroy(e->companion);
+            e->companion = NULL;
+        }
+        ub_inside--;
     }
     ub_state_unlock();
 }
@@ -466,14 +519,21 @@ void ub_cuda_stream_wait(cudaStream_t stream, cudaEvent_t event)
     ub_event *e = NULL;
     HASH_FIND_PTR(events, &event, e);
     ub_stream *st = stream_get(stream, NULL);
-    if (e && profiling(e->comm)) {
+    if (e && e->comm && profiling(e->comm)) {
         if (!(st && st->comm == e->comm)) /* a wait of S on its own event is no consumer */
-            need(e->comm, e->iteration, e->call, stream);
+            need(e->comm, e->iteration, e->call, stream, false);
     } else if (st && profiling(st->comm)) {
-        /* The NCCL stream waits on a producer: the gradient is ready when that event is. */
+        /* The NCCL stream waits on a producer: the gradients that follow are ready when that
+         * event is: exactly (the companion of its record) or, for an event recorded before we
+         * watched, when a probe stream waiting on it gets through. */
         ub_comm *c = st->comm;
-        drop_probe(c, st);
-        st->ready_probe = ub_timing_probe(&c->tm, event);
+        file_ready(c, st);
+        if (e && e->companion) {
+            st->ready_ev = e->companion;
+            e->companion = NULL;
+        } else {
+            st->ready_ev = ub_timing_probe(&c->tm, event);
+        }
     }
     ub_state_unlock();
 }
@@ -487,7 +547,7 @@ void ub_cuda_event_host_wait(cudaEvent_t event, bool poll)
     HASH_FIND_PTR(events, &event, e);
     /* A poll from another thread (a watchdog) is not the training loop needing the result. */
     if (e && profiling(e->comm) && (!poll || e->comm->issuer == (unsigned long)pthread_self()))
-        need(e->comm, e->iteration, e->call, NULL);
+        need(e->comm, e->iteration, e->call, NULL, false);
     ub_state_unlock();
 }
 
@@ -498,7 +558,7 @@ void ub_cuda_stream_host_wait(cudaStream_t stream, bool poll)
     ub_state_lock();
     ub_stream *st = stream_get(stream, NULL);
     if (st && profiling(st->comm) && (!poll || st->comm->issuer == (unsigned long)pthread_self()))
-        need(st->comm, st->comm->cur_iter, st->comm->cur_call, NULL);
+        need(st->comm, st->comm->cur_iter, st->comm->cur_call, NULL, true);
     ub_state_unlock();
 }
 
@@ -509,7 +569,7 @@ void ub_cuda_device_wait(void)
     ub_state_lock();
     ub_comm *c, *tmp;
     HASH_ITER(hh, comms, c, tmp) if (profiling(c))
-        need(c, c->cur_iter, c->cur_call, NULL);
+        need(c, c->cur_iter, c->cur_call, NULL, true);
     ub_state_unlock();
 }
 
@@ -521,7 +581,7 @@ void ub_cuda_stream_destroyed(cudaStream_t stream)
     ub_stream *st = stream_get(stream, NULL);
     if (st) {
         if (st->comm)
-            drop_probe(st->comm, st);
+            file_ready(st->comm, st);
         HASH_DEL(streams, st);
         free(st);
     }
@@ -535,10 +595,8 @@ void ub_cuda_event_destroyed(cudaEvent_t event)
     ub_state_lock();
     ub_event *e = NULL;
     HASH_FIND_PTR(events, &event, e);
-    if (e) {
-        HASH_DEL(events, e);
-        free(e);
-    }
+    if (e)
+        forget_event(e);
     ub_state_unlock();
 }
 

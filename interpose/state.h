@@ -51,17 +51,26 @@ typedef struct ub_comm ub_comm;
 typedef struct ub_stream {
     cudaStream_t handle;
     ub_comm *comm;
-    cudaEvent_t ready_probe;  /* producer probe waiting for the next allreduce on this stream */
+    /* The latest upstream wait of this stream (a timing event that completes when the producer's
+     * data is ready), not yet filed: it is the ready time of the allreduces that follow it, up to
+     * the next wait (a layer's several tensors share one producer event). */
+    cudaEvent_t ready_ev;
+    int ready_it, ready_first, ready_n;
     UT_hash_handle hh;
 } ub_stream;
 
-/* An application event recorded on an NCCL stream after a profiled call: waiting on it is
- * waiting on that call's completion (and every earlier one on the stream). */
+/* An application event usbyte knows while some communicator profiles:
+ *  - recorded on an NCCL stream after a profiled call (comm != NULL): waiting on it is waiting on
+ *    that call's completion;
+ *  - recorded elsewhere (a producer's event): `companion` is our timing event recorded right
+ *    after it on the same stream, so a later cudaStreamWaitEvent(S, event) knows exactly when
+ *    the producer's data was ready, whatever the host's delay in issuing the wait. */
 typedef struct ub_event {
     cudaEvent_t handle;
     ub_comm *comm;
     int iteration;
     int call;
+    cudaEvent_t companion;
     UT_hash_handle hh;
 } ub_event;
 
@@ -90,7 +99,7 @@ struct ub_comm {
     int n_ar;                 /* allreduces per iteration */
     int other_calls;
     int cur_iter, cur_call;   /* latest profiled allreduce */
-    int *need_upto;           /* per iteration: calls below this index already needed */
+    bool *has_end_event;      /* per allreduce of the iteration: an event was recorded right after it */
     bool cupti_held;
     bool end_records;
     int consumers_stream, consumers_host;
@@ -117,5 +126,7 @@ void ub_state_lock(void);
 void ub_state_unlock(void);
 void ub_state_write_reports(void);
 void ub_comm_stop_profiling(ub_comm *c);
+/* Files every stream's pending upstream timing event of c (before the blocking poll). */
+void ub_comm_file_ready(ub_comm *c);
 
 #endif

@@ -98,11 +98,24 @@ json_t *ub_comm_report_json(const ub_comm_report *r)
 json_t *ub_report_json(int rank, int world_size, const ub_config *cfg, const ub_versions *v,
                        const ub_comm_report *const *comms, int n)
 {
-    json_t *config = json_object();
+    /* Typed values (the warm-up is a number, switches are booleans) and where each came from. */
+    json_t *config = json_object(), *sources = json_object();
     char value[600];
-    for (int id = 0; id < UB_CFG_COUNT; id++)
-        json_object_set_new(config, ub_config_name((ub_config_id)id),
-                            json_string(ub_config_value_text(cfg, (ub_config_id)id, value, sizeof value)));
+    for (int id = 0; id < UB_CFG_COUNT; id++) {
+        const char *name = ub_config_name((ub_config_id)id);
+        json_t *v;
+        if (id == UB_CFG_warmup)
+            v = json_integer(cfg->warmup);
+        else if (id == UB_CFG_cupti)
+            v = json_boolean(cfg->cupti);
+        else if (id == UB_CFG_dump_config)
+            v = json_boolean(cfg->dump_config);
+        else
+            v = json_string(ub_config_value_text(cfg, (ub_config_id)id, value, sizeof value));
+        json_object_set_new(config, name, v);
+        json_object_set_new(sources, name, json_string(ub_config_source_name(cfg->source[id])));
+    }
+    json_object_set_new(config, "sources", sources);
     json_t *versions = json_pack("{s:s, s:i, s:i, s:i}", "usbyte", v->usbyte, "nccl", v->nccl, "cuda_runtime",
                                  v->cuda_runtime, "cuda_driver", v->cuda_driver);
     json_t *arr = json_array();

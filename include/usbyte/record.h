@@ -105,6 +105,6 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
 /* Consecutive waits closer than this (seconds) after the previous call's wait was satisfied
  * belong to one forward segment: max(UB_SEGMENT_MIN_GAP, UB_SEGMENT_REL_GAP * iteration). */
 #define UB_SEGMENT_MIN_GAP 100e-6
-#define UB_SEGMENT_REL_GAP 0.01
+#define UB_SEGMENT_REL_GAP 0.001
 
 #endif
