@@ -192,6 +192,24 @@ static void test_two_comms(ncclComm_t comm, cudaStream_t s, int rank, int p)
     free(ha);
     free(hb);
 
+    /* One group over both communicators on one stream, listed in opposite orders on even and
+     * odd ranks: NCCL launches a group's communicators together, so this must not deadlock. */
+    NCCL_OK(ncclGroupStart());
+    for (int k = 0; k < 2; k++) {
+        int first = (k + rank) % 2 == 0;
+        NCCL_OK(ncclAllReduce(first ? a : b, first ? a : b, 100, ncclInt32, ncclSum, first ? comm : second, s));
+    }
+    NCCL_OK(ncclGroupEnd());
+    CUDA_OK(cudaStreamSynchronize(s));
+    ha = to_host(a, 100);
+    hb = to_host(b, 100);
+    for (size_t i = 0; i < 100; i++) {
+        EXPECT(ha[i] == (int32_t)((uint32_t)pattern(p - 1, i) * (uint32_t)p), "comm 1 grouped sum element %zu", i);
+        EXPECT(hb[i] == (int32_t)((uint32_t)pattern(0, i) * (uint32_t)p), "comm 2 grouped sum element %zu", i);
+    }
+    free(ha);
+    free(hb);
+
     ncclComm_t half;
     NCCL_OK(ncclCommSplit(comm, rank % 2, rank, &half, NULL));
     int hn, hr;

@@ -171,16 +171,24 @@ static ncclResult_t flush(void)
         clear_ops();
         return emu_error(ncclSystemError, "out of memory");
     }
-    for (int i = 0; i < grp.n; i++) {
-        if (taken[i])
-            continue;
+    /* Batches go out in the order of their communicators' ids, not of first appearance: real
+     * NCCL launches a group's communicators together, so ranks may list them in different
+     * orders, and enqueueing them in a rank-independent order keeps a shared stream from
+     * waiting on comm A on one rank and comm B on another. */
+    for (;;) {
+        int first = -1;
+        for (int i = 0; i < grp.n; i++)
+            if (!taken[i] && (first < 0 || strcmp(grp.ops[i].comm->id_text, grp.ops[first].comm->id_text) < 0))
+                first = i;
+        if (first < 0)
+            break;
         int n = 0;
-        for (int j = i; j < grp.n; j++)
-            if (!taken[j] && grp.ops[j].comm == grp.ops[i].comm) {
+        for (int j = first; j < grp.n; j++)
+            if (!taken[j] && grp.ops[j].comm == grp.ops[first].comm) {
                 taken[j] = 1;
                 idx[n++] = j;
             }
-        ncclResult_t r = issue_batch(grp.ops[i].comm, idx, n);
+        ncclResult_t r = issue_batch(grp.ops[first].comm, idx, n);
         if (r != ncclSuccess && res == ncclSuccess)
             res = r;
     }
