@@ -17,6 +17,10 @@
  * inside run(); run() may block (a rendezvous) and must return when its work is done. */
 typedef void (*usbyteEmuOpFn)(void *arg);
 cudaError_t usbyteEmuStreamEnqueue(cudaStream_t stream, usbyteEmuOpFn run, void *arg, const char *what);
+/* stream may be NULL or cudaStreamLegacy (the legacy stream, with its implicit synchronization),
+ * cudaStreamPerThread, or a created stream.  Returns cudaErrorInvalidResourceHandle for any
+ * other handle, cudaErrorInvalidValue for a NULL run, cudaErrorCudartUnloading once the process
+ * is exiting; `what` is copied (up to 95 characters). */
 
 /* Updates the description of what the calling stream worker is doing right now (e.g. "waiting
  * for rank 3 in ncclAllReduce #12"); no-op outside a worker. */
@@ -73,7 +77,7 @@ void usbyteEmuSetStickyError(cudaError_t err);
 int usbyteEmuDeviceCount(void);
 int usbyteEmuPointerKind(const void *ptr);
 cudaError_t usbyteEmuMemAlloc(void **ptr, size_t bytes);
-cudaError_t usbyteEmuMemFree(void *ptr);
+cudaError_t usbyteEmuMemFree(void *ptr);   /* like cudaFree: waits for the device first */
 
 /* Hang diagnosis: when the environment has USBYTE_EMU_LAUNCHED=1 (emu-run sets it), libcudart
  * installs a SIGUSR2 handler at load time that writes usbyteEmuDumpStreams(2), each line
