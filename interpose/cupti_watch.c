@@ -16,6 +16,8 @@ typedef CUptiResult (*unsubscribe_fn)(CUpti_SubscriberHandle);
 typedef CUptiResult (*enable_domain_fn)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
 typedef CUptiResult (*result_string_fn)(CUptiResult, const char **);
 
+atomic_ullong ub_work_count;
+
 static struct {
     void *lib;
     subscribe_fn subscribe;
@@ -65,6 +67,10 @@ static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain domain, CUpti_
         return;
     const char *what = NULL;
     cudaStream_t s = work_stream(cbid, cb->functionParams, &what);
+    /* Compute (kernels, host functions) separates forward segments; copies do not (DDP copies
+     * each bucket back right after waiting for it). */
+    if (what && (what[0] == 'k' || strstr(what, "HostFunc") || strstr(what, "Callback")))
+        atomic_fetch_add_explicit(&ub_work_count, 1, memory_order_relaxed);
     if (s)
         ub_state_stream_work(s, what);
 }

@@ -430,8 +430,16 @@ static bool profiling(const ub_comm *c) { return c && c->state == UB_COMM_PROFIL
 static void need_range(ub_comm *c, int it, int from, int to, cudaStream_t stream)
 {
     ub_rec_call *first = ub_record_at(&c->rec, it, from);
-    for (int k = from; k <= to; k++)
+    /* Structure, where CUPTI lets us see it: a stream wait right after the previous one on the
+     * same stream, with no work enqueued anywhere in between, belongs to the same segment. */
+    unsigned long long work = atomic_load(&ub_work_count);
+    bool split = !(stream && c->cupti_held && stream == c->last_need_stream && work == c->last_need_work);
+    c->last_need_stream = stream;
+    c->last_need_work = work;
+    for (int k = from; k <= to; k++) {
         ub_record_at(&c->rec, it, k)->needed = true;
+        ub_record_at(&c->rec, it, k)->split = split;
+    }
     if (stream)
         ub_timing_mark(&c->tm, stream, &first->need, to - from + 1, sizeof *first, NULL);
     else

@@ -100,6 +100,8 @@ struct ub_comm {
     int other_calls;
     int cur_iter, cur_call;   /* latest profiled allreduce */
     bool *has_end_event;      /* per allreduce of the iteration: an event was recorded right after it */
+    cudaStream_t last_need_stream;     /* the previous stream wait on a call's completion, */
+    unsigned long long last_need_work; /* and the CUPTI work count at that moment */
     bool cupti_held;
     bool end_records;
     int consumers_stream, consumers_host;
@@ -118,6 +120,8 @@ bool ub_cupti_acquire(char *detail, size_t len);  /* false: unavailable, detail 
 void ub_cupti_release(void);
 /* Called by the CUPTI callback for stream-ordered work on `stream` (global lock not held). */
 void ub_state_stream_work(cudaStream_t stream, const char *what);
+/* Compute operations (kernels, host functions) CUPTI saw on any stream while subscribed. */
+extern atomic_ullong ub_work_count;
 
 /* agree_rt.c: the agreement and planning at the agreement call; called with the global lock
  * held, returns with it held. */

@@ -48,6 +48,7 @@ void ub_agree_encode(const ub_summary *s, const ub_agree_flags *f, double *max_v
         m[3] = -finite_or(k->comm_min, 0.0);
         m[4] = k->barrier ? 1.0 : 0.0;
         m[5] = k->fallback ? 1.0 : 0.0;
+        m[6] = k->split ? 1.0 : 0.0;
         sum_vec[c] = finite_or(k->comm_mean, 0.0);
     }
     double *g = &max_vec[UB_AGREE_PER_CALL * n];
@@ -80,6 +81,7 @@ int ub_agree_decode(int n_calls, const double *max_vec, const double *sum_vec, u
         k->comm_min = -m[3];
         k->barrier = m[4] > 0.5;
         k->fallback = m[5] > 0.5;
+        k->split = m[6] > 0.5;
         k->comm_mean = sum_vec[c] / out->ranks;
     }
     const double *g = &max_vec[UB_AGREE_PER_CALL * n_calls];

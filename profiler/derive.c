@@ -8,7 +8,11 @@
  *    the call's completion.  A wait that comes less than max(UB_SEGMENT_MIN_GAP,
  *    UB_SEGMENT_REL_GAP * iteration) after the previous one was passed belongs to the same forward
  *    segment (no compute between them: DDP's finalize waiting on each bucket in a row); a later one
- *    opens a new segment, and the time between is the previous segment's forward compute.
+ *    opens a new segment, and the time between is the previous segment's forward compute.  That
+ *    time rule is the fallback: when CUPTI watched every rank, the structure decides instead: a
+ *    wait opens a new segment iff compute (a kernel or host function) was enqueued since the
+ *    consumer's previous wait on some rank (`split`); copies do not count (DDP copies each bucket
+ *    back right after its wait).  Timing noise cannot split or join segments then.
  *  - calls nobody waited on before the next iteration belong to the last segment (their buffers
  *    are reused by the next iteration, so they are needed by then at the latest);
  *  - gap = first segment's wait - backward_end (>= 0); forward[last] runs to the iteration's end;
@@ -65,6 +69,7 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
     }
     double iteration = a->iteration > 0 ? a->iteration : max2(backward_end, latest_done);
     double join = max2(UB_SEGMENT_MIN_GAP, UB_SEGMENT_REL_GAP * iteration);
+    bool structural = a->flags.cupti_missing == 0;
 
     int n_waited = 0;
     for (int c = 0; c < n; c++)
@@ -75,7 +80,8 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
     for (int i = 0; i < n_waited; i++) {
         int c = order[i].call;
         double need = order[i].need, done = a->calls[c].done;
-        if (segs == 0 || need - pass[segs - 1] > join) {
+        bool opens = structural ? a->calls[c].split : need - pass[segs > 0 ? segs - 1 : 0] > join;
+        if (segs == 0 || opens) {
             start[segs] = need;
             pass[segs] = max2(need, done);
             segs++;

@@ -94,6 +94,7 @@ int ub_record_summarize(const ub_record *r, ub_summary *out)
                     comm_min = d;
             }
             s->barrier |= k->barrier;
+            s->split |= k->needed && k->split;
             s->fallback |= !k->upstream;
         }
         s->ready = c == 0 ? 0.0 : mean_or(&ready, 0.0);

@@ -23,6 +23,8 @@ typedef struct ub_rec_call {
     bool upstream; /* ready came from the producer's event (false: fallback to the NCCL stream) */
     bool barrier;  /* something waited on it before the next allreduce arrived */
     bool needed;   /* a wait covering it was seen (need may still be NAN until measured) */
+    bool split;    /* the consumer did other work since its previous wait (or nobody can tell):
+                      false only when this wait directly followed another one */
 } ub_rec_call;
 
 typedef struct ub_record {
@@ -48,6 +50,7 @@ typedef struct ub_summary_call {
     double comm_mean, comm_min;
     bool barrier;
     bool fallback;             /* at least one iteration without an upstream event */
+    bool split;                /* its first wait may open a new forward segment (see derive.c) */
 } ub_summary_call;
 
 typedef struct ub_summary {
@@ -76,9 +79,9 @@ void ub_agree_header_encode(int n_calls, uint32_t period, uint64_t seq_hash, dou
 /* True when the max-combined header shows every rank sent the same values. */
 bool ub_agree_header_unanimous(const double combined[UB_AGREE_HEADER_LEN]);
 
-/* The max vector: per call [ready, need, done, -comm_min, barrier, fallback], then the flags
+/* The max vector: per call [ready, need, done, -comm_min, barrier, fallback, split], then the flags
  * and the iteration length.  The sum vector: per call comm_mean, then 1 (counts ranks). */
-#define UB_AGREE_PER_CALL 6
+#define UB_AGREE_PER_CALL 7
 #define UB_AGREE_GLOBALS 5
 int ub_agree_max_len(int n_calls);
 int ub_agree_sum_len(int n_calls);
