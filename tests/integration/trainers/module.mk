@@ -26,6 +26,11 @@ ifneq ($(wildcard tests/emu/nccl/module.mk),)
 INTEGRATION_TESTS += tests/integration/trainers/selfcheck.sh
 endif
 
-# Issue 4's observe-mode tests: they need build/libusbyte.so and its report.  Kept out of
-# INTEGRATION_TESTS until the runtime passes them (run: tests/run $(OBSERVE_TESTS_PENDING)).
-OBSERVE_TESTS_PENDING := $(sort $(wildcard tests/integration/observe_*.sh))
+# Issue 4's observe-mode tests: the trainers under build/libusbyte.so, checked against their truth.
+OBSERVE_TESTS := $(sort $(wildcard tests/integration/observe_*.sh))
+# Tests written but not passing yet against the runtime (none at the moment); run them with
+# tests/run $(OBSERVE_TESTS_PENDING).
+OBSERVE_TESTS_PENDING :=
+ifneq ($(wildcard interpose/module.mk),)
+INTEGRATION_TESTS += $(filter-out $(OBSERVE_TESTS_PENDING),$(OBSERVE_TESTS))
+endif

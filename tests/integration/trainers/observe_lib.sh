@@ -12,7 +12,7 @@ CHECK="python3 $ROOT/tests/integration/trainers/check_report.py"
 # Copies of shared/data/profiles kept in the repository, so that a fresh clone runs the tests.
 PROFILES=$ROOT/examples/profiles
 # The emulator's link model for every observe test (see docs/trainers.md for the choice).
-export USBYTE_EMU_ALPHA_US=${USBYTE_EMU_ALPHA_US:-200}
+export USBYTE_EMU_ALPHA_US=${USBYTE_EMU_ALPHA_US:-800}
 export USBYTE_EMU_GBPS=${USBYTE_EMU_GBPS:-0.2}
 export USBYTE_WARMUP=${USBYTE_WARMUP:-3}
 export USBYTE_LOG=${USBYTE_LOG:-info}

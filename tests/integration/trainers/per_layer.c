@@ -1,9 +1,10 @@
 /* A trainer with layer-wise forward overlap (the pattern of priority/preemption schedulers and of
  * per-layer optimizers), on the CUDA runtime and NCCL.
  *
- * Backward: each layer's gradients are produced on the compute stream, an event is recorded there,
- * the NCCL stream waits for it and allreduces each tensor of the layer in place, recording one end
- * event per tensor right after its call.  Next forward: before forward segment s (the profile's
+ * Backward: each layer's gradients are produced on the compute stream; for each tensor, as
+ * PyTorch's ProcessGroupNCCL does for every collective (dist.all_reduce(async_op=True) from a
+ * gradient hook), an event is recorded on the compute stream, the NCCL stream waits for it and
+ * allreduces the tensor in place, and the work's end event is recorded right after the call.  Next forward: before forward segment s (the profile's
  * `forward[s]`), the compute stream waits separately on the end event of every tensor whose `need`
  * is s, copies those gradients back, steps their parameters, and only then runs segment s.  So the
  * input-side layers, whose gradients arrive last, are needed first: the calls have distinct needs.
@@ -16,7 +17,7 @@
 typedef struct per_layer {
     trainer tr;
     cudaStream_t nccl_stream;
-    cudaEvent_t *layer_ready_ev;  /* per layer, compute stream */
+    cudaEvent_t *ready_ev;        /* per tensor, compute stream */
     cudaEvent_t *end_ev;          /* per tensor, NCCL stream */
     int *seg_first, *seg_n;       /* tensors whose need is s: a contiguous run */
     tr_range *seg_range;
@@ -67,11 +68,11 @@ static void backward(per_layer *pl)
     for (int l = 0; l < tr->n_layers; l++) {
         const tr_layer *layer = &tr->layers[l];
         tr_enqueue_layer(tr, l);
-        CUDA_CHECK(cudaEventRecord(pl->layer_ready_ev[l], tr->compute));
-        CUDA_CHECK(cudaStreamWaitEvent(pl->nccl_stream, pl->layer_ready_ev[l], 0));
         for (int k = layer->first; k < layer->first + layer->n; k++) {
             const tr_tensor *t = &tr->tensors[k];
             float *g = tr->d_grad + t->offset;
+            CUDA_CHECK(cudaEventRecord(pl->ready_ev[k], tr->compute));
+            CUDA_CHECK(cudaStreamWaitEvent(pl->nccl_stream, pl->ready_ev[k], 0));
             NCCL_CHECK(ncclAllReduce(g, g, t->count, ncclFloat32, ncclSum, tr->comm, pl->nccl_stream));
             CUDA_CHECK(cudaEventRecord(pl->end_ev[k], pl->nccl_stream));
         }
@@ -114,14 +115,14 @@ int main(int argc, char **argv)
     trainer *tr = &pl.tr;
     tr_init(tr, "per_layer", 0, argc, argv);
     index_segments(&pl);
-    pl.layer_ready_ev = calloc((size_t)tr->n_layers, sizeof(cudaEvent_t));
+    pl.ready_ev = calloc((size_t)tr->n_tensors, sizeof(cudaEvent_t));
     pl.end_ev = calloc((size_t)tr->n_tensors, sizeof(cudaEvent_t));
-    if (!pl.layer_ready_ev || !pl.end_ev)
+    if (!pl.ready_ev || !pl.end_ev)
         tr_die("out of memory");
-    for (int l = 0; l < tr->n_layers; l++)
-        CUDA_CHECK(cudaEventCreateWithFlags(&pl.layer_ready_ev[l], cudaEventDisableTiming));
-    for (int k = 0; k < tr->n_tensors; k++)
+    for (int k = 0; k < tr->n_tensors; k++) {
+        CUDA_CHECK(cudaEventCreateWithFlags(&pl.ready_ev[k], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&pl.end_ev[k], cudaEventDisableTiming));
+    }
     for (int i = 0; i < 2; i++)
         CUDA_CHECK(cudaEventCreateWithFlags(&pl.iter_done[i], cudaEventDisableTiming));
     CUDA_CHECK(cudaStreamCreateWithFlags(&pl.nccl_stream, cudaStreamNonBlocking));
@@ -138,14 +139,14 @@ int main(int argc, char **argv)
     tr_print_checksum(tr, NULL, 0);
 
     CUDA_CHECK(cudaStreamSynchronize(pl.nccl_stream));
-    for (int l = 0; l < tr->n_layers; l++)
-        CUDA_CHECK(cudaEventDestroy(pl.layer_ready_ev[l]));
-    for (int k = 0; k < tr->n_tensors; k++)
+    for (int k = 0; k < tr->n_tensors; k++) {
+        CUDA_CHECK(cudaEventDestroy(pl.ready_ev[k]));
         CUDA_CHECK(cudaEventDestroy(pl.end_ev[k]));
+    }
     for (int i = 0; i < 2; i++)
         CUDA_CHECK(cudaEventDestroy(pl.iter_done[i]));
     CUDA_CHECK(cudaStreamDestroy(pl.nccl_stream));
-    free(pl.layer_ready_ev);
+    free(pl.ready_ev);
     free(pl.end_ev);
     free(pl.seg_first);
     free(pl.seg_n);
