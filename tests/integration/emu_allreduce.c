@@ -1,5 +1,6 @@
 /* Every dtype x op of ncclAllReduce against a reference computed on the host, issued as one
- * group of five allreduces per dtype, then in-place and multi-chunk allreduces outside groups.
+ * group of five allreduces per dtype, then in-place and multi-chunk allreduces outside groups,
+ * then PreMulSum ops (host and device scalars).
  *
  * Values are small integers in [-3, 3] ([0, 3] for unsigned types), so with at most 4 ranks
  * every sum, product, max and min is an integer of magnitude <= 81, exactly representable in
@@ -188,6 +189,45 @@ int main(void)
         CUDA_OK(cudaFree(buf));
         free(host);
     }
+    /* PreMulSum: each rank's input times its own scalar (rank + 1), summed; |result| <= 30, exact.
+     * The scalar is host-immediate for most types and device-resident for float64 and int64. */
+    const ncclDataType_t pm_types[] = {ncclInt32, ncclUint8, ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64, ncclInt64};
+    for (size_t ti = 0; ti < sizeof pm_types / sizeof pm_types[0]; ti++) {
+        ncclDataType_t t = pm_types[ti];
+        size_t bytes = count * type_size(t);
+        unsigned char scalar[8];
+        store(t, scalar, 0, rank + 1);
+        void *host = malloc(bytes), *buf, *dev_scalar = NULL;
+        int on_device = t == ncclFloat64 || t == ncclInt64;
+        if (on_device) {
+            CUDA_OK(cudaMalloc(&dev_scalar, 8));
+            CUDA_OK(cudaMemcpy(dev_scalar, scalar, type_size(t), cudaMemcpyHostToDevice));
+        }
+        ncclRedOp_t op;
+        NCCL_OK(ncclRedOpCreatePreMulSum(&op, on_device ? dev_scalar : (void *)scalar, t,
+                                         on_device ? ncclScalarDevice : ncclScalarHostImmediate, comm));
+        for (size_t i = 0; i < count; i++)
+            store(t, host, i, value(t, rank, i));
+        CUDA_OK(cudaMalloc(&buf, bytes));
+        CUDA_OK(cudaMemcpy(buf, host, bytes, cudaMemcpyHostToDevice));
+        NCCL_OK(ncclAllReduce(buf, buf, count, t, op, comm, stream));
+        NCCL_OK(ncclRedOpDestroy(op, comm));   /* allowed once issued */
+        CUDA_OK(cudaStreamSynchronize(stream));
+        CUDA_OK(cudaMemcpy(host, buf, bytes, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < count; i++) {
+            long long want = 0;
+            for (int r = 0; r < nranks; r++)
+                want += (long long)(r + 1) * value(t, r, i);
+            EXPECT(load(t, host, i) == (double)want, "premulsum %d element %zu: got %g want %lld", (int)t, i,
+                   load(t, host, i), want);
+        }
+        checked++;
+        CUDA_OK(cudaFree(buf));
+        if (dev_scalar)
+            CUDA_OK(cudaFree(dev_scalar));
+        free(host);
+    }
+
     NCCL_OK(ncclCommDestroy(comm));
     CUDA_OK(cudaStreamDestroy(stream));
     printf("allreduce: %d dtype/op combinations correct on %d ranks\n", checked, nranks);

@@ -299,7 +299,7 @@ static void test_aliases(void)
                                   "CommUserRank", "CommCuDevice", "CommGetAsyncError", "GetErrorString",
                                   "GetLastError", "AllReduce", "Broadcast", "Bcast", "Reduce", "AllGather",
                                   "ReduceScatter", "Send", "Recv", "GroupStart", "GroupEnd", "GroupSimulateEnd",
-                                  "MemAlloc", "MemFree"};
+                                  "MemAlloc", "MemFree", "RedOpCreatePreMulSum", "RedOpDestroy"};
     void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
     EXPECT(lib != NULL, "libnccl.so.2 is loaded");
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

@@ -8,7 +8,7 @@ B=${BUILD:-build}
 run=$B/emu/emu-run
 for n in 3 4 1; do
     out=$("$run" -n $n --timeout 60 -- "$B/tests/integration/emu_allreduce")
-    [ "$(grep -c "allreduce: 54 dtype/op combinations correct on $n ranks" <<<"$out")" -eq $n ] || { echo "$out"; exit 1; }
+    [ "$(grep -c "allreduce: 61 dtype/op combinations correct on $n ranks" <<<"$out")" -eq $n ] || { echo "$out"; exit 1; }
 done
 for n in 2 3; do
     out=$("$run" -n $n --timeout 60 -- "$B/tests/integration/emu_collectives")

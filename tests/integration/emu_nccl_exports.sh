@@ -13,7 +13,7 @@ grep -q '@' <<<"$syms" && fail "versioned symbols: $(grep '@' <<<"$syms")"
 n=0
 for f in GetVersion GetUniqueId CommInitRank CommInitRankConfig CommInitAll CommSplit CommDestroy CommFinalize \
          CommAbort CommCount CommUserRank CommCuDevice CommGetAsyncError GetErrorString GetLastError AllReduce \
-         Broadcast Bcast Reduce AllGather ReduceScatter Send Recv GroupStart GroupEnd GroupSimulateEnd MemAlloc MemFree; do
+         Broadcast Bcast Reduce AllGather ReduceScatter Send Recv GroupStart GroupEnd GroupSimulateEnd MemAlloc MemFree RedOpCreatePreMulSum RedOpDestroy; do
     weak=$(awk -v s="nccl$f" '$3 == s && $2 == "WEAK" {print $1}' <<<"$syms")
     strong=$(awk -v s="pnccl$f" '$3 == s && $2 == "GLOBAL" {print $1}' <<<"$syms")
     [ -n "$weak" ] || fail "nccl$f is not a WEAK export"

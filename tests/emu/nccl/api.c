@@ -48,9 +48,16 @@ static ncclResult_t issue(enum emu_kind kind, const void *send, void *recv, size
     if (es == 0)
         return emu_error(ncclInvalidArgument, "%s: invalid data type %d", fn, dtype);
     int reduces = kind == EMU_ALLREDUCE || kind == EMU_REDUCE || kind == EMU_REDUCESCATTER;
+    const struct emu_premul_op *premul = NULL;
     if (reduces) {
-        if (op < 0 || op >= ncclNumOps)
+        if (op >= ncclNumOps && op < ncclNumOps + EMU_MAX_PREMUL_OPS && comm->premul[op - ncclNumOps].live) {
+            premul = &comm->premul[op - ncclNumOps];
+            if (premul->dtype != dtype)
+                return emu_error(ncclInvalidArgument, "%s: PreMulSum op %d was created for %s, used with %s", fn, op,
+                                 emu_dtype_name(premul->dtype), emu_dtype_name(dtype));
+        } else if (op < 0 || op >= ncclNumOps) {
             return emu_error(ncclInvalidArgument, "%s: invalid reduction op %d", fn, op);
+        }
         if (!emu_dtype_reducible(dtype))
             return emu_error(ncclInvalidArgument, "%s: reductions of %s are not emulated", fn, emu_dtype_name(dtype));
     } else {
@@ -84,6 +91,13 @@ static ncclResult_t issue(enum emu_kind kind, const void *send, void *recv, size
     case EMU_RECV: TRY(check_buf(recv, b, fn, "recvbuff")); break;
     }
     struct emu_coll c = {.kind = kind, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = op, .root = root};
+    if (premul != NULL) {
+        c.premul = true;
+        if (premul->residence == ncclScalarDevice)
+            c.scalar_dev = premul->dev;
+        else
+            memcpy(c.scalar, premul->value, es);
+    }
     return emu_group_add(comm, stream, &c);
 }
 
@@ -347,6 +361,53 @@ EMU_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, nccl
     return r;
 }
 EMU_NCCL_ALIAS(ncclCommSplit);
+
+/* ---- PreMulSum reduction ops ---- */
+
+EMU_EXPORT ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
+                                                  ncclScalarResidence_t residence, ncclComm_t comm)
+{
+    TRY(check_comm(comm, "ncclRedOpCreatePreMulSum"));
+    size_t es = emu_dtype_size(datatype);
+    if (op == NULL || scalar == NULL)
+        return emu_error(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: op or scalar is NULL");
+    if (es == 0 || !emu_dtype_reducible(datatype))
+        return emu_error(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: invalid data type %d", datatype);
+    if (residence != ncclScalarDevice && residence != ncclScalarHostImmediate)
+        return emu_error(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: invalid residence %d", residence);
+    if (residence == ncclScalarDevice && !usbyteEmuValidRange(scalar, es))
+        return emu_error(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: device scalar %p is not device memory", scalar);
+    /* The lowest free slot: ranks that create and destroy ops in the same order get the same
+     * handles, which is what the cross-rank signature check compares. */
+    for (int i = 0; i < EMU_MAX_PREMUL_OPS; i++) {
+        struct emu_premul_op *p = &comm->premul[i];
+        if (p->live)
+            continue;
+        *p = (struct emu_premul_op){.live = true, .dtype = datatype, .residence = residence};
+        if (residence == ncclScalarDevice)
+            p->dev = scalar;
+        else
+            memcpy(p->value, scalar, es);
+        *op = (ncclRedOp_t)(ncclNumOps + i);
+        return ncclSuccess;
+    }
+    return emu_error(ncclInvalidUsage, "ncclRedOpCreatePreMulSum: more than %d live ops on this communicator",
+                     EMU_MAX_PREMUL_OPS);
+}
+EMU_NCCL_ALIAS(ncclRedOpCreatePreMulSum);
+
+EMU_EXPORT ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
+{
+    TRY(check_comm(comm, "ncclRedOpDestroy"));
+    int i = (int)op - ncclNumOps;
+    if (i < 0 || i >= EMU_MAX_PREMUL_OPS || !comm->premul[i].live)
+        return emu_error(ncclInvalidArgument, "ncclRedOpDestroy: op %d is not a live PreMulSum op of this communicator",
+                         (int)op);
+    /* Operations already issued captured what they need (the value, or the device pointer). */
+    comm->premul[i].live = false;
+    return ncclSuccess;
+}
+EMU_NCCL_ALIAS(ncclRedOpDestroy);
 
 /* ---- groups ---- */
 

@@ -187,3 +187,45 @@ void emu_divide(void *dst, size_t n, int dtype, int nranks)
     default: break;
     }
 }
+
+#define SCALE_INT(T, U)                                                           \
+    do {                                                                          \
+        T *d = dst, s;                                                            \
+        memcpy(&s, scalar, sizeof s);                                             \
+        for (size_t i = 0; i < n; i++)                                            \
+            d[i] = (T)((U)d[i] * (U)s);                                           \
+    } while (0)
+
+#define SCALE_FLOAT(T)                                                            \
+    do {                                                                          \
+        T *d = dst, s;                                                            \
+        memcpy(&s, scalar, sizeof s);                                             \
+        for (size_t i = 0; i < n; i++)                                            \
+            d[i] = d[i] * s;                                                      \
+    } while (0)
+
+#define SCALE_16(TO_F, FROM_F)                                                    \
+    do {                                                                          \
+        uint16_t *d = dst, s;                                                     \
+        memcpy(&s, scalar, sizeof s);                                             \
+        float fs = TO_F(s);                                                       \
+        for (size_t i = 0; i < n; i++)                                            \
+            d[i] = FROM_F(TO_F(d[i]) * fs);                                       \
+    } while (0)
+
+void emu_scale(void *dst, size_t n, int dtype, const void *scalar)
+{
+    switch (dtype) {
+    case ncclInt8: SCALE_INT(int8_t, uint32_t); break;
+    case ncclUint8: SCALE_INT(uint8_t, uint32_t); break;
+    case ncclInt32: SCALE_INT(int32_t, uint32_t); break;
+    case ncclUint32: SCALE_INT(uint32_t, uint32_t); break;
+    case ncclInt64: SCALE_INT(int64_t, uint64_t); break;
+    case ncclUint64: SCALE_INT(uint64_t, uint64_t); break;
+    case ncclFloat32: SCALE_FLOAT(float); break;
+    case ncclFloat64: SCALE_FLOAT(double); break;
+    case ncclFloat16: SCALE_16(emu_half_to_float, emu_float_to_half); break;
+    case ncclBfloat16: SCALE_16(emu_bf16_to_float, emu_float_to_bf16); break;
+    default: break;
+    }
+}

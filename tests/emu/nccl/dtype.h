@@ -23,6 +23,9 @@ void emu_reduce(void *dst, const void *src, size_t n, int dtype, int op);
 /* Finishes an average: dst[i] /= nranks (integer types truncate like C division). */
 void emu_divide(void *dst, size_t n, int dtype, int nranks);
 
+/* dst[i] *= scalar, where scalar points to one element of the same type (PreMulSum). */
+void emu_scale(void *dst, size_t n, int dtype, const void *scalar);
+
 float emu_half_to_float(uint16_t h);
 uint16_t emu_float_to_half(float f);
 float emu_bf16_to_float(uint16_t b);

@@ -83,7 +83,7 @@ void emu_format_sig(char *buf, size_t size, enum emu_kind kind, uint64_t count, 
         return;
     if (kind == EMU_ALLREDUCE || kind == EMU_REDUCE || kind == EMU_REDUCESCATTER) {
         const char *on = emu_op_name(op);
-        n += on ? snprintf(buf + n, size - n, " %s", on) : snprintf(buf + n, size - n, " op%d", op);
+        n += on ? snprintf(buf + n, size - n, " %s", on) : snprintf(buf + n, size - n, " premulsum#%d", op - ncclNumOps);
     }
     if (n >= 0 && (size_t)n < size) {
         if (kind == EMU_BROADCAST || kind == EMU_REDUCE)

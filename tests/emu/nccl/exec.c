@@ -123,8 +123,12 @@ static int bar(struct ncclComm *c)
 
 /* Data movement through the per-rank slots, chunk by chunk: publish, barrier, combine in rank
  * order (identical results on every rank), barrier before the slots are reused. */
-static int coll_data(struct ncclComm *c, const struct emu_coll *op)
+static int coll_data(struct ncclComm *c, struct emu_coll *op)
 {
+    if (op->premul && op->scalar_dev != NULL) {
+        check_range(c, op, op->scalar_dev, emu_dtype_size(op->dtype), "PreMulSum scalar");
+        memcpy(op->scalar, op->scalar_dev, emu_dtype_size(op->dtype));
+    }
     const int me = c->rank, p = c->nranks;
     const size_t es = emu_dtype_size(op->dtype);
     const unsigned char *send = op->send;
@@ -138,6 +142,8 @@ static int coll_data(struct ncclComm *c, const struct emu_coll *op)
         case EMU_ALLREDUCE:
         case EMU_REDUCE:
             memcpy(slot(c, me), send + off * es, nb);
+            if (op->premul)
+                emu_scale(slot(c, me), n, op->dtype, op->scalar);
             if (bar(c))
                 return -1;
             if (op->kind == EMU_ALLREDUCE || me == op->root) {
@@ -166,6 +172,8 @@ static int coll_data(struct ncclComm *c, const struct emu_coll *op)
         case EMU_REDUCESCATTER: {
             for (int d = 0; d < p; d++)
                 memcpy(slot(c, me) + (size_t)d * nb, send + ((size_t)d * op->count + off) * es, nb);
+            if (op->premul)
+                emu_scale(slot(c, me), n * (size_t)p, op->dtype, op->scalar);
             if (bar(c))
                 return -1;
             unsigned char *dst = recv + off * es;
@@ -195,7 +203,7 @@ static void describe_wait(char *buf, size_t size, const char *head, const int *m
     }
 }
 
-static void run_collective(struct ncclComm *c, const struct emu_coll *op)
+static void run_collective(struct ncclComm *c, struct emu_coll *op)
 {
     char head[96];
     emu_fmt(head, sizeof head, "%s #%llu comm %s", emu_kind_api_name(op->kind), (unsigned long long)op->index, c->hash);

@@ -33,6 +33,7 @@
     extern __typeof(p##name) name __attribute__((weak, alias("p" #name), visibility("default")))
 
 #define EMU_MAX_RANKS 128
+#define EMU_MAX_PREMUL_OPS 64                /* live ncclRedOpCreatePreMulSum ops per communicator */
 #define EMU_SLOT_BYTES ((size_t)1 << 20)     /* per-rank staging slot for collectives */
 #define EMU_CHAN_BYTES ((size_t)64 << 10)    /* per-pair mailbox for send/recv */
 #define EMU_ID_MAGIC "usbyte-emu:"
@@ -94,7 +95,20 @@ struct emu_coll {
     void *recv;
     size_t count;
     int dtype, op, root;     /* root: root of broadcast/reduce, peer of send/recv */
+    /* A PreMulSum op (op >= ncclNumOps): this rank's input is multiplied by the scalar (the value
+     * captured at the call, or read from device memory when the operation runs), then summed. */
+    bool premul;
+    unsigned char scalar[8];
+    const void *scalar_dev;
     uint64_t index;          /* collective index (collectives) or message ordinal (p2p) */
+};
+
+struct emu_premul_op {
+    bool live;
+    int dtype;
+    ncclScalarResidence_t residence;
+    unsigned char value[8];       /* ncclScalarHostImmediate: the scalar, copied at creation */
+    const void *dev;              /* ncclScalarDevice: where it is read when an operation runs */
 };
 
 struct ncclComm {
@@ -119,6 +133,7 @@ struct ncclComm {
     uint64_t run_ticket;         /* next ticket allowed to run (workers) */
     uint64_t next_coll;          /* next collective index (host) */
     uint64_t *send_ordinal, *recv_ordinal;   /* per peer (host) */
+    struct emu_premul_op premul[EMU_MAX_PREMUL_OPS];
     atomic_bool local_abort;
     atomic_int async_error;
 };

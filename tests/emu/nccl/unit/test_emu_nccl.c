@@ -126,6 +126,13 @@ static void test_reduce(void **state)
     emu_reduce(x, y, 2, ncclFloat64, ncclMin);
     assert_float_equal(x[0], -1, 0);
     assert_float_equal(x[1], -3, 0);
+    float f[2] = {1.5f, -2.0f}, k = 4.0f;
+    emu_scale(f, 2, ncclFloat32, &k);
+    assert_float_equal(f[0], 6.0, 0);
+    assert_float_equal(f[1], -8.0, 0);
+    uint8_t u[1] = {200}, ku = 2;
+    emu_scale(u, 1, ncclUint8, &ku);                                     /* wraps */
+    assert_int_equal(u[0], 144);
     assert_int_equal(emu_dtype_size(ncclBfloat16), 2);
     assert_int_equal(emu_dtype_size(99), 0);
     assert_false(emu_dtype_reducible(ncclFloat8e4m3));
@@ -141,6 +148,8 @@ static void test_signature(void **state)
     assert_string_equal(buf, "broadcast count=7 bfloat16 root=3");
     emu_format_sig(buf, sizeof buf, EMU_REDUCE, 7, ncclInt8, ncclAvg, 1);
     assert_string_equal(buf, "reduce count=7 int8 avg root=1");
+    emu_format_sig(buf, sizeof buf, EMU_ALLREDUCE, 3, ncclFloat64, ncclNumOps + 2, 0);
+    assert_string_equal(buf, "allreduce count=3 float64 premulsum#2");
     emu_format_sig(buf, sizeof buf, EMU_SEND, 5, ncclUint64, 0, 2);
     assert_string_equal(buf, "send count=5 uint64 peer=2");
     emu_format_sig(buf, 10, EMU_ALLGATHER, 5, ncclUint64, 0, 0);        /* truncates safely */
