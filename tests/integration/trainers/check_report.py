@@ -281,6 +281,8 @@ def cmd_summary(a):
             print("  fitted link: alpha %.1f us, beta %.3f ns/B (%.2f GB/s)"
                   % (1e6 * net.get("alpha", 0), 1e9 * net.get("beta", 0),
                      1e-9 / net["beta"] if net.get("beta") else float("nan")))
+        if isinstance(c.get("measured_iteration"), (int, float)):
+            print("  measured iteration: %.3f ms (usbyte, during the warm-up)" % (1e3 * c["measured_iteration"]))
         if a.measured_ms is not None:
             print("  measured iteration: %.3f ms (the trainer without usbyte, backward start to backward start)"
                   % a.measured_ms)
