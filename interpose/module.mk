@@ -21,8 +21,8 @@ DEMO_DEPS += $(USBYTE_SO)
 RUNTIME_UNIT_TESTS := test_config test_agree test_derive
 RUNTIME_UNIT_BINS := $(patsubst %,$(BUILD)/tests/unit/%,$(RUNTIME_UNIT_TESTS))
 $(BUILD)/tests/unit/test_config: $(call objs,tests/unit/test_config.c interpose/config.c) $(PLAN_LIB)
-$(BUILD)/tests/unit/test_agree: $(call objs,tests/unit/test_agree.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
-$(BUILD)/tests/unit/test_derive: $(call objs,tests/unit/test_derive.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
+$(BUILD)/tests/unit/test_agree: $(call objs,tests/unit/test_agree.c interpose/config.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
+$(BUILD)/tests/unit/test_derive: $(call objs,tests/unit/test_derive.c interpose/config.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
 $(RUNTIME_UNIT_BINS):
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm

@@ -1,0 +1,136 @@
+/* From agreed numbers to a MODEL.md profile: the barrier case (DDP: one segment), distinct
+ * forward segments (per layer), structural joining, calls nobody waited on, the fitted net. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <stdlib.h>
+
+/* cmocka has no double comparison with a tolerance in this version. */
+#define assert_double_equal(a, b, eps) assert_true(fabs((double)(a) - (double)(b)) <= (eps))
+
+#include "usbyte/model.h"
+#include "usbyte/record.h"
+
+static uint64_t bytes[4] = {1000000, 2000000, 3000000, 4000000};
+static int dtype[4] = {UB_DTYPE_FLOAT32, UB_DTYPE_FLOAT32, UB_DTYPE_FLOAT32, UB_DTYPE_FLOAT32};
+static int op[4] = {UB_OP_SUM, UB_OP_SUM, UB_OP_SUM, UB_OP_SUM};
+
+/* comm = 1 ms + 1 ns/B exactly */
+static void calls_with_exact_link(ub_summary_call *c, int n)
+{
+    for (int k = 0; k < n; k++) {
+        c[k].ready = 0.010 * k;
+        c[k].comm_min = 1e-3 + 1e-9 * (double)bytes[k];
+        c[k].comm_mean = c[k].comm_min * 1.1;
+        c[k].done = c[k].ready + c[k].comm_min;
+        c[k].split = true;
+    }
+}
+
+static void test_barrier_case(void **state)
+{
+    (void)state;
+    ub_summary_call c[4] = {{0}};
+    calls_with_exact_link(c, 4);
+    for (int k = 0; k < 4; k++)
+        c[k].need = 0.040 + 1e-5 * k; /* waits in a row, structurally joined */
+    for (int k = 1; k < 4; k++)
+        c[k].split = false;
+    ub_agreed a = {4, 4, c, 0.060, {0, 0, 0, 0}};
+    ub_profile p;
+    ub_fit_result fit;
+    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, &p, &fit), 0);
+    assert_int_equal(p.n_forward, 1);
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(p.calls[k].need, 0);
+    assert_double_equal(p.backward_end, 0.030, 1e-12);
+    assert_double_equal(p.gap, 0.010, 1e-12);
+    /* the consumer passed the last wait at max(need, done) = 0.035 + ... */
+    double pass = fmax(0.040 + 3e-5, c[3].done);
+    assert_double_equal(p.forward[0], 0.060 - pass, 1e-12);
+    assert_true(p.has_net);
+    assert_double_equal(p.alpha, 1e-3, 1e-9);
+    assert_double_equal(p.beta, 1e-9, 1e-15);
+    assert_double_equal(p.calls[2].measured_comm, c[2].comm_mean, 0);
+    assert_int_equal(p.ranks, 4);
+    /* a valid profile for the evaluator: wfbp-like single blocks predict about the iteration */
+    assert_true(ub_lower_bound(&p) > 0);
+    free(p.calls);
+    free(p.forward);
+}
+
+static void test_distinct_segments_reversed(void **state)
+{
+    (void)state;
+    ub_summary_call c[4] = {{0}};
+    calls_with_exact_link(c, 4);
+    /* the forward needs the last-produced call first (per layer) */
+    c[3].need = 0.040; c[2].need = 0.045; c[1].need = 0.046; c[0].need = 0.050;
+    c[1].split = false; /* directly after call 2's wait */
+    ub_agreed a = {4, 2, c, 0.060, {0, 0, 0, 0}};
+    ub_profile p;
+    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, &p, NULL), 0);
+    assert_int_equal(p.n_forward, 3);
+    assert_int_equal(p.calls[3].need, 0);
+    assert_int_equal(p.calls[2].need, 1);
+    assert_int_equal(p.calls[1].need, 1);
+    assert_int_equal(p.calls[0].need, 2);
+    assert_double_equal(p.forward[0], 0.045 - fmax(0.040, c[3].done), 1e-12);
+    free(p.calls);
+    free(p.forward);
+}
+
+static void test_time_rule_without_cupti(void **state)
+{
+    (void)state;
+    ub_summary_call c[4] = {{0}};
+    calls_with_exact_link(c, 4);
+    c[3].need = 0.040; c[2].need = 0.040 + 5e-6; c[1].need = 0.048; c[0].need = 0.048 + 5e-6;
+    for (int k = 0; k < 4; k++)
+        c[k].split = true; /* meaningless without CUPTI */
+    ub_agreed a = {4, 2, c, 0.060, {0, 1, 0, 0}};
+    ub_profile p;
+    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, &p, NULL), 0);
+    assert_int_equal(p.n_forward, 2);
+    assert_int_equal(p.calls[3].need, 0);
+    assert_int_equal(p.calls[2].need, 0);
+    assert_int_equal(p.calls[1].need, 1);
+    assert_int_equal(p.calls[0].need, 1);
+    free(p.calls);
+    free(p.forward);
+}
+
+static void test_unwaited_calls_and_merge(void **state)
+{
+    (void)state;
+    ub_summary_call c[4] = {{0}};
+    calls_with_exact_link(c, 4);
+    for (int k = 0; k < 4; k++)
+        c[k].need = -1;
+    c[1].barrier = true;
+    ub_agreed a = {4, 2, c, 0.060, {0, 0, 0, 0}};
+    ub_profile p;
+    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, &p, NULL), 0);
+    assert_int_equal(p.n_forward, 1);
+    assert_double_equal(p.gap, 0, 0);
+    assert_false(p.calls[1].merge);
+    assert_true(p.calls[0].merge);
+    assert_double_equal(p.forward[0], 0.060 - c[3].done, 1e-12);
+    free(p.calls);
+    free(p.forward);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_barrier_case),
+        cmocka_unit_test(test_distinct_segments_reversed),
+        cmocka_unit_test(test_time_rule_without_cupti),
+        cmocka_unit_test(test_unwaited_calls_and_merge),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
