@@ -1,0 +1,9 @@
+# Sourced by tests that LD_PRELOAD libusbyte.so: sets USBYTE_PRELOAD to the value LD_PRELOAD
+# needs.  Under SAN=address the ASan runtime must come first in LD_PRELOAD, or it aborts with
+# "ASan runtime does not come first in initial library list".  Uses BUILD (default build) and SAN.
+_ub_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+USBYTE_PRELOAD="$_ub_root/${BUILD:-build}/libusbyte.so"
+if [[ "${SAN:-}" == *address* ]]; then
+    USBYTE_PRELOAD="$(gcc -print-file-name=libasan.so) $USBYTE_PRELOAD"
+fi
+export USBYTE_PRELOAD

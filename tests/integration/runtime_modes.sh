@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The runtime's own checks: only the wrappers are exported (the CUDA ones under the runtime's
+# version node); a program whose references are versioned (cudaStreamWaitEvent@libcudart.so.13)
+# reaches our wrappers through LD_PRELOAD (the report sees its upstream events and end events);
+# USBYTE_MODE=off writes nothing and says nothing; results are bit-identical in every mode.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+source tests/integration/preload-env.sh
+LIB=$BUILD/libusbyte.so
+TRAINER=$BUILD/trainers/ddp_like
+for f in "$LIB" "$TRAINER" "$BUILD/emu/emu-run"; do
+    [ -e "$f" ] || { echo "missing $f: build it first (make)"; exit 1; }
+done
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# 1. Exports: the wrappers and nothing else.
+readelf -W --dyn-syms "$LIB" | awk '$7 != "UND" && ($5 == "GLOBAL" || $5 == "WEAK") {print $8}' | sort >"$WORK/exports"
+grep -v -E '^(nccl[A-Za-z]+@@USBYTE_NCCL_1|cuda[A-Za-z_]+@@libcudart\.so\.13|USBYTE_NCCL_1|libcudart\.so\.13)$' "$WORK/exports" \
+    && fail "unexpected exports above"
+for s in ncclAllReduce@@USBYTE_NCCL_1 ncclGroupStart@@USBYTE_NCCL_1 ncclCommDestroy@@USBYTE_NCCL_1 \
+         cudaEventRecord@@libcudart.so.13 cudaStreamWaitEvent@@libcudart.so.13 cudaEventSynchronize@@libcudart.so.13; do
+    grep -qx "$s" "$WORK/exports" || fail "$s not exported"
+done
+grep -q '^pnccl' "$WORK/exports" && fail "pncclXxx must stay NCCL's"
+# 2. The test program's references are versioned like against the real runtime.
+readelf -W --dyn-syms "$TRAINER" | grep -q 'cudaStreamWaitEvent@libcudart.so.13' \
+    || fail "$TRAINER does not reference cudaStreamWaitEvent@libcudart.so.13 (emulator not versioned?)"
+
+export USBYTE_EMU_ALPHA_US=200 USBYTE_EMU_GBPS=0.2 USBYTE_WARMUP=2
+ARGS=(--profile examples/profiles/resnet50-v100-b64-barrier.json --iters 9 --time-scale 0.1 --bytes-scale 0.01)
+run() { # OUT PRELOAD MODE
+    LD_PRELOAD="$2" USBYTE_MODE="$3" USBYTE_REPORT="$WORK/r-$3-%r.json" \
+        "$BUILD/emu/emu-run" -n 2 --timeout 60 -- "$TRAINER" "${ARGS[@]}" >"$1" 2>&1 \
+        || { sed 's/^/    | /' "$1"; fail "run $3 failed"; }
+}
+run "$WORK/base.out" "" none
+run "$WORK/off.out" "$USBYTE_PRELOAD" off
+run "$WORK/observe.out" "$USBYTE_PRELOAD" observe
+sums() { grep -o 'checksum [0-9a-f]\{16\}' "$1" | sort; }
+[ "$(sums "$WORK/base.out" | wc -l)" -eq 2 ] || fail "no checksums in the baseline run"
+[ "$(sums "$WORK/base.out")" = "$(sums "$WORK/off.out")" ] || fail "USBYTE_MODE=off changed the results"
+[ "$(sums "$WORK/base.out")" = "$(sums "$WORK/observe.out")" ] || fail "observe changed the results"
+# 3. Off: silent, no report.
+grep -q 'usbyte\[' "$WORK/off.out" && fail "USBYTE_MODE=off printed something"
+ls "$WORK"/r-off-* >/dev/null 2>&1 && fail "USBYTE_MODE=off wrote a report"
+# 4. Observe: both ranks report; the versioned CUDA references reached the wrappers.
+python3 - "$WORK/r-observe-0.json" "$WORK/r-observe-1.json" <<'PY'
+import json, sys
+reps = [json.load(open(p)) for p in sys.argv[1:]]
+for r in reps:
+    c = r["comms"][0]
+    assert c["state"] == "planned", c["state"]
+    pat = c["pattern"]
+    assert pat["ready"]["upstream_event_calls"] > 0, "cudaStreamWaitEvent not intercepted: %r" % pat
+    assert pat["consumers"]["end_events_on_nccl_stream"], "cudaEventRecord not intercepted: %r" % pat
+    assert pat["stream_ordered_work"]["cupti"], pat
+assert reps[0]["comms"][0]["profile"] == reps[1]["comms"][0]["profile"]
+print("info: versions %s" % json.dumps(reps[0]["versions"]))
+PY
+echo "runtime modes: ok"
