@@ -28,3 +28,4 @@ $(RUNTIME_UNIT_BINS):
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
 
 UNIT_TESTS += $(foreach t,$(RUNTIME_UNIT_TESTS),$(if $(wildcard tests/unit/$(t).c),$(BUILD)/tests/unit/$(t)))
+INTEGRATION_TESTS += tests/integration/runtime_modes.sh
