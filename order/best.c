@@ -12,6 +12,7 @@
  * result is compared with the start under the evaluator itself: `best` is never worse than
  * any other policy.  The budget of move evaluations grows linearly with the number of calls,
  * so the plan is a pure function of the profile (no clocks). */
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "search.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
+#include "usbyte/synthetic.h"
 
 #define MAX_SHIFT 8  /* farthest relocation of one block */
 #define MAX_PAIR 32  /* farthest block holding the neighbouring piece of the same call */
@@ -27,21 +29,123 @@
 typedef struct {
     ub_wplan wp;
     ub_wblock s[4]; /* scratch blocks; their segment arrays are recycled */
+    ub_wblock h[3]; /* hypothetical blocks: cached quantities only, judged before building */
     const ub_wblock *view[MAX_PAIR + MAX_SHIFT + 4];
     long evals, budget, moves;
 } search;
+
+/* Scratch blocks keep their cached quantities up to date as segments are added or resized,
+ * so judging a move costs O(1) per changed segment, not O(segments of the block). */
+static void reset(ub_wblock *w)
+{
+    w->n = 0;
+    w->r = 0.0;
+    w->bytes = 0.0;
+    w->W = -DBL_MAX;
+    w->staged = false;
+    w->valid = true;
+    w->call0 = -1;
+}
 
 static void clone_into(ub_wblock *dst, const ub_wblock *src)
 {
     ub_wblock_reserve(dst, src->n);
     memcpy(dst->seg, src->seg, sizeof(ub_segment) * src->n);
     dst->n = src->n;
+    dst->r = src->r;
+    dst->bytes = src->bytes;
+    dst->W = src->W;
+    dst->staged = src->staged;
+    dst->valid = src->valid;
+    dst->call0 = src->call0;
 }
 
-static void append_all(ub_wblock *dst, const ub_wblock *src, uint32_t from, uint32_t to)
+static void add_seg(const ub_wplan *wp, ub_wblock *w, int32_t call, uint64_t offset, uint64_t length)
+{
+    const ub_call *c = &wp->prof->calls[call];
+    if (w->call0 < 0) {
+        w->call0 = call;
+    } else if (call != w->call0) {
+        const ub_call *c0 = &wp->prof->calls[w->call0];
+        w->staged = true;
+        if (c->dtype != c0->dtype || c->op != c0->op || wp->group[call] != wp->group[w->call0])
+            w->valid = false;
+    }
+    if (c->ready > w->r)
+        w->r = c->ready;
+    if (wp->Fs[call] > w->W)
+        w->W = wp->Fs[call];
+    w->bytes += (double)length;
+    ub_wblock_push(w, call, offset, length);
+}
+
+static void append_all(const ub_wplan *wp, ub_wblock *dst, const ub_wblock *src, uint32_t from, uint32_t to)
 {
     for (uint32_t i = from; i < to; i++)
-        ub_wblock_push(dst, src->seg[i].call, src->seg[i].offset, src->seg[i].length);
+        add_seg(wp, dst, src->seg[i].call, src->seg[i].offset, src->seg[i].length);
+}
+
+/* Segment k of w loses `cut` bytes at its end (tail) or its start (head); the call stays. */
+static void trim(ub_wblock *w, uint32_t k, uint64_t cut, bool head)
+{
+    if (head)
+        w->seg[k].offset += cut;
+    w->seg[k].length -= cut;
+    w->bytes -= (double)cut;
+}
+
+/* Cost from the cached quantities; false when the block is empty or mixes what it may not. */
+static bool finish(const ub_wplan *wp, ub_wblock *w)
+{
+    if (w->n == 0 || !w->valid)
+        return false;
+    w->cost = ub_block_cost(wp->prof, w->bytes, w->staged);
+    return true;
+}
+
+/* The quantities of a union of segments, without copying them (h->n counts segments). */
+static void hyp_add_range(const ub_wplan *wp, ub_wblock *h, const ub_wblock *b, uint32_t from, uint32_t to)
+{
+    for (uint32_t k = from; k < to; k++) {
+        int32_t call = b->seg[k].call;
+        const ub_call *c = &wp->prof->calls[call];
+        if (h->call0 < 0) {
+            h->call0 = call;
+        } else if (call != h->call0) {
+            const ub_call *c0 = &wp->prof->calls[h->call0];
+            h->staged = true;
+            if (c->dtype != c0->dtype || c->op != c0->op || wp->group[call] != wp->group[h->call0])
+                h->valid = false;
+        }
+        if (c->ready > h->r)
+            h->r = c->ready;
+        if (wp->Fs[call] > h->W)
+            h->W = wp->Fs[call];
+        h->bytes += (double)b->seg[k].length;
+        h->n++;
+    }
+}
+
+/* h grows by a whole block, in O(1) from the block's cached quantities. */
+static void hyp_add_block(const ub_wplan *wp, ub_wblock *h, const ub_wblock *b)
+{
+    if (h->call0 < 0) {
+        h->call0 = b->call0;
+        h->staged = b->staged;
+    } else {
+        const ub_call *c = &wp->prof->calls[b->call0], *c0 = &wp->prof->calls[h->call0];
+        if (b->staged || b->call0 != h->call0)
+            h->staged = true;
+        if (c->dtype != c0->dtype || c->op != c0->op || wp->group[b->call0] != wp->group[h->call0])
+            h->valid = false;
+    }
+    h->valid = h->valid && b->valid;
+    if (b->r > h->r)
+        h->r = b->r;
+    if (b->W > h->W)
+        h->W = b->W;
+    h->bytes += b->bytes;
+    h->n += b->n;
 }
 
 /* Candidate cut offsets strictly inside [lo, hi) of call k, whole elements: the multiples of
@@ -86,6 +190,18 @@ static int cut_points(const ub_profile *prof, int k, uint64_t lo, uint64_t hi, d
  * the incremental test. */
 static bool confirm(search *s, double thr)
 {
+#ifdef UB_SEARCH_CHECK
+    for (int b = 0; b < s->wp.nb; b++) {
+        ub_wblock w = s->wp.b[b];
+        ub_wblock_attrs(&s->wp, &w);
+        if (w.r != s->wp.b[b].r || w.W != s->wp.b[b].W || w.staged != s->wp.b[b].staged ||
+            w.valid != s->wp.b[b].valid || w.call0 != s->wp.b[b].call0 ||
+            w.bytes != s->wp.b[b].bytes || w.cost != s->wp.b[b].cost) {
+            fprintf(stderr, "stale block %d\n", b);
+            abort();
+        }
+    }
+#endif
     ub_wplan_timeline(&s->wp);
     s->evals += s->wp.nb / 32; /* the full timeline is part of the work */
     if (s->wp.T < thr) {
@@ -101,8 +217,7 @@ static bool try_replace(search *s, int i, int n_old, int n_new)
     ub_wplan *wp = &s->wp;
     s->evals++;
     for (int k = 0; k < n_new; k++) {
-        ub_wblock_attrs(wp, &s->s[k]);
-        if (!s->s[k].valid)
+        if (!finish(wp, &s->s[k]))
             return false;
         s->view[k] = &s->s[k];
     }
@@ -115,6 +230,19 @@ static bool try_replace(search *s, int i, int n_old, int n_new)
     ub_wplan_replace(wp, i, n_new, s->s, n_old);
     ub_wplan_timeline(wp);
     return false;
+}
+
+/* Would the hypothetical blocks s->h[0..n_new) over [i, i+n_old) win?  Nothing is built. */
+static bool hyp_improves(search *s, int i, int n_old, int n_new)
+{
+    s->evals++;
+    const ub_wblock *view[3];
+    for (int k = 0; k < n_new; k++) {
+        if (!finish(&s->wp, &s->h[k]))
+            return false;
+        view[k] = &s->h[k];
+    }
+    return ub_wplan_improves(&s->wp, i, n_old, view, n_new);
 }
 
 /* Block `from` moved to position `to`. */
@@ -148,11 +276,9 @@ static bool try_pair(search *s, int i, int d)
 {
     ub_wplan *wp = &s->wp;
     s->evals++;
-    for (int k = 0; k < 2; k++) {
-        ub_wblock_attrs(wp, &s->s[k]);
-        if (!s->s[k].valid)
+    for (int k = 0; k < 2; k++)
+        if (!finish(wp, &s->s[k]))
             return false;
-    }
     int m = 0;
     s->view[m++] = &s->s[0];
     for (int b = i + 1; b < d; b++)
@@ -216,6 +342,10 @@ static bool shift_same_call(search *s, int i, uint32_t gi)
                     s->s[0].seg[gi].length = top - o;
                     s->s[1].seg[hi].length = o - lo;
                 }
+                /* bytes move between the two blocks; nothing else about them changes */
+                double moved = (double)s->s[0].seg[gi].length - (double)g.length;
+                s->s[0].bytes += moved;
+                s->s[1].bytes -= moved;
                 if (try_pair(s, i, d))
                     return true;
             }
@@ -225,82 +355,139 @@ static bool shift_same_call(search *s, int i, uint32_t gi)
     return false;
 }
 
-/* Cuts block i's last segment and moves one piece away from the rest: the head alone to
- * k blocks earlier, or the tail alone to k blocks later (k = 1, 2, 4, 8). */
-static bool cut_relocate(search *s, int i, bool head_earlier)
+/* place_piece's test on the hypothetical piece s->h[0] and rest s->h[1], building nothing. */
+static bool piece_may_win(search *s, int i, bool earlier)
+{
+    ub_wplan *wp = &s->wp;
+    static const int dist[] = {1, 2, 4, 8};
+    if (!finish(wp, &s->h[0]) || !finish(wp, &s->h[1]))
+        return false;
+    for (size_t q = 0; q < sizeof(dist) / sizeof(dist[0]); q++) {
+        int k = dist[q];
+        int lo = earlier ? i - k : i, hi = earlier ? i : i + k;
+        if (lo < 0 || hi >= wp->nb)
+            break;
+        if (lo > wp->first_crit && wp->first_crit >= 0)
+            continue;
+        s->evals++;
+        int m = 0;
+        if (earlier) {
+            s->view[m++] = &s->h[0];
+            for (int b = lo; b < i; b++)
+                s->view[m++] = &wp->b[b];
+            s->view[m++] = &s->h[1];
+        } else {
+            s->view[m++] = &s->h[1];
+            for (int b = i + 1; b <= hi; b++)
+                s->view[m++] = &wp->b[b];
+            s->view[m++] = &s->h[0];
+        }
+        if (ub_wplan_improves(wp, lo, hi - lo + 1, s->view, m))
+            return true;
+    }
+    return false;
+}
+
+/* With s->s[0] a piece of block i and s->s[1] the rest of it: tries the piece alone k blocks
+ * earlier (before block i-k) or later (after block i+k), k = 1, 2, 4, 8.  On failure the
+ * scratch blocks hold the same piece and rest again. */
+static bool place_piece(search *s, int i, bool earlier)
+{
+    ub_wplan *wp = &s->wp;
+    static const int dist[] = {1, 2, 4, 8};
+    if (!finish(wp, &s->s[0]) || !finish(wp, &s->s[1]))
+        return false;
+    for (size_t q = 0; q < sizeof(dist) / sizeof(dist[0]); q++) {
+        int k = dist[q];
+        int lo = earlier ? i - k : i, hi = earlier ? i : i + k;
+        if (lo < 0 || hi >= wp->nb)
+            break;
+        if (lo > wp->first_crit && wp->first_crit >= 0)
+            continue;
+        s->evals++;
+        int m = 0;
+        if (earlier) {
+            s->view[m++] = &s->s[0];
+            for (int b = lo; b < i; b++)
+                s->view[m++] = &wp->b[b];
+            s->view[m++] = &s->s[1];
+        } else {
+            s->view[m++] = &s->s[1];
+            for (int b = i + 1; b <= hi; b++)
+                s->view[m++] = &wp->b[b];
+            s->view[m++] = &s->s[0];
+        }
+        if (!ub_wplan_improves(wp, lo, hi - lo + 1, s->view, m))
+            continue;
+        double thr = wp->thr;
+        /* Apply: block i becomes (piece, rest), then the piece rotates into place. */
+        ub_wplan_replace(wp, i, 1, s->s, 2);
+        int from = i, to = earlier ? lo : hi + 1;
+        if (!earlier) {
+            ub_wplan_rotate(wp, i, i + 1); /* (rest, piece) */
+            from = i + 1;
+        }
+        ub_wplan_rotate(wp, from, to);
+        if (confirm(s, thr))
+            return true;
+        ub_wplan_rotate(wp, to, from);
+        if (!earlier)
+            ub_wplan_rotate(wp, i + 1, i);
+        ub_wplan_replace(wp, i, 2, s->s, 1); /* s[0] = piece, s[1] = rest again */
+        ub_wplan_timeline(wp);
+        ub_wblock_attrs(wp, &s->s[0]);
+        ub_wblock_attrs(wp, &s->s[1]);
+    }
+    return false;
+}
+
+/* Pieces of block i that may travel alone: the head or tail of its last segment cut at 1/4,
+ * 1/2 or 3/4, and, in a block of several segments, its first or last segment whole. */
+static bool relocate_pieces(search *s, int i, bool earlier)
 {
     ub_wplan *wp = &s->wp;
     const ub_profile *prof = wp->prof;
     const ub_segment g = wp->b[i].seg[wp->b[i].n - 1];
-    uint64_t cuts[MAX_CUTS];
-    int nc = 0;
     uint64_t z = ub_dtype_size(prof->calls[g.call].dtype);
+    uint64_t prev = 0;
     for (int j = 1; j < 4; j++) {
         uint64_t c = g.offset + g.length * (uint64_t)j / 4;
         c -= c % z;
-        if (c > g.offset && c < g.offset + g.length && (nc == 0 || cuts[nc - 1] != c))
-            cuts[nc++] = c;
+        if (c <= g.offset || c >= g.offset + g.length || c == prev)
+            continue;
+        prev = c;
+        reset(&s->s[0]);
+        clone_into(&s->s[1], &wp->b[i]);
+        if (earlier) { /* the head leaves first */
+            add_seg(wp, &s->s[0], g.call, g.offset, c - g.offset);
+            trim(&s->s[1], s->s[1].n - 1, c - g.offset, true);
+        } else {
+            add_seg(wp, &s->s[0], g.call, c, g.offset + g.length - c);
+            trim(&s->s[1], s->s[1].n - 1, g.offset + g.length - c, false);
+        }
+        if (place_piece(s, i, earlier))
+            return true;
     }
-    static const int dist[] = {1, 2, 4, 8};
-    for (int c = 0; c < nc; c++) {
-        for (size_t q = 0; q < sizeof(dist) / sizeof(dist[0]); q++) {
-            int k = dist[q];
-            int lo = head_earlier ? i - k : i, hi = head_earlier ? i : i + k;
-            if (lo < 0 || hi >= wp->nb || (!head_earlier && k == 1))
-                continue; /* the tail one block later is tried by improve_at */
-            if (lo > wp->first_crit && wp->first_crit >= 0)
+    uint32_t n = wp->b[i].n;
+    if (n > 1) {
+        uint32_t which[2] = {0, n - 1};
+        for (int w = 0; w < 2; w++) {
+            const ub_wblock *A = &wp->b[i];
+            /* Judge the cheap way first: is there a distance at which the move wins? */
+            reset(&s->h[0]);
+            hyp_add_range(wp, &s->h[0], A, which[w], which[w] + 1);
+            reset(&s->h[1]);
+            hyp_add_range(wp, &s->h[1], A, 0, which[w]);
+            hyp_add_range(wp, &s->h[1], A, which[w] + 1, n);
+            if (!piece_may_win(s, i, earlier))
                 continue;
-            s->evals++;
-            /* s[0]: the piece that moves, s[1]: block i without it */
-            s->s[0].n = 0;
-            clone_into(&s->s[1], &wp->b[i]);
-            ub_segment *rest = &s->s[1].seg[s->s[1].n - 1];
-            if (head_earlier) {
-                ub_wblock_push(&s->s[0], g.call, g.offset, cuts[c] - g.offset);
-                rest->offset = cuts[c];
-                rest->length = g.offset + g.length - cuts[c];
-            } else {
-                ub_wblock_push(&s->s[0], g.call, cuts[c], g.offset + g.length - cuts[c]);
-                rest->length = cuts[c] - g.offset;
-            }
-            ub_wblock_attrs(wp, &s->s[0]);
-            ub_wblock_attrs(wp, &s->s[1]);
-            if (!s->s[0].valid || !s->s[1].valid)
-                continue;
-            int m = 0;
-            if (head_earlier) {
-                s->view[m++] = &s->s[0];
-                for (int b = lo; b < i; b++)
-                    s->view[m++] = &wp->b[b];
-                s->view[m++] = &s->s[1];
-            } else {
-                s->view[m++] = &s->s[1];
-                for (int b = i + 1; b <= hi; b++)
-                    s->view[m++] = &wp->b[b];
-                s->view[m++] = &s->s[0];
-            }
-            if (!ub_wplan_improves(wp, lo, hi - lo + 1, s->view, m))
-                continue;
-            double thr = wp->thr;
-            /* Apply as: block i -> (moving piece, rest) or (rest, moving piece), then rotate. */
-            if (head_earlier) {
-                ub_wplan_replace(wp, i, 1, s->s, 2); /* [i] = head, [i+1] = rest */
-                ub_wplan_rotate(wp, i, lo);
-                if (confirm(s, thr))
-                    return true;
-                ub_wplan_rotate(wp, lo, i);
-            } else {
-                ub_wblock t = s->s[0];
-                s->s[0] = s->s[1];
-                s->s[1] = t;
-                ub_wplan_replace(wp, i, 1, s->s, 2); /* [i] = rest, [i+1] = tail */
-                ub_wplan_rotate(wp, i + 1, hi + 1);
-                if (confirm(s, thr))
-                    return true;
-                ub_wplan_rotate(wp, hi + 1, i + 1);
-            }
-            ub_wplan_replace(wp, i, 2, s->s, 1);
-            ub_wplan_timeline(wp);
+            reset(&s->s[0]);
+            append_all(wp, &s->s[0], A, which[w], which[w] + 1);
+            reset(&s->s[1]);
+            append_all(wp, &s->s[1], A, 0, which[w]);
+            append_all(wp, &s->s[1], A, which[w] + 1, n);
+            if (place_piece(s, i, earlier))
+                return true;
         }
     }
     return false;
@@ -315,7 +502,7 @@ static bool improve_at(search *s, int i)
 
     /* Windows must reach the busy period of the first critical block and start no later
      * than that block (search_state.c, ub_wplan_improves). */
-    if (i >= wp->busy_start && cut_relocate(s, i, true))
+    if (i >= wp->busy_start && relocate_pieces(s, i, true))
         return true;
     if (wp->first_crit >= 0 && i > wp->first_crit)
         return false; /* every other move starts at block i */
@@ -325,11 +512,16 @@ static bool improve_at(search *s, int i)
     bool near = i + 1 >= wp->busy_start; /* windows [i, i+1] can matter */
     if (has_next && near) {
         /* merge */
-        s->s[0].n = 0;
-        clone_into(&s->s[0], &wp->b[i]);
-        append_all(&s->s[0], &wp->b[i + 1], 0, wp->b[i + 1].n);
-        if (try_replace(s, i, 2, 1))
-            return true;
+        reset(&s->h[0]);
+        hyp_add_block(wp, &s->h[0], &wp->b[i]);
+        hyp_add_block(wp, &s->h[0], &wp->b[i + 1]);
+        if (hyp_improves(s, i, 2, 1)) {
+            reset(&s->s[0]);
+            clone_into(&s->s[0], &wp->b[i]);
+            append_all(wp, &s->s[0], &wp->b[i + 1], 0, wp->b[i + 1].n);
+            if (try_replace(s, i, 2, 1))
+                return true;
+        }
     }
     if (has_next) {
         /* swap, and relocations of one block over up to MAX_SHIFT others */
@@ -346,22 +538,36 @@ static bool improve_at(search *s, int i)
         /* a whole segment across the boundary */
         const ub_wblock *A = &wp->b[i], *B = &wp->b[i + 1];
         if (A->n > 1) {
-            s->s[0].n = 0;
-            append_all(&s->s[0], A, 0, A->n - 1);
-            clone_into(&s->s[1], B);
-            append_all(&s->s[1], A, A->n - 1, A->n);
-            if (try_replace(s, i, 2, 2))
-                return true;
+            reset(&s->h[0]);
+            hyp_add_range(wp, &s->h[0], A, 0, A->n - 1);
+            reset(&s->h[1]);
+            hyp_add_block(wp, &s->h[1], B);
+            hyp_add_range(wp, &s->h[1], A, A->n - 1, A->n);
+            if (hyp_improves(s, i, 2, 2)) {
+                reset(&s->s[0]);
+                append_all(wp, &s->s[0], A, 0, A->n - 1);
+                clone_into(&s->s[1], B);
+                append_all(wp, &s->s[1], A, A->n - 1, A->n);
+                if (try_replace(s, i, 2, 2))
+                    return true;
+            }
         }
         A = &wp->b[i];
         B = &wp->b[i + 1];
         if (B->n > 1) {
-            clone_into(&s->s[0], A);
-            append_all(&s->s[0], B, 0, 1);
-            s->s[1].n = 0;
-            append_all(&s->s[1], B, 1, B->n);
-            if (try_replace(s, i, 2, 2))
-                return true;
+            reset(&s->h[0]);
+            hyp_add_block(wp, &s->h[0], A);
+            hyp_add_range(wp, &s->h[0], B, 0, 1);
+            reset(&s->h[1]);
+            hyp_add_range(wp, &s->h[1], B, 1, B->n);
+            if (hyp_improves(s, i, 2, 2)) {
+                clone_into(&s->s[0], A);
+                append_all(wp, &s->s[0], B, 0, 1);
+                reset(&s->s[1]);
+                append_all(wp, &s->s[1], B, 1, B->n);
+                if (try_replace(s, i, 2, 2))
+                    return true;
+            }
         }
     }
 
@@ -382,23 +588,23 @@ static bool improve_at(search *s, int i)
             uint64_t x = last.offset + last.length - cuts[c]; /* tail bytes */
             if (has_next) {
                 clone_into(&s->s[0], &wp->b[i]);
-                s->s[0].seg[s->s[0].n - 1].length -= x;
+                trim(&s->s[0], s->s[0].n - 1, x, false);
                 clone_into(&s->s[1], &wp->b[i + 1]);
-                s->s[2].n = 0;
-                ub_wblock_push(&s->s[2], last.call, cuts[c], x);
+                reset(&s->s[2]);
+                add_seg(wp, &s->s[2], last.call, cuts[c], x);
                 if (try_replace(s, i, 2, 3))
                     return true;
                 clone_into(&s->s[0], &wp->b[i]);
-                s->s[0].seg[s->s[0].n - 1].length -= x;
+                trim(&s->s[0], s->s[0].n - 1, x, false);
                 clone_into(&s->s[1], &wp->b[i + 1]);
-                ub_wblock_push(&s->s[1], last.call, cuts[c], x);
+                add_seg(wp, &s->s[1], last.call, cuts[c], x);
                 if (try_replace(s, i, 2, 2))
                     return true;
             }
             clone_into(&s->s[0], &wp->b[i]);
-            s->s[0].seg[s->s[0].n - 1].length -= x;
-            s->s[1].n = 0;
-            ub_wblock_push(&s->s[1], last.call, cuts[c], x);
+            trim(&s->s[0], s->s[0].n - 1, x, false);
+            reset(&s->s[1]);
+            add_seg(wp, &s->s[1], last.call, cuts[c], x);
             if (try_replace(s, i, 1, 2))
                 return true;
         }
@@ -412,10 +618,9 @@ static bool improve_at(search *s, int i)
         for (int c = 0; c < nc; c++) {
             uint64_t x = cuts[c] - first.offset;
             clone_into(&s->s[0], &wp->b[i]);
-            ub_wblock_push(&s->s[0], first.call, first.offset, x);
+            add_seg(wp, &s->s[0], first.call, first.offset, x);
             clone_into(&s->s[1], &wp->b[i + 1]);
-            s->s[1].seg[0].offset += x;
-            s->s[1].seg[0].length -= x;
+            trim(&s->s[1], 0, x, true);
             if (try_replace(s, i, 2, 2))
                 return true;
         }
@@ -427,7 +632,7 @@ static bool improve_at(search *s, int i)
             return true;
         if (wp->b[i].n > 1 && shift_same_call(s, i, 0))
             return true;
-        if (cut_relocate(s, i, false))
+        if (relocate_pieces(s, i, false))
             return true;
     }
 
@@ -439,21 +644,33 @@ static bool improve_at(search *s, int i)
             if (k == 0 || k >= n)
                 continue;
             const ub_wblock *A = &wp->b[i];
-            s->s[0].n = 0;
-            append_all(&s->s[0], A, 0, k);
-            s->s[1].n = 0;
-            append_all(&s->s[1], A, k, n);
-            if (try_replace(s, i, 1, 2))
-                return true;
+            reset(&s->h[0]);
+            hyp_add_range(wp, &s->h[0], A, 0, k);
+            reset(&s->h[1]);
+            hyp_add_range(wp, &s->h[1], A, k, n);
+            if (hyp_improves(s, i, 1, 2)) {
+                reset(&s->s[0]);
+                append_all(wp, &s->s[0], A, 0, k);
+                reset(&s->s[1]);
+                append_all(wp, &s->s[1], A, k, n);
+                if (try_replace(s, i, 1, 2))
+                    return true;
+            }
             if (i + 1 < wp->nb) {
                 A = &wp->b[i];
-                s->s[0].n = 0;
-                append_all(&s->s[0], A, 0, k);
-                clone_into(&s->s[1], &wp->b[i + 1]);
-                s->s[2].n = 0;
-                append_all(&s->s[2], A, k, n);
-                if (try_replace(s, i, 2, 3))
-                    return true;
+                ub_wblock tail = s->h[1];
+                reset(&s->h[1]);
+                hyp_add_block(wp, &s->h[1], &wp->b[i + 1]);
+                s->h[2] = tail;
+                if (hyp_improves(s, i, 2, 3)) {
+                    reset(&s->s[0]);
+                    append_all(wp, &s->s[0], A, 0, k);
+                    clone_into(&s->s[1], &wp->b[i + 1]);
+                    reset(&s->s[2]);
+                    append_all(wp, &s->s[2], A, k, n);
+                    if (try_replace(s, i, 2, 3))
+                        return true;
+                }
             }
         }
     }
@@ -486,6 +703,72 @@ static void descend(search *s, double lower_bound)
             }
         }
     }
+}
+
+/* One random change near the critical blocks, applied whether or not it helps: the kick of
+ * an iterated local search.  The PRNG is seeded from the profile's size only, so the plan stays
+ * a pure function of the profile. */
+static void kick(search *s, uint64_t *rng)
+{
+    ub_wplan *wp = &s->wp;
+    const ub_profile *prof = wp->prof;
+    int hi = wp->first_crit >= 0 ? wp->first_crit + 2 : wp->nb - 1;
+    int lo = wp->busy_start - 2;
+    if (hi > wp->nb - 1)
+        hi = wp->nb - 1;
+    if (lo < 0)
+        lo = 0;
+    if (lo > hi)
+        lo = hi;
+    int i = lo + (int)(ub_splitmix64(rng) % (uint64_t)(hi - lo + 1));
+    switch (ub_splitmix64(rng) % 3) {
+    case 0: {
+        int j = i + (int)(ub_splitmix64(rng) % 17) - 8;
+        if (j < 0)
+            j = 0;
+        if (j > wp->nb - 1)
+            j = wp->nb - 1;
+        if (j != i)
+            ub_wplan_rotate(wp, i, j);
+        break;
+    }
+    case 1:
+        if (i + 1 < wp->nb) {
+            reset(&s->s[0]);
+            clone_into(&s->s[0], &wp->b[i]);
+            append_all(wp, &s->s[0], &wp->b[i + 1], 0, wp->b[i + 1].n);
+            ub_wblock_attrs(wp, &s->s[0]);
+            if (s->s[0].valid)
+                ub_wplan_replace(wp, i, 2, s->s, 1);
+        }
+        break;
+    default: {
+        const ub_wblock *A = &wp->b[i];
+        if (A->n > 1) {
+            uint32_t k = 1 + (uint32_t)(ub_splitmix64(rng) % (A->n - 1));
+            reset(&s->s[0]);
+            append_all(wp, &s->s[0], A, 0, k);
+            reset(&s->s[1]);
+            append_all(wp, &s->s[1], A, k, A->n);
+        } else {
+            const ub_segment g = A->seg[0];
+            uint64_t z = ub_dtype_size(prof->calls[g.call].dtype);
+            uint64_t c = g.offset + g.length * (1 + ub_splitmix64(rng) % 3) / 4;
+            c -= c % z;
+            if (c <= g.offset || c >= g.offset + g.length)
+                break;
+            reset(&s->s[0]);
+            add_seg(wp, &s->s[0], g.call, g.offset, c - g.offset);
+            reset(&s->s[1]);
+            add_seg(wp, &s->s[1], g.call, c, g.offset + g.length - c);
+        }
+        ub_wblock_attrs(wp, &s->s[0]);
+        ub_wblock_attrs(wp, &s->s[1]);
+        ub_wplan_replace(wp, i, 1, s->s, 2);
+        break;
+    }
+    }
+    ub_wplan_timeline(wp);
 }
 
 static bool same_plan(const ub_plan *a, const ub_plan *b)
@@ -532,7 +815,8 @@ int ub_policy_best(const ub_profile *prof, ub_plan *out)
     search s;
     memset(&s, 0, sizeof(s));
     ub_wplan_init(&s.wp, prof);
-    long total = 20000 + 80L * n;
+    /* Move evaluations: the starts share 60%, the iterated local search gets the rest. */
+    long total = 30000 + 60L * n, for_starts = total * 6 / 10;
     ub_plan cand;
     ub_plan_init(&cand, "best");
     ub_plan_copy(out, &start[order[0]]);
@@ -553,12 +837,12 @@ int ub_policy_best(const ub_profile *prof, ub_plan *out)
     }
     /* Each start gets an equal share of what is left, so budget a start does not use (it
      * reached a local optimum) goes to the next ones. */
-    for (int r = 0; r < n_start && s.evals < total; r++) {
+    for (int r = 0; r < n_start && s.evals < for_starts; r++) {
         if (dup_of[r])
             continue;
         if (lb >= best - 1e-12 * best)
             break; /* the best plan so far meets the lower bound */
-        s.budget = s.evals + (total - s.evals) / distinct--;
+        s.budget = s.evals + (for_starts - s.evals) / distinct--;
         const ub_plan *p = &start[order[r]];
         ub_wplan_load(&s.wp, p);
         long before = s.moves;
@@ -572,9 +856,31 @@ int ub_policy_best(const ub_profile *prof, ub_plan *out)
             moves = s.moves - before;
         }
     }
+    /* Iterated local search from the best plan: kick, descend, keep strict improvements. */
+    uint64_t rng = 0x6b69636b5eedULL ^ (uint64_t)n;
+    long kicks = 0;
+    while (s.evals < total && lb < best - 1e-12 * best) {
+        ub_wplan_load(&s.wp, out);
+        int n_kicks = 1 + (int)(ub_splitmix64(&rng) % 2);
+        for (int k = 0; k < n_kicks; k++)
+            kick(&s, &rng);
+        s.evals += 1 + s.wp.nb / 32;
+        kicks++;
+        s.budget = total;
+        long before = s.moves;
+        descend(&s, lb);
+        ub_wplan_store(&s.wp, &cand);
+        double t = ub_evaluate_const(prof, &cand, NULL);
+        if (t < best) {
+            best = t;
+            ub_plan_copy(out, &cand);
+            moves += s.moves - before;
+        }
+    }
     char from_name[32];
     snprintf(from_name, sizeof(from_name), "%s", from);
-    snprintf(out->params, sizeof(out->params), "from=%s moves=%ld evals=%ld", from_name, moves, s.evals);
+    snprintf(out->params, sizeof(out->params), "from=%s moves=%ld kicks=%ld evals=%ld", from_name, moves, kicks,
+             s.evals);
     free(dup_of);
     ub_plan_free(&cand);
     for (int k = 0; k < 4; k++)

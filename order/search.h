@@ -19,6 +19,7 @@ typedef struct ub_wblock {
     double cost;  /* ub_block_cost */
     double W;     /* latest forward suffix it gates: max over its calls of forward[need..] summed */
     bool staged, valid;
+    int32_t call0; /* the call of the first segment (the block's dtype, op and merge group) */
 } ub_wblock;
 
 /* MODEL.md rules 1-5 rewritten per block: with e_b the end of block b,

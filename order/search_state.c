@@ -83,9 +83,12 @@ void ub_wblock_reserve(ub_wblock *w, uint32_t n)
 
 void ub_wblock_push(ub_wblock *w, int32_t call, uint64_t offset, uint64_t length)
 {
-    /* Keep a call's adjacent bytes in one segment: fewer segments, same cost. */
-    for (uint32_t i = 0; i < w->n; i++) {
-        ub_segment *s = &w->seg[i];
+    /* Keep a call's adjacent bytes in one segment where that is O(1) to see (the first or the
+     * last segment): fewer segments, same cost.  Other pieces of the same call stay separate
+     * segments, which is valid and costs the same. */
+    uint32_t ends[2] = {w->n ? w->n - 1 : 0, 0};
+    for (int e = 0; e < (w->n > 1 ? 2 : (int)w->n); e++) {
+        ub_segment *s = &w->seg[ends[e]];
         if (s->call != call)
             continue;
         if (s->offset + s->length == offset) {
@@ -110,6 +113,7 @@ void ub_wblock_attrs(const ub_wplan *wp, ub_wblock *w)
     w->W = -DBL_MAX;
     w->staged = false;
     w->valid = w->n > 0;
+    w->call0 = w->n ? w->seg[0].call : -1;
     if (!w->n)
         return;
     const ub_call *c0 = &prof->calls[w->seg[0].call];

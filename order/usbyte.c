@@ -288,7 +288,7 @@ int ub_policy_usbyte(const ub_profile *prof, ub_plan *out)
     double best = 0.0;
     uint64_t best_unit = 0;
     for (size_t u = full ? 0 : chosen; u < (full ? n_units : chosen + 1); u++) {
-        long budget = full ? (long)n * 8 : ((1L << 16) / n > 32 ? (1L << 16) / n : 32);
+        long budget = full ? (long)n : ((1L << 16) / n > 32 ? (1L << 16) / n : 32);
         reset_priorities(&s);
         double t = build(&s, unit_grid[u], &plan, first);
         t = adjust_priorities(&s, unit_grid[u], &plan, t, &first, &scratch, &trial, &budget);

@@ -19,7 +19,7 @@
 #include "usbyte/policy.h"
 #include "usbyte/synthetic.h"
 
-#define N_PROFILES 120
+#define N_PROFILES 300
 #define ORACLE_TOLERANCE 0.05
 #define ORACLE_MIN_EXACT 0.75
 
@@ -28,6 +28,9 @@ static void test_best_vs_oracle(void **state)
     (void)state;
     int exact = 0, below = 0, above = 0;
     double worst = 0.0, sum = 0.0;
+    double policy_gap[UB_POLICY_COUNT] = {0};
+    ub_plan other;
+    ub_plan_init(&other, "");
     for (int i = 0; i < N_PROFILES; i++) {
         uint64_t st = 0x0a11ce + (uint64_t)i;
         int n = 2 + (int)(ub_splitmix64(&st) % 5);
@@ -50,6 +53,10 @@ static void test_best_vs_oracle(void **state)
         assert_int_equal(ub_policy_run(UB_POLICY_BEST, &p, &best), 0);
         double t_best = ub_evaluate_const(&p, &best, NULL);
         double gap = (t_best - t_opt) / t_opt;
+        for (int id = 0; id < UB_POLICY_BEST; id++) {
+            assert_int_equal(ub_policy_run(id, &p, &other), 0);
+            policy_gap[id] += (other.iteration - t_opt) / t_opt / N_PROFILES;
+        }
         printf("profile %3d n=%d %-10s grid=1/%d  oracle %.9f  best %.9f  gap %+.3e  (%s)\n", i, n,
                o.barrier ? "barrier" : "layerwise", pieces, t_opt, t_best, gap, best.params);
         if (fabs(gap) <= 1e-9)
@@ -69,6 +76,11 @@ static void test_best_vs_oracle(void **state)
     printf("oracle summary: %d profiles, %d at the optimum (|gap| <= 1e-9), %d below it (off-grid cuts), "
            "%d above; worst gap %.3e, mean positive gap %.3e\n",
            N_PROFILES, exact, below, above, worst, sum / N_PROFILES);
+    printf("mean gap to the oracle:");
+    for (int id = 0; id < UB_POLICY_BEST; id++)
+        printf(" %s %+.3e", ub_policy_name(id), policy_gap[id]);
+    printf("\n");
+    ub_plan_free(&other);
     assert_true(exact + below >= (int)(ORACLE_MIN_EXACT * N_PROFILES));
 }
 

@@ -1,0 +1,360 @@
+/* Property tests on seeded random profiles (order/synthetic.c): barrier and layer-wise, with
+ * "merge": false calls, mixed dtypes and staging cost.
+ * - every policy's plan is valid and its cuts are whole elements of the call's dtype;
+ * - best <= every other policy (1e-12 relative), and >= the lower bound;
+ * - mgwfbp-dp <= mgwfbp on barrier profiles;
+ * - US-Byte's priority adjustment never makes its plan slower;
+ * - the evaluator agrees with an independent discrete-event simulation written here (events:
+ *   gradients becoming ready, the link finishing a block, the forward finishing a segment; a
+ *   block starts when the link is free and its last member is ready, a forward segment when
+ *   the previous one ended and its last needed call completed) on every block's start and end
+ *   and on the iteration time, 1e-9 relative;
+ * - determinism: every policy run twice on the same profile gives identical plans. */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "usbyte/model.h"
+#include "usbyte/policy.h"
+#include "usbyte/schedulers.h"
+#include "usbyte/synthetic.h"
+
+#define N_PROFILES 40
+
+typedef struct {
+    ub_synthetic_opts opts;
+    ub_profile prof;
+    ub_plan plan[UB_POLICY_COUNT];
+} sample;
+
+static sample samples[N_PROFILES];
+
+static int setup(void **state)
+{
+    (void)state;
+    static const int sizes[] = {3, 8, 20, 60, 150};
+    for (int i = 0; i < N_PROFILES; i++) {
+        sample *s = &samples[i];
+        s->opts = (ub_synthetic_opts){.n_calls = sizes[i % 5],
+                                      .seed = 77 + (uint64_t)i,
+                                      .barrier = i % 2 == 0,
+                                      .merge_false_fraction = i % 3 == 0 ? 0.1 : 0.0,
+                                      .mixed_dtypes = i % 4 == 1,
+                                      .copy_beta = i % 5 == 2 ? 1e-10 : 0.0};
+        if (ub_synthetic_profile(&s->opts, &s->prof) != 0)
+            return -1;
+        for (int id = 0; id < UB_POLICY_COUNT; id++) {
+            ub_plan_init(&s->plan[id], "");
+            if (ub_policy_run(id, &s->prof, &s->plan[id]) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < N_PROFILES; i++) {
+        for (int id = 0; id < UB_POLICY_COUNT; id++)
+            ub_plan_free(&samples[i].plan[id]);
+        ub_synthetic_free(&samples[i].prof);
+    }
+    return 0;
+}
+
+static void test_valid_and_aligned(void **state)
+{
+    (void)state;
+    for (int i = 0; i < N_PROFILES; i++) {
+        const ub_profile *p = &samples[i].prof;
+        for (int id = 0; id < UB_POLICY_COUNT; id++) {
+            const ub_plan *plan = &samples[i].plan[id];
+            char err[256] = "";
+            if (ub_plan_validate(p, plan, err, sizeof(err)) != 0)
+                fail_msg("profile %d, %s: %s", i, ub_policy_name(id), err);
+            for (uint32_t k = 0; k < plan->n_segments; k++) {
+                const ub_segment *g = &plan->segments[k];
+                uint64_t z = ub_dtype_size(p->calls[g->call].dtype);
+                if (g->offset % z != 0 || (g->length % z != 0 && g->offset + g->length != p->calls[g->call].bytes))
+                    fail_msg("profile %d, %s: segment [%d, %llu, %llu] is not whole %zu-byte elements", i,
+                             ub_policy_name(id), (int)g->call, (unsigned long long)g->offset,
+                             (unsigned long long)g->length, (size_t)z);
+            }
+        }
+    }
+}
+
+static void test_best_dominates(void **state)
+{
+    (void)state;
+    double sum_gain_bs = 0.0;
+    for (int i = 0; i < N_PROFILES; i++) {
+        const sample *s = &samples[i];
+        double best = s->plan[UB_POLICY_BEST].iteration;
+        for (int id = 0; id < UB_POLICY_BEST; id++) {
+            double other = s->plan[id].iteration;
+            if (!(best <= other * (1.0 + 1e-12)))
+                fail_msg("profile %d: best %.12g is slower than %s %.12g", i, best, ub_policy_name(id), other);
+        }
+        double lb = ub_lower_bound(&s->prof);
+        assert_true(best >= lb * (1.0 - 1e-12));
+        sum_gain_bs += s->plan[UB_POLICY_BYTESCHEDULER].iteration / best;
+    }
+    printf("mean speedup of best over bytescheduler on %d random profiles: %.4f\n", N_PROFILES,
+           sum_gain_bs / N_PROFILES);
+}
+
+static void test_dp_not_worse_than_rule(void **state)
+{
+    (void)state;
+    for (int i = 0; i < N_PROFILES; i++) {
+        const sample *s = &samples[i];
+        if (!s->opts.barrier)
+            continue;
+        double dp = s->plan[UB_POLICY_MGWFBP_DP].iteration, rule = s->plan[UB_POLICY_MGWFBP].iteration;
+        if (!(dp <= rule * (1.0 + 1e-12)))
+            fail_msg("profile %d (barrier): mgwfbp-dp %.12g is slower than mgwfbp %.12g", i, dp, rule);
+    }
+}
+
+static void test_usbyte_adjustment_never_hurts(void **state)
+{
+    (void)state;
+    ub_plan a, b;
+    ub_plan_init(&a, "");
+    ub_plan_init(&b, "");
+    for (int i = 0; i < N_PROFILES; i++) {
+        const ub_profile *p = &samples[i].prof;
+        double plain = ub_usbyte_plan(p, 1u << 20, false, &a);
+        double adjusted = ub_usbyte_plan(p, 1u << 20, true, &b);
+        assert_true(adjusted <= plain);
+        char err[256];
+        assert_int_equal(ub_plan_validate(p, &b, err, sizeof(err)), 0);
+    }
+    ub_plan_free(&a);
+    ub_plan_free(&b);
+}
+
+/* ---- the independent discrete-event simulation ---- */
+enum { EV_READY, EV_COMPUTE, EV_BLOCK_END, EV_FORWARD_END };
+typedef struct {
+    double t;
+    int kind, arg;
+    long seq;
+} event;
+
+typedef struct {
+    event *v;
+    int n;
+    long seq;
+} queue;
+
+static bool before(const event *a, const event *b) { return a->t < b->t || (a->t == b->t && a->seq < b->seq); }
+
+static void push(queue *q, double t, int kind, int arg)
+{
+    event e = {t, kind, arg, q->seq++};
+    int i = q->n++;
+    q->v[i] = e;
+    while (i > 0 && before(&q->v[i], &q->v[(i - 1) / 2])) {
+        event x = q->v[i];
+        q->v[i] = q->v[(i - 1) / 2];
+        q->v[(i - 1) / 2] = x;
+        i = (i - 1) / 2;
+    }
+}
+
+static event pop(queue *q)
+{
+    event top = q->v[0];
+    q->v[0] = q->v[--q->n];
+    for (int i = 0;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < q->n && before(&q->v[l], &q->v[m]))
+            m = l;
+        if (r < q->n && before(&q->v[r], &q->v[m]))
+            m = r;
+        if (m == i)
+            break;
+        event x = q->v[i];
+        q->v[i] = q->v[m];
+        q->v[m] = x;
+        i = m;
+    }
+    return top;
+}
+
+/* Returns the iteration time; block_start/block_end get each block's times. */
+static double simulate(const ub_profile *p, const ub_plan *plan, double *block_start, double *block_end)
+{
+    int n = p->n_calls, S = p->n_forward;
+    bool *ready = calloc((size_t)n, sizeof(bool));
+    int *blocks_left = calloc((size_t)n, sizeof(int)); /* blocks still to finish, per call */
+    int *waiting = calloc((size_t)S, sizeof(int));     /* incomplete calls, per forward segment */
+    int *last_seen = malloc(sizeof(int) * (size_t)n);
+    queue q = {malloc(sizeof(event) * (size_t)(n + plan->n_blocks + S + 4)), 0, 0};
+    assert_non_null(ready);
+    assert_non_null(blocks_left);
+    assert_non_null(waiting);
+    assert_non_null(last_seen);
+    assert_non_null(q.v);
+    for (int k = 0; k < n; k++)
+        last_seen[k] = -1;
+    for (uint32_t b = 0; b < plan->n_blocks; b++)
+        for (uint32_t i = 0; i < plan->blocks[b].n_segments; i++) {
+            int k = plan->segments[plan->blocks[b].first_segment + i].call;
+            if (last_seen[k] != (int)b) {
+                last_seen[k] = (int)b;
+                blocks_left[k]++;
+            }
+        }
+    for (int k = 0; k < n; k++) {
+        waiting[p->calls[k].need]++;
+        push(&q, p->calls[k].ready, EV_READY, k);
+    }
+    push(&q, p->backward_end + p->gap, EV_COMPUTE, 0);
+    uint32_t next_block = 0;
+    bool link_busy = false, compute_done = false, forward_busy = false;
+    int segment = 0;
+    double finish = 0.0;
+    while (q.n > 0) {
+        event e = pop(&q);
+        double t = e.t;
+        switch (e.kind) {
+        case EV_READY:
+            ready[e.arg] = true;
+            break;
+        case EV_COMPUTE:
+            compute_done = true;
+            break;
+        case EV_BLOCK_END: {
+            link_busy = false;
+            const ub_block *blk = &plan->blocks[e.arg];
+            for (uint32_t i = 0; i < blk->n_segments; i++) {
+                int k = plan->segments[blk->first_segment + i].call;
+                if (last_seen[k] == -2 - e.arg)
+                    continue; /* this block already counted for call k */
+                last_seen[k] = -2 - e.arg;
+                if (--blocks_left[k] == 0)
+                    waiting[p->calls[k].need]--;
+            }
+            break;
+        }
+        case EV_FORWARD_END:
+            forward_busy = false;
+            segment++;
+            finish = t;
+            break;
+        }
+        /* Start whatever can start now. */
+        if (!link_busy && next_block < plan->n_blocks) {
+            const ub_block *blk = &plan->blocks[next_block];
+            bool all_ready = true, several = false;
+            double bytes = 0.0;
+            for (uint32_t i = 0; i < blk->n_segments; i++) {
+                const ub_segment *g = &plan->segments[blk->first_segment + i];
+                all_ready = all_ready && ready[g->call];
+                bytes += (double)g->length;
+                several = several || g->call != plan->segments[blk->first_segment].call;
+            }
+            if (all_ready) {
+                double d = p->alpha + p->beta * bytes + (several ? p->copy_beta * bytes : 0.0);
+                block_start[next_block] = t;
+                block_end[next_block] = t + d;
+                push(&q, t + d, EV_BLOCK_END, (int)next_block);
+                link_busy = true;
+                next_block++;
+            }
+        }
+        if (compute_done && !forward_busy && segment < S && waiting[segment] == 0) {
+            forward_busy = true;
+            push(&q, t + p->forward[segment], EV_FORWARD_END, segment);
+        }
+    }
+    assert_int_equal(segment, S);
+    assert_int_equal(next_block, plan->n_blocks);
+    free(ready);
+    free(blocks_left);
+    free(waiting);
+    free(last_seen);
+    free(q.v);
+    return finish;
+}
+
+static bool close_rel(double a, double b, double rel)
+{
+    double scale = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+    return fabs(a - b) <= rel * (scale > 1e-300 ? scale : 1e-300);
+}
+
+static void test_evaluator_vs_event_simulation(void **state)
+{
+    (void)state;
+    for (int i = 0; i < N_PROFILES; i++) {
+        const ub_profile *p = &samples[i].prof;
+        for (int id = 0; id < UB_POLICY_COUNT; id++) {
+            const ub_plan *plan = &samples[i].plan[id];
+            double *st = malloc(sizeof(double) * (plan->n_blocks + 1) * 2);
+            assert_non_null(st);
+            double *en = st + plan->n_blocks + 1;
+            double des = simulate(p, plan, st, en);
+            double ev = ub_evaluate_const(p, plan, NULL);
+            if (!close_rel(des, ev, 1e-9))
+                fail_msg("profile %d, %s: evaluator %.15g, event simulation %.15g", i, ub_policy_name(id), ev, des);
+            for (uint32_t b = 0; b < plan->n_blocks; b++)
+                if (!close_rel(st[b], plan->blocks[b].start, 1e-9) || !close_rel(en[b], plan->blocks[b].end, 1e-9))
+                    fail_msg("profile %d, %s, block %u: evaluator [%.15g, %.15g], event simulation [%.15g, %.15g]", i,
+                             ub_policy_name(id), b, plan->blocks[b].start, plan->blocks[b].end, st[b], en[b]);
+            free(st);
+        }
+    }
+}
+
+static void test_determinism(void **state)
+{
+    (void)state;
+    ub_plan again;
+    ub_plan_init(&again, "");
+    for (int i = 0; i < N_PROFILES; i += 3) {
+        const ub_profile *p = &samples[i].prof;
+        for (int id = 0; id < UB_POLICY_COUNT; id++) {
+            const ub_plan *first = &samples[i].plan[id];
+            assert_int_equal(ub_policy_run(id, p, &again), 0);
+            assert_int_equal(again.n_blocks, first->n_blocks);
+            assert_int_equal(again.n_segments, first->n_segments);
+            assert_string_equal(again.params, first->params);
+            for (uint32_t b = 0; b < first->n_blocks; b++) {
+                assert_int_equal(again.blocks[b].first_segment, first->blocks[b].first_segment);
+                assert_int_equal(again.blocks[b].n_segments, first->blocks[b].n_segments);
+            }
+            for (uint32_t k = 0; k < first->n_segments; k++) { /* fields: the struct has padding */
+                assert_int_equal(again.segments[k].call, first->segments[k].call);
+                assert_int_equal(again.segments[k].offset, first->segments[k].offset);
+                assert_int_equal(again.segments[k].length, first->segments[k].length);
+            }
+            assert_true(again.iteration == first->iteration);
+        }
+    }
+    ub_plan_free(&again);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_and_aligned),
+        cmocka_unit_test(test_best_dominates),
+        cmocka_unit_test(test_dp_not_worse_than_rule),
+        cmocka_unit_test(test_usbyte_adjustment_never_hurts),
+        cmocka_unit_test(test_evaluator_vs_event_simulation),
+        cmocka_unit_test(test_determinism),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
