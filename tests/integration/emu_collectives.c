@@ -292,6 +292,31 @@ static void test_init_all(int rank)
     }
 }
 
+/* ncclCommAbort frees a stream stuck in an operation the other ranks never join. */
+static void test_abort(int rank, int p)
+{
+    ncclUniqueId id;
+    NCCL_OK(ncclGetUniqueId(&id));
+    ncclComm_t c;
+    NCCL_OK(ncclCommInitRank(&c, p, id, rank));
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreate(&s));
+    int32_t *buf = dev_ints(8, rank);
+    if (rank == 0 && p > 1) {
+        NCCL_OK(ncclAllReduce(buf, buf, 8, ncclInt32, ncclSum, c, s));   /* nobody else joins */
+        EXPECT(cudaStreamQuery(s) == cudaErrorNotReady, "a lone allreduce cannot complete");
+        NCCL_OK(ncclCommAbort(c));
+        CUDA_OK(cudaStreamSynchronize(s));
+        int32_t *h = to_host(buf, 8);
+        EXPECT(h[0] == pattern(0, 0), "an aborted allreduce left the buffer alone");
+        free(h);
+    } else {
+        NCCL_OK(ncclCommAbort(c));
+    }
+    CUDA_OK(cudaFree(buf));
+    CUDA_OK(cudaStreamDestroy(s));
+}
+
 static void test_aliases(void)
 {
     static const char *names[] = {"GetVersion", "GetUniqueId", "CommInitRank", "CommInitRankConfig", "CommInitAll",
@@ -360,6 +385,7 @@ int main(void)
     test_allgather_reducescatter(comm, s, rank, p);
     test_sendrecv(comm, s, rank, p);
     test_two_comms(comm, s, rank, p);
+    test_abort(rank, p);
     NCCL_OK(ncclCommFinalize(comm));
     NCCL_OK(ncclCommDestroy(comm));
     CUDA_OK(cudaStreamDestroy(s));

@@ -224,7 +224,8 @@ static void share_model(struct ncclComm *c)
 {
     struct emu_shm_hdr *h = c->shm;
     struct emu_model mine;
-    emu_model_from_env(&mine, c->rank == 0 ? stderr : NULL);
+    static atomic_int warned;   /* the warnings about bad settings once per process */
+    emu_model_from_env(&mine, atomic_exchange(&warned, 1) == 0 ? stderr : NULL);
     uint32_t expected = 0;
     if (atomic_compare_exchange_strong(&h->model_set, &expected, 1)) {
         h->model = mine;
