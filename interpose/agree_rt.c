@@ -114,6 +114,13 @@ void ub_comm_agree(ub_comm *c)
     learn_versions();
     ub_timing_poll(&c->tm, true);
 
+    if (ub_log_enabled(UB_LOG_DEBUG))
+        for (int it = 0; it < c->rec.warmup; it++)
+            for (int k = 0; k < c->n_ar; k++) {
+                ub_rec_call *x = ub_record_at(&c->rec, it, k);
+                ub_debug("raw it %d call %d: ready %.6f start %.6f end %.6f need %.6f%s", it, k, x->ready, x->start,
+                         x->end, x->need, x->upstream ? "" : " fallback");
+            }
     ub_summary sum;
     ub_agreed agreed;
     memset(&agreed, 0, sizeof agreed);

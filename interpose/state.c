@@ -374,6 +374,7 @@ void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
                 ub_comm_stop_profiling(c);
                 set_state(c, UB_COMM_DISABLED, "cannot allocate the warm-up recorder or its timing events");
             } else {
+                stream_get(d->stream, c); /* its next upstream waits are the first profiled call's */
                 ub_debug("communicator %d: period %u calls found at call %llu; profiling %d iterations from call %llu",
                          c->index, res.period, (unsigned long long)res.index, ub_cfg.warmup,
                          (unsigned long long)next);
@@ -393,7 +394,13 @@ void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
              * the same call index on every rank. */
             ub_timing_now(&c->tm, &c->rec.end_clock, 1, 0);
             ub_comm_agree(c);
-        } else if (res.index >= c->profile_start && res.index < c->agree_at) {
+        } else if (res.index < c->profile_start) {
+            /* Before the first profiled iteration: know the stream (so that the next waits on it
+             * count), and let no upstream wait of an unrecorded call leak into a recorded one. */
+            ub_stream *st = stream_get(d->stream, c);
+            if (st && st->comm == c)
+                file_ready(c, st);
+        } else if (res.index < c->agree_at) {
             uint64_t it = (res.index - c->profile_start) / c->period;
             uint32_t pos = (uint32_t)((res.index - c->profile_start) % c->period);
             int k = record_call(c, d, sig, it, pos);
@@ -424,7 +431,8 @@ void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r
 
 /* ---- CUDA hooks (only reached while ub_cuda_tracking is nonzero) ---- */
 
-static bool profiling(const ub_comm *c) { return c && c->state == UB_COMM_PROFILE && c->cur_iter >= 0; }
+/* From the lock on: the waits that precede the first profiled call are already its producers'. */
+static bool profiling(const ub_comm *c) { return c && c->state == UB_COMM_PROFILE; }
 
 /* Marks calls [from, to] of iteration `it` as needed now (one timing event for the range). */
 static void need_range(ub_comm *c, int it, int from, int to, cudaStream_t stream)
