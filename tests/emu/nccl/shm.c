@@ -316,13 +316,29 @@ ncclResult_t emu_comm_attach(struct ncclComm **out, int nranks, const ncclUnique
     return ncclSuccess;
 }
 
+/* The hang dump of emu-run shows stream workers only; a rank stuck on the host in
+ * ncclCommInitRank says so itself, once, after this long. */
+#define INIT_WAIT_NOTE_NS 3000000000ull
+
 void emu_comm_wait_all_attached(struct ncclComm *c)
 {
+    uint64_t note_at = emu_now_ns() + INIT_WAIT_NOTE_NS;
     for (;;) {
         uint32_t w = atomic_load(&c->shm->wake);
         if (atomic_load(&c->shm->attached) >= (uint32_t)c->nranks)
             break;
         emu_check_aborted(c);
+        if (note_at != 0 && emu_now_ns() >= note_at) {
+            char missing[256] = "";
+            for (int r = 0; r < c->nranks; r++)
+                if (!atomic_load(&c->ranks[r].present)) {
+                    size_t n = strlen(missing);
+                    snprintf(missing + n, sizeof missing - n, "%s%d", n ? "," : "", r);
+                }
+            fprintf(stderr, "usbyte-emu: rank %d has waited %llu s in ncclCommInitRank of comm %s for rank(s) %s\n",
+                    c->rank, INIT_WAIT_NOTE_NS / 1000000000ull, c->hash, missing);
+            note_at = 0;
+        }
         emu_wait_change(c, w);
     }
     c->init_pending = false;
