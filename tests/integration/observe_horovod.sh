@@ -6,7 +6,7 @@
 # without the library.
 source "$(dirname "$0")/trainers/observe_lib.sh"
 N=2
-ARGS=(--profile "$PROFILES/vgg16-v100-b64-barrier.json" --iters 12 --time-scale 0.05 --bytes-scale 0.003)
+ARGS=(--profile "$PROFILES/vgg16-v100-b64-barrier.json" --iters 12 --time-scale 0.05 --bytes-scale 0.002)
 for mode in fused unfused; do
     extra=()
     [ $mode = unfused ] && extra=(--fusion-threshold-mb 0)

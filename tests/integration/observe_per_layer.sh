@@ -5,7 +5,7 @@
 # of the profile matching the truth and results bit-identical without the library.
 source "$(dirname "$0")/trainers/observe_lib.sh"
 N=2
-ARGS=(--profile "$PROFILES/vgg16-v100-b64.json" --iters 12 --time-scale 0.05 --bytes-scale 0.003)
+ARGS=(--profile "$PROFILES/vgg16-v100-b64.json" --iters 12 --time-scale 0.05 --bytes-scale 0.002)
 run per-layer "$WORK/base.out" $N no -- per_layer "${ARGS[@]}"
 USBYTE_REPORT="$WORK/report-%r.json" \
     run per-layer "$WORK/lib.out" $N yes -- per_layer "${ARGS[@]}" --print-truth "$WORK/truth.json"

@@ -66,7 +66,7 @@ check_timing() {   # check_timing NAME OUT TRUTH RANKS
 }
 
 RES=(--profile $PROFILES/resnet50-v100-b64-barrier.json --iters 12 --time-scale 0.2 --bytes-scale 0.01)
-VGG=(--iters 12 --time-scale 0.05 --bytes-scale 0.003)
+VGG=(--iters 12 --time-scale 0.05 --bytes-scale 0.002)
 run "$WORK/ddp1" 4 ddp_like "${RES[@]}" --print-truth "$WORK/ddp.json"
 run "$WORK/ddp2" 4 ddp_like "${RES[@]}"
 run "$WORK/ddpm" 4 ddp_like "${RES[@]}" --mismatch-rank 2
