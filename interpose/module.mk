@@ -29,3 +29,12 @@ $(RUNTIME_UNIT_BINS):
 
 UNIT_TESTS += $(foreach t,$(RUNTIME_UNIT_TESTS),$(if $(wildcard tests/unit/$(t).c),$(BUILD)/tests/unit/$(t)))
 INTEGRATION_TESTS += tests/integration/runtime_modes.sh
+
+# make bench-overhead: host ns per intercepted call (tests/bench/overhead.sh).
+$(BUILD)/tests/bench/overhead: $(call objs,tests/bench/overhead.c) | $(BUILD)/emu/libnccl.so $(BUILD)/emu/libcudart.so
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(BUILD)/emu -lnccl -lcudart $(LDLIBS_THREAD)
+
+.PHONY: bench-overhead
+bench-overhead: $(USBYTE_SO) $(BUILD)/tests/bench/overhead $(BUILD)/emu/emu-run
+	BUILD=$(BUILD) SAN=$(SAN) tests/bench/overhead.sh

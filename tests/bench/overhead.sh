@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# make bench-overhead: the host cost of libusbyte.so per intercepted call (see overhead.c).
+# Each configuration runs REPEAT times; the table shows the median.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+source tests/integration/preload-env.sh
+BIN=$BUILD/tests/bench/overhead
+REPEAT=${REPEAT:-3}
+export USBYTE_EMU_ALPHA_US=0 USBYTE_EMU_PAYLOAD=0 USBYTE_WARMUP=5 USBYTE_LOG=warn
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+run() { # NAME PRELOAD MODE
+    for ((i = 0; i < REPEAT; i++)); do
+        LD_PRELOAD="$2" USBYTE_MODE="$3" USBYTE_REPORT="$WORK/report-%r.json" \
+            "$BUILD/emu/emu-run" -n 1 --timeout 120 -- "$BIN" >"$WORK/$1.$i" 2>&1 \
+            || { cat "$WORK/$1.$i"; exit 1; }
+    done
+    cat "$WORK/$1".* | sed 's/^\[rank 0\] //' >"$WORK/$1.all"
+}
+# median over the runs of: via-symbol ns, direct ns, and their difference
+row() { # NAME WHAT
+    awk -v w="$2" '$1 == w {print $2, $3, $2 - $3}' "$WORK/$1.all" | sort -k3 -n |
+        awk '{a[NR]=$0} END {split(a[int((NR+1)/2)], f, " "); printf "%8.1f %8.1f %+8.1f", f[1], f[2], f[3]}'
+}
+run none "" observe
+run off "$USBYTE_PRELOAD" off
+run observe "$USBYTE_PRELOAD" observe
+state=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['comms'][0]['state'])" "$WORK/report-0.json" 2>/dev/null || echo "?")
+echo "host ns per call, median of $REPEAT runs: through the linked symbol, direct to the real function, difference"
+printf '%-34s %-26s %-26s %-26s\n' "" "no library" "preloaded, USBYTE_MODE=off" "preloaded, observe (steady)"
+for what in ncclAllReduce cudaEventRecord; do
+    printf '%-34s %-26s %-26s %-26s\n' "$what" "$(row none $what)" "$(row off $what)" "$(row observe $what)"
+done
+echo "observe: communicator state when timing ran: $state (after warm-up, agreement and plan)"
+echo "cudaEventRecord is on a stream usbyte is not involved with (the wrappers' fast path)"
