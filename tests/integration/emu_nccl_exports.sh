@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The emulated libnccl.so.2 has the real export shape: soname libnccl.so.2, every ncclXxx a
-# WEAK function at the same address as its GLOBAL pncclXxx, no symbol versions.
+# WEAK function at the same address as its GLOBAL pncclXxx, no symbol versions; it imports no
+# public CUDA runtime/driver function.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${BUILD:-build}
@@ -24,4 +25,7 @@ done
 # nothing else leaks out of the library
 others=$(awk '$3 !~ /^p?nccl/ {print $3}' <<<"$syms" | grep -v '^_' || true)
 [ -z "$others" ] || fail "unexpected exports: $others"
+# like real NCCL (static runtime), it never calls the public CUDA API an interposer could see
+cuda=$(readelf --dyn-syms -W "$lib" | awk '$7 == "UND" {print $8}' | grep -E '^cu(da)?[A-Z]' || true)
+[ -z "$cuda" ] || fail "imports public CUDA functions: $cuda"
 echo "ok: $n weak/strong pairs"

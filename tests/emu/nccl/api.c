@@ -166,8 +166,9 @@ EMU_NCCL_ALIAS(ncclMemFree);
 
 /* ---- communicators ---- */
 
-EMU_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
-                                                ncclConfig_t *config)
+/* Internal calls never go through exported symbols, so an interposer of the public names
+ * sees each user call once (real NCCL does not call itself through its PLT either). */
+static ncclResult_t init_rank_config(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config)
 {
     if (comm == NULL)
         return emu_error(ncclInvalidArgument, "ncclCommInitRank: comm is NULL");
@@ -189,11 +190,17 @@ EMU_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks, nc
     *comm = c;
     return ncclSuccess;
 }
+
+EMU_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
+                                                ncclConfig_t *config)
+{
+    return init_rank_config(comm, nranks, commId, rank, config);
+}
 EMU_NCCL_ALIAS(ncclCommInitRankConfig);
 
 EMU_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
 {
-    return pncclCommInitRankConfig(comm, nranks, commId, rank, NULL);
+    return init_rank_config(comm, nranks, commId, rank, NULL);
 }
 EMU_NCCL_ALIAS(ncclCommInitRank);
 
@@ -207,7 +214,7 @@ EMU_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const int 
     ncclResult_t res = ncclSuccess;
     int made = 0;
     for (int i = 0; i < ndev && res == ncclSuccess; i++) {
-        res = pncclCommInitRankConfig(&comms[i], ndev, id, i, NULL);
+        res = init_rank_config(&comms[i], ndev, id, i, NULL);
         if (res == ncclSuccess) {
             comms[i]->device = devlist ? devlist[i] : i;
             made++;
@@ -355,7 +362,7 @@ EMU_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, nccl
     int n = snprintf(id.internal, sizeof id.internal, "%s/s%llu.%d", comm->id_text, (unsigned long long)seq, color);
     if (n < 0 || (size_t)n >= sizeof id.internal)
         return emu_error(ncclInternalError, "ncclCommSplit: splits nested too deeply for the emulator's ids");
-    ncclResult_t r = pncclCommInitRankConfig(newcomm, newn, id, newrank, config);
+    ncclResult_t r = init_rank_config(newcomm, newn, id, newrank, config);
     if (r == ncclSuccess)
         (*newcomm)->device = comm->device;
     return r;
