@@ -38,6 +38,20 @@ out=$("$run" -n 2 --timeout 1 -- sleep 60 2>&1); rc=$?
 [ $rc -eq 124 ] || fail "timeout status $rc"
 grep -q '^emu-run: timeout after 1 s$' <<<"$out" || fail "timeout line"
 
+# SIGTERM to emu-run stops every rank and exits 128+15 (synchronised on the ranks' first line)
+log=$(mktemp)
+"$run" -n 2 -- sh -c 'echo "pid $$"; exec sleep 60' >"$log" 2>&1 &
+launcher=$!
+for _ in $(seq 1 500); do [ "$(grep -c '^\[rank .\] pid' "$log")" -eq 2 ] && break; sleep 0.01; done
+[ "$(grep -c '^\[rank .\] pid' "$log")" -eq 2 ] || { out=$(cat "$log"); rm -f "$log"; fail "ranks did not start"; }
+kill -TERM $launcher
+wait $launcher; rc=$?
+out=$(cat "$log"); rm -f "$log"
+[ $rc -eq 143 ] || fail "SIGTERM: status $rc, want 143"
+for pid in $(sed -n 's/^\[rank .\] pid //p' <<<"$out"); do
+    ! kill -0 "$pid" 2>/dev/null || fail "rank process $pid survived"
+done
+
 # argument errors
 for args in "-n 0 -- true" "-n x -- true" "-n 2" "--timeout -1 -n 2 -- true" "-n 2 true"; do
     # shellcheck disable=SC2086
