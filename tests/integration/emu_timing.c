@@ -9,7 +9,7 @@
  * allreduce follows a small allreduce, which ends at the same instant on every rank (all ranks
  * sleep until the same modelled end), so no rank's measurement includes waiting for a late
  * peer.  ncclGroupSimulateEnd must return the same formula (in microseconds) and launch
- * nothing. */
+ * nothing.  A ring of send/recv in one group must take alpha + bytes/bw (same tolerance). */
 #include <math.h>
 #include <stdint.h>
 
@@ -75,6 +75,38 @@ int main(int argc, char **argv)
         printf("timing: allreduce %.0f bytes on %d ranks: median %.3f ms, model %.3f ms (allowed +-%.3f)\n", bytes, p,
                med, model_ms, slack);
         EXPECT(fabs(med - model_ms) <= slack, "measured %.3f ms vs model %.3f ms", med, model_ms);
+    }
+
+    /* A ring of send/recv in one group: alpha + bytes/bw per rank; data moves only with payload. */
+    if (p > 1) {
+        const size_t n = 250000;   /* 1 MB */
+        double model_ms = (alpha_us + n * 4.0 / (gbps * 1e3)) / 1e3, ms[REPS];
+        float *out;
+        CUDA_OK(cudaMalloc((void **)&out, n * sizeof(float)));
+        for (int r = 0; r < REPS; r++) {
+            CUDA_OK(cudaMemcpy(buf, fill, n * sizeof(float), cudaMemcpyHostToDevice));
+            CUDA_OK(cudaMemcpy(out, fill, n * sizeof(float), cudaMemcpyHostToDevice));
+            NCCL_OK(ncclAllReduce(sync, sync, 1, ncclFloat32, ncclSum, comm, s));
+            CUDA_OK(cudaEventRecord(start, s));
+            NCCL_OK(ncclGroupStart());
+            NCCL_OK(ncclSend(buf, n, ncclFloat32, (rank + 1) % p, comm, s));
+            NCCL_OK(ncclRecv(out, n, ncclFloat32, (rank + p - 1) % p, comm, s));
+            NCCL_OK(ncclGroupEnd());
+            CUDA_OK(cudaEventRecord(end, s));
+            CUDA_OK(cudaEventSynchronize(end));
+            float t, got;
+            CUDA_OK(cudaEventElapsedTime(&t, start, end));
+            ms[r] = t;
+            CUDA_OK(cudaMemcpy(&got, out + n - 1, sizeof got, cudaMemcpyDeviceToHost));
+            float want = payload ? (float)((rank + p - 1) % p + 1) : (float)(rank + 1);
+            EXPECT(got == want, "send/recv %s: last element %g, want %g", payload ? "with payload" : "payload-free", got, want);
+        }
+        qsort(ms, REPS, sizeof ms[0], cmp);
+        double med = ms[REPS / 2], slack = 0.10 * model_ms + 2.0;
+        printf("timing: send/recv ring of %zu bytes on %d ranks: median %.3f ms, model %.3f ms (allowed +-%.3f)\n",
+               n * sizeof(float), p, med, model_ms, slack);
+        EXPECT(fabs(med - model_ms) <= slack, "measured %.3f ms vs model %.3f ms", med, model_ms);
+        CUDA_OK(cudaFree(out));
     }
 
     /* ncclGroupSimulateEnd: the model's estimate, nothing launched. */
