@@ -16,7 +16,6 @@
 
 #include "nccl_emu.h"
 
-
 #define WAIT_SLICE_NS 50000000L   /* bounded futex waits: a local abort is noticed within this */
 
 uint64_t emu_now_ns(void)
