@@ -49,7 +49,7 @@ typedef struct ddp {
     cudaStream_t nccl_stream;
     size_t buf_count;        /* broadcast buffer (BN running stats), elements */
     float *h_buf_in, *h_buf_out, *d_buf;
-    cudaEvent_t fwd_ev, bcast_end_ev, iter_done[2];
+    cudaEvent_t fwd_ev, bcast_end_ev;
     tr_range all;
     bool mismatch;           /* this rank is the mismatching one */
 } ddp;
@@ -237,8 +237,6 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc((void **)&d.d_buf, d.buf_count * sizeof(float)));
     CUDA_CHECK(cudaEventCreateWithFlags(&d.fwd_ev, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&d.bcast_end_ev, cudaEventDisableTiming));
-    for (int i = 0; i < 2; i++)
-        CUDA_CHECK(cudaEventCreateWithFlags(&d.iter_done[i], cudaEventDisableTiming));
     write_truth(&d);
 
     for (int t = 0; t < tr->opt.iters; t++) {
@@ -246,19 +244,13 @@ int main(int argc, char **argv)
         forward(&d);
         backward(&d, set);
         finalize(&d, set);
-        /* Like a training loop that logs the loss of the previous step: the host runs at most one
-         * iteration ahead of the device. */
-        CUDA_CHECK(cudaEventRecord(d.iter_done[t & 1], tr->compute));
-        if (t > 0)
-            CUDA_CHECK(cudaEventSynchronize(d.iter_done[(t - 1) & 1]));
+        tr_end_iteration(tr, t);
     }
     tr_print_checksum(tr, d.h_buf_out, d.buf_count * sizeof(float));
 
     CUDA_CHECK(cudaStreamSynchronize(d.nccl_stream));
     free_buckets(&d.first);
     free_buckets(&d.rebuilt);
-    for (int i = 0; i < 2; i++)
-        CUDA_CHECK(cudaEventDestroy(d.iter_done[i]));
     CUDA_CHECK(cudaEventDestroy(d.fwd_ev));
     CUDA_CHECK(cudaEventDestroy(d.bcast_end_ev));
     CUDA_CHECK(cudaFreeHost(d.h_buf_in));

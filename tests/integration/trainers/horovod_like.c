@@ -40,7 +40,6 @@ typedef struct horovod {
     float *d_fusion;
     size_t fusion_count;
     cudaStream_t nccl_stream;
-    cudaEvent_t iter_done[2];
     tr_range all;
     pthread_t thread;
     pthread_mutex_t mu;
@@ -188,8 +187,6 @@ int main(int argc, char **argv)
         tr_die("out of memory");
     for (int k = 0; k < tr->n_tensors; k++)
         CUDA_CHECK(cudaEventCreateWithFlags(&h.ready_ev[k], cudaEventDisableTiming));
-    for (int i = 0; i < 2; i++)
-        CUDA_CHECK(cudaEventCreateWithFlags(&h.iter_done[i], cudaEventDisableTiming));
     CUDA_CHECK(cudaStreamCreateWithFlags(&h.nccl_stream, cudaStreamNonBlocking));
     pthread_mutex_init(&h.mu, NULL);
     pthread_cond_init(&h.cv, NULL);
@@ -218,9 +215,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < h.n_resp; i++)
             CUDA_CHECK(cudaStreamWaitEvent(tr->compute, h.resp[i].fin_ev, 0));
         tr_enqueue_apply(tr, tr->compute, &h.all);
-        CUDA_CHECK(cudaEventRecord(h.iter_done[t & 1], tr->compute));
-        if (t > 0)
-            CUDA_CHECK(cudaEventSynchronize(h.iter_done[(t - 1) & 1]));
+        tr_end_iteration(tr, t);
     }
     pthread_join(h.thread, NULL);
     tr_print_checksum(tr, NULL, 0);
@@ -230,8 +225,6 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaEventDestroy(h.resp[i].fin_ev));
     for (int k = 0; k < tr->n_tensors; k++)
         CUDA_CHECK(cudaEventDestroy(h.ready_ev[k]));
-    for (int i = 0; i < 2; i++)
-        CUDA_CHECK(cudaEventDestroy(h.iter_done[i]));
     if (h.d_fusion)
         CUDA_CHECK(cudaFree(h.d_fusion));
     CUDA_CHECK(cudaStreamDestroy(h.nccl_stream));

@@ -21,7 +21,6 @@ typedef struct per_layer {
     cudaEvent_t *end_ev;          /* per tensor, NCCL stream */
     int *seg_first, *seg_n;       /* tensors whose need is s: a contiguous run */
     tr_range *seg_range;
-    cudaEvent_t iter_done[2];
 } per_layer;
 
 static void index_segments(per_layer *pl)
@@ -123,17 +122,13 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaEventCreateWithFlags(&pl.ready_ev[k], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&pl.end_ev[k], cudaEventDisableTiming));
     }
-    for (int i = 0; i < 2; i++)
-        CUDA_CHECK(cudaEventCreateWithFlags(&pl.iter_done[i], cudaEventDisableTiming));
     CUDA_CHECK(cudaStreamCreateWithFlags(&pl.nccl_stream, cudaStreamNonBlocking));
     write_truth(&pl);
 
     for (int t = 0; t < tr->opt.iters; t++) {
         forward(&pl, t > 0, true);
         backward(&pl);
-        CUDA_CHECK(cudaEventRecord(pl.iter_done[t & 1], tr->compute));
-        if (t > 0)
-            CUDA_CHECK(cudaEventSynchronize(pl.iter_done[(t - 1) & 1]));
+        tr_end_iteration(tr, t);
     }
     forward(&pl, true, false);   /* the last step of every layer, without another forward */
     tr_print_checksum(tr, NULL, 0);
@@ -143,8 +138,6 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaEventDestroy(pl.ready_ev[k]));
         CUDA_CHECK(cudaEventDestroy(pl.end_ev[k]));
     }
-    for (int i = 0; i < 2; i++)
-        CUDA_CHECK(cudaEventDestroy(pl.iter_done[i]));
     CUDA_CHECK(cudaStreamDestroy(pl.nccl_stream));
     free(pl.ready_ev);
     free(pl.end_ev);

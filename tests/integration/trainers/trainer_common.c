@@ -305,6 +305,8 @@ void tr_init(trainer *tr, const char *name, unsigned accepted, int argc, char **
             tr->h_param[t->offset + i] = 0.1f * unit_float(splitmix64(seed + i));
     }
     CUDA_CHECK(cudaStreamCreateWithFlags(&tr->compute, cudaStreamNonBlocking));
+    for (int i = 0; i <= TR_HOST_AHEAD; i++)
+        CUDA_CHECK(cudaEventCreateWithFlags(&tr->iter_done[i], cudaEventDisableTiming));
     init_nccl(tr);
 }
 
@@ -312,6 +314,8 @@ void tr_finish(trainer *tr)
 {
     CUDA_CHECK(cudaStreamSynchronize(tr->compute));
     NCCL_CHECK(ncclCommDestroy(tr->comm));
+    for (int i = 0; i <= TR_HOST_AHEAD; i++)
+        CUDA_CHECK(cudaEventDestroy(tr->iter_done[i]));
     CUDA_CHECK(cudaStreamDestroy(tr->compute));
     CUDA_CHECK(cudaFreeHost(tr->h_param));
     CUDA_CHECK(cudaFreeHost(tr->h_grad_stage));
@@ -321,6 +325,13 @@ void tr_finish(trainer *tr)
     free(tr->layers);
     free(tr->segment_scaled);
     ub_profile_free(&tr->prof);
+}
+
+void tr_end_iteration(trainer *tr, int t)
+{
+    CUDA_CHECK(cudaEventRecord(tr->iter_done[t % (TR_HOST_AHEAD + 1)], tr->compute));
+    if (t >= TR_HOST_AHEAD)
+        CUDA_CHECK(cudaEventSynchronize(tr->iter_done[(t - TR_HOST_AHEAD) % (TR_HOST_AHEAD + 1)]));
 }
 
 /* ---- compute-stream work ------------------------------------------------------------------ */

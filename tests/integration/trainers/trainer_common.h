@@ -41,6 +41,10 @@ enum {
     TR_OPT_MISMATCH = 1 << 2,  /* --mismatch-rank */
 };
 
+/* Iterations the host may enqueue ahead of the device (a training loop that logs the loss of an
+ * earlier step, or a caching allocator that runs out, bounds this in real frameworks). */
+#define TR_HOST_AHEAD 2
+
 typedef struct tr_options {
     const char *profile;
     int iters;
@@ -93,6 +97,7 @@ typedef struct trainer {
     float *d_grad;            /* device: the flat gradient array (param.grad of every tensor) */
     cudaStream_t compute;     /* the framework's compute stream */
     ncclComm_t comm;
+    cudaEvent_t iter_done[TR_HOST_AHEAD + 1];
     /* Stream-ordered state: written and read only by host functions of the compute stream. */
     int iter;                 /* iteration being computed (incremented by the backward start) */
     struct timespec backward_t0;
@@ -114,6 +119,9 @@ void tr_finish(trainer *tr);   /* frees everything, destroys the communicator */
 void tr_enqueue_backward_start(trainer *tr);
 void tr_enqueue_layer(trainer *tr, int layer);   /* sleep to the layer's deadline, fill, copy H2D */
 void tr_enqueue_sleep(trainer *tr, cudaStream_t stream, const double *seconds);
+/* End of iteration t on the host: records its completion on the compute stream and waits until
+ * the device has finished iteration t - TR_HOST_AHEAD. */
+void tr_end_iteration(trainer *tr, int t);
 /* Copies the reduced gradients of the range back to the host and applies SGD to them. */
 void tr_enqueue_apply(trainer *tr, cudaStream_t stream, const tr_range *range);
 tr_range tr_range_of(trainer *tr, int first_tensor, int n_tensors);
