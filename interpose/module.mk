@@ -38,3 +38,11 @@ $(BUILD)/tests/bench/overhead: $(call objs,tests/bench/overhead.c) | $(BUILD)/em
 .PHONY: bench-overhead
 bench-overhead: $(USBYTE_SO) $(BUILD)/tests/bench/overhead $(BUILD)/emu/emu-run
 	BUILD=$(BUILD) SAN=$(SAN) tests/bench/overhead.sh
+
+# The runtime's own multi-rank test programs (tests/integration/runtime_*.c), linked like any
+# CUDA/NCCL program against the emulator's stand-ins.
+RUNTIME_IT_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(wildcard tests/integration/runtime_*.c))
+$(RUNTIME_IT_PROGS): $(BUILD)/tests/integration/%: $(BUILD)/obj/tests/integration/%.o | $(BUILD)/emu/libnccl.so $(BUILD)/emu/libcudart.so
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< -L$(BUILD)/emu -lnccl -lcudart $(LDLIBS_THREAD)
+ALL += $(RUNTIME_IT_PROGS)

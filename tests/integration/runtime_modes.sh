@@ -60,4 +60,21 @@ for r in reps:
 assert reps[0]["comms"][0]["profile"] == reps[1]["comms"][0]["profile"]
 print("info: versions %s" % json.dumps(reps[0]["versions"]))
 PY
+# 5. Fork: the child's exit writes no report and leaves the parent's intact.
+FORK=$BUILD/tests/integration/runtime_fork
+[ -x "$FORK" ] || fail "missing $FORK: build it first (make)"
+mkdir "$WORK/fork"
+LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_WARMUP=2 USBYTE_REPORT="$WORK/fork/r-%r-%p.json" \
+    "$BUILD/emu/emu-run" -n 2 --timeout 60 -- "$FORK" >"$WORK/fork.out" 2>&1 \
+    || { sed 's/^/    | /' "$WORK/fork.out"; fail "fork test failed"; }
+n=$(ls "$WORK/fork" | grep -c '\.json$' || true)
+[ "$n" -eq 2 ] || fail "fork test: $n reports (expected one per rank): $(ls "$WORK/fork")"
+ls "$WORK/fork" | grep -q partial && fail "fork test: a .partial report was left behind"
+python3 - "$WORK"/fork/*.json <<'PY'
+import json, sys
+for p in sys.argv[1:]:
+    c = json.load(open(p))["comms"][0]
+    assert c["state"] == "planned", (p, c["state"], c.get("state_reason"))
+    assert c["calls_per_iteration"] == 4, c["calls_per_iteration"]
+PY
 echo "runtime modes: ok"

@@ -1,0 +1,59 @@
+/* A rank that forks after its communicator is profiled: the child (which may not touch CUDA or
+ * NCCL state it inherited) forwards through the wrappers without touching usbyte's state (its
+ * locks may have been held by another thread at the fork) and writes no report; the parent keeps
+ * working and reports as usual.  Run by runtime_modes.sh under emu-run with libusbyte.so preloaded. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#define CHECK(x)                                                                \
+    do {                                                                        \
+        if ((x) != 0) {                                                         \
+            fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #x);      \
+            exit(1);                                                            \
+        }                                                                       \
+    } while (0)
+
+int main(void)
+{
+    int rank = atoi(getenv("RANK") ? getenv("RANK") : "0");
+    int world = atoi(getenv("WORLD_SIZE") ? getenv("WORLD_SIZE") : "1");
+    ncclUniqueId id;
+    ncclComm_t comm;
+    cudaStream_t s;
+    float *buf;
+    CHECK(cudaSetDevice(0));
+    CHECK(ncclGetUniqueId(&id));
+    CHECK(ncclCommInitRank(&comm, world, id, rank));
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CHECK(cudaMalloc((void **)&buf, 64 * sizeof(float)));
+    for (int it = 0; it < 12; it++) {
+        for (int k = 0; k < 4; k++)
+            CHECK(ncclAllReduce(buf, buf, (size_t)(8 * (k + 1)), ncclFloat32, ncclSum, comm, s));
+        CHECK(cudaStreamSynchronize(s));
+        if (it == 8) {
+            pid_t child = fork();
+            if (child == 0) {
+                /* The child goes through wrappers (it must forward, touching no usbyte state) and
+                 * ends with _exit: the emulator's own destructors would join the parent's stream
+                 * threads, which do not exist in a child (an emulator limitation). */
+                cudaError_t q = cudaStreamQuery(s);
+                _exit(q == cudaSuccess || q == cudaErrorNotReady ? 0 : 3);
+            }
+            int status;
+            CHECK(waitpid(child, &status, 0) != child);
+            if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+                fprintf(stderr, "child: exited %d status %d, signal %d\n", WIFEXITED(status), WEXITSTATUS(status),
+                        WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+                exit(1);
+            }
+        }
+    }
+    CHECK(ncclCommDestroy(comm));
+    printf("fork test done\n");
+    return 0;
+}
