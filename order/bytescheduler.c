@@ -18,7 +18,7 @@
 #include "usbyte/schedulers.h"
 
 /* Powers of two, so every cut is a whole number of elements of any dtype. */
-static const uint64_t partition_grid[] = {64u << 10, 256u << 10, 1u << 20, 4u << 20, 16u << 20, 64u << 20};
+static const uint64_t partition_grid[] = {64u << 10, 256u << 10, 1u << 20, 4u << 20, 16u << 20, 64u << 20, 256u << 20, 1u << 30};
 static const int credit_grid[] = {1, 2, 4, 8}; /* in partitions */
 
 typedef struct {
