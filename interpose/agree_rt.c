@@ -16,8 +16,6 @@
 
 #define USBYTE_VERSION "0.4.0"
 
-ub_comm **ub_state_all_comms(int *n);
-
 static ub_versions versions = {USBYTE_VERSION, 0, 0, 0};
 
 static void learn_versions(void)
@@ -147,9 +145,8 @@ void ub_comm_agree(ub_comm *c)
         };
         maxv = calloc((size_t)ub_agree_max_len(n), sizeof *maxv);
         sumv = calloc((size_t)ub_agree_sum_len(n), sizeof *sumv);
-        /* Out of memory here would desynchronise the ranks: they all issue the header, so
-         * the only safe answer is to issue the same sizes anyway from a static buffer... we
-         * cannot, so we abort the process with a clear message rather than hang the job. */
+        /* The other ranks are about to issue the data collectives: a rank that cannot issue
+         * them would hang the job, so it stops with a clear message instead. */
         if (!maxv || !sumv) {
             ub_error("out of memory in the agreement of communicator %d: aborting to avoid a hang", c->index);
             abort();

@@ -632,7 +632,6 @@ void ub_state_stream_work(cudaStream_t stream, const char *what)
 
 /* ---- reports ---- */
 
-ub_comm **ub_state_all_comms(int *n);
 ub_comm **ub_state_all_comms(int *n)
 {
     *n = n_all;

@@ -129,6 +129,8 @@ void ub_comm_agree(ub_comm *c);
 void ub_state_lock(void);
 void ub_state_unlock(void);
 void ub_state_write_reports(void);
+/* Every communicator seen since the start (destroyed ones included), for the report. */
+ub_comm **ub_state_all_comms(int *n);
 void ub_comm_stop_profiling(ub_comm *c);
 /* Files every stream's pending upstream timing event of c (before the blocking poll). */
 void ub_comm_file_ready(ub_comm *c);
