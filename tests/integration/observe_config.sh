@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Issue 4, DESIGN.md section 7: bad configuration values each give one warning per rank naming the
 # variable and the value, fall back to their defaults (the job still runs in observe mode, writes
-# its reports, and computes bit-identical results); USBYTE_DUMP_CONFIG=1 prints every variable.
+# its reports, and computes bit-identical results); USBYTE_DUMP_CONFIG=1 prints every variable;
+# USBYTE_MODE=off observes nothing; USBYTE_MODE=schedule is accepted, says once per rank that it
+# behaves as observe, and does.
 source "$(dirname "$0")/trainers/observe_lib.sh"
 N=2
 ARGS=(--profile "$PROFILES/resnet50-v100-b64-barrier.json" --iters 10 --time-scale 0.1 --bytes-scale 0.02)
@@ -51,4 +53,32 @@ USBYTE_DUMP_CONFIG=1 USBYTE_REPORT="$WORK/report-%r.json" \
 for var in USBYTE_MODE USBYTE_POLICY USBYTE_WARMUP USBYTE_REPORT USBYTE_LOG USBYTE_LOG_FILE USBYTE_NCCL_LIB; do
     grep -q -F -- "$var" "$WORK/dump.out" || { echo "FAIL: USBYTE_DUMP_CONFIG=1 does not print $var"; status=1; }
 done
+
+# USBYTE_MODE=off: nothing measured, nothing planned (no report, or one without a planned communicator).
+rm -f "$WORK"/report-*.json
+USBYTE_MODE=off USBYTE_REPORT="$WORK/report-%r.json" run config "$WORK/off.out" $N yes -- ddp_like "${ARGS[@]}"
+$CHECK checksums --world $N "$WORK/base.out" "$WORK/off.out"
+python3 - "$WORK" <<'PY' || status=1
+import glob, json, sys
+bad = 0
+for path in glob.glob(sys.argv[1] + "/report-*.json"):
+    states = [c.get("state") for c in json.load(open(path)).get("comms", [])]
+    if any(s not in ("off", "pass-through", "disabled") for s in states):
+        print("FAIL: USBYTE_MODE=off, but %s has communicators in states %s" % (path, states)); bad = 1
+sys.exit(bad)
+PY
+
+# USBYTE_MODE=schedule: accepted, one line per rank saying so, then observe as usual.
+rm -f "$WORK"/report-*.json
+USBYTE_MODE=schedule USBYTE_REPORT="$WORK/report-%r.json" \
+    run config "$WORK/sched.out" $N yes -- ddp_like "${ARGS[@]}"
+$CHECK checksums --world $N "$WORK/base.out" "$WORK/sched.out"
+n=$(grep -E '^\[rank [0-9]+\] usbyte' "$WORK/sched.out" | grep -c -i 'schedule' || true)
+if [ "$n" -ne $N ]; then
+    echo "FAIL: USBYTE_MODE=schedule: $n lines mention it, expected one per rank:"
+    grep -i schedule "$WORK/sched.out" | sed 's/^/    | /'
+    status=1
+fi
+mapfile -t R < <(reports "$WORK" $N)
+$CHECK reports --truth "$WORK/truth.json" --world $N "${R[@]}" >"$WORK/check.out" || { cat "$WORK/check.out"; status=1; }
 exit $status
