@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""The observe tests are only as good as check_report.py: this proves it passes a consistent set of
+reports and fails on each kind of error it is meant to catch.  Synthetic files, no emulator."""
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECK = [sys.executable, os.path.join(HERE, "check_report.py")]
+WORLD = 2
+ALPHA_US, GBPS = 800.0, 0.2
+POLICIES = ["wfbp", "syncea", "mgwfbp", "mgwfbp-dp", "bytescheduler", "usbyte", "best"]
+
+
+def truth():
+    calls = [{"name": None, "bytes": b, "ready": r, "need": n, "dtype": "float32", "op": "sum", "merge": True}
+             for b, r, n in ((4000, 0.0, 1), (8000, 0.004, 1), (16000, 0.010, 0), (4000, 0.012, 0))]
+    return {"trainer": "synthetic", "profile": {"usbyte_profile": 1, "net": None, "backward_end": 0.012,
+                                                "gap": 0.0, "forward": [0.003, 0.005], "calls": calls},
+            "other_calls_per_iteration": []}
+
+
+def report(rank, t):
+    prof = copy.deepcopy(t["profile"])
+    prof["net"] = {"alpha": 2 * (WORLD - 1) * ALPHA_US * 1e-6, "beta": 2.0 * (WORLD - 1) / WORLD / (GBPS * 1e9),
+                   "copy_beta": 0.0}
+    for c in prof["calls"]:
+        c["ready"] += 0.0003   # measured a little late, within the tolerance
+    blocks = [{"segments": [[k, 0, c["bytes"]]], "start": 0.0, "end": 0.0} for k, c in enumerate(prof["calls"])]
+    plan = {"usbyte_plan": 1, "policy": "best", "iteration": 0.030, "lower_bound": 0.029,
+            "plan_seconds": 0.001 * (rank + 1), "blocks": blocks}
+    comm = {"state": "planned", "calls_per_iteration": len(prof["calls"]), "iterations_observed": 5,
+            "profile": prof, "fit": {}, "pattern": {}, "verdict": {"schedulable": True, "reasons": []},
+            "policies": [{"policy": p, "iteration": 0.030 if p == "best" else 0.031} for p in POLICIES],
+            "plan": plan}
+    return {"usbyte_report": 1, "rank": rank, "world_size": WORLD, "config": {}, "versions": {}, "comms": [comm]}
+
+
+def run(tmp, t, reports, extra=()):
+    paths = []
+    for r in reports:
+        p = os.path.join(tmp, "report-%d.json" % r["rank"])
+        json.dump(r, open(p, "w"))
+        paths.append(p)
+    tp = os.path.join(tmp, "truth.json")
+    json.dump(t, open(tp, "w"))
+    args = CHECK + ["reports", "--truth", tp, "--world", str(WORLD), "--alpha-us", str(ALPHA_US),
+                    "--gbps", str(GBPS)] + list(extra) + paths
+    return subprocess.run(args, capture_output=True, text=True)
+
+
+def main():
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        t = truth()
+        good = [report(r, t) for r in range(WORLD)]
+        res = run(tmp, t, good, ["--distinct-needs"])
+        if res.returncode != 0:
+            print("FAIL: a consistent set of reports is rejected:\n" + res.stdout)
+            failures += 1
+
+        def corrupt(name, fn, extra=()):
+            nonlocal failures
+            reps = copy.deepcopy(good)
+            fn(reps)
+            res = run(tmp, t, reps, extra)
+            if res.returncode == 0:
+                print("FAIL: check_report.py accepts %s" % name)
+                failures += 1
+            else:
+                print("ok: rejects %s: %s" % (name, next(l for l in res.stdout.splitlines() if l.startswith("FAIL"))))
+
+        def prof(reps):
+            return [r["comms"][0]["profile"] for r in reps]
+
+        corrupt("a byte count off by 4", lambda reps: [p["calls"][1].update(bytes=8004) for p in prof(reps)])
+        corrupt("a missing call", lambda reps: [p["calls"].pop() for p in prof(reps)])
+        corrupt("a ready time 5 ms late", lambda reps: [p["calls"][2].update(ready=0.0153) for p in prof(reps)])
+        corrupt("alpha 20% high", lambda reps: [p["net"].update(alpha=p["net"]["alpha"] * 1.2) for p in prof(reps)])
+        corrupt("beta 20% low", lambda reps: [p["net"].update(beta=p["net"]["beta"] * 0.8) for p in prof(reps)])
+        corrupt("profiles that differ between ranks", lambda reps: prof(reps)[1]["calls"][0].update(ready=0.0001))
+        corrupt("plans that differ between ranks",
+                lambda reps: reps[1]["comms"][0]["plan"]["blocks"].reverse())
+        corrupt("a plan that misses bytes",
+                lambda reps: [r["comms"][0]["plan"]["blocks"][0]["segments"][0].__setitem__(2, 2000) for r in reps])
+        corrupt("a plan slower than a policy",
+                lambda reps: [r["comms"][0]["plan"].update(iteration=0.040) for r in reps])
+        corrupt("a missing policy", lambda reps: [r["comms"][0]["policies"].pop(0) for r in reps])
+        corrupt("needs joined across 3 ms of forward compute",
+                lambda reps: [c.update(need=0) for p in prof(reps) for c in p["calls"]])
+        corrupt("a missing rank", lambda reps: reps.pop())
+        corrupt("an unexpected verdict", lambda reps: None, ["--expect-schedulable", "no"])
+        corrupt("a state other than pass-through", lambda reps: None, ["--expect-state", "pass-through"])
+        corrupt("a merge barrier nobody made",
+                lambda reps: [p["calls"][0].update(merge=False) for p in prof(reps)])
+
+        base, pre = os.path.join(tmp, "a.out"), os.path.join(tmp, "b.out")
+        open(base, "w").write("[rank 0] checksum 00000000000000aa\n[rank 1] checksum 00000000000000aa\n")
+        open(pre, "w").write("[rank 0] checksum 00000000000000aa\n[rank 1] checksum 00000000000000ab\n")
+        for b, p, want in ((base, base, 0), (base, pre, 1)):
+            rc = subprocess.run(CHECK + ["checksums", "--world", "2", b, p], capture_output=True).returncode
+            if (rc != 0) != bool(want):
+                print("FAIL: checksums %s vs %s: exit %d" % (b, p, rc))
+                failures += 1
+    print("%d failure(s)" % failures)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
