@@ -26,12 +26,29 @@
 #define MAX_PAIR 32  /* farthest block holding the neighbouring piece of the same call */
 #define MAX_CUTS 16
 
+/* Quantities of every prefix and suffix of one block's segments, so that the moves that take
+ * a block apart are judged in O(1) each instead of O(segments). */
+typedef struct {
+    double r, W, bytes;
+    bool staged;
+    int32_t call0;
+} range_q;
+
+typedef struct {
+    range_q *pre, *suf; /* pre[k]: segments [0, k); suf[k]: [k, n) */
+    uint32_t n, cap;
+    const ub_segment *seg; /* the block it describes, as of generation gen */
+    long gen;
+} range_cache;
+
 typedef struct {
     ub_wplan wp;
+    range_cache ca, cb; /* block i and block i+1 while improve_at judges moves at i */
     ub_wblock s[4]; /* scratch blocks; their segment arrays are recycled */
     ub_wblock h[3]; /* hypothetical blocks: cached quantities only, judged before building */
     const ub_wblock *view[MAX_PAIR + MAX_SHIFT + 4];
     long evals, budget, moves;
+    long gen; /* bumped whenever the plan changes, so range caches know they are stale */
 } search;
 
 /* Scratch blocks keep their cached quantities up to date as segments are added or resized,
@@ -126,6 +143,75 @@ static void hyp_add_range(const ub_wplan *wp, ub_wblock *h, const ub_wblock *b, 
     }
 }
 
+static void cache_build(const ub_wplan *wp, range_cache *c, const ub_wblock *b)
+{
+    uint32_t n = b->n;
+    if (n + 1 > c->cap) {
+        c->cap = 2 * (n + 1);
+        c->pre = realloc(c->pre, sizeof(range_q) * c->cap);
+        c->suf = realloc(c->suf, sizeof(range_q) * c->cap);
+        if (!c->pre || !c->suf) {
+            fprintf(stderr, "usbyte: out of memory in the plan search\n");
+            abort();
+        }
+    }
+    c->n = n;
+    range_q empty = {0.0, -DBL_MAX, 0.0, false, -1};
+    c->pre[0] = empty;
+    for (uint32_t k = 0; k < n; k++) {
+        int32_t call = b->seg[k].call;
+        range_q q = c->pre[k];
+        double r = wp->prof->calls[call].ready;
+        q.r = r > q.r ? r : q.r;
+        q.W = wp->Fs[call] > q.W ? wp->Fs[call] : q.W;
+        q.bytes += (double)b->seg[k].length;
+        q.staged = q.staged || call != b->seg[0].call;
+        q.call0 = b->seg[0].call;
+        c->pre[k + 1] = q;
+    }
+    c->suf[n] = empty;
+    for (uint32_t k = n; k-- > 0;) {
+        int32_t call = b->seg[k].call;
+        range_q q = c->suf[k + 1];
+        double r = wp->prof->calls[call].ready;
+        q.r = r > q.r ? r : q.r;
+        q.W = wp->Fs[call] > q.W ? wp->Fs[call] : q.W;
+        q.bytes += (double)b->seg[k].length;
+        q.staged = q.staged || (k + 1 < n && b->seg[k + 1].call != call);
+        q.call0 = call;
+        c->suf[k] = q;
+    }
+}
+
+/* h (reset) becomes segments [from, to) of the cached block b, a prefix or a suffix. */
+static void hyp_set_range(const ub_wplan *wp, ub_wblock *h, const range_cache *c, const ub_wblock *b,
+                          uint32_t from, uint32_t to)
+{
+    if (c->n != b->n || (from != 0 && to != b->n)) {
+        hyp_add_range(wp, h, b, from, to);
+        return;
+    }
+    const range_q *q = from == 0 ? &c->pre[to] : &c->suf[from];
+    h->r = q->r;
+    h->W = q->W;
+    h->bytes = q->bytes;
+    h->staged = q->staged;
+    h->call0 = q->call0;
+    h->valid = b->valid;
+    h->n = to - from;
+#ifdef UB_SEARCH_CHECK
+    ub_wblock x = {0};
+    x.W = -DBL_MAX;
+    x.valid = true;
+    x.call0 = -1;
+    hyp_add_range(wp, &x, b, from, to);
+    if (x.r != h->r || x.W != h->W || x.bytes != h->bytes || x.staged != h->staged || x.call0 != h->call0) {
+        fprintf(stderr, "range cache mismatch [%u, %u) of %u\n", from, to, b->n);
+        abort();
+    }
+#endif
+}
+
 /* h grows by a whole block, in O(1) from the block's cached quantities. */
 static void hyp_add_block(const ub_wplan *wp, ub_wblock *h, const ub_wblock *b)
 {
@@ -190,6 +276,7 @@ static int cut_points(const ub_profile *prof, int k, uint64_t lo, uint64_t hi, d
  * the incremental test. */
 static bool confirm(search *s, double thr)
 {
+    s->gen++; /* the plan changed (and changes again if the move is undone) */
 #ifdef UB_SEARCH_CHECK
     for (int b = 0; b < s->wp.nb; b++) {
         ub_wblock w = s->wp.b[b];
@@ -311,6 +398,8 @@ static bool shift_same_call(search *s, int i, uint32_t gi)
     ub_wplan *wp = &s->wp;
     const ub_profile *prof = wp->prof;
     const ub_segment g = wp->b[i].seg[gi];
+    if (g.offset == 0 && g.length == prof->calls[g.call].bytes)
+        return false; /* the call is whole here: no other piece */
     for (int d = i + 1; d < wp->nb && d <= i + MAX_PAIR; d++) {
         const ub_wblock *D = &wp->b[d];
         for (uint32_t hi = 0; hi < D->n; hi++) {
@@ -477,8 +566,10 @@ static bool relocate_pieces(search *s, int i, bool earlier)
             reset(&s->h[0]);
             hyp_add_range(wp, &s->h[0], A, which[w], which[w] + 1);
             reset(&s->h[1]);
-            hyp_add_range(wp, &s->h[1], A, 0, which[w]);
-            hyp_add_range(wp, &s->h[1], A, which[w] + 1, n);
+            if (which[w] == 0)
+                hyp_set_range(wp, &s->h[1], &s->ca, A, 1, n);
+            else
+                hyp_set_range(wp, &s->h[1], &s->ca, A, 0, n - 1);
             if (!piece_may_win(s, i, earlier))
                 continue;
             reset(&s->s[0]);
@@ -499,6 +590,28 @@ static bool improve_at(search *s, int i)
     ub_wplan *wp = &s->wp;
     const ub_profile *prof = wp->prof;
     bool has_next = i + 1 < wp->nb;
+    /* Range caches of blocks i and i+1; the one built for i+1 at the previous position serves
+     * as block i's when the plan has not changed since. */
+    if (s->cb.gen == s->gen && s->cb.seg == wp->b[i].seg && s->cb.n == wp->b[i].n) {
+        range_cache t = s->ca;
+        s->ca = s->cb;
+        s->cb = t;
+    } else if (!(s->ca.gen == s->gen && s->ca.seg == wp->b[i].seg && s->ca.n == wp->b[i].n)) {
+        s->ca.n = UINT32_MAX;
+        if (wp->b[i].n > 1) {
+            cache_build(wp, &s->ca, &wp->b[i]);
+            s->evals += wp->b[i].n / 32; /* part of the work the budget bounds */
+            s->ca.seg = wp->b[i].seg;
+            s->ca.gen = s->gen;
+        }
+    }
+    s->cb.n = UINT32_MAX;
+    if (has_next && wp->b[i + 1].n > 1) {
+        cache_build(wp, &s->cb, &wp->b[i + 1]);
+        s->evals += wp->b[i + 1].n / 32;
+        s->cb.seg = wp->b[i + 1].seg;
+        s->cb.gen = s->gen;
+    }
 
     /* Windows must reach the busy period of the first critical block and start no later
      * than that block (search_state.c, ub_wplan_improves). */
@@ -539,7 +652,7 @@ static bool improve_at(search *s, int i)
         const ub_wblock *A = &wp->b[i], *B = &wp->b[i + 1];
         if (A->n > 1) {
             reset(&s->h[0]);
-            hyp_add_range(wp, &s->h[0], A, 0, A->n - 1);
+            hyp_set_range(wp, &s->h[0], &s->ca, A, 0, A->n - 1);
             reset(&s->h[1]);
             hyp_add_block(wp, &s->h[1], B);
             hyp_add_range(wp, &s->h[1], A, A->n - 1, A->n);
@@ -559,7 +672,7 @@ static bool improve_at(search *s, int i)
             hyp_add_block(wp, &s->h[0], A);
             hyp_add_range(wp, &s->h[0], B, 0, 1);
             reset(&s->h[1]);
-            hyp_add_range(wp, &s->h[1], B, 1, B->n);
+            hyp_set_range(wp, &s->h[1], &s->cb, B, 1, B->n);
             if (hyp_improves(s, i, 2, 2)) {
                 clone_into(&s->s[0], A);
                 append_all(wp, &s->s[0], B, 0, 1);
@@ -645,9 +758,9 @@ static bool improve_at(search *s, int i)
                 continue;
             const ub_wblock *A = &wp->b[i];
             reset(&s->h[0]);
-            hyp_add_range(wp, &s->h[0], A, 0, k);
+            hyp_set_range(wp, &s->h[0], &s->ca, A, 0, k);
             reset(&s->h[1]);
-            hyp_add_range(wp, &s->h[1], A, k, n);
+            hyp_set_range(wp, &s->h[1], &s->ca, A, k, n);
             if (hyp_improves(s, i, 1, 2)) {
                 reset(&s->s[0]);
                 append_all(wp, &s->s[0], A, 0, k);
@@ -710,6 +823,7 @@ static void descend(search *s, double lower_bound)
  * a pure function of the profile. */
 static void kick(search *s, uint64_t *rng)
 {
+    s->gen++;
     ub_wplan *wp = &s->wp;
     const ub_profile *prof = wp->prof;
     int hi = wp->first_crit >= 0 ? wp->first_crit + 2 : wp->nb - 1;
@@ -854,6 +968,7 @@ int ub_policy_best(const ub_profile *prof, ub_plan *out)
         s.budget = s.evals + (for_starts - s.evals) / distinct--;
         const ub_plan *p = &start[order[r]];
         ub_wplan_load(&s.wp, p);
+        s.gen++;
         long before = s.moves;
         descend(&s, lb);
         ub_wplan_store(&s.wp, &cand);
@@ -871,6 +986,7 @@ int ub_policy_best(const ub_profile *prof, ub_plan *out)
     while (s.evals < total && lb < best - 1e-12 * best) {
         if (kicks % 2 == 0)
             ub_wplan_load(&s.wp, out); /* odd kicks continue from where the last descent ended */
+        s.gen++;
         int n_kicks = 1 + (int)(ub_splitmix64(&rng) % 2);
         for (int k = 0; k < n_kicks; k++)
             kick(&s, &rng);
@@ -895,6 +1011,10 @@ int ub_policy_best(const ub_profile *prof, ub_plan *out)
     ub_plan_free(&cand);
     for (int k = 0; k < 4; k++)
         free(s.s[k].seg);
+    free(s.ca.pre);
+    free(s.ca.suf);
+    free(s.cb.pre);
+    free(s.cb.suf);
     ub_wplan_free(&s.wp);
     for (int k = 0; k < n_start; k++)
         ub_plan_free(&start[k]);
