@@ -131,9 +131,9 @@ int ub_policy_bytescheduler(const ub_profile *prof, ub_plan *out)
     double total = 0.0;
     for (int k = 0; k < n; k++)
         total += (double)prof->calls[k].bytes;
-    /* Partition sizes that would cut the data into more than 8n + 4096 pieces are skipped
+    /* Partition sizes that would cut the data into more than 4n + 2048 pieces are skipped
      * (a bound on planning time; the largest size is always tried). */
-    double part_limit = 8.0 * n + 4096.0;
+    double part_limit = 4.0 * n + 2048.0;
     size_t n_sizes = sizeof(partition_grid) / sizeof(partition_grid[0]);
     sim_state s;
     state_init(&s, prof, partition_grid[0]);
