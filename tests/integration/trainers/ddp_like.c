@@ -122,6 +122,7 @@ static void CUDART_CB fill_buffer_fn(void *arg)
 static void forward(ddp *d)
 {
     trainer *tr = &d->tr;
+    tr_enqueue_forward_start(tr);
     CUDA_CHECK(cudaLaunchHostFunc(tr->compute, fill_buffer_fn, d));
     CUDA_CHECK(cudaMemcpyAsync(d->d_buf, d->h_buf_in, d->buf_count * sizeof(float), cudaMemcpyHostToDevice,
                                tr->compute));
@@ -135,7 +136,7 @@ static void forward(ddp *d)
     CUDA_CHECK(cudaStreamWaitEvent(tr->compute, d->bcast_end_ev, 0));
     CUDA_CHECK(cudaMemcpyAsync(d->h_buf_out, d->d_buf, d->buf_count * sizeof(float), cudaMemcpyDeviceToHost,
                                tr->compute));
-    tr_enqueue_sleep(tr, tr->compute, &tr->forward_scaled);
+    tr_enqueue_forward_barrier(tr);
 }
 
 static void launch_bucket(ddp *d, bucket_set *set, int i)

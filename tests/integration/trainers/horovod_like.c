@@ -197,7 +197,8 @@ int main(int argc, char **argv)
         tr_die("cannot start the background thread");
 
     for (int t = 0; t < tr->opt.iters; t++) {
-        tr_enqueue_sleep(tr, tr->compute, &tr->forward_scaled);
+        tr_enqueue_forward_start(tr);
+        tr_enqueue_forward_barrier(tr);
         tr_enqueue_backward_start(tr);
         submit(&h, t, 0);
         for (int l = 0; l < tr->n_layers; l++) {

@@ -49,6 +49,8 @@ static void index_segments(per_layer *pl)
 static void forward(per_layer *pl, bool after_backward, bool compute)
 {
     trainer *tr = &pl->tr;
+    if (compute)
+        tr_enqueue_forward_start(tr);
     for (int s = 0; s < tr->prof.n_forward; s++) {
         if (after_backward && pl->seg_n[s]) {
             for (int k = pl->seg_first[s]; k < pl->seg_first[s] + pl->seg_n[s]; k++)

@@ -7,13 +7,17 @@
 #    --mismatch-rank (ncclBcast on one rank) computes what DDP-like computes;
 #  - each trainer's measured iteration (backward start to backward start) is what MODEL.md
 #    predicts for its own truth under the emulator's link model (usbyte-sim --policy wfbp), within
-#    [-5%, +50%]: the bound catches a wrong time scale, a serialised or missing overlap, a truth
-#    that does not describe what is issued; the slack is the emulator's host-side work (copies,
-#    gradient arithmetic, thread hand-offs) that the model does not count.
+#    [-5%, +50%] (+100% under sanitizers, which slow that host work 2-3x): the bound catches a
+#    wrong time scale, a serialised or missing overlap, a truth that does not describe what is
+#    issued; the slack is the emulator's host-side work (copies, gradient arithmetic, SGD, thread
+#    hand-offs) that the model does not count.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$ROOT"
 BUILD=${BUILD:-build}
+SAN=${SAN:-}
+SLACK=1.5
+[ -n "$SAN" ] && SLACK=2.0
 EMU_RUN=$BUILD/emu/emu-run
 TR=$BUILD/trainers
 PROFILES=examples/profiles
@@ -56,11 +60,11 @@ check_timing() {   # check_timing NAME OUT TRUTH RANKS
     local measured predicted
     measured=$(grep -m1 -o 'iteration [0-9.]* ms' "$2" | awk '{print $2}')
     predicted=$(predict "$3" "$4")
-    if python3 -c "import sys; m, p = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if 0.95 * p <= m <= 1.5 * p else 1)" \
-        "$measured" "$predicted"; then
+    if python3 -c "import sys; m, p, s = map(float, sys.argv[1:]); sys.exit(0 if 0.95 * p <= m <= s * p else 1)" \
+        "$measured" "$predicted" "$SLACK"; then
         echo "info: $1: measured iteration $measured ms, MODEL.md wfbp prediction $predicted ms"
     else
-        echo "FAIL: $1: measured iteration $measured ms is not within [-5%, +50%] of the prediction $predicted ms"
+        echo "FAIL: $1: measured iteration $measured ms is not within [0.95, $SLACK] x the prediction $predicted ms"
         status=1
     fi
 }

@@ -370,24 +370,49 @@ void tr_enqueue_backward_start(trainer *tr)
     CUDA_CHECK(cudaLaunchHostFunc(tr->compute, backward_start_fn, tr));
 }
 
-/* The layer's backward: compute its gradients from the pattern of (rank, iteration, tensor) and
- * the current parameters, then wait for the layer's deadline, so that the arithmetic is part of the
- * simulated compute instead of a delay after it. */
+/* The start of a forward pass: compute the gradients the coming backward will "produce" (a pattern
+ * of rank, iteration, tensor and element), so that the arithmetic overlaps the forward compute and
+ * the layers' host functions only have to wait for their deadlines: producing a large layer's
+ * gradient on the host takes longer than the microseconds the profile gives some layers (VGG's
+ * classifier), more so under sanitizers. */
+static void CUDART_CB forward_start_fn(void *arg)
+{
+    trainer *tr = arg;
+    clock_gettime(CLOCK_MONOTONIC, &tr->forward_t0);
+    int iter = tr->iter;   /* backward starts so far = the index of the coming backward */
+    for (int k = 0; k < tr->n_tensors; k++) {
+        const tr_tensor *t = &tr->tensors[k];
+        uint64_t seed = splitmix64(((uint64_t)tr->rank << 40) ^ ((uint64_t)iter << 20) ^ (uint64_t)k);
+        float *g = tr->h_grad_stage + t->offset;
+        /* One multiply per element (Weyl sequence, high bits): cheap. */
+        for (size_t i = 0; i < t->count; i++)
+            g[i] = 0.01f * unit_float((seed + i) * 0x9e3779b97f4a7c15ull);
+    }
+}
+
+void tr_enqueue_forward_start(trainer *tr)
+{
+    CUDA_CHECK(cudaLaunchHostFunc(tr->compute, forward_start_fn, tr));
+}
+
+static void CUDART_CB forward_until_fn(void *arg)
+{
+    trainer *tr = arg;
+    struct timespec deadline = add_seconds(tr->forward_t0, tr->forward_scaled);
+    sleep_until(&deadline);
+}
+
+void tr_enqueue_forward_barrier(trainer *tr)
+{
+    CUDA_CHECK(cudaLaunchHostFunc(tr->compute, forward_until_fn, tr));
+}
+
+/* The layer's backward: its gradients are in the staging memory already; wait for its deadline. */
 static void CUDART_CB layer_fn(void *arg)
 {
     tr_layer *l = arg;
     trainer *tr = l->tr;
     struct timespec deadline = add_seconds(tr->backward_t0, tr_scaled(tr, l->ready));
-    for (int k = l->first; k < l->first + l->n; k++) {
-        const tr_tensor *t = &tr->tensors[k];
-        uint64_t seed = splitmix64(((uint64_t)tr->rank << 40) ^ ((uint64_t)tr->iter << 20) ^ (uint64_t)k);
-        float *g = tr->h_grad_stage + t->offset;
-        const float *p = tr->h_param + t->offset;
-        /* One multiply per element (Weyl sequence, high bits): the gradient must be cheap to
-         * produce, or large layers would miss their ready time (more so under sanitizers). */
-        for (size_t i = 0; i < t->count; i++)
-            g[i] = 0.01f * unit_float((seed + i) * 0x9e3779b97f4a7c15ull) + 0.001f * p[i];
-    }
     sleep_until(&deadline);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);

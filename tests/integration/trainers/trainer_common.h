@@ -5,11 +5,12 @@
  * The trainers are plain CUDA runtime + NCCL programs.  Everything they do is legal on a real GPU:
  * host functions only touch pinned host memory, and device buffers are filled and read with
  * stream-ordered copies.  Simulated compute is a host function that sleeps; gradients are a
- * deterministic, rank-dependent pattern computed by a host function into pinned memory and copied
+ * deterministic, rank- and iteration-dependent pattern computed by a host function into pinned memory and copied
  * to the device on the compute stream, so the result of a run depends only on the NCCL results,
  * never on timing.
  *
- * Timing: every host function that closes a backward layer sleeps until
+ * Timing: the gradients are computed at the start of the forward pass (overlapping its compute);
+ * every host function that closes a backward layer sleeps until
  * backward_start + ready * time_scale (an absolute deadline, so delays do not accumulate), which
  * makes the ready times seen on the device those of the profile, scaled. */
 #ifndef TRAINER_COMMON_H
@@ -101,6 +102,7 @@ typedef struct trainer {
     /* Stream-ordered state: written and read only by host functions of the compute stream. */
     int iter;                 /* iteration being computed (incremented by the backward start) */
     struct timespec backward_t0;
+    struct timespec forward_t0;
     double iter_seconds_sum;  /* backward start to backward start, iterations >= 2 */
     int iter_seconds_n;
     double late_sum, late_max;  /* how late layer host functions woke after their deadline */
@@ -115,9 +117,13 @@ typedef struct trainer {
 void tr_init(trainer *tr, const char *name, unsigned accepted, int argc, char **argv);
 void tr_finish(trainer *tr);   /* frees everything, destroys the communicator */
 
-/* Compute-stream work. */
+/* Compute-stream work.  A forward starts with tr_enqueue_forward_start (it also computes the
+ * gradients of the coming backward); a one-segment forward then ends with
+ * tr_enqueue_forward_barrier (sleeps until forward start + the whole forward time). */
+void tr_enqueue_forward_start(trainer *tr);
+void tr_enqueue_forward_barrier(trainer *tr);
 void tr_enqueue_backward_start(trainer *tr);
-void tr_enqueue_layer(trainer *tr, int layer);   /* sleep to the layer's deadline, fill, copy H2D */
+void tr_enqueue_layer(trainer *tr, int layer);   /* sleep to the layer's deadline, copy H2D */
 void tr_enqueue_sleep(trainer *tr, cudaStream_t stream, const double *seconds);
 /* End of iteration t on the host: records its completion on the compute stream and waits until
  * the device has finished iteration t - TR_HOST_AHEAD. */
