@@ -935,8 +935,8 @@ int ub_policy_best(const ub_profile *prof, ub_plan *out)
      * development machine), 636,000 at 10,000.  The starts share 30%, the iterated local
      * search gets the rest. */
     long extra = 1500L * n;
-    if (extra > 120000)
-        extra = 120000;
+    if (extra > 300000)
+        extra = 300000;
     if (extra > 60000000L / n)
         extra = 60000000L / n;
     long total = 30000 + extra + 60L * n, for_starts = total * 3 / 10;
