@@ -65,4 +65,57 @@ void ub_wplan_exchange(ub_wplan *wp, int pos, ub_wblock *w);
  * up to rounding (the caller confirms on the timeline). */
 bool ub_wplan_improves(const ub_wplan *wp, int i, int n_old, const ub_wblock *const *fresh, int n_new);
 
+/* ---- the move neighbourhood of `best` (search_blocks.c, search_moves.c) ---- */
+#define MAX_SHIFT 8  /* farthest relocation of one block */
+#define MAX_PAIR 32  /* farthest block holding the neighbouring piece of the same call */
+#define MAX_CUTS 16
+
+/* Quantities of every prefix and suffix of one block's segments, so that the moves that take
+ * a block apart are judged in O(1) each instead of O(segments). */
+typedef struct ub_range_q {
+    double r, W, bytes;
+    bool staged;
+    int32_t call0;
+} ub_range_q;
+
+typedef struct ub_range_cache {
+    ub_range_q *pre, *suf; /* pre[k]: segments [0, k); suf[k]: [k, n) */
+    uint32_t n, cap;
+    const ub_segment *seg; /* the block it describes, as of generation gen */
+    long gen;
+} ub_range_cache;
+
+typedef struct ub_search {
+    ub_wplan wp;
+    ub_range_cache ca, cb; /* block i and block i+1 while improve_at judges moves at i */
+    ub_wblock s[4]; /* scratch blocks; their segment arrays are recycled */
+    ub_wblock h[3]; /* hypothetical blocks: cached quantities only, judged before building */
+    const ub_wblock *view[MAX_PAIR + MAX_SHIFT + 4];
+    long evals, budget, moves;
+    long gen; /* bumped whenever the plan changes, so range caches know they are stale */
+} ub_search;
+
+/* Scratch and hypothetical blocks (search_blocks.c).  Scratch blocks keep their cached
+ * quantities up to date as segments are added or resized, so judging a move costs O(1) per
+ * changed segment; hypothetical blocks carry the quantities only. */
+void ub_blk_reset(ub_wblock *w);
+void ub_blk_clone(ub_wblock *dst, const ub_wblock *src);
+void ub_blk_add(const ub_wplan *wp, ub_wblock *w, int32_t call, uint64_t offset, uint64_t length);
+void ub_blk_append(const ub_wplan *wp, ub_wblock *dst, const ub_wblock *src, uint32_t from, uint32_t to);
+void ub_blk_trim(ub_wblock *w, uint32_t k, uint64_t cut, bool head);
+bool ub_blk_finish(const ub_wplan *wp, ub_wblock *w);
+void ub_hyp_add_range(const ub_wplan *wp, ub_wblock *h, const ub_wblock *b, uint32_t from, uint32_t to);
+void ub_hyp_add_block(const ub_wplan *wp, ub_wblock *h, const ub_wblock *b);
+void ub_range_cache_build(const ub_wplan *wp, ub_range_cache *c, const ub_wblock *b);
+void ub_hyp_set_range(const ub_wplan *wp, ub_wblock *h, const ub_range_cache *c, const ub_wblock *b, uint32_t from,
+                      uint32_t to);
+int ub_cut_points(const ub_profile *prof, int k, uint64_t lo, uint64_t hi, double target, uint64_t *out);
+
+/* The search itself (search_moves.c).  s->wp is loaded by the caller; descend runs
+ * first-improvement descent until a pass finds nothing, s->evals reaches s->budget, or the
+ * plan meets lower_bound; kick applies one random change near the critical blocks. */
+void ub_search_descend(ub_search *s, double lower_bound);
+void ub_search_kick(ub_search *s, uint64_t *rng);
+void ub_search_free(ub_search *s);
+
 #endif

@@ -1,0 +1,231 @@
+/* Scratch and hypothetical blocks of the `best` search (see search.h): building candidate
+ * blocks with their cached quantities kept current, judging unions, prefixes and suffixes of
+ * blocks without building them, and the candidate cut offsets. */
+#include <float.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search.h"
+#include "usbyte/model.h"
+
+/* Scratch blocks keep their cached quantities up to date as segments are added or resized,
+ * so judging a move costs O(1) per changed segment, not O(segments of the block). */
+void ub_blk_reset(ub_wblock *w)
+{
+    w->n = 0;
+    w->r = 0.0;
+    w->bytes = 0.0;
+    w->W = -DBL_MAX;
+    w->staged = false;
+    w->valid = true;
+    w->call0 = -1;
+}
+
+void ub_blk_clone(ub_wblock *dst, const ub_wblock *src)
+{
+    ub_wblock_reserve(dst, src->n);
+    memcpy(dst->seg, src->seg, sizeof(ub_segment) * src->n);
+    dst->n = src->n;
+    dst->r = src->r;
+    dst->bytes = src->bytes;
+    dst->W = src->W;
+    dst->staged = src->staged;
+    dst->valid = src->valid;
+    dst->call0 = src->call0;
+}
+
+void ub_blk_add(const ub_wplan *wp, ub_wblock *w, int32_t call, uint64_t offset, uint64_t length)
+{
+    const ub_call *c = &wp->prof->calls[call];
+    if (w->call0 < 0) {
+        w->call0 = call;
+    } else if (call != w->call0) {
+        const ub_call *c0 = &wp->prof->calls[w->call0];
+        w->staged = true;
+        if (c->dtype != c0->dtype || c->op != c0->op || wp->group[call] != wp->group[w->call0])
+            w->valid = false;
+    }
+    if (c->ready > w->r)
+        w->r = c->ready;
+    if (wp->Fs[call] > w->W)
+        w->W = wp->Fs[call];
+    w->bytes += (double)length;
+    ub_wblock_push(w, call, offset, length);
+}
+
+void ub_blk_append(const ub_wplan *wp, ub_wblock *dst, const ub_wblock *src, uint32_t from, uint32_t to)
+{
+    for (uint32_t i = from; i < to; i++)
+        ub_blk_add(wp, dst, src->seg[i].call, src->seg[i].offset, src->seg[i].length);
+}
+
+/* Segment k of w loses `cut` bytes at its end (tail) or its start (head); the call stays. */
+void ub_blk_trim(ub_wblock *w, uint32_t k, uint64_t cut, bool head)
+{
+    if (head)
+        w->seg[k].offset += cut;
+    w->seg[k].length -= cut;
+    w->bytes -= (double)cut;
+}
+
+/* Cost from the cached quantities; false when the block is empty or mixes what it may not. */
+bool ub_blk_finish(const ub_wplan *wp, ub_wblock *w)
+{
+    if (w->n == 0 || !w->valid)
+        return false;
+    w->cost = ub_block_cost(wp->prof, w->bytes, w->staged);
+    return true;
+}
+
+/* The quantities of a union of segments, without copying them (h->n counts segments). */
+void ub_hyp_add_range(const ub_wplan *wp, ub_wblock *h, const ub_wblock *b, uint32_t from, uint32_t to)
+{
+    for (uint32_t k = from; k < to; k++) {
+        int32_t call = b->seg[k].call;
+        const ub_call *c = &wp->prof->calls[call];
+        if (h->call0 < 0) {
+            h->call0 = call;
+        } else if (call != h->call0) {
+            const ub_call *c0 = &wp->prof->calls[h->call0];
+            h->staged = true;
+            if (c->dtype != c0->dtype || c->op != c0->op || wp->group[call] != wp->group[h->call0])
+                h->valid = false;
+        }
+        if (c->ready > h->r)
+            h->r = c->ready;
+        if (wp->Fs[call] > h->W)
+            h->W = wp->Fs[call];
+        h->bytes += (double)b->seg[k].length;
+        h->n++;
+    }
+}
+
+void ub_range_cache_build(const ub_wplan *wp, ub_range_cache *c, const ub_wblock *b)
+{
+    uint32_t n = b->n;
+    if (n + 1 > c->cap) {
+        c->cap = 2 * (n + 1);
+        c->pre = realloc(c->pre, sizeof(ub_range_q) * c->cap);
+        c->suf = realloc(c->suf, sizeof(ub_range_q) * c->cap);
+        if (!c->pre || !c->suf) {
+            fprintf(stderr, "usbyte: out of memory in the plan search\n");
+            abort();
+        }
+    }
+    c->n = n;
+    ub_range_q empty = {0.0, -DBL_MAX, 0.0, false, -1};
+    c->pre[0] = empty;
+    for (uint32_t k = 0; k < n; k++) {
+        int32_t call = b->seg[k].call;
+        ub_range_q q = c->pre[k];
+        double r = wp->prof->calls[call].ready;
+        q.r = r > q.r ? r : q.r;
+        q.W = wp->Fs[call] > q.W ? wp->Fs[call] : q.W;
+        q.bytes += (double)b->seg[k].length;
+        q.staged = q.staged || call != b->seg[0].call;
+        q.call0 = b->seg[0].call;
+        c->pre[k + 1] = q;
+    }
+    c->suf[n] = empty;
+    for (uint32_t k = n; k-- > 0;) {
+        int32_t call = b->seg[k].call;
+        ub_range_q q = c->suf[k + 1];
+        double r = wp->prof->calls[call].ready;
+        q.r = r > q.r ? r : q.r;
+        q.W = wp->Fs[call] > q.W ? wp->Fs[call] : q.W;
+        q.bytes += (double)b->seg[k].length;
+        q.staged = q.staged || (k + 1 < n && b->seg[k + 1].call != call);
+        q.call0 = call;
+        c->suf[k] = q;
+    }
+}
+
+/* h (reset) becomes segments [from, to) of the cached block b, a prefix or a suffix. */
+void ub_hyp_set_range(const ub_wplan *wp, ub_wblock *h, const ub_range_cache *c, const ub_wblock *b,
+                          uint32_t from, uint32_t to)
+{
+    if (c->n != b->n || (from != 0 && to != b->n)) {
+        ub_hyp_add_range(wp, h, b, from, to);
+        return;
+    }
+    const ub_range_q *q = from == 0 ? &c->pre[to] : &c->suf[from];
+    h->r = q->r;
+    h->W = q->W;
+    h->bytes = q->bytes;
+    h->staged = q->staged;
+    h->call0 = q->call0;
+    h->valid = b->valid;
+    h->n = to - from;
+#ifdef UB_SEARCH_CHECK
+    ub_wblock x = {0};
+    x.W = -DBL_MAX;
+    x.valid = true;
+    x.call0 = -1;
+    ub_hyp_add_range(wp, &x, b, from, to);
+    if (x.r != h->r || x.W != h->W || x.bytes != h->bytes || x.staged != h->staged || x.call0 != h->call0) {
+        fprintf(stderr, "range cache mismatch [%u, %u) of %u\n", from, to, b->n);
+        abort();
+    }
+#endif
+}
+
+/* h grows by a whole block, in O(1) from the block's cached quantities. */
+void ub_hyp_add_block(const ub_wplan *wp, ub_wblock *h, const ub_wblock *b)
+{
+    if (h->call0 < 0) {
+        h->call0 = b->call0;
+        h->staged = b->staged;
+    } else {
+        const ub_call *c = &wp->prof->calls[b->call0], *c0 = &wp->prof->calls[h->call0];
+        if (b->staged || b->call0 != h->call0)
+            h->staged = true;
+        if (c->dtype != c0->dtype || c->op != c0->op || wp->group[b->call0] != wp->group[h->call0])
+            h->valid = false;
+    }
+    h->valid = h->valid && b->valid;
+    if (b->r > h->r)
+        h->r = b->r;
+    if (b->W > h->W)
+        h->W = b->W;
+    h->bytes += b->bytes;
+    h->n += b->n;
+}
+
+/* Candidate cut offsets strictly inside [lo, hi) of call k, whole elements: the multiples of
+ * 1/8 of the call (so the search covers the oracle's grids), 1/4, 1/2 and 3/4 of the range,
+ * and `target` (an absolute offset, ignored when outside).  Sorted, without duplicates. */
+int ub_cut_points(const ub_profile *prof, int k, uint64_t lo, uint64_t hi, double target, uint64_t *out)
+{
+    uint64_t z = ub_dtype_size(prof->calls[k].dtype), bytes = prof->calls[k].bytes;
+    double want[16];
+    int nw = 0;
+    for (int j = 1; j < 8; j++)
+        want[nw++] = (double)bytes * j / 8.0;
+    for (int j = 1; j < 4; j++)
+        want[nw++] = (double)lo + (double)(hi - lo) * j / 4.0;
+    want[nw++] = target;
+    int n = 0;
+    for (int w = 0; w < nw; w++) {
+        if (!(want[w] > (double)lo && want[w] < (double)hi))
+            continue;
+        uint64_t c = (uint64_t)want[w];
+        c -= c % z;
+        if (c <= lo || c >= hi)
+            continue;
+        int at = n;
+        bool dup = false;
+        for (int q = 0; q < n; q++) {
+            if (out[q] == c)
+                dup = true;
+            if (out[q] > c && at == n)
+                at = q;
+        }
+        if (dup)
+            continue;
+        memmove(&out[at + 1], &out[at], sizeof(uint64_t) * (size_t)(n - at));
+        out[at] = c;
+        n++;
+    }
+    return n;
+}
