@@ -5,7 +5,8 @@
  * `best` is not restricted to that grid, so it may also land below the oracle (negative gap).
  * The test prints every profile's gap and a summary, and fails when best is more than
  * ORACLE_TOLERANCE (relative) above the optimum on any profile, or when fewer than
- * ORACLE_MIN_EXACT of the profiles are solved to within 1e-9. */
+ * ORACLE_MIN_EXACT of the profiles are solved to within 1e-9 (or beaten).  Measured when the
+ * thresholds were set: 294 of 300 at the optimum, 6 below it, none above. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,8 +21,8 @@
 #include "usbyte/synthetic.h"
 
 #define N_PROFILES 300
-#define ORACLE_TOLERANCE 0.05
-#define ORACLE_MIN_EXACT 0.75
+#define ORACLE_TOLERANCE 1e-3
+#define ORACLE_MIN_EXACT 0.95
 
 static void test_best_vs_oracle(void **state)
 {
