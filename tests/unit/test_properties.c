@@ -346,6 +346,59 @@ static void test_determinism(void **state)
     ub_plan_free(&again);
 }
 
+/* Corner cases: one call; everything ready at once; no startup cost; no per-byte cost; calls of
+ * a single element (and odd element counts of 2-byte types); ready times that decrease along
+ * arrival order; staging dearer than the link. */
+static void test_corner_profiles(void **state)
+{
+    (void)state;
+    for (int c = 0; c < 7; c++) {
+        ub_synthetic_opts o = {.n_calls = c == 0 ? 1 : 12, .seed = 900 + (uint64_t)c, .barrier = c % 2 == 1,
+                               .mixed_dtypes = c == 4, .merge_false_fraction = c == 4 ? 0.2 : 0.0};
+        ub_profile p;
+        assert_int_equal(ub_synthetic_profile(&o, &p), 0);
+        for (int k = 0; k < p.n_calls; k++) {
+            ub_call *call = &p.calls[k];
+            if (c == 2)
+                call->ready = 0.0;
+            if (c == 4)
+                call->bytes = ub_dtype_size(call->dtype) * (k % 3 == 0 ? 1 : 3);
+            if (c == 5)
+                call->ready = 0.001 * (p.n_calls - k);
+        }
+        if (c == 2)
+            p.backward_end = 0.0;
+        if (c == 3)
+            p.alpha = 0.0;
+        if (c == 4)
+            p.beta = 0.0;
+        if (c == 6)
+            p.copy_beta = 10 * p.beta;
+        ub_plan plan[UB_POLICY_COUNT];
+        for (int id = 0; id < UB_POLICY_COUNT; id++) {
+            ub_plan_init(&plan[id], "");
+            assert_int_equal(ub_policy_run(id, &p, &plan[id]), 0);
+            char err[256] = "";
+            if (ub_plan_validate(&p, &plan[id], err, sizeof(err)) != 0)
+                fail_msg("corner case %d, %s: %s", c, ub_policy_name(id), err);
+            double *st = malloc(sizeof(double) * (plan[id].n_blocks + 1) * 2);
+            assert_non_null(st);
+            double des = simulate(&p, &plan[id], st, st + plan[id].n_blocks + 1);
+            free(st);
+            if (!close_rel(des, plan[id].iteration, 1e-9))
+                fail_msg("corner case %d, %s: evaluator %.15g, event simulation %.15g", c, ub_policy_name(id),
+                         plan[id].iteration, des);
+        }
+        for (int id = 0; id < UB_POLICY_BEST; id++)
+            if (!(plan[UB_POLICY_BEST].iteration <= plan[id].iteration * (1.0 + 1e-12)))
+                fail_msg("corner case %d: best %.12g is slower than %s %.12g", c, plan[UB_POLICY_BEST].iteration,
+                         ub_policy_name(id), plan[id].iteration);
+        for (int id = 0; id < UB_POLICY_COUNT; id++)
+            ub_plan_free(&plan[id]);
+        ub_synthetic_free(&p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -355,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_usbyte_adjustment_never_hurts),
         cmocka_unit_test(test_evaluator_vs_event_simulation),
         cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_corner_profiles),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
