@@ -6,7 +6,7 @@
 # behaves as observe, and does.
 source "$(dirname "$0")/trainers/observe_lib.sh"
 N=2
-ARGS=(--profile "$PROFILES/resnet50-v100-b64-barrier.json" --iters 10 --time-scale 0.1 --bytes-scale 0.02)
+ARGS=(--profile "$PROFILES/resnet50-v100-b64-barrier.json" --iters 12 --time-scale 0.1 --bytes-scale 0.02)
 run config "$WORK/base.out" $N no -- ddp_like "${ARGS[@]}"
 
 declare -A BAD=([USBYTE_WARMUP]=three [USBYTE_MODE]=sideways [USBYTE_POLICY]=fastest [USBYTE_LOG]=chatty)
@@ -44,7 +44,7 @@ for path in sys.argv[1:]:
         print("FAIL: %s: the bad values did not fall back to the defaults: %r" % (path, cfg)); bad = 1
 sys.exit(bad)
 PY
-$CHECK reports --truth "$WORK/truth.json" --world $N "${R[@]}" >"$WORK/check.out" || { cat "$WORK/check.out"; status=1; }
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth.json" --world $N "${R[@]}" >"$WORK/check.out" || { cat "$WORK/check.out"; status=1; }
 
 # USBYTE_DUMP_CONFIG=1 names every variable of DESIGN.md section 7.
 rm -f "$WORK"/report-*.json
@@ -80,5 +80,5 @@ if [ "$n" -ne $N ]; then
     status=1
 fi
 mapfile -t R < <(reports "$WORK" $N)
-$CHECK reports --truth "$WORK/truth.json" --world $N "${R[@]}" >"$WORK/check.out" || { cat "$WORK/check.out"; status=1; }
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth.json" --world $N "${R[@]}" >"$WORK/check.out" || { cat "$WORK/check.out"; status=1; }
 exit $status

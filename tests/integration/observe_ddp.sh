@@ -12,5 +12,5 @@ USBYTE_REPORT="$WORK/report-%r.json" \
     run ddp "$WORK/lib.out" $N yes -- ddp_like "${ARGS[@]}" --print-truth "$WORK/truth.json"
 $CHECK checksums --world $N "$WORK/base.out" "$WORK/lib.out"
 mapfile -t R < <(reports "$WORK" $N)
-$CHECK reports --truth "$WORK/truth.json" --world $N --expect-schedulable yes \
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth.json" --world $N --expect-schedulable yes \
     --alpha-us "$USBYTE_EMU_ALPHA_US" --gbps "$USBYTE_EMU_GBPS" "${R[@]}"

@@ -19,9 +19,9 @@ for mode in fused unfused; do
 done
 mapfile -t R < <(reports "$WORK/fused" $N)
 echo "== fused"
-$CHECK reports --truth "$WORK/fused/truth.json" --world $N --expect-schedulable no \
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/fused/truth.json" --world $N --expect-schedulable no \
     --reason 'stream.?ordered|memcpy|copy|fusion' "${R[@]}"
 mapfile -t R < <(reports "$WORK/unfused" $N)
 echo "== fusion off"
-$CHECK reports --truth "$WORK/unfused/truth.json" --world $N --expect-schedulable yes \
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/unfused/truth.json" --world $N --expect-schedulable yes \
     --alpha-us "$USBYTE_EMU_ALPHA_US" --gbps "$USBYTE_EMU_GBPS" "${R[@]}"

@@ -11,5 +11,5 @@ USBYTE_REPORT="$WORK/report-%r.json" \
     run per-layer "$WORK/lib.out" $N yes -- per_layer "${ARGS[@]}" --print-truth "$WORK/truth.json"
 $CHECK checksums --world $N "$WORK/base.out" "$WORK/lib.out"
 mapfile -t R < <(reports "$WORK" $N)
-$CHECK reports --truth "$WORK/truth.json" --world $N --expect-schedulable yes --distinct-needs \
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth.json" --world $N --expect-schedulable yes --distinct-needs \
     --alpha-us "$USBYTE_EMU_ALPHA_US" --gbps "$USBYTE_EMU_GBPS" "${R[@]}"
