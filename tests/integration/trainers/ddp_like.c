@@ -23,6 +23,10 @@
  * points: a usbyte call signature that records which function was called differs on rank R, which
  * is how a test makes the ranks' signatures disagree without breaking NCCL's rules (when every rank
  * issues the same kind, count, dtype, op and root, no other difference is visible to NCCL).
+ *
+ * --group-rank R makes rank R wrap each of its NCCL calls in ncclGroupStart/ncclGroupEnd (a group
+ * of one collective: the same operation, launched at ncclGroupEnd), which the other ranks do not:
+ * a rank-local difference of structure that must not change what a preloaded library issues.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -128,10 +132,15 @@ static void forward(ddp *d)
                                tr->compute));
     CUDA_CHECK(cudaEventRecord(d->fwd_ev, tr->compute));
     CUDA_CHECK(cudaStreamWaitEvent(d->nccl_stream, d->fwd_ev, 0));
+    bool grouped = tr->rank == tr->opt.group_rank;
+    if (grouped)
+        NCCL_CHECK(ncclGroupStart());
     if (d->mismatch)
         NCCL_CHECK(ncclBcast(d->d_buf, d->buf_count, ncclFloat32, 0, tr->comm, d->nccl_stream));
     else
         NCCL_CHECK(ncclBroadcast(d->d_buf, d->d_buf, d->buf_count, ncclFloat32, 0, tr->comm, d->nccl_stream));
+    if (grouped)
+        NCCL_CHECK(ncclGroupEnd());
     CUDA_CHECK(cudaEventRecord(d->bcast_end_ev, d->nccl_stream));
     CUDA_CHECK(cudaStreamWaitEvent(tr->compute, d->bcast_end_ev, 0));
     CUDA_CHECK(cudaMemcpyAsync(d->h_buf_out, d->d_buf, d->buf_count * sizeof(float), cudaMemcpyDeviceToHost,
@@ -146,7 +155,12 @@ static void launch_bucket(ddp *d, bucket_set *set, int i)
     float *mem = set->d_mem + b->offset;
     CUDA_CHECK(cudaEventRecord(b->ready_ev, tr->compute));
     CUDA_CHECK(cudaStreamWaitEvent(d->nccl_stream, b->ready_ev, 0));
+    bool grouped = tr->rank == tr->opt.group_rank;
+    if (grouped)
+        NCCL_CHECK(ncclGroupStart());
     NCCL_CHECK(ncclAllReduce(mem, mem, b->count, ncclFloat32, ncclSum, tr->comm, d->nccl_stream));
+    if (grouped)
+        NCCL_CHECK(ncclGroupEnd());
     CUDA_CHECK(cudaEventRecord(b->end_ev, d->nccl_stream));
 }
 

@@ -52,7 +52,7 @@ static void usage(unsigned accepted, FILE *out)
     if (accepted & TR_OPT_FUSION)
         fprintf(out, " [--fusion-threshold-mb MB] [--cycle-time-ms MS]");
     if (accepted & TR_OPT_MISMATCH)
-        fprintf(out, " [--mismatch-rank R]");
+        fprintf(out, " [--mismatch-rank R] [--group-rank R]");
     fputc('\n', out);
 }
 
@@ -99,7 +99,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
     tr_options *o = &tr->opt;
     *o = (tr_options){.iters = 10, .time_scale = 1.0, .bytes_scale = 1.0, .bucket_cap_mb = 25.0,
                       .first_bucket_mb = 1.0, .fusion_threshold_mb = 64.0, .cycle_time_ms = 1.0,
-                      .mismatch_rank = -1};
+                      .mismatch_rank = -1, .group_rank = -1};
     static const struct option longopts[] = {
         {"profile", required_argument, 0, 'p'},
         {"iters", required_argument, 0, 'i'},
@@ -111,6 +111,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         {"fusion-threshold-mb", required_argument, 0, 'F'},
         {"cycle-time-ms", required_argument, 0, 'C'},
         {"mismatch-rank", required_argument, 0, 'm'},
+        {"group-rank", required_argument, 0, 'g'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -121,7 +122,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         switch (c) {
         case 'c': case 'f': need = TR_OPT_BUCKETS; break;
         case 'F': case 'C': need = TR_OPT_FUSION; break;
-        case 'm': need = TR_OPT_MISMATCH; break;
+        case 'm': case 'g': need = TR_OPT_MISMATCH; break;
         default: break;
         }
         if (need && !(accepted & need)) {
@@ -140,6 +141,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         case 'F': o->fusion_threshold_mb = parse_double("fusion-threshold-mb", optarg, 0.0, false); break;
         case 'C': o->cycle_time_ms = parse_double("cycle-time-ms", optarg, 0.0, true); break;
         case 'm': o->mismatch_rank = parse_int("mismatch-rank", optarg, 0, 1 << 20); break;
+        case 'g': o->group_rank = parse_int("group-rank", optarg, 0, 1 << 20); break;
         case 'h': usage(accepted, stdout); exit(0);
         default:
             fprintf(stderr, "%s: unknown or incomplete option '%s'\n", g_name, argv[optind - 1]);
@@ -279,6 +281,8 @@ void tr_init(trainer *tr, const char *name, unsigned accepted, int argc, char **
     g_rank = tr->rank;
     if (tr->opt.mismatch_rank >= tr->world)
         tr_die("--mismatch-rank %d: only %d ranks", tr->opt.mismatch_rank, tr->world);
+    if (tr->opt.group_rank >= tr->world)
+        tr_die("--group-rank %d: only %d ranks", tr->opt.group_rank, tr->world);
 
     char err[512];
     if (ub_profile_load(tr->opt.profile, &tr->prof, err, sizeof err) != 0)

@@ -39,7 +39,7 @@ void tr_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn)
 enum {
     TR_OPT_BUCKETS = 1 << 0,   /* --bucket-cap-mb, --first-bucket-mb */
     TR_OPT_FUSION = 1 << 1,    /* --fusion-threshold-mb, --cycle-time-ms */
-    TR_OPT_MISMATCH = 1 << 2,  /* --mismatch-rank */
+    TR_OPT_MISMATCH = 1 << 2,  /* --mismatch-rank, --group-rank */
 };
 
 /* Iterations the host may enqueue ahead of the device (a training loop that logs the loss of an
@@ -57,6 +57,7 @@ typedef struct tr_options {
     double fusion_threshold_mb;/* HOROVOD_FUSION_THRESHOLD in MB (unscaled); 0 turns fusion off */
     double cycle_time_ms;      /* HOROVOD_CYCLE_TIME in ms of profile time (unscaled) */
     int mismatch_rank;         /* -1: none */
+    int group_rank;            /* -1: none */
 } tr_options;
 
 /* One parameter tensor = one call of the profile, in arrival (backward) order. */
