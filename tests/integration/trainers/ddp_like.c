@@ -24,12 +24,19 @@
  * is how a test makes the ranks' signatures disagree without breaking NCCL's rules (when every rank
  * issues the same kind, count, dtype, op and root, no other difference is visible to NCCL).
  *
+ * Like ProcessGroupNCCL, a watchdog thread polls every work's end event with cudaEventQuery
+ * (--watchdog-ms, 100 ms as PyTorch's kWatchdogThreadSleepMillis; 0 turns it off): a host poll
+ * from another thread that is not the training loop needing a result.
+ *
  * --group-rank R makes rank R wrap each of its NCCL calls in ncclGroupStart/ncclGroupEnd (a group
  * of one collective: the same operation, launched at ncclGroupEnd), which the other ranks do not:
  * a rank-local difference of structure that must not change what a preloaded library issues.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "trainer_common.h"
 
@@ -56,6 +63,8 @@ typedef struct ddp {
     cudaEvent_t fwd_ev, bcast_end_ev;
     tr_range all;
     bool mismatch;           /* this rank is the mismatching one */
+    pthread_t watchdog;
+    atomic_bool stop;
 } ddp;
 
 /* DDP's _compute_bucket_assignment_by_size: add a tensor, close the bucket once it reaches its
@@ -196,6 +205,24 @@ static void finalize(ddp *d, bucket_set *set)
     tr_enqueue_apply(tr, tr->compute, &d->all);
 }
 
+static void *watchdog_main(void *arg)
+{
+    ddp *d = arg;
+    long ms = (long)d->tr.opt.watchdog_ms;
+    struct timespec pause = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (!atomic_load(&d->stop)) {
+        const bucket_set *sets[2] = {&d->first, &d->rebuilt};
+        for (int s = 0; s < 2; s++)
+            for (int i = 0; i < sets[s]->n; i++) {
+                cudaError_t e = cudaEventQuery(sets[s]->b[i].end_ev);
+                if (e != cudaSuccess && e != cudaErrorNotReady)
+                    tr_die("watchdog: cudaEventQuery: %s", cudaGetErrorName(e));
+            }
+        nanosleep(&pause, NULL);
+    }
+    return NULL;
+}
+
 static void write_truth(ddp *d)
 {
     trainer *tr = &d->tr;
@@ -236,7 +263,7 @@ int main(int argc, char **argv)
     ddp d;
     memset(&d, 0, sizeof d);
     trainer *tr = &d.tr;
-    tr_init(tr, "ddp_like", TR_OPT_BUCKETS | TR_OPT_MISMATCH, argc, argv);
+    tr_init(tr, "ddp_like", TR_OPT_BUCKETS | TR_OPT_MISMATCH | TR_OPT_WATCHDOG, argc, argv);
     d.mismatch = tr->rank == tr->opt.mismatch_rank;
     size_t cap = tr_scaled_bytes(tr, tr->opt.bucket_cap_mb * 1.048576);   /* MiB, like DDP */
     size_t first_cap = tr_scaled_bytes(tr, tr->opt.first_bucket_mb * 1.048576);
@@ -253,6 +280,8 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaEventCreateWithFlags(&d.fwd_ev, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&d.bcast_end_ev, cudaEventDisableTiming));
     write_truth(&d);
+    if (tr->opt.watchdog_ms > 0 && pthread_create(&d.watchdog, NULL, watchdog_main, &d) != 0)
+        tr_die("cannot start the watchdog thread");
 
     for (int t = 0; t < tr->opt.iters; t++) {
         bucket_set *set = t == 0 ? &d.first : &d.rebuilt;
@@ -262,6 +291,9 @@ int main(int argc, char **argv)
         tr_end_iteration(tr, t);
     }
     tr_print_checksum(tr, d.h_buf_out, d.buf_count * sizeof(float));
+    atomic_store(&d.stop, true);
+    if (tr->opt.watchdog_ms > 0)
+        pthread_join(d.watchdog, NULL);
 
     CUDA_CHECK(cudaStreamSynchronize(d.nccl_stream));
     free_buckets(&d.first);

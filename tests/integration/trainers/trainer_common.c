@@ -51,6 +51,8 @@ static void usage(unsigned accepted, FILE *out)
         fprintf(out, " [--bucket-cap-mb MB] [--first-bucket-mb MB]");
     if (accepted & TR_OPT_FUSION)
         fprintf(out, " [--fusion-threshold-mb MB] [--cycle-time-ms MS]");
+    if (accepted & TR_OPT_WATCHDOG)
+        fprintf(out, " [--watchdog-ms MS]");
     if (accepted & TR_OPT_MISMATCH)
         fprintf(out, " [--mismatch-rank R] [--group-rank R]");
     fputc('\n', out);
@@ -99,7 +101,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
     tr_options *o = &tr->opt;
     *o = (tr_options){.iters = 10, .time_scale = 1.0, .bytes_scale = 1.0, .bucket_cap_mb = 25.0,
                       .first_bucket_mb = 1.0, .fusion_threshold_mb = 64.0, .cycle_time_ms = 1.0,
-                      .mismatch_rank = -1, .group_rank = -1};
+                      .mismatch_rank = -1, .group_rank = -1, .watchdog_ms = 100};
     static const struct option longopts[] = {
         {"profile", required_argument, 0, 'p'},
         {"iters", required_argument, 0, 'i'},
@@ -112,6 +114,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         {"cycle-time-ms", required_argument, 0, 'C'},
         {"mismatch-rank", required_argument, 0, 'm'},
         {"group-rank", required_argument, 0, 'g'},
+        {"watchdog-ms", required_argument, 0, 'w'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -123,6 +126,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         case 'c': case 'f': need = TR_OPT_BUCKETS; break;
         case 'F': case 'C': need = TR_OPT_FUSION; break;
         case 'm': case 'g': need = TR_OPT_MISMATCH; break;
+        case 'w': need = TR_OPT_WATCHDOG; break;
         default: break;
         }
         if (need && !(accepted & need)) {
@@ -142,6 +146,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         case 'C': o->cycle_time_ms = parse_double("cycle-time-ms", optarg, 0.0, true); break;
         case 'm': o->mismatch_rank = parse_int("mismatch-rank", optarg, 0, 1 << 20); break;
         case 'g': o->group_rank = parse_int("group-rank", optarg, 0, 1 << 20); break;
+        case 'w': o->watchdog_ms = parse_int("watchdog-ms", optarg, 0, 100000); break;
         case 'h': usage(accepted, stdout); exit(0);
         default:
             fprintf(stderr, "%s: unknown or incomplete option '%s'\n", g_name, argv[optind - 1]);

@@ -40,6 +40,7 @@ enum {
     TR_OPT_BUCKETS = 1 << 0,   /* --bucket-cap-mb, --first-bucket-mb */
     TR_OPT_FUSION = 1 << 1,    /* --fusion-threshold-mb, --cycle-time-ms */
     TR_OPT_MISMATCH = 1 << 2,  /* --mismatch-rank, --group-rank */
+    TR_OPT_WATCHDOG = 1 << 3,  /* --watchdog-ms */
 };
 
 /* Iterations the host may enqueue ahead of the device (a training loop that logs the loss of an
@@ -58,6 +59,7 @@ typedef struct tr_options {
     double cycle_time_ms;      /* HOROVOD_CYCLE_TIME in ms of profile time (unscaled) */
     int mismatch_rank;         /* -1: none */
     int group_rank;            /* -1: none */
+    int watchdog_ms;           /* poll period of the watchdog thread, 0: none */
 } tr_options;
 
 /* One parameter tensor = one call of the profile, in arrival (backward) order. */
