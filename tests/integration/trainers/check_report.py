@@ -154,7 +154,7 @@ def cmd_reports(a):
         if not abs(err) <= tol:
             fail("call %d: ready %.6f s, truth %.6f s (error %+.6f s > tolerance %.6f s)"
                  % (k, m.get("ready", float("nan")), t["ready"], err, tol))
-        if m.get("merge", True) is not True:
+        if m.get("merge", True) is not True and not a.any_needs:
             fail("call %d: merge false, but nothing waits for it before the next call" % k)
     span = tp["calls"][-1]["ready"]
     info("ready: max |error| %.3f ms, mean error %+.3f ms over %d calls (backward span %.3f ms)"
@@ -169,9 +169,14 @@ def cmd_reports(a):
     # forward-overlap pattern in reverse.)
     tneed = [t["need"] for t in tp["calls"]]
     mneed = [m.get("need", 0) for m in calls]
+    if a.any_needs:
+        info("need: not checked (--any-needs); measured %s, merge flags %s"
+             % (mneed, [int(m.get("merge", True)) for m in calls]))
+        tneed = list(mneed)
     tf, mf = tp.get("forward", [0]), prof.get("forward", [0])
     distinct, tdistinct = len(set(mneed)), len(set(tneed))
-    info("need: %d distinct values measured, %d in the truth; exact match %s; measured %s"
+    if not a.any_needs:
+        info("need: %d distinct values measured, %d in the truth; exact match %s; measured %s"
          % (distinct, tdistinct, mneed == tneed, mneed))
     worst = 0.0
     for k in range(n_calls - 1):
@@ -191,7 +196,8 @@ def cmd_reports(a):
         if between > a.need_tol:
             fail("calls %d and %d: the measured profile %s a forward segment across %.3f ms of compute "
                  "(tolerance %.3f ms)" % (k, k + 1, what, 1e3 * between, 1e3 * a.need_tol))
-    info("need: largest forward compute across a joined or split boundary %.3f ms" % (1e3 * worst))
+    if not a.any_needs:
+        info("need: largest forward compute across a joined or split boundary %.3f ms" % (1e3 * worst))
     if a.distinct_needs and distinct < 2:
         fail("expected distinct needs (the truth has %d), measured %s" % (tdistinct, mneed))
     nf = len(prof.get("forward", [0]))
@@ -315,6 +321,8 @@ def main():
     r.add_argument("--ready-tol-abs", type=float, default=2e-3)
     r.add_argument("--ready-tol-rel", type=float, default=0.05)
     r.add_argument("--need-tol", type=float, default=2e-3)
+    r.add_argument("--any-needs", action="store_true",
+                   help="do not check needs and merge flags (a trainer whose waits race with its issues)")
     r.add_argument("--alpha-us", type=float)
     r.add_argument("--gbps", type=float)
     r.add_argument("--fit-tol", type=float, default=0.10)

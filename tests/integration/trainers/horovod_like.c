@@ -15,9 +15,13 @@
  * times (cycle windows of profile time, threshold times --bytes-scale), which is the same decision
  * on every rank by construction.  --fusion-threshold-mb 0 turns fusion off (HOROVOD_FUSION_THRESHOLD=0):
  * one in-place allreduce per tensor and no copies on the NCCL stream.
- * Simplification: real Horovod waits for the finalize events from a finalizer thread with
- * cudaEventSynchronize; here the optimizer's stream waits on them (cudaStreamWaitEvent) once the
- * background thread has issued the iteration, so that waits never race with later issues. */
+ * Completion: by default the optimizer's stream waits on the finalize events (cudaStreamWaitEvent)
+ * once the background thread has issued the iteration, so that no wait races with a later issue.
+ * --host-finalizer does what Horovod really does: a finalizer thread blocks in
+ * cudaEventSynchronize on each response's finalize event as soon as it is issued (while later
+ * responses are still being issued), marks its handles done, and the optimizer waits for the
+ * handles on the host: host waits on a call's completion before the next call arrives, from a
+ * thread that is neither the issuing thread nor the training loop. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -47,6 +51,9 @@ typedef struct horovod {
     int sub_iter;             /* iteration whose tensors are being submitted */
     int submitted;            /* tensors of sub_iter submitted so far */
     int issued_iter;          /* last iteration whose responses are all issued */
+    int issue_iter, issued_n; /* responses of issue_iter issued so far */
+    pthread_t finalizer;
+    int finalized_iter;       /* --host-finalizer: last iteration whose handles are all done */
 } horovod;
 
 static void plan_responses(horovod *h)
@@ -126,9 +133,38 @@ static void *background_main(void *arg)
                 pthread_cond_wait(&h->cv, &h->mu);
             pthread_mutex_unlock(&h->mu);
             issue_response(h, r);
+            pthread_mutex_lock(&h->mu);
+            h->issue_iter = t;
+            h->issued_n = i + 1;
+            pthread_cond_broadcast(&h->cv);
+            pthread_mutex_unlock(&h->mu);
         }
         pthread_mutex_lock(&h->mu);
         h->issued_iter = t;
+        pthread_cond_broadcast(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+    }
+    return NULL;
+}
+
+/* Horovod's finalizer: wait for each response on the host as soon as it is issued. */
+static void *finalizer_main(void *arg)
+{
+    horovod *h = arg;
+    trainer *tr = &h->tr;
+    int devices = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&devices));
+    CUDA_CHECK(cudaSetDevice(tr->local_rank % devices));
+    for (int t = 0; t < tr->opt.iters; t++) {
+        for (int i = 0; i < h->n_resp; i++) {
+            pthread_mutex_lock(&h->mu);
+            while (h->issue_iter < t || (h->issue_iter == t && h->issued_n <= i))
+                pthread_cond_wait(&h->cv, &h->mu);
+            pthread_mutex_unlock(&h->mu);
+            CUDA_CHECK(cudaEventSynchronize(h->resp[i].fin_ev));
+        }
+        pthread_mutex_lock(&h->mu);
+        h->finalized_iter = t;
         pthread_cond_broadcast(&h->cv);
         pthread_mutex_unlock(&h->mu);
     }
@@ -168,6 +204,7 @@ static void write_truth(horovod *h)
     json_object_set_new(truth, "upstream_ready_events", json_true());
     json_object_set_new(truth, "stream_ordered_work", json_boolean(fused > 0));
     json_object_set_new(truth, "expect_schedulable", json_boolean(fused == 0));
+    json_object_set_new(truth, "host_finalizer", json_boolean(tr->opt.host_finalizer));
     tr_truth_write(tr, truth);
     free(bytes);
     free(ready);
@@ -192,9 +229,13 @@ int main(int argc, char **argv)
     pthread_cond_init(&h.cv, NULL);
     h.sub_iter = -1;
     h.issued_iter = -1;
+    h.issue_iter = -1;
+    h.finalized_iter = -1;
     write_truth(&h);
     if (pthread_create(&h.thread, NULL, background_main, &h) != 0)
         tr_die("cannot start the background thread");
+    if (tr->opt.host_finalizer && pthread_create(&h.finalizer, NULL, finalizer_main, &h) != 0)
+        tr_die("cannot start the finalizer thread");
 
     for (int t = 0; t < tr->opt.iters; t++) {
         tr_enqueue_forward_start(tr);
@@ -210,15 +251,18 @@ int main(int argc, char **argv)
         }
         /* synchronize(handle) for every gradient, then the optimizer step. */
         pthread_mutex_lock(&h.mu);
-        while (h.issued_iter < t)
+        while (tr->opt.host_finalizer ? h.finalized_iter < t : h.issued_iter < t)
             pthread_cond_wait(&h.cv, &h.mu);
         pthread_mutex_unlock(&h.mu);
-        for (int i = 0; i < h.n_resp; i++)
-            CUDA_CHECK(cudaStreamWaitEvent(tr->compute, h.resp[i].fin_ev, 0));
+        if (!tr->opt.host_finalizer)
+            for (int i = 0; i < h.n_resp; i++)
+                CUDA_CHECK(cudaStreamWaitEvent(tr->compute, h.resp[i].fin_ev, 0));
         tr_enqueue_apply(tr, tr->compute, &h.all);
         tr_end_iteration(tr, t);
     }
     pthread_join(h.thread, NULL);
+    if (tr->opt.host_finalizer)
+        pthread_join(h.finalizer, NULL);
     tr_print_checksum(tr, NULL, 0);
 
     CUDA_CHECK(cudaStreamSynchronize(h.nccl_stream));

@@ -50,7 +50,7 @@ static void usage(unsigned accepted, FILE *out)
     if (accepted & TR_OPT_BUCKETS)
         fprintf(out, " [--bucket-cap-mb MB] [--first-bucket-mb MB]");
     if (accepted & TR_OPT_FUSION)
-        fprintf(out, " [--fusion-threshold-mb MB] [--cycle-time-ms MS]");
+        fprintf(out, " [--fusion-threshold-mb MB] [--cycle-time-ms MS] [--host-finalizer]");
     if (accepted & TR_OPT_WATCHDOG)
         fprintf(out, " [--watchdog-ms MS]");
     if (accepted & TR_OPT_MISMATCH)
@@ -112,6 +112,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         {"first-bucket-mb", required_argument, 0, 'f'},
         {"fusion-threshold-mb", required_argument, 0, 'F'},
         {"cycle-time-ms", required_argument, 0, 'C'},
+        {"host-finalizer", no_argument, 0, 'H'},
         {"mismatch-rank", required_argument, 0, 'm'},
         {"group-rank", required_argument, 0, 'g'},
         {"watchdog-ms", required_argument, 0, 'w'},
@@ -124,7 +125,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         unsigned need = 0;
         switch (c) {
         case 'c': case 'f': need = TR_OPT_BUCKETS; break;
-        case 'F': case 'C': need = TR_OPT_FUSION; break;
+        case 'F': case 'C': case 'H': need = TR_OPT_FUSION; break;
         case 'm': case 'g': need = TR_OPT_MISMATCH; break;
         case 'w': need = TR_OPT_WATCHDOG; break;
         default: break;
@@ -144,6 +145,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         case 'f': o->first_bucket_mb = parse_double("first-bucket-mb", optarg, 0.0, true); break;
         case 'F': o->fusion_threshold_mb = parse_double("fusion-threshold-mb", optarg, 0.0, false); break;
         case 'C': o->cycle_time_ms = parse_double("cycle-time-ms", optarg, 0.0, true); break;
+        case 'H': o->host_finalizer = true; break;
         case 'm': o->mismatch_rank = parse_int("mismatch-rank", optarg, 0, 1 << 20); break;
         case 'g': o->group_rank = parse_int("group-rank", optarg, 0, 1 << 20); break;
         case 'w': o->watchdog_ms = parse_int("watchdog-ms", optarg, 0, 100000); break;

@@ -38,7 +38,7 @@ void tr_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn)
 /* Options a trainer accepts besides the common ones (a bit mask). */
 enum {
     TR_OPT_BUCKETS = 1 << 0,   /* --bucket-cap-mb, --first-bucket-mb */
-    TR_OPT_FUSION = 1 << 1,    /* --fusion-threshold-mb, --cycle-time-ms */
+    TR_OPT_FUSION = 1 << 1,    /* --fusion-threshold-mb, --cycle-time-ms, --host-finalizer */
     TR_OPT_MISMATCH = 1 << 2,  /* --mismatch-rank, --group-rank */
     TR_OPT_WATCHDOG = 1 << 3,  /* --watchdog-ms */
 };
@@ -57,6 +57,7 @@ typedef struct tr_options {
     double first_bucket_mb;    /* DDP's first bucket after the rebuild (unscaled) */
     double fusion_threshold_mb;/* HOROVOD_FUSION_THRESHOLD in MB (unscaled); 0 turns fusion off */
     double cycle_time_ms;      /* HOROVOD_CYCLE_TIME in ms of profile time (unscaled) */
+    bool host_finalizer;       /* Horovod's finalizer thread waits on the host */
     int mismatch_rank;         /* -1: none */
     int group_rank;            /* -1: none */
     int watchdog_ms;           /* poll period of the watchdog thread, 0: none */
