@@ -306,6 +306,10 @@ def cmd_summary(a):
         if plan.get("iteration") and wfbp:
             print("  chosen plan: %s, %d blocks, predicted %.3f ms, speedup %.3fx over wfbp (what NCCL does now)"
                   % (plan.get("policy"), len(plan.get("blocks", [])), 1e3 * plan["iteration"], wfbp / plan["iteration"]))
+        lb = plan.get("lower_bound")
+        if isinstance(lb, (int, float)) and lb > 0 and wfbp:
+            print("  lower bound %.3f ms: wfbp is %.1f%% above it, the chosen plan %.1f%%"
+                  % (1e3 * lb, 100 * (wfbp / lb - 1), 100 * (plan["iteration"] / lb - 1)))
 
 
 def main():
