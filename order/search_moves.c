@@ -182,34 +182,51 @@ static bool shift_same_call(ub_search *s, int i, uint32_t gi)
     return false;
 }
 
+/* How far place_piece moves a piece. */
+static const int piece_dist[] = {1, 2, 4, 8};
+#define N_PIECE_DIST (sizeof(piece_dist) / sizeof(piece_dist[0]))
+
+/* The window [*lo, *hi] that moving `piece` (cut from block i, leaving `rest`) k blocks earlier
+ * or later rewrites, and its blocks after the move in s->view.  Returns their number; 0 when
+ * the window leaves the plan (every farther one does too), -1 when it starts after the first
+ * critical block (no move there lowers T). */
+static int piece_window(ub_search *s, const ub_wblock *piece, const ub_wblock *rest, int i, int k, bool earlier,
+                        int *lo, int *hi)
+{
+    const ub_wplan *wp = &s->wp;
+    *lo = earlier ? i - k : i;
+    *hi = earlier ? i : i + k;
+    if (*lo < 0 || *hi >= wp->nb)
+        return 0;
+    if (*lo > wp->first_crit && wp->first_crit >= 0)
+        return -1;
+    s->evals++;
+    int m = 0;
+    if (earlier) {
+        s->view[m++] = piece;
+        for (int b = *lo; b < i; b++)
+            s->view[m++] = &wp->b[b];
+        s->view[m++] = rest;
+    } else {
+        s->view[m++] = rest;
+        for (int b = i + 1; b <= *hi; b++)
+            s->view[m++] = &wp->b[b];
+        s->view[m++] = piece;
+    }
+    return m;
+}
+
 /* place_piece's test on the hypothetical piece s->h[0] and rest s->h[1], building nothing. */
 static bool piece_may_win(ub_search *s, int i, bool earlier)
 {
     ub_wplan *wp = &s->wp;
-    static const int dist[] = {1, 2, 4, 8};
     if (!ub_blk_finish(wp, &s->h[0]) || !ub_blk_finish(wp, &s->h[1]))
         return false;
-    for (size_t q = 0; q < sizeof(dist) / sizeof(dist[0]); q++) {
-        int k = dist[q];
-        int lo = earlier ? i - k : i, hi = earlier ? i : i + k;
-        if (lo < 0 || hi >= wp->nb)
+    for (size_t q = 0; q < N_PIECE_DIST; q++) {
+        int lo, hi, m = piece_window(s, &s->h[0], &s->h[1], i, piece_dist[q], earlier, &lo, &hi);
+        if (m == 0)
             break;
-        if (lo > wp->first_crit && wp->first_crit >= 0)
-            continue;
-        s->evals++;
-        int m = 0;
-        if (earlier) {
-            s->view[m++] = &s->h[0];
-            for (int b = lo; b < i; b++)
-                s->view[m++] = &wp->b[b];
-            s->view[m++] = &s->h[1];
-        } else {
-            s->view[m++] = &s->h[1];
-            for (int b = i + 1; b <= hi; b++)
-                s->view[m++] = &wp->b[b];
-            s->view[m++] = &s->h[0];
-        }
-        if (ub_wplan_improves(wp, lo, hi - lo + 1, s->view, m))
+        if (m > 0 && ub_wplan_improves(wp, lo, hi - lo + 1, s->view, m))
             return true;
     }
     return false;
@@ -221,30 +238,13 @@ static bool piece_may_win(ub_search *s, int i, bool earlier)
 static bool place_piece(ub_search *s, int i, bool earlier)
 {
     ub_wplan *wp = &s->wp;
-    static const int dist[] = {1, 2, 4, 8};
     if (!ub_blk_finish(wp, &s->s[0]) || !ub_blk_finish(wp, &s->s[1]))
         return false;
-    for (size_t q = 0; q < sizeof(dist) / sizeof(dist[0]); q++) {
-        int k = dist[q];
-        int lo = earlier ? i - k : i, hi = earlier ? i : i + k;
-        if (lo < 0 || hi >= wp->nb)
+    for (size_t q = 0; q < N_PIECE_DIST; q++) {
+        int lo, hi, m = piece_window(s, &s->s[0], &s->s[1], i, piece_dist[q], earlier, &lo, &hi);
+        if (m == 0)
             break;
-        if (lo > wp->first_crit && wp->first_crit >= 0)
-            continue;
-        s->evals++;
-        int m = 0;
-        if (earlier) {
-            s->view[m++] = &s->s[0];
-            for (int b = lo; b < i; b++)
-                s->view[m++] = &wp->b[b];
-            s->view[m++] = &s->s[1];
-        } else {
-            s->view[m++] = &s->s[1];
-            for (int b = i + 1; b <= hi; b++)
-                s->view[m++] = &wp->b[b];
-            s->view[m++] = &s->s[0];
-        }
-        if (!ub_wplan_improves(wp, lo, hi - lo + 1, s->view, m))
+        if (m < 0 || !ub_wplan_improves(wp, lo, hi - lo + 1, s->view, m))
             continue;
         double thr = wp->thr;
         /* Apply: block i becomes (piece, rest), then the piece rotates into place. */
