@@ -2,112 +2,75 @@
  * profile is decided by ub_plan_validate, which knows the profile. */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile_io_util.h"
 #include "usbyte/io.h"
 
-static int fail(char *err, size_t errlen, const char *origin, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, const char *origin, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return -1;
-    int n = snprintf(err, errlen, "%s: ", origin ? origin : "<plan>");
-    if (n < 0 || (size_t)n >= errlen)
-        return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-    va_end(ap);
-    for (char *p = err; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-    return -1;
-}
-
-static const char *kind(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "?";
-}
-
 /* Optional finite number; absent leaves *out unchanged. */
-static int opt_number(const json_t *obj, const char *key, const char *origin, const char *where, double *out,
-                      char *err, size_t errlen)
+static int opt_number(const ub_io_where *c, const json_t *obj, const char *key, const char *where, double *out)
 {
     const json_t *v = json_object_get(obj, key);
     if (!v)
         return 0;
     if (!json_is_number(v) || !isfinite(json_number_value(v)))
-        return fail(err, errlen, origin, "%s%s: must be a finite number, got %s", where, key, kind(v));
+        return ub_io_fail(c, "%s%s: must be a finite number, got %s", where, key, ub_json_kind(v));
     *out = json_number_value(v);
     return 0;
 }
 
 int ub_plan_from_json(const json_t *root, const char *origin, ub_plan *out, char *err, size_t errlen)
 {
-    origin = origin ? origin : "<plan>";
+    const ub_io_where at = {origin ? origin : "<plan>", err, errlen}, *c = &at;
     ub_plan_clear(out);
     out->policy[0] = '\0';
     if (!json_is_object(root))
-        return fail(err, errlen, origin, "top level: must be an object, got %s", kind(root));
+        return ub_io_fail(c, "top level: must be an object, got %s", ub_json_kind(root));
     const json_t *f = json_object_get(root, "usbyte_plan");
     if (!f)
-        return fail(err, errlen, origin, "usbyte_plan: missing (not a usbyte plan)");
+        return ub_io_fail(c, "usbyte_plan: missing (not a usbyte plan)");
     if (!json_is_integer(f) || json_integer_value(f) != 1)
-        return fail(err, errlen, origin, "usbyte_plan: unsupported version (expected 1)");
+        return ub_io_fail(c, "usbyte_plan: unsupported version (expected 1)");
     if ((f = json_object_get(root, "policy"))) {
         if (!json_is_string(f))
-            return fail(err, errlen, origin, "policy: must be a string, got %s", kind(f));
+            return ub_io_fail(c, "policy: must be a string, got %s", ub_json_kind(f));
         snprintf(out->policy, sizeof(out->policy), "%s", json_string_value(f));
     }
     if ((f = json_object_get(root, "params"))) {
         if (!json_is_string(f))
-            return fail(err, errlen, origin, "params: must be a string, got %s", kind(f));
+            return ub_io_fail(c, "params: must be a string, got %s", ub_json_kind(f));
         snprintf(out->params, sizeof(out->params), "%s", json_string_value(f));
     }
-    if (opt_number(root, "iteration", origin, "", &out->iteration, err, errlen) ||
-        opt_number(root, "lower_bound", origin, "", &out->lower_bound, err, errlen) ||
-        opt_number(root, "plan_seconds", origin, "", &out->plan_seconds, err, errlen))
+    if (opt_number(c, root, "iteration", "", &out->iteration) ||
+        opt_number(c, root, "lower_bound", "", &out->lower_bound) ||
+        opt_number(c, root, "plan_seconds", "", &out->plan_seconds))
         return -1;
     const json_t *blocks = json_object_get(root, "blocks");
     if (!blocks)
-        return fail(err, errlen, origin, "blocks: missing");
+        return ub_io_fail(c, "blocks: missing");
     if (!json_is_array(blocks))
-        return fail(err, errlen, origin, "blocks: must be an array, got %s", kind(blocks));
+        return ub_io_fail(c, "blocks: must be an array, got %s", ub_json_kind(blocks));
     if (json_array_size(blocks) >= UINT32_MAX / 2)
-        return fail(err, errlen, origin, "blocks: too many blocks");
+        return ub_io_fail(c, "blocks: too many blocks");
     size_t index;
     const json_t *b;
     json_array_foreach(blocks, index, b) {
         if (!json_is_object(b))
-            return fail(err, errlen, origin, "blocks[%zu]: must be an object, got %s", index, kind(b));
+            return ub_io_fail(c, "blocks[%zu]: must be an object, got %s", index, ub_json_kind(b));
         const json_t *segs = json_object_get(b, "segments");
         if (!segs)
-            return fail(err, errlen, origin, "blocks[%zu].segments: missing", index);
+            return ub_io_fail(c, "blocks[%zu].segments: missing", index);
         if (!json_is_array(segs) || json_array_size(segs) == 0)
-            return fail(err, errlen, origin, "blocks[%zu].segments: must be a non-empty array, got %s", index,
-                        json_is_array(segs) ? "an empty array" : kind(segs));
+            return ub_io_fail(c, "blocks[%zu].segments: must be a non-empty array, got %s", index,
+                              json_is_array(segs) ? "an empty array" : ub_json_kind(segs));
         if ((uint64_t)out->n_segments + json_array_size(segs) >= UINT32_MAX / 2)
-            return fail(err, errlen, origin, "blocks[%zu].segments: too many segments", index);
+            return ub_io_fail(c, "blocks[%zu].segments: too many segments", index);
         char where[64];
         snprintf(where, sizeof(where), "blocks[%zu].", index);
         double start = 0.0, end = 0.0;
-        if (opt_number(b, "start", origin, where, &start, err, errlen) ||
-            opt_number(b, "end", origin, where, &end, err, errlen))
+        if (opt_number(c, b, "start", where, &start) || opt_number(c, b, "end", where, &end))
             return -1;
         ub_plan_begin_block(out);
         out->blocks[out->n_blocks - 1].start = start;
@@ -116,27 +79,26 @@ int ub_plan_from_json(const json_t *root, const char *origin, ub_plan *out, char
         const json_t *s;
         json_array_foreach(segs, si, s) {
             if (!json_is_array(s) || json_array_size(s) != 3)
-                return fail(err, errlen, origin,
-                            "blocks[%zu].segments[%zu]: must be [call, offset_bytes, length_bytes], got %s", index,
-                            si, kind(s));
+                return ub_io_fail(c, "blocks[%zu].segments[%zu]: must be [call, offset_bytes, length_bytes], got %s",
+                                  index, si, ub_json_kind(s));
             static const char *const what[3] = {"call", "offset", "length"};
             json_int_t v[3];
             for (int i = 0; i < 3; i++) {
                 const json_t *x = json_array_get(s, (size_t)i);
                 if (!json_is_integer(x))
-                    return fail(err, errlen, origin, "blocks[%zu].segments[%zu][%d] (%s): must be an integer, got %s",
-                                index, si, i, what[i], kind(x));
+                    return ub_io_fail(c, "blocks[%zu].segments[%zu][%d] (%s): must be an integer, got %s", index,
+                                      si, i, what[i], ub_json_kind(x));
                 v[i] = json_integer_value(x);
             }
             if (v[0] < 0 || v[0] > INT32_MAX)
-                return fail(err, errlen, origin, "blocks[%zu].segments[%zu][0] (call): must be a call index >= 0, got %lld",
-                            index, si, (long long)v[0]);
+                return ub_io_fail(c, "blocks[%zu].segments[%zu][0] (call): must be a call index >= 0, got %lld",
+                                  index, si, (long long)v[0]);
             if (v[1] < 0)
-                return fail(err, errlen, origin, "blocks[%zu].segments[%zu][1] (offset): must be >= 0, got %lld", index,
-                            si, (long long)v[1]);
+                return ub_io_fail(c, "blocks[%zu].segments[%zu][1] (offset): must be >= 0, got %lld", index, si,
+                                  (long long)v[1]);
             if (v[2] <= 0)
-                return fail(err, errlen, origin, "blocks[%zu].segments[%zu][2] (length): must be > 0, got %lld", index,
-                            si, (long long)v[2]);
+                return ub_io_fail(c, "blocks[%zu].segments[%zu][2] (length): must be > 0, got %lld", index, si,
+                                  (long long)v[2]);
             ub_plan_add_segment(out, (int32_t)v[0], (uint64_t)v[1], (uint64_t)v[2]);
         }
     }
@@ -194,12 +156,13 @@ oom:
 
 int ub_plan_save(const char *path, const ub_plan *plan, char *err, size_t errlen)
 {
+    ub_io_where c = {path ? path : "<plan>", err, errlen};
     json_t *root = ub_plan_to_json(plan);
     if (!root)
-        return fail(err, errlen, path, "out of memory building the plan JSON");
+        return ub_io_fail(&c, "out of memory building the plan JSON");
     int rc = json_dump_file(root, path, JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(root);
     if (rc)
-        return fail(err, errlen, path, "cannot write: %s", strerror(errno));
+        return ub_io_fail(&c, "cannot write: %s", strerror(errno));
     return 0;
 }

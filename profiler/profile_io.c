@@ -2,82 +2,29 @@
  * origin and the JSON path, and writing that round-trips exactly. */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "profile_io_util.h"
 #include "usbyte/io.h"
 
 /* Largest count of calls or forward segments accepted: keeps every index in an int with room. */
 #define MAX_ENTRIES 100000000
 
-static int fail(char *err, size_t errlen, const char *origin, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, const char *origin, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return -1;
-    int n = snprintf(err, errlen, "%s: ", origin ? origin : "<profile>");
-    if (n < 0 || (size_t)n >= errlen)
-        return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-    va_end(ap);
-    /* One line, whatever the JSON held (names are echoed in messages). */
-    for (char *p = err; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-    return -1;
-}
-
-/* A short, printable description of a JSON value for "got ..." in messages. */
-static void describe(const json_t *v, char *buf, size_t len)
-{
-    switch (json_typeof(v)) {
-    case JSON_INTEGER:
-        snprintf(buf, len, "%lld", (long long)json_integer_value(v));
-        break;
-    case JSON_REAL:
-        snprintf(buf, len, "%.17g", json_real_value(v));
-        break;
-    case JSON_STRING:
-        snprintf(buf, len, "\"%.40s%s\"", json_string_value(v), strlen(json_string_value(v)) > 40 ? "..." : "");
-        break;
-    case JSON_TRUE:
-        snprintf(buf, len, "true");
-        break;
-    case JSON_FALSE:
-        snprintf(buf, len, "false");
-        break;
-    case JSON_NULL:
-        snprintf(buf, len, "null");
-        break;
-    case JSON_ARRAY:
-        snprintf(buf, len, "an array");
-        break;
-    case JSON_OBJECT:
-        snprintf(buf, len, "an object");
-        break;
-    default:
-        snprintf(buf, len, "?");
-    }
-}
-
 json_t *ub_json_load_file(const char *path, char *err, size_t errlen)
 {
+    const ub_io_where c = {path ? path : "<profile>", err, errlen};
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fail(err, errlen, path, "cannot read: %s", strerror(errno));
+        ub_io_fail(&c, "cannot read: %s", strerror(errno));
         return NULL;
     }
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
         fclose(f);
-        fail(err, errlen, path, "cannot read: %s", strerror(EISDIR));
+        ub_io_fail(&c, "cannot read: %s", strerror(EISDIR));
         return NULL;
     }
     json_error_t je;
@@ -86,9 +33,9 @@ json_t *ub_json_load_file(const char *path, char *err, size_t errlen)
     fclose(f);
     if (!root) {
         if (read_error)
-            fail(err, errlen, path, "cannot read: I/O error");
+            ub_io_fail(&c, "cannot read: I/O error");
         else
-            fail(err, errlen, path, "line %d, column %d: malformed JSON: %s", je.line, je.column, je.text);
+            ub_io_fail(&c, "line %d, column %d: malformed JSON: %s", je.line, je.column, je.text);
         return NULL;
     }
     return root;
@@ -96,53 +43,36 @@ json_t *ub_json_load_file(const char *path, char *err, size_t errlen)
 
 /* ---- typed field readers: each names the path on failure ---- */
 
-typedef struct {
-    const char *origin;
-    char *err;
-    size_t errlen;
-} ctx;
-
-static int want_finite(const ctx *c, const json_t *v, const char *path, double min, double *out)
+static int want_finite(const ub_io_where *c, const json_t *v, const char *path, double min, double *out)
 {
-    char got[64];
-    if (!json_is_number(v)) {
-        describe(v, got, sizeof(got));
-        return fail(c->err, c->errlen, c->origin, "%s: must be a number, got %s", path, got);
-    }
+    if (!json_is_number(v))
+        return ub_io_fail(c, "%s: must be a number, got %s", path, ub_json_describe(v).text);
     double x = json_number_value(v);
-    if (!isfinite(x) || x < min) {
-        describe(v, got, sizeof(got));
-        return fail(c->err, c->errlen, c->origin, "%s: must be a finite number >= %g, got %s", path, min, got);
-    }
+    if (!isfinite(x) || x < min)
+        return ub_io_fail(c, "%s: must be a finite number >= %g, got %s", path, min, ub_json_describe(v).text);
     *out = x;
     return 0;
 }
 
-static int want_string(const ctx *c, const json_t *v, const char *path, char **out)
+static int want_string(const ub_io_where *c, const json_t *v, const char *path, char **out)
 {
-    char got[64];
-    if (!json_is_string(v)) {
-        describe(v, got, sizeof(got));
-        return fail(c->err, c->errlen, c->origin, "%s: must be a string, got %s", path, got);
-    }
+    if (!json_is_string(v))
+        return ub_io_fail(c, "%s: must be a string, got %s", path, ub_json_describe(v).text);
     *out = strdup(json_string_value(v));
     if (!*out)
-        return fail(c->err, c->errlen, c->origin, "%s: out of memory", path);
+        return ub_io_fail(c, "%s: out of memory", path);
     return 0;
 }
 
-static int parse_net(const ctx *c, const json_t *net, ub_profile *p)
+static int parse_net(const ub_io_where *c, const json_t *net, ub_profile *p)
 {
-    char got[64];
-    if (!json_is_object(net)) {
-        describe(net, got, sizeof(got));
-        return fail(c->err, c->errlen, c->origin, "net: must be an object with alpha and beta, got %s", got);
-    }
+    if (!json_is_object(net))
+        return ub_io_fail(c, "net: must be an object with alpha and beta, got %s", ub_json_describe(net).text);
     const json_t *a = json_object_get(net, "alpha"), *b = json_object_get(net, "beta");
     if (!a)
-        return fail(c->err, c->errlen, c->origin, "net.alpha: missing (seconds per allreduce)");
+        return ub_io_fail(c, "net.alpha: missing (seconds per allreduce)");
     if (!b)
-        return fail(c->err, c->errlen, c->origin, "net.beta: missing (seconds per byte)");
+        return ub_io_fail(c, "net.beta: missing (seconds per byte)");
     if (want_finite(c, a, "net.alpha", 0.0, &p->alpha) || want_finite(c, b, "net.beta", 0.0, &p->beta))
         return -1;
     const json_t *cb = json_object_get(net, "copy_beta");
@@ -153,19 +83,17 @@ static int parse_net(const ctx *c, const json_t *net, ub_profile *p)
     return 0;
 }
 
-static int parse_call(const ctx *c, const json_t *v, int k, ub_profile *p)
+static int parse_call(const ub_io_where *c, const json_t *v, int k, ub_profile *p)
 {
-    char path[64], got[64];
+    char path[64];
     ub_call *call = &p->calls[k];
     call->dtype = UB_DTYPE_FLOAT32;
     call->op = UB_OP_SUM;
     call->merge = true;
     call->need = 0;
     call->measured_comm = -1.0;
-    if (!json_is_object(v)) {
-        describe(v, got, sizeof(got));
-        return fail(c->err, c->errlen, c->origin, "calls[%d]: must be an object, got %s", k, got);
-    }
+    if (!json_is_object(v))
+        return ub_io_fail(c, "calls[%d]: must be an object, got %s", k, ub_json_describe(v).text);
     const json_t *f;
     if ((f = json_object_get(v, "name"))) {
         snprintf(path, sizeof(path), "calls[%d].name", k);
@@ -174,48 +102,37 @@ static int parse_call(const ctx *c, const json_t *v, int k, ub_profile *p)
     }
     f = json_object_get(v, "bytes");
     if (!f)
-        return fail(c->err, c->errlen, c->origin, "calls[%d].bytes: missing", k);
-    if (!json_is_integer(f) || json_integer_value(f) <= 0) {
-        describe(f, got, sizeof(got));
-        return fail(c->err, c->errlen, c->origin, "calls[%d].bytes: must be a positive integer, got %s", k, got);
-    }
+        return ub_io_fail(c, "calls[%d].bytes: missing", k);
+    if (!json_is_integer(f) || json_integer_value(f) <= 0)
+        return ub_io_fail(c, "calls[%d].bytes: must be a positive integer, got %s", k, ub_json_describe(f).text);
     call->bytes = (uint64_t)json_integer_value(f);
     f = json_object_get(v, "ready");
     if (!f)
-        return fail(c->err, c->errlen, c->origin, "calls[%d].ready: missing", k);
+        return ub_io_fail(c, "calls[%d].ready: missing", k);
     snprintf(path, sizeof(path), "calls[%d].ready", k);
     if (want_finite(c, f, path, 0.0, &call->ready))
         return -1;
     if ((f = json_object_get(v, "need"))) {
-        if (!json_is_integer(f) || json_integer_value(f) < 0 || json_integer_value(f) >= p->n_forward) {
-            describe(f, got, sizeof(got));
-            return fail(c->err, c->errlen, c->origin,
-                        "calls[%d].need: must be an integer from 0 to %d (a forward segment), got %s", k,
-                        p->n_forward - 1, got);
-        }
+        if (!json_is_integer(f) || json_integer_value(f) < 0 || json_integer_value(f) >= p->n_forward)
+            return ub_io_fail(c, "calls[%d].need: must be an integer from 0 to %d (a forward segment), got %s", k,
+                              p->n_forward - 1, ub_json_describe(f).text);
         call->need = (int)json_integer_value(f);
     }
     if ((f = json_object_get(v, "dtype"))) {
         int d = json_is_string(f) ? ub_dtype_parse(json_string_value(f)) : -1;
-        if (d < 0) {
-            describe(f, got, sizeof(got));
-            return fail(c->err, c->errlen, c->origin, "calls[%d].dtype: unknown data type %s", k, got);
-        }
+        if (d < 0)
+            return ub_io_fail(c, "calls[%d].dtype: unknown data type %s", k, ub_json_describe(f).text);
         call->dtype = (ub_dtype)d;
     }
     if ((f = json_object_get(v, "op"))) {
         int o = json_is_string(f) ? ub_op_parse(json_string_value(f)) : -1;
-        if (o < 0) {
-            describe(f, got, sizeof(got));
-            return fail(c->err, c->errlen, c->origin, "calls[%d].op: unknown reduction op %s", k, got);
-        }
+        if (o < 0)
+            return ub_io_fail(c, "calls[%d].op: unknown reduction op %s", k, ub_json_describe(f).text);
         call->op = (ub_op)o;
     }
     if ((f = json_object_get(v, "merge"))) {
-        if (!json_is_boolean(f)) {
-            describe(f, got, sizeof(got));
-            return fail(c->err, c->errlen, c->origin, "calls[%d].merge: must be true or false, got %s", k, got);
-        }
+        if (!json_is_boolean(f))
+            return ub_io_fail(c, "calls[%d].merge: must be true or false, got %s", k, ub_json_describe(f).text);
         call->merge = json_is_true(f);
     }
     if ((f = json_object_get(v, "measured_comm"))) {
@@ -228,28 +145,22 @@ static int parse_call(const ctx *c, const json_t *v, int k, ub_profile *p)
 
 int ub_profile_from_json(const json_t *root, const char *origin, ub_profile *out, char *err, size_t errlen)
 {
-    ctx c = {origin ? origin : "<profile>", err, errlen};
-    char got[64];
+    const ub_io_where c = {origin ? origin : "<profile>", err, errlen};
     memset(out, 0, sizeof(*out));
-    if (!json_is_object(root)) {
-        describe(root, got, sizeof(got));
-        return fail(err, errlen, c.origin, "top level: must be an object, got %s", got);
-    }
+    if (!json_is_object(root))
+        return ub_io_fail(&c, "top level: must be an object, got %s", ub_json_describe(root).text);
     const json_t *f = json_object_get(root, "usbyte_profile");
     if (!f)
-        return fail(err, errlen, c.origin, "usbyte_profile: missing (not a usbyte profile)");
-    if (!json_is_integer(f) || json_integer_value(f) != 1) {
-        describe(f, got, sizeof(got));
-        return fail(err, errlen, c.origin, "usbyte_profile: unsupported version %s (expected 1)", got);
-    }
+        return ub_io_fail(&c, "usbyte_profile: missing (not a usbyte profile)");
+    if (!json_is_integer(f) || json_integer_value(f) != 1)
+        return ub_io_fail(&c, "usbyte_profile: unsupported version %s (expected 1)", ub_json_describe(f).text);
     if ((f = json_object_get(root, "name")) && want_string(&c, f, "name", &out->name))
         goto bad;
     if ((f = json_object_get(root, "source")) && want_string(&c, f, "source", &out->source))
         goto bad;
     if ((f = json_object_get(root, "ranks"))) {
         if (!json_is_integer(f) || json_integer_value(f) < 1 || json_integer_value(f) > 1000000000) {
-            describe(f, got, sizeof(got));
-            fail(err, errlen, c.origin, "ranks: must be a positive integer, got %s", got);
+            ub_io_fail(&c, "ranks: must be a positive integer, got %s", ub_json_describe(f).text);
             goto bad;
         }
         out->ranks = (int)json_integer_value(f);
@@ -258,7 +169,7 @@ int ub_profile_from_json(const json_t *root, const char *origin, ub_profile *out
         goto bad;
     f = json_object_get(root, "backward_end");
     if (!f) {
-        fail(err, errlen, c.origin, "backward_end: missing (seconds from backward start to its end)");
+        ub_io_fail(&c, "backward_end: missing (seconds from backward start to its end)");
         goto bad;
     }
     if (want_finite(&c, f, "backward_end", 0.0, &out->backward_end))
@@ -269,8 +180,7 @@ int ub_profile_from_json(const json_t *root, const char *origin, ub_profile *out
     f = json_object_get(root, "forward");
     if (f) {
         if (!json_is_array(f) || json_array_size(f) == 0 || json_array_size(f) > MAX_ENTRIES) {
-            describe(f, got, sizeof(got));
-            fail(err, errlen, c.origin, "forward: must be a non-empty array of seconds, got %s", got);
+            ub_io_fail(&c, "forward: must be a non-empty array of seconds, got %s", ub_json_describe(f).text);
             goto bad;
         }
         out->n_forward = (int)json_array_size(f);
@@ -279,7 +189,7 @@ int ub_profile_from_json(const json_t *root, const char *origin, ub_profile *out
     }
     out->forward = calloc((size_t)out->n_forward, sizeof(double));
     if (!out->forward) {
-        fail(err, errlen, c.origin, "forward: out of memory");
+        ub_io_fail(&c, "forward: out of memory");
         goto bad;
     }
     for (int s = 0; f && s < out->n_forward; s++) {
@@ -291,18 +201,17 @@ int ub_profile_from_json(const json_t *root, const char *origin, ub_profile *out
 
     f = json_object_get(root, "calls");
     if (!f) {
-        fail(err, errlen, c.origin, "calls: missing");
+        ub_io_fail(&c, "calls: missing");
         goto bad;
     }
     if (!json_is_array(f) || json_array_size(f) == 0 || json_array_size(f) > MAX_ENTRIES) {
-        describe(f, got, sizeof(got));
-        fail(err, errlen, c.origin, "calls: must be a non-empty array of calls, got %s", got);
+        ub_io_fail(&c, "calls: must be a non-empty array of calls, got %s", ub_json_describe(f).text);
         goto bad;
     }
     int n = (int)json_array_size(f);
     out->calls = calloc((size_t)n, sizeof(ub_call));
     if (!out->calls) {
-        fail(err, errlen, c.origin, "calls: out of memory for %d calls", n);
+        ub_io_fail(&c, "calls: out of memory for %d calls", n);
         goto bad;
     }
     out->n_calls = n;
@@ -389,13 +298,14 @@ json_t *ub_profile_to_json(const ub_profile *p)
 
 int ub_profile_save(const char *path, const ub_profile *prof, char *err, size_t errlen)
 {
+    const ub_io_where c = {path ? path : "<profile>", err, errlen};
     json_t *root = ub_profile_to_json(prof);
     if (!root)
-        return fail(err, errlen, path, "out of memory building the profile JSON");
+        return ub_io_fail(&c, "out of memory building the profile JSON");
     int rc = json_dump_file(root, path, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
     json_decref(root);
     if (rc)
-        return fail(err, errlen, path, "cannot write: %s", strerror(errno));
+        return ub_io_fail(&c, "cannot write: %s", strerror(errno));
     return 0;
 }
 
