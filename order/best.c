@@ -30,6 +30,23 @@ static bool same_plan(const ub_plan *a, const ub_plan *b)
     return true;
 }
 
+/* Descends from the plan loaded in s->wp; the result (through cand) replaces *out when the
+ * evaluator itself finds it strictly faster than *best.  Returns the moves of the descent
+ * then, -1 when *out stays. */
+static long descend_and_keep(const ub_profile *prof, ub_search *s, double lb, ub_plan *cand, ub_plan *out,
+                             double *best)
+{
+    long before = s->moves;
+    ub_search_descend(s, lb);
+    ub_wplan_store(&s->wp, cand);
+    double t = ub_evaluate_const(prof, cand, NULL);
+    if (!(t < *best))
+        return -1;
+    *best = t;
+    ub_plan_copy(out, cand);
+    return s->moves - before;
+}
+
 int ub_policy_best(const ub_profile *prof, ub_plan *out)
 {
     int n = prof->n_calls;
@@ -100,15 +117,10 @@ int ub_policy_best(const ub_profile *prof, ub_plan *out)
         const ub_plan *p = &start[order[r]];
         ub_wplan_load(&s.wp, p);
         s.gen++;
-        long before = s.moves;
-        ub_search_descend(&s, lb);
-        ub_wplan_store(&s.wp, &cand);
-        double t = ub_evaluate_const(prof, &cand, NULL);
-        if (t < best) {
-            best = t;
-            ub_plan_copy(out, &cand);
+        long won = descend_and_keep(prof, &s, lb, &cand, out, &best);
+        if (won >= 0) {
             from = p->policy;
-            moves = s.moves - before;
+            moves = won;
         }
     }
     /* Iterated local search from the best plan: kick, descend, keep strict improvements. */
@@ -124,15 +136,9 @@ int ub_policy_best(const ub_profile *prof, ub_plan *out)
         s.evals += 1 + s.wp.nb / 32;
         kicks++;
         s.budget = total;
-        long before = s.moves;
-        ub_search_descend(&s, lb);
-        ub_wplan_store(&s.wp, &cand);
-        double t = ub_evaluate_const(prof, &cand, NULL);
-        if (t < best) {
-            best = t;
-            ub_plan_copy(out, &cand);
-            moves += s.moves - before;
-        }
+        long won = descend_and_keep(prof, &s, lb, &cand, out, &best);
+        if (won >= 0)
+            moves += won;
     }
     char from_name[32];
     snprintf(from_name, sizeof(from_name), "%s", from);
