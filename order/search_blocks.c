@@ -9,17 +9,59 @@
 #include "search.h"
 #include "usbyte/model.h"
 
-/* Scratch blocks keep their cached quantities up to date as segments are added or resized,
- * so judging a move costs O(1) per changed segment, not O(segments of the block). */
-void ub_blk_reset(ub_wblock *w)
+/* May calls a and b share a block?  Same dtype, op and merge group (MODEL.md). */
+static bool may_share(const ub_wplan *wp, int32_t a, int32_t b)
 {
-    w->n = 0;
+    const ub_call *ca = &wp->prof->calls[a], *cb = &wp->prof->calls[b];
+    return ca->dtype == cb->dtype && ca->op == cb->op && wp->group[a] == wp->group[b];
+}
+
+/* The cached quantities of a block without segments. */
+static void clear_attrs(ub_wblock *w)
+{
     w->r = 0.0;
     w->bytes = 0.0;
     w->W = -DBL_MAX;
     w->staged = false;
     w->valid = true;
     w->call0 = -1;
+}
+
+/* w's cached quantities (cost and segment count aside) with `length` bytes of `call` added. */
+static void absorb(const ub_wplan *wp, ub_wblock *w, int32_t call, uint64_t length)
+{
+    const ub_call *c = &wp->prof->calls[call];
+    if (w->call0 < 0) {
+        w->call0 = call;
+    } else if (call != w->call0) {
+        w->staged = true;
+        if (!may_share(wp, call, w->call0))
+            w->valid = false;
+    }
+    if (c->ready > w->r)
+        w->r = c->ready;
+    if (wp->Fs[call] > w->W)
+        w->W = wp->Fs[call];
+    w->bytes += (double)length;
+}
+
+/* Every cached quantity from the segments (an empty block is not valid). */
+void ub_wblock_attrs(const ub_wplan *wp, ub_wblock *w)
+{
+    clear_attrs(w);
+    for (uint32_t i = 0; i < w->n; i++)
+        absorb(wp, w, w->seg[i].call, w->seg[i].length);
+    w->valid = w->valid && w->n > 0;
+    if (w->n)
+        w->cost = ub_block_cost(wp->prof, w->bytes, w->staged);
+}
+
+/* Scratch blocks keep their cached quantities up to date as segments are added or resized,
+ * so judging a move costs O(1) per changed segment, not O(segments of the block). */
+void ub_blk_reset(ub_wblock *w)
+{
+    w->n = 0;
+    clear_attrs(w);
 }
 
 void ub_blk_clone(ub_wblock *dst, const ub_wblock *src)
@@ -37,20 +79,7 @@ void ub_blk_clone(ub_wblock *dst, const ub_wblock *src)
 
 void ub_blk_add(const ub_wplan *wp, ub_wblock *w, int32_t call, uint64_t offset, uint64_t length)
 {
-    const ub_call *c = &wp->prof->calls[call];
-    if (w->call0 < 0) {
-        w->call0 = call;
-    } else if (call != w->call0) {
-        const ub_call *c0 = &wp->prof->calls[w->call0];
-        w->staged = true;
-        if (c->dtype != c0->dtype || c->op != c0->op || wp->group[call] != wp->group[w->call0])
-            w->valid = false;
-    }
-    if (c->ready > w->r)
-        w->r = c->ready;
-    if (wp->Fs[call] > w->W)
-        w->W = wp->Fs[call];
-    w->bytes += (double)length;
+    absorb(wp, w, call, length);
     ub_wblock_push(w, call, offset, length);
 }
 
@@ -82,23 +111,20 @@ bool ub_blk_finish(const ub_wplan *wp, ub_wblock *w)
 void ub_hyp_add_range(const ub_wplan *wp, ub_wblock *h, const ub_wblock *b, uint32_t from, uint32_t to)
 {
     for (uint32_t k = from; k < to; k++) {
-        int32_t call = b->seg[k].call;
-        const ub_call *c = &wp->prof->calls[call];
-        if (h->call0 < 0) {
-            h->call0 = call;
-        } else if (call != h->call0) {
-            const ub_call *c0 = &wp->prof->calls[h->call0];
-            h->staged = true;
-            if (c->dtype != c0->dtype || c->op != c0->op || wp->group[call] != wp->group[h->call0])
-                h->valid = false;
-        }
-        if (c->ready > h->r)
-            h->r = c->ready;
-        if (wp->Fs[call] > h->W)
-            h->W = wp->Fs[call];
-        h->bytes += (double)b->seg[k].length;
+        absorb(wp, h, b->seg[k].call, b->seg[k].length);
         h->n++;
     }
+}
+
+/* q with segment g's ready time, forward gate and bytes added (staging and call0 depend on
+ * the direction: the callers set them). */
+static ub_range_q range_add(const ub_wplan *wp, ub_range_q q, const ub_segment *g)
+{
+    double r = wp->prof->calls[g->call].ready;
+    q.r = r > q.r ? r : q.r;
+    q.W = wp->Fs[g->call] > q.W ? wp->Fs[g->call] : q.W;
+    q.bytes += (double)g->length;
+    return q;
 }
 
 void ub_range_cache_build(const ub_wplan *wp, ub_range_cache *c, const ub_wblock *b)
@@ -117,26 +143,16 @@ void ub_range_cache_build(const ub_wplan *wp, ub_range_cache *c, const ub_wblock
     ub_range_q empty = {0.0, -DBL_MAX, 0.0, false, -1};
     c->pre[0] = empty;
     for (uint32_t k = 0; k < n; k++) {
-        int32_t call = b->seg[k].call;
-        ub_range_q q = c->pre[k];
-        double r = wp->prof->calls[call].ready;
-        q.r = r > q.r ? r : q.r;
-        q.W = wp->Fs[call] > q.W ? wp->Fs[call] : q.W;
-        q.bytes += (double)b->seg[k].length;
-        q.staged = q.staged || call != b->seg[0].call;
+        ub_range_q q = range_add(wp, c->pre[k], &b->seg[k]);
+        q.staged = q.staged || b->seg[k].call != b->seg[0].call;
         q.call0 = b->seg[0].call;
         c->pre[k + 1] = q;
     }
     c->suf[n] = empty;
     for (uint32_t k = n; k-- > 0;) {
-        int32_t call = b->seg[k].call;
-        ub_range_q q = c->suf[k + 1];
-        double r = wp->prof->calls[call].ready;
-        q.r = r > q.r ? r : q.r;
-        q.W = wp->Fs[call] > q.W ? wp->Fs[call] : q.W;
-        q.bytes += (double)b->seg[k].length;
-        q.staged = q.staged || (k + 1 < n && b->seg[k + 1].call != call);
-        q.call0 = call;
+        ub_range_q q = range_add(wp, c->suf[k + 1], &b->seg[k]);
+        q.staged = q.staged || (k + 1 < n && b->seg[k + 1].call != b->seg[k].call);
+        q.call0 = b->seg[k].call;
         c->suf[k] = q;
     }
 }
@@ -159,9 +175,7 @@ void ub_hyp_set_range(const ub_wplan *wp, ub_wblock *h, const ub_range_cache *c,
     h->n = to - from;
 #ifdef UB_SEARCH_CHECK
     ub_wblock x = {0};
-    x.W = -DBL_MAX;
-    x.valid = true;
-    x.call0 = -1;
+    ub_blk_reset(&x);
     ub_hyp_add_range(wp, &x, b, from, to);
     if (x.r != h->r || x.W != h->W || x.bytes != h->bytes || x.staged != h->staged || x.call0 != h->call0) {
         fprintf(stderr, "range cache mismatch [%u, %u) of %u\n", from, to, b->n);
@@ -177,10 +191,9 @@ void ub_hyp_add_block(const ub_wplan *wp, ub_wblock *h, const ub_wblock *b)
         h->call0 = b->call0;
         h->staged = b->staged;
     } else {
-        const ub_call *c = &wp->prof->calls[b->call0], *c0 = &wp->prof->calls[h->call0];
         if (b->staged || b->call0 != h->call0)
             h->staged = true;
-        if (c->dtype != c0->dtype || c->op != c0->op || wp->group[b->call0] != wp->group[h->call0])
+        if (!may_share(wp, b->call0, h->call0))
             h->valid = false;
     }
     h->valid = h->valid && b->valid;

@@ -322,6 +322,26 @@ static bool relocate_pieces(ub_search *s, int i, bool earlier)
     return false;
 }
 
+/* Does c hold the ranges of block b of the current plan? */
+static bool cache_describes(const ub_search *s, const ub_range_cache *c, int b)
+{
+    return c->gen == s->gen && c->seg == s->wp.b[b].seg && c->n == s->wp.b[b].n;
+}
+
+/* c becomes the range cache of block b.  A block of one segment gets none (n = UINT32_MAX
+ * matches no block): ub_hyp_set_range then adds its segment directly. */
+static void cache_block(ub_search *s, ub_range_cache *c, int b)
+{
+    const ub_wblock *w = &s->wp.b[b];
+    c->n = UINT32_MAX;
+    if (w->n > 1) {
+        ub_range_cache_build(&s->wp, c, w);
+        s->evals += w->n / 32; /* part of the work the budget bounds */
+        c->seg = w->seg;
+        c->gen = s->gen;
+    }
+}
+
 /* Every move at block i and the boundary after it; true when one was applied. */
 static bool improve_at(ub_search *s, int i)
 {
@@ -330,26 +350,17 @@ static bool improve_at(ub_search *s, int i)
     bool has_next = i + 1 < wp->nb;
     /* Range caches of blocks i and i+1; the one built for i+1 at the previous position serves
      * as block i's when the plan has not changed since. */
-    if (s->cb.gen == s->gen && s->cb.seg == wp->b[i].seg && s->cb.n == wp->b[i].n) {
+    if (cache_describes(s, &s->cb, i)) {
         ub_range_cache t = s->ca;
         s->ca = s->cb;
         s->cb = t;
-    } else if (!(s->ca.gen == s->gen && s->ca.seg == wp->b[i].seg && s->ca.n == wp->b[i].n)) {
-        s->ca.n = UINT32_MAX;
-        if (wp->b[i].n > 1) {
-            ub_range_cache_build(wp, &s->ca, &wp->b[i]);
-            s->evals += wp->b[i].n / 32; /* part of the work the budget bounds */
-            s->ca.seg = wp->b[i].seg;
-            s->ca.gen = s->gen;
-        }
+    } else if (!cache_describes(s, &s->ca, i)) {
+        cache_block(s, &s->ca, i);
     }
-    s->cb.n = UINT32_MAX;
-    if (has_next && wp->b[i + 1].n > 1) {
-        ub_range_cache_build(wp, &s->cb, &wp->b[i + 1]);
-        s->evals += wp->b[i + 1].n / 32;
-        s->cb.seg = wp->b[i + 1].seg;
-        s->cb.gen = s->gen;
-    }
+    if (has_next)
+        cache_block(s, &s->cb, i + 1);
+    else
+        s->cb.n = UINT32_MAX;
 
     /* Windows must reach the busy period of the first critical block and start no later
      * than that block (search_state.c, ub_wplan_improves). */

@@ -105,36 +105,6 @@ void ub_wblock_push(ub_wblock *w, int32_t call, uint64_t offset, uint64_t length
     w->seg[w->n++] = (ub_segment){.call = call, .offset = offset, .length = length};
 }
 
-void ub_wblock_attrs(const ub_wplan *wp, ub_wblock *w)
-{
-    const ub_profile *prof = wp->prof;
-    w->r = 0.0;
-    w->bytes = 0.0;
-    w->W = -DBL_MAX;
-    w->staged = false;
-    w->valid = w->n > 0;
-    w->call0 = w->n ? w->seg[0].call : -1;
-    if (!w->n)
-        return;
-    const ub_call *c0 = &prof->calls[w->seg[0].call];
-    int g0 = wp->group[w->seg[0].call];
-    for (uint32_t i = 0; i < w->n; i++) {
-        int k = w->seg[i].call;
-        const ub_call *c = &prof->calls[k];
-        if (c->ready > w->r)
-            w->r = c->ready;
-        w->bytes += (double)w->seg[i].length;
-        if (k != w->seg[0].call) {
-            w->staged = true;
-            if (c->dtype != c0->dtype || c->op != c0->op || wp->group[k] != g0)
-                w->valid = false;
-        }
-        if (wp->Fs[k] > w->W)
-            w->W = wp->Fs[k];
-    }
-    w->cost = ub_block_cost(prof, w->bytes, w->staged);
-}
-
 void ub_wplan_load(ub_wplan *wp, const ub_plan *plan)
 {
     reserve_blocks(wp, (int)plan->n_blocks);
