@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "search.h"
+#include "usbyte/alloc.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
 #include "usbyte/synthetic.h"
@@ -96,11 +97,7 @@ int ub_policy_best(const ub_profile *prof, ub_plan *out)
     const char *from = start[order[0]].policy;
     long moves = 0;
     int distinct = 0;
-    bool *dup_of = calloc((size_t)n_start, sizeof(bool));
-    if (!dup_of) {
-        fprintf(stderr, "usbyte: out of memory planning best\n");
-        abort();
-    }
+    bool *dup_of = ub_xcalloc((size_t)n_start, sizeof(bool), "planning best");
     for (int r = 0; r < n_start; r++) {
         for (int q = 0; q < r && !dup_of[r]; q++)
             dup_of[r] = same_plan(&start[order[r]], &start[order[q]]);

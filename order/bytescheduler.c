@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "order_internal.h"
+#include "usbyte/alloc.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
 #include "usbyte/schedulers.h"
@@ -87,16 +88,12 @@ static void state_init(sim_state *s, const ub_profile *prof, uint64_t smallest_p
         max_parts += prof->calls[k].bytes / smallest_partition + 1;
     memset(s, 0, sizeof(*s));
     s->prof = prof;
-    s->ready_order = malloc(sizeof(int) * (size_t)n);
-    s->rank = malloc(sizeof(int) * (size_t)n);
-    s->heap_items = malloc(sizeof(int) * (size_t)n);
-    s->sent = malloc(sizeof(uint64_t) * (size_t)n);
-    s->fifo_end = malloc(sizeof(double) * max_parts);
-    s->fifo_bytes = malloc(sizeof(uint64_t) * max_parts);
-    if (!s->ready_order || !s->rank || !s->heap_items || !s->sent || !s->fifo_end || !s->fifo_bytes) {
-        fprintf(stderr, "usbyte: out of memory planning bytescheduler\n");
-        abort();
-    }
+    s->ready_order = ub_xrealloc(NULL, sizeof(int) * (size_t)n, "planning bytescheduler");
+    s->rank = ub_xrealloc(NULL, sizeof(int) * (size_t)n, "planning bytescheduler");
+    s->heap_items = ub_xrealloc(NULL, sizeof(int) * (size_t)n, "planning bytescheduler");
+    s->sent = ub_xrealloc(NULL, sizeof(uint64_t) * (size_t)n, "planning bytescheduler");
+    s->fifo_end = ub_xrealloc(NULL, sizeof(double) * max_parts, "planning bytescheduler");
+    s->fifo_bytes = ub_xrealloc(NULL, sizeof(uint64_t) * max_parts, "planning bytescheduler");
     ub_ready_order(prof, s->ready_order);
     ub_forward_priority(prof, NULL, s->rank);
 }

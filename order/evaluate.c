@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "usbyte/alloc.h"
 #include "usbyte/model.h"
 
 double ub_block_cost(const ub_profile *prof, double bytes, int staged)
@@ -24,11 +25,7 @@ static double timeline(const ub_profile *prof, const ub_plan *plan, double *bloc
         if (prof->n_calls <= 64) {
             done = small;
         } else {
-            heap = malloc(sizeof(double) * (size_t)prof->n_calls);
-            if (!heap) {
-                fprintf(stderr, "usbyte: out of memory evaluating a plan\n");
-                abort();
-            }
+            heap = ub_xrealloc(NULL, sizeof(double) * (size_t)prof->n_calls, "evaluating a plan");
             done = heap;
         }
     }
@@ -64,11 +61,8 @@ static double timeline(const ub_profile *prof, const ub_plan *plan, double *bloc
     double t = prof->backward_end + prof->gap;
     int s_count = prof->n_forward;
     double gate_small[64];
-    double *gate = s_count <= 64 ? gate_small : malloc(sizeof(double) * (size_t)s_count);
-    if (!gate) {
-        fprintf(stderr, "usbyte: out of memory evaluating a plan\n");
-        abort();
-    }
+    double *gate =
+        s_count <= 64 ? gate_small : ub_xrealloc(NULL, sizeof(double) * (size_t)s_count, "evaluating a plan");
     for (int s = 0; s < s_count; s++)
         gate[s] = -DBL_MAX;
     for (int k = 0; k < prof->n_calls; k++) {
@@ -89,11 +83,7 @@ static double timeline(const ub_profile *prof, const ub_plan *plan, double *bloc
 
 double ub_evaluate(const ub_profile *prof, ub_plan *plan, double *call_completion)
 {
-    double *start = malloc(sizeof(double) * (plan->n_blocks ? plan->n_blocks : 1) * 2);
-    if (!start) {
-        fprintf(stderr, "usbyte: out of memory evaluating a plan\n");
-        abort();
-    }
+    double *start = ub_xrealloc(NULL, sizeof(double) * (plan->n_blocks ? plan->n_blocks : 1) * 2, "evaluating a plan");
     double *end = start + plan->n_blocks;
     double t = timeline(prof, plan, start, end, call_completion);
     for (uint32_t b = 0; b < plan->n_blocks; b++) {

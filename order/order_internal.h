@@ -8,11 +8,11 @@
 /* Calls by forward priority: lower need first; among equal needs the later-arriving call
  * first (it belongs to the layer nearer the input, which the forward runs earlier).  This is
  * ByteScheduler's layer-index priority translated to calls.  order[i] is the i-th call,
- * rank[call] its position; either may be NULL.  Returns -1 on out of memory. */
-int ub_forward_priority(const ub_profile *prof, int *order, int *rank);
+ * rank[call] its position; either may be NULL. */
+void ub_forward_priority(const ub_profile *prof, int *order, int *rank);
 
 /* Calls by ready time, ties by arrival index (a stable order of events). */
-int ub_ready_order(const ub_profile *prof, int *order);
+void ub_ready_order(const ub_profile *prof, int *order);
 
 /* A binary min-heap of call indices keyed by an integer rank (unique per call). */
 typedef struct ub_rank_heap {

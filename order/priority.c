@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "order_internal.h"
+#include "usbyte/alloc.h"
 
 /* qsort is not stable, so every comparison ends on the call index: the order is total and
  * the same on every machine. */
@@ -27,29 +28,25 @@ static int by_ready(const void *a, const void *b, void *ctx)
 
 /* qsort_r (glibc, _GNU_SOURCE): the profile travels as the context, so concurrent planners
  * on several communicators never share state. */
-static int sorted(const ub_profile *prof, int *order, int (*cmp)(const void *, const void *, void *))
+static void sorted(const ub_profile *prof, int *order, int (*cmp)(const void *, const void *, void *))
 {
     for (int k = 0; k < prof->n_calls; k++)
         order[k] = k;
     qsort_r(order, (size_t)prof->n_calls, sizeof(int), cmp, (void *)prof);
-    return 0;
 }
 
-int ub_forward_priority(const ub_profile *prof, int *order, int *rank)
+void ub_forward_priority(const ub_profile *prof, int *order, int *rank)
 {
-    int *o = order ? order : malloc(sizeof(int) * (size_t)(prof->n_calls ? prof->n_calls : 1));
-    if (!o)
-        return -1;
+    int *o = order ? order : ub_xrealloc(NULL, sizeof(int) * (size_t)prof->n_calls, "ordering calls by priority");
     sorted(prof, o, by_forward_priority);
     if (rank)
         for (int i = 0; i < prof->n_calls; i++)
             rank[o[i]] = i;
     if (!order)
         free(o);
-    return 0;
 }
 
-int ub_ready_order(const ub_profile *prof, int *order) { return sorted(prof, order, by_ready); }
+void ub_ready_order(const ub_profile *prof, int *order) { sorted(prof, order, by_ready); }
 
 void ub_rank_heap_push(ub_rank_heap *h, int call)
 {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "search.h"
+#include "usbyte/alloc.h"
 #include "usbyte/model.h"
 
 /* May calls a and b share a block?  Same dtype, op and merge group (MODEL.md). */
@@ -131,13 +132,9 @@ void ub_range_cache_build(const ub_wplan *wp, ub_range_cache *c, const ub_wblock
 {
     uint32_t n = b->n;
     if (n + 1 > c->cap) {
-        c->cap = 2 * (n + 1);
-        c->pre = realloc(c->pre, sizeof(ub_range_q) * c->cap);
-        c->suf = realloc(c->suf, sizeof(ub_range_q) * c->cap);
-        if (!c->pre || !c->suf) {
-            fprintf(stderr, "usbyte: out of memory in the plan search\n");
-            abort();
-        }
+        c->cap = ub_grown_cap(c->cap, n + 1, 16);
+        c->pre = ub_xrealloc(c->pre, sizeof(ub_range_q) * c->cap, "in the plan search");
+        c->suf = ub_xrealloc(c->suf, sizeof(ub_range_q) * c->cap, "in the plan search");
     }
     c->n = n;
     ub_range_q empty = {0.0, -DBL_MAX, 0.0, false, -1};

@@ -1,21 +1,14 @@
 /* The working plan of the `best` search (see search.h). */
 #include <float.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "search.h"
+#include "usbyte/alloc.h"
 #include "usbyte/model.h"
 
-static void *xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q) {
-        fprintf(stderr, "usbyte: out of memory in the plan search\n");
-        abort();
-    }
-    return q;
-}
+/* Every array of the search grows the same way; running out of memory aborts (usbyte/alloc.h). */
+static void *xrealloc(void *p, size_t n) { return ub_xrealloc(p, n, "in the plan search"); }
 
 int ub_wplan_init(ub_wplan *wp, const ub_profile *prof)
 {
@@ -58,9 +51,7 @@ static void reserve_blocks(ub_wplan *wp, int need)
 {
     if (need <= wp->cap)
         return;
-    int c = wp->cap ? wp->cap : 16;
-    while (c < need)
-        c *= 2;
+    int c = (int)ub_grown_cap((uint32_t)wp->cap, (uint32_t)need, 16);
     wp->b = xrealloc(wp->b, sizeof(ub_wblock) * (size_t)c);
     memset(wp->b + wp->cap, 0, sizeof(ub_wblock) * (size_t)(c - wp->cap));
     wp->e = xrealloc(wp->e, sizeof(double) * (size_t)c);
@@ -74,9 +65,7 @@ void ub_wblock_reserve(ub_wblock *w, uint32_t n)
 {
     if (n <= w->cap)
         return;
-    uint32_t c = w->cap ? w->cap : 4;
-    while (c < n)
-        c *= 2;
+    uint32_t c = ub_grown_cap(w->cap, n, 4);
     w->seg = xrealloc(w->seg, sizeof(ub_segment) * c);
     w->cap = c;
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "order_internal.h"
+#include "usbyte/alloc.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
 #include "usbyte/schedulers.h"
@@ -136,11 +137,7 @@ static double adjust_priorities(us_state *s, uint64_t unit, ub_plan *plan, doubl
 {
     const ub_profile *prof = s->prof;
     int n = s->n;
-    int *saved_order = malloc(sizeof(int) * (size_t)n);
-    if (!saved_order) {
-        fprintf(stderr, "usbyte: out of memory planning usbyte\n");
-        abort();
-    }
+    int *saved_order = ub_xrealloc(NULL, sizeof(int) * (size_t)n, "planning usbyte");
     int pos = 0;
     while (pos < n - 1 && *budget > 0) {
         int c = s->ready_order[pos];
@@ -197,19 +194,14 @@ static void state_init(us_state *s, const ub_profile *prof, double **first, doub
     s->prof = prof;
     s->n = n;
     size_t ni = sizeof(int) * (size_t)n;
-    s->ready_order = malloc(ni);
-    s->fwd_order = malloc(ni);
-    s->prio_order = malloc(ni);
-    s->prio_rank = malloc(ni);
-    s->heap_items = malloc(ni);
-    s->sent = malloc(sizeof(uint64_t) * (size_t)n);
-    *first = malloc(sizeof(double) * (size_t)n);
-    *scratch = malloc(sizeof(double) * (size_t)n);
-    if (!s->ready_order || !s->fwd_order || !s->prio_order || !s->prio_rank || !s->heap_items || !s->sent ||
-        !*first || !*scratch) {
-        fprintf(stderr, "usbyte: out of memory planning usbyte\n");
-        abort();
-    }
+    s->ready_order = ub_xrealloc(NULL, ni, "planning usbyte");
+    s->fwd_order = ub_xrealloc(NULL, ni, "planning usbyte");
+    s->prio_order = ub_xrealloc(NULL, ni, "planning usbyte");
+    s->prio_rank = ub_xrealloc(NULL, ni, "planning usbyte");
+    s->heap_items = ub_xrealloc(NULL, ni, "planning usbyte");
+    s->sent = ub_xrealloc(NULL, sizeof(uint64_t) * (size_t)n, "planning usbyte");
+    *first = ub_xrealloc(NULL, sizeof(double) * (size_t)n, "planning usbyte");
+    *scratch = ub_xrealloc(NULL, sizeof(double) * (size_t)n, "planning usbyte");
     ub_ready_order(prof, s->ready_order);
     ub_forward_priority(prof, s->fwd_order, NULL);
 }

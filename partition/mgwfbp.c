@@ -29,6 +29,7 @@
  * link, which is a valid plan but not necessarily the best consecutive merge. */
 #include <stdlib.h>
 
+#include "usbyte/alloc.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
 
@@ -93,10 +94,8 @@ int ub_policy_mgwfbp_dp(const ub_profile *prof, ub_plan *out)
     ub_plan_clear(out);
     /* best_end[j+1]: earliest end of the link over groupings of calls 0..j; cut[j+1]: first
      * call of the last group in that grouping. */
-    double *best_end = malloc(sizeof(double) * ((size_t)n + 1));
-    int *cut = malloc(sizeof(int) * ((size_t)n + 1));
-    if (!best_end || !cut)
-        abort();
+    double *best_end = ub_xrealloc(NULL, sizeof(double) * ((size_t)n + 1), "planning mgwfbp-dp");
+    int *cut = ub_xrealloc(NULL, sizeof(int) * ((size_t)n + 1), "planning mgwfbp-dp");
     best_end[0] = 0.0;
     for (int j = 0; j < n; j++) {
         double ready = prof->calls[j].ready, bytes = 0.0;
@@ -128,9 +127,7 @@ int ub_policy_mgwfbp_dp(const ub_profile *prof, ub_plan *out)
         cut[j + 1] = best_i;
     }
     /* Walk the cuts back from the last call, then emit the groups in arrival order. */
-    int *firsts = malloc(sizeof(int) * (size_t)n);
-    if (!firsts)
-        abort();
+    int *firsts = ub_xrealloc(NULL, sizeof(int) * (size_t)n, "planning mgwfbp-dp");
     int groups = 0;
     for (int j = n - 1; j >= 0; j = cut[j + 1] - 1)
         firsts[groups++] = cut[j + 1];

@@ -3,23 +3,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "usbyte/alloc.h"
 #include "usbyte/plan.h"
 
 static void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem)
 {
     if (need <= *cap)
         return p;
-    uint32_t c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(p, (size_t)c * elem);
-    if (!q) {
-        /* Out of memory while planning: nothing sensible to fall back to mid-plan. */
-        fprintf(stderr, "usbyte: out of memory growing a plan to %u entries\n", need);
-        abort();
-    }
+    uint32_t c = ub_grown_cap(*cap, need, 16);
+    p = ub_xrealloc(p, (size_t)c * elem, "growing a plan to %u entries", need);
     *cap = c;
-    return q;
+    return p;
 }
 
 void ub_plan_init(ub_plan *plan, const char *policy)

@@ -2,6 +2,7 @@
  * backward pass, then reduce everything at once). */
 #include <stdlib.h>
 
+#include "usbyte/alloc.h"
 #include "usbyte/policy.h"
 
 /* One block per call, in arrival order: each allreduce goes out as soon as its gradient is
@@ -28,9 +29,7 @@ int ub_policy_syncea(const ub_profile *prof, ub_plan *out)
     if (n <= 0)
         return -1;
     ub_plan_clear(out);
-    char *done = calloc((size_t)n, 1);
-    if (!done)
-        abort();
+    char *done = ub_xcalloc((size_t)n, 1, "planning syncea");
     int region_start = 0;
     for (int k = 0; k < n; k++) {
         /* A region ends at a merge:false call (it may still share a block with earlier calls)

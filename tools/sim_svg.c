@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sim.h"
+#include "usbyte/alloc.h"
 #include "usbyte/model.h"
 
 #define WIDTH 1200.0
@@ -20,9 +21,7 @@
 void sim_forward_starts(const ub_profile *prof, const double *call_completion, double *starts)
 {
     int S = prof->n_forward;
-    double *gate = malloc(sizeof(double) * (size_t)S);
-    if (!gate)
-        abort();
+    double *gate = ub_xrealloc(NULL, sizeof(double) * (size_t)S, "drawing the timeline");
     for (int s = 0; s < S; s++)
         gate[s] = -INFINITY;
     for (int k = 0; k < prof->n_calls; k++)
@@ -92,10 +91,8 @@ int sim_svg_write(const char *path, const ub_profile *prof, const ub_plan *const
         snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
         return -1;
     }
-    double *done = malloc(sizeof(double) * (size_t)prof->n_calls);
-    double *fstart = malloc(sizeof(double) * (size_t)prof->n_forward);
-    if (!done || !fstart)
-        abort();
+    double *done = ub_xrealloc(NULL, sizeof(double) * (size_t)prof->n_calls, "drawing the timeline");
+    double *fstart = ub_xrealloc(NULL, sizeof(double) * (size_t)prof->n_forward, "drawing the timeline");
     canvas c = {f, prof->backward_end};
     for (int i = 0; i < n; i++)
         if (plans[i]->iteration > c.tmax)

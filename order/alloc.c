@@ -1,0 +1,49 @@
+/* Allocation that aborts with one line on failure (usbyte/alloc.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "usbyte/alloc.h"
+
+static void report(const char *what, va_list ap)
+{
+    fputs("usbyte: out of memory ", stderr);
+    vfprintf(stderr, what, ap);
+    fputc('\n', stderr);
+}
+
+void *ub_xrealloc(void *p, size_t bytes, const char *what, ...)
+{
+    void *q = realloc(p, bytes ? bytes : 1);
+    if (!q) {
+        va_list ap;
+        va_start(ap, what);
+        report(what, ap);
+        va_end(ap);
+        abort();
+    }
+    return q;
+}
+
+void *ub_xcalloc(size_t n, size_t size, const char *what, ...)
+{
+    void *q = calloc(n ? n : 1, size ? size : 1);
+    if (!q) {
+        va_list ap;
+        va_start(ap, what);
+        report(what, ap);
+        va_end(ap);
+        abort();
+    }
+    return q;
+}
+
+uint32_t ub_grown_cap(uint32_t cap, uint32_t need, uint32_t first)
+{
+    if (need <= cap)
+        return cap;
+    uint32_t c = cap ? cap : first;
+    while (c < need)
+        c *= 2;
+    return c;
+}
