@@ -5,36 +5,33 @@
 
 #include "usbyte/alloc.h"
 
-static void report(const char *what, va_list ap)
+/* q, the result of an allocation; when it failed, one line and abort. */
+static void *checked(void *q, const char *what, va_list ap)
 {
-    fputs("usbyte: out of memory ", stderr);
-    vfprintf(stderr, what, ap);
-    fputc('\n', stderr);
-}
-
-void *ub_xrealloc(void *p, size_t bytes, const char *what, ...)
-{
-    void *q = realloc(p, bytes ? bytes : 1);
     if (!q) {
-        va_list ap;
-        va_start(ap, what);
-        report(what, ap);
-        va_end(ap);
+        fputs("usbyte: out of memory ", stderr);
+        vfprintf(stderr, what, ap);
+        fputc('\n', stderr);
         abort();
     }
     return q;
 }
 
+void *ub_xrealloc(void *p, size_t bytes, const char *what, ...)
+{
+    va_list ap;
+    va_start(ap, what);
+    void *q = checked(realloc(p, bytes ? bytes : 1), what, ap);
+    va_end(ap);
+    return q;
+}
+
 void *ub_xcalloc(size_t n, size_t size, const char *what, ...)
 {
-    void *q = calloc(n ? n : 1, size ? size : 1);
-    if (!q) {
-        va_list ap;
-        va_start(ap, what);
-        report(what, ap);
-        va_end(ap);
-        abort();
-    }
+    va_list ap;
+    va_start(ap, what);
+    void *q = checked(calloc(n ? n : 1, size ? size : 1), what, ap);
+    va_end(ap);
     return q;
 }
 

@@ -69,13 +69,11 @@ void ub_blk_clone(ub_wblock *dst, const ub_wblock *src)
 {
     ub_wblock_reserve(dst, src->n);
     memcpy(dst->seg, src->seg, sizeof(ub_segment) * src->n);
-    dst->n = src->n;
-    dst->r = src->r;
-    dst->bytes = src->bytes;
-    dst->W = src->W;
-    dst->staged = src->staged;
-    dst->valid = src->valid;
-    dst->call0 = src->call0;
+    ub_segment *seg = dst->seg;
+    uint32_t cap = dst->cap;
+    *dst = *src; /* the count and every cached quantity; dst keeps its own array */
+    dst->seg = seg;
+    dst->cap = cap;
 }
 
 void ub_blk_add(const ub_wplan *wp, ub_wblock *w, int32_t call, uint64_t offset, uint64_t length)

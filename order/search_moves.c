@@ -182,38 +182,43 @@ static bool shift_same_call(ub_search *s, int i, uint32_t gi)
     return false;
 }
 
-/* How far place_piece moves a piece. */
-static const int piece_dist[] = {1, 2, 4, 8};
-#define N_PIECE_DIST (sizeof(piece_dist) / sizeof(piece_dist[0]))
-
-/* The window [*lo, *hi] that moving `piece` (cut from block i, leaving `rest`) k blocks earlier
- * or later rewrites, and its blocks after the move in s->view.  Returns their number; 0 when
- * the window leaves the plan (every farther one does too), -1 when it starts after the first
- * critical block (no move there lowers T). */
-static int piece_window(ub_search *s, const ub_wblock *piece, const ub_wblock *rest, int i, int k, bool earlier,
-                        int *lo, int *hi)
+/* The windows place_piece tries, one per call: moving `piece` (cut from block i, leaving
+ * `rest`) 1, 2, 4 or 8 blocks earlier or later rewrites blocks [*lo, *hi]; s->view receives
+ * them after the move.  *q counts the distances tried (start at 0).  Returns the length of
+ * the view, 0 when no distance is left.  Windows that start after the first critical block
+ * are skipped (no move there lowers T). */
+static int next_piece_window(ub_search *s, const ub_wblock *piece, const ub_wblock *rest, int i, bool earlier,
+                             int *q, int *lo, int *hi)
 {
+    static const int dist[] = {1, 2, 4, 8};
+    const int n_dist = (int)(sizeof(dist) / sizeof(dist[0]));
     const ub_wplan *wp = &s->wp;
-    *lo = earlier ? i - k : i;
-    *hi = earlier ? i : i + k;
-    if (*lo < 0 || *hi >= wp->nb)
-        return 0;
-    if (*lo > wp->first_crit && wp->first_crit >= 0)
-        return -1;
-    s->evals++;
-    int m = 0;
-    if (earlier) {
-        s->view[m++] = piece;
-        for (int b = *lo; b < i; b++)
-            s->view[m++] = &wp->b[b];
-        s->view[m++] = rest;
-    } else {
-        s->view[m++] = rest;
-        for (int b = i + 1; b <= *hi; b++)
-            s->view[m++] = &wp->b[b];
-        s->view[m++] = piece;
+    while (*q < n_dist) {
+        int k = dist[(*q)++];
+        *lo = earlier ? i - k : i;
+        *hi = earlier ? i : i + k;
+        if (*lo < 0 || *hi >= wp->nb) {
+            *q = n_dist; /* farther distances leave the plan too */
+            return 0;
+        }
+        if (*lo > wp->first_crit && wp->first_crit >= 0)
+            continue;
+        s->evals++;
+        int m = 0;
+        if (earlier) {
+            s->view[m++] = piece;
+            for (int b = *lo; b < i; b++)
+                s->view[m++] = &wp->b[b];
+            s->view[m++] = rest;
+        } else {
+            s->view[m++] = rest;
+            for (int b = i + 1; b <= *hi; b++)
+                s->view[m++] = &wp->b[b];
+            s->view[m++] = piece;
+        }
+        return m;
     }
-    return m;
+    return 0;
 }
 
 /* place_piece's test on the hypothetical piece s->h[0] and rest s->h[1], building nothing. */
@@ -222,13 +227,10 @@ static bool piece_may_win(ub_search *s, int i, bool earlier)
     ub_wplan *wp = &s->wp;
     if (!ub_blk_finish(wp, &s->h[0]) || !ub_blk_finish(wp, &s->h[1]))
         return false;
-    for (size_t q = 0; q < N_PIECE_DIST; q++) {
-        int lo, hi, m = piece_window(s, &s->h[0], &s->h[1], i, piece_dist[q], earlier, &lo, &hi);
-        if (m == 0)
-            break;
-        if (m > 0 && ub_wplan_improves(wp, lo, hi - lo + 1, s->view, m))
+    int q = 0, lo, hi, m;
+    while ((m = next_piece_window(s, &s->h[0], &s->h[1], i, earlier, &q, &lo, &hi)) > 0)
+        if (ub_wplan_improves(wp, lo, hi - lo + 1, s->view, m))
             return true;
-    }
     return false;
 }
 
@@ -240,11 +242,9 @@ static bool place_piece(ub_search *s, int i, bool earlier)
     ub_wplan *wp = &s->wp;
     if (!ub_blk_finish(wp, &s->s[0]) || !ub_blk_finish(wp, &s->s[1]))
         return false;
-    for (size_t q = 0; q < N_PIECE_DIST; q++) {
-        int lo, hi, m = piece_window(s, &s->s[0], &s->s[1], i, piece_dist[q], earlier, &lo, &hi);
-        if (m == 0)
-            break;
-        if (m < 0 || !ub_wplan_improves(wp, lo, hi - lo + 1, s->view, m))
+    int q = 0, lo, hi, m;
+    while ((m = next_piece_window(s, &s->s[0], &s->s[1], i, earlier, &q, &lo, &hi)) > 0) {
+        if (!ub_wplan_improves(wp, lo, hi - lo + 1, s->view, m))
             continue;
         double thr = wp->thr;
         /* Apply: block i becomes (piece, rest), then the piece rotates into place. */
