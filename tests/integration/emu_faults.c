@@ -2,18 +2,21 @@
  *
  *   emu_faults count K      rank 1 passes twice the count on collective #K (others: 1024)
  *   emu_faults kind K       rank 1 issues a broadcast where the others allreduce on #K
+ *   emu_faults dtype K      rank 1 allreduces int32 where the others allreduce float32 on #K
+ *                           (equal bytes: caught only by USBYTE_EMU_CHECK=strict, the default;
+ *                           with bytes it finishes, as real NCCL would, with mixed-up sums)
  *   emu_faults p2p          rank 1 receives fewer elements than rank 0 sends
  *   emu_faults skip K       rank 1 skips collective #K of 4, then everyone allreduces on a
  *                           second communicator: rank 0 hangs in #3 of the first, rank 1 in #0
  *                           of the second (for the launcher's timeout dump)
  *
- * Each must never print "faults: finished". */
+ * Each must never print "faults: finished" (dtype: unless USBYTE_EMU_CHECK=bytes). */
 #include "emu_common.h"
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: emu_faults count|kind|skip K | p2p\n");
+        fprintf(stderr, "usage: emu_faults count|kind|dtype|skip K | p2p\n");
         return 2;
     }
     int rank, p;
@@ -45,12 +48,15 @@ int main(int argc, char **argv)
     } else {
         for (int i = 0; i <= k + 2; i++) {
             size_t count = 1024;
+            ncclDataType_t dt = ncclFloat32;
             if (rank == 1 && i == k && strcmp(mode, "count") == 0)
                 count = 2048;
+            if (rank == 1 && i == k && strcmp(mode, "dtype") == 0)
+                dt = ncclInt32;
             if (rank == 1 && i == k && strcmp(mode, "kind") == 0)
                 NCCL_OK(ncclBroadcast(buf, buf, count, ncclFloat32, 0, comm, s));
             else
-                NCCL_OK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, s));
+                NCCL_OK(ncclAllReduce(buf, buf, count, dt, ncclSum, comm, s));
         }
     }
     CUDA_OK(cudaStreamSynchronize(s));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The emulator's guard against ranks issuing different operations: emu-run must fail fast
 # (every rank exits 3) with exactly one diagnostic naming the communicator, the operation index
-# and every rank's signature.
+# and every rank's signature.  USBYTE_EMU_CHECK=bytes compares only kind, bytes and root: a dtype
+# difference of equal bytes then runs to the end (as on real NCCL), any other difference still stops.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${BUILD:-build}
@@ -25,6 +26,15 @@ expect_mismatch() {
 expect_mismatch 2 "op #5: rank0 allreduce count=1024 float32 sum; rank1 allreduce count=2048 float32 sum" count 5
 expect_mismatch 3 "op #2: rank0 allreduce count=1024 float32 sum; rank1 broadcast count=1024 float32 root=0; rank2 allreduce count=1024 float32 sum" kind 2
 expect_mismatch 2 "rank0 send #0 count=1000 float32 to rank1; rank1 recv #0 count=999 float32 from rank0" p2p
+expect_mismatch 2 "op #3: rank0 allreduce count=1024 float32 sum; rank1 allreduce count=1024 int32 sum" dtype 3
+USBYTE_EMU_CHECK=bytes expect_mismatch 2 "op #1: rank0 allreduce count=1024 float32 sum; rank1 allreduce count=2048 float32 sum" count 1
+USBYTE_EMU_CHECK=bytes expect_mismatch 3 "op #2: rank0 allreduce count=1024 float32 sum; rank1 broadcast count=1024 float32 root=0" kind 2
+out=$(USBYTE_EMU_CHECK=bytes "$B/emu/emu-run" -n 2 --timeout 60 -- "$B/tests/integration/emu_faults" dtype 3 2>&1) ||
+    fail "dtype 3 under USBYTE_EMU_CHECK=bytes: exit status $?, want 0"
+[ "$(grep -c 'faults: finished' <<<"$out")" -eq 2 ] || fail "dtype 3 under USBYTE_EMU_CHECK=bytes: not every rank finished"
+out=$(USBYTE_EMU_CHECK=loose "$B/emu/emu-run" -n 2 --timeout 60 -- "$B/tests/integration/emu_faults" dtype 3 2>&1)
+[ $? -eq 3 ] || fail "USBYTE_EMU_CHECK=loose must fall back to strict"
+grep -q "USBYTE_EMU_CHECK='loose' is not strict or bytes; using the default strict" <<<"$out" || fail "no warning for USBYTE_EMU_CHECK=loose"
 grep -qE 'signature mismatch on comm [0-9a-f]{8} ' <<<"$(
     "$B/emu/emu-run" -n 2 -- "$B/tests/integration/emu_faults" count 0 2>&1)" || { echo "FAIL: comm not named"; exit 1; }
 echo ok

@@ -203,6 +203,16 @@ static void describe_wait(char *buf, size_t size, const char *head, const int *m
     }
 }
 
+/* What the ranks must agree on (USBYTE_EMU_CHECK, fixed by the communicator's creator). */
+static bool same_signature(const struct ncclComm *c, const struct emu_sig *s, const struct emu_coll *op)
+{
+    if (s->kind != (int)op->kind || s->root != op->root)
+        return false;
+    if (c->model.check == EMU_CHECK_BYTES)
+        return s->count * emu_dtype_size(s->dtype) == op->count * emu_dtype_size(op->dtype);
+    return s->count == op->count && s->dtype == op->dtype && s->op == op->op;
+}
+
 static void run_collective(struct ncclComm *c, struct emu_coll *op)
 {
     char head[96];
@@ -236,8 +246,7 @@ static void run_collective(struct ncclComm *c, struct emu_coll *op)
                 nmissing++;
                 continue;
             }
-            if (s->kind != (int)op->kind || s->count != op->count || s->dtype != op->dtype || s->op != op->op ||
-                s->root != op->root)
+            if (!same_signature(c, s, op))
                 coll_mismatch(c, op);
             if (s->arrival_ns > last_arrival)
                 last_arrival = s->arrival_ns;

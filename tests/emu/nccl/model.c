@@ -43,6 +43,14 @@ void emu_model_from_env(struct emu_model *m, FILE *warn)
         else if (strcmp(s, "1") != 0 && warn != NULL)
             fprintf(warn, "usbyte-emu: warning: USBYTE_EMU_PAYLOAD='%s' is not 0 or 1; using the default 1\n", s);
     }
+    m->check = EMU_CHECK_STRICT;
+    s = getenv("USBYTE_EMU_CHECK");
+    if (s != NULL) {
+        if (strcmp(s, "bytes") == 0)
+            m->check = EMU_CHECK_BYTES;
+        else if (strcmp(s, "strict") != 0 && warn != NULL)
+            fprintf(warn, "usbyte-emu: warning: USBYTE_EMU_CHECK='%s' is not strict or bytes; using the default strict\n", s);
+    }
 }
 
 /* bytes / (gbps * 1e9 B/s), in microseconds */

@@ -30,9 +30,15 @@ struct emu_model {
     double alpha_us;   /* USBYTE_EMU_ALPHA_US */
     double gbps;       /* USBYTE_EMU_GBPS, 1e9 bytes per second */
     int payload;       /* USBYTE_EMU_PAYLOAD: 0 skips data movement and arithmetic */
+    int check;         /* USBYTE_EMU_CHECK: what must be equal across ranks per collective */
 };
 
-/* Reads the three variables; a bad value gets one warning line on `warn` naming the variable,
+/* USBYTE_EMU_CHECK: strict (default): kind, count, dtype, op and root, all NCCL requires;
+ * bytes: kind, count x dtype size and root only, what real NCCL needs not to hang (it checks
+ * nothing across ranks and silently combines a float32 buffer with an int32 one of equal bytes). */
+enum emu_check { EMU_CHECK_STRICT, EMU_CHECK_BYTES };
+
+/* Reads the four variables; a bad value gets one warning line on `warn` naming the variable,
  * the value and the default used. */
 void emu_model_from_env(struct emu_model *m, FILE *warn);
 

@@ -237,8 +237,9 @@ static void share_model(struct ncclComm *c)
                 break;
             emu_wait_change(c, w);
         }
-        if (h->model.alpha_us != mine.alpha_us || h->model.gbps != mine.gbps || h->model.payload != mine.payload)
-            fprintf(stderr, "usbyte-emu: warning: rank %d has other USBYTE_EMU_ALPHA_US/GBPS/PAYLOAD values than "
+        if (h->model.alpha_us != mine.alpha_us || h->model.gbps != mine.gbps || h->model.payload != mine.payload ||
+            h->model.check != mine.check)
+            fprintf(stderr, "usbyte-emu: warning: rank %d has other USBYTE_EMU_ALPHA_US/GBPS/PAYLOAD/CHECK values than "
                     "the rank that created comm %s; every rank uses the creator's\n", c->rank, c->hash);
     }
     c->model = h->model;

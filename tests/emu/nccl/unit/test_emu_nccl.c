@@ -52,31 +52,40 @@ static void test_model_env(void **state)
     setenv("USBYTE_EMU_ALPHA_US", "5.5", 1);
     setenv("USBYTE_EMU_GBPS", "2e1", 1);
     setenv("USBYTE_EMU_PAYLOAD", "0", 1);
+    setenv("USBYTE_EMU_CHECK", "bytes", 1);
     emu_model_from_env(&got, warn);
     assert_float_equal(got.alpha_us, 5.5, 0);
     assert_float_equal(got.gbps, 20.0, 0);
     assert_int_equal(got.payload, 0);
+    assert_int_equal(got.check, EMU_CHECK_BYTES);
+    setenv("USBYTE_EMU_CHECK", "strict", 1);
+    emu_model_from_env(&got, warn);
+    assert_int_equal(got.check, EMU_CHECK_STRICT);
     assert_string_equal(read_all(warn), "");
 
     setenv("USBYTE_EMU_ALPHA_US", "12us", 1);
     setenv("USBYTE_EMU_GBPS", "0", 1);
     setenv("USBYTE_EMU_PAYLOAD", "no", 1);
+    setenv("USBYTE_EMU_CHECK", "Bytes", 1); /* strict parsing: not case-folded */
     emu_model_from_env(&got, warn);
     assert_float_equal(got.alpha_us, EMU_MODEL_DEFAULT_ALPHA_US, 0);
     assert_float_equal(got.gbps, EMU_MODEL_DEFAULT_GBPS, 0);
     assert_int_equal(got.payload, 1);
+    assert_int_equal(got.check, EMU_CHECK_STRICT);
     const char *text = read_all(warn);
     assert_non_null(strstr(text, "USBYTE_EMU_ALPHA_US='12us'"));
     assert_non_null(strstr(text, "USBYTE_EMU_GBPS='0'"));
     assert_non_null(strstr(text, "USBYTE_EMU_PAYLOAD='no'"));
+    assert_non_null(strstr(text, "USBYTE_EMU_CHECK='Bytes'"));
     int lines = 0;
     for (const char *p = text; *p; p++)
         lines += *p == '\n';
-    assert_int_equal(lines, 3);
+    assert_int_equal(lines, 4);
     fclose(warn);
     unsetenv("USBYTE_EMU_ALPHA_US");
     unsetenv("USBYTE_EMU_GBPS");
     unsetenv("USBYTE_EMU_PAYLOAD");
+    unsetenv("USBYTE_EMU_CHECK");
 }
 
 static void test_half(void **state)
