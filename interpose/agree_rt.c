@@ -3,6 +3,7 @@
  * are issued at the same call index on every rank, and their sizes depend on n_calls only
  * after every rank has confirmed it holds the same n_calls and sequence hash. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,24 +29,6 @@ static void learn_versions(void)
     if (!versions.cuda_driver && ub_cuda.cudaDriverGetVersion)
         ub_cuda.cudaDriverGetVersion(&versions.cuda_driver);
     ub_inside--;
-}
-
-/* One in-place allreduce of n doubles on the private stream, waited for on the host. */
-static int allreduce_sync(ub_comm *c, double *host, int n, ncclRedOp_t op)
-{
-    size_t bytes = (size_t)n * sizeof(double);
-    void *dev = NULL;
-    int rc = -1;
-    cudaStream_t s = c->tm.agree;
-    if (ub_cuda.cudaMalloc(&dev, bytes) != cudaSuccess)
-        return -1;
-    if (ub_cuda.cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s) == cudaSuccess &&
-        ub_nccl.AllReduce(dev, dev, (size_t)n, ncclFloat64, op, c->handle, s) == ncclSuccess &&
-        ub_cuda.cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, s) == cudaSuccess &&
-        ub_cuda.cudaStreamSynchronize(s) == cudaSuccess)
-        rc = 0;
-    ub_cuda.cudaFree(dev);
-    return rc;
 }
 
 static void verdict(ub_comm *c, const ub_agreed *a)
@@ -101,18 +84,43 @@ static void summary_line(ub_comm *c)
             chosen > 0 ? wfbp / chosen : 0.0, r->schedulable ? "schedulable" : "not schedulable");
 }
 
-void ub_comm_agree(ub_comm *c)
+/* A rank that cannot take part in the agreement would leave the others waiting in its
+ * collectives (or, in schedule mode, planning without it): it stops the job with a clear line
+ * instead.  Only reached when CUDA refuses a copy or NCCL an enqueue on a healthy context. */
+static _Noreturn void cannot_take_part(ub_comm *c, const char *what)
+{
+    ub_error("communicator %d: %s during the agreement; the other ranks would wait for this one "
+             "forever: aborting", c->index, what);
+    abort();
+}
+
+static bool agree_buffers(ub_comm *c)
+{
+    size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
+    if (!c->agree_host && ub_cuda.cudaMallocHost((void **)&c->agree_host, bytes) != cudaSuccess)
+        c->agree_host = NULL;
+    if (!c->agree_dev && ub_cuda.cudaMalloc(&c->agree_dev, bytes) != cudaSuccess)
+        c->agree_dev = NULL;
+    if (!c->agree_done && ub_cuda.cudaEventCreateWithFlags(&c->agree_done, cudaEventDisableTiming) != cudaSuccess)
+        c->agree_done = NULL;
+    return c->agree_host && c->agree_dev && c->agree_done;
+}
+
+void ub_comm_agree_issue(ub_comm *c)
 {
     c->state = UB_COMM_AGREE;
-    ub_comm_file_ready(c);
-    ub_comm_report *r = &c->report;
-    /* Nothing else touches this communicator while it agrees: every hook skips AGREE. */
+    if (!c->local_failure[0])
+        ub_comm_file_ready(c);
+    /* The CUDA hooks skip a communicator that is not in PROFILE: the recorder is ours alone now. */
     ub_state_unlock();
     ub_inside++;
     learn_versions();
-    ub_timing_poll(&c->tm, true);
+    /* Waits only for timing events of work already enqueued (never for a collective still held
+     * in an open group: events recorded before its launch do not include it). */
+    if (!c->local_failure[0])
+        ub_timing_poll(&c->tm, true);
 
-    if (ub_log_enabled(UB_LOG_DEBUG))
+    if (ub_log_enabled(UB_LOG_DEBUG) && !c->local_failure[0])
         for (int it = 0; it < c->rec.warmup; it++)
             for (int k = 0; k < c->n_ar; k++) {
                 ub_rec_call *x = ub_record_at(&c->rec, it, k);
@@ -120,45 +128,110 @@ void ub_comm_agree(ub_comm *c)
                          x->end, x->need, x->upstream ? "" : " fallback");
             }
     ub_summary sum;
-    ub_agreed agreed;
-    memset(&agreed, 0, sizeof agreed);
-    int n = c->n_ar;
-    bool have_summary = n > 0 && ub_record_summarize(&c->rec, &sum) == 0;
-    if (!have_summary)
-        n = 0; /* agree on "nothing to plan": every rank must still issue the header */
-    double header[UB_AGREE_HEADER_LEN];
-    ub_agree_header_encode(n, c->period, ub_seqhash_value(&c->seq), header);
-    const char *failure = NULL;
-    if (allreduce_sync(c, header, UB_AGREE_HEADER_LEN, ncclMax) != 0)
-        failure = "the agreement collective failed";
-    else if (!ub_agree_header_unanimous(header))
-        failure = "signature mismatch: the ranks saw different call sequences";
-    else if (n == 0)
-        failure = "no allreduce to plan in the iteration";
-    double *maxv = NULL, *sumv = NULL;
-    if (!failure) {
-        ub_agree_flags flags = {
+    bool have_summary = !c->local_failure[0] && c->n_ar > 0 && c->n_ar <= UB_AGREE_CAP &&
+                        ub_record_summarize(&c->rec, &sum) == 0;
+    if (!c->local_failure[0] && c->n_ar > 0 && c->n_ar <= UB_AGREE_CAP && !have_summary)
+        snprintf(c->local_failure, sizeof c->local_failure, "cannot summarise the warm-up (out of memory)");
+    ub_agree_local local = {
+        .n_calls = c->n_ar,
+        .period = c->period,
+        .seq_hash = ub_seqhash_value(&c->seq),
+        .policy = ub_cfg.policy,
+        .summary = have_summary ? &sum : NULL,
+        .flags = {
             .stream_ordered = c->stream_ordered,
             .cupti_missing = (ub_cfg.cupti && c->report.cupti) ? 0.0 : 1.0,
             .no_end_records = c->end_records ? 0.0 : 1.0,
             .other_calls = c->other_calls,
-        };
-        maxv = calloc((size_t)ub_agree_max_len(n), sizeof *maxv);
-        sumv = calloc((size_t)ub_agree_sum_len(n), sizeof *sumv);
-        /* The other ranks are about to issue the data collectives: a rank that cannot issue
-         * them would hang the job, so it stops with a clear message instead. */
-        if (!maxv || !sumv) {
-            ub_error("out of memory in the agreement of communicator %d: aborting to avoid a hang", c->index);
-            abort();
-        }
-        ub_agree_encode(&sum, &flags, maxv, sumv);
-        if (allreduce_sync(c, maxv, ub_agree_max_len(n), ncclMax) != 0 ||
-            allreduce_sync(c, sumv, ub_agree_sum_len(n), ncclSum) != 0 ||
-            ub_agree_decode(n, maxv, sumv, &agreed) != 0)
-            failure = "the agreement collective failed";
-    }
+        },
+    };
+    if (!agree_buffers(c))
+        cannot_take_part(c, "cannot allocate the agreement buffers");
+    double *maxv = c->agree_host, *sumv = c->agree_host + UB_AGREE_MAX_LEN;
+    ub_agree_encode(&local, maxv, sumv);
+    if (have_summary)
+        ub_summary_free(&sum);
+    /* Two collectives of constant sizes, back to back, nothing read in between: inside a group
+     * NCCL launches them at the outermost ncclGroupEnd, so nothing may wait for them here. */
+    double *dmax = c->agree_dev, *dsum = dmax + UB_AGREE_MAX_LEN;
+    cudaStream_t s = c->tm.agree ? c->tm.agree : NULL;
+    if (!s && ub_cuda.cudaStreamCreateWithPriority(&c->tm.agree, cudaStreamNonBlocking, 0) == cudaSuccess)
+        s = c->tm.agree;
+    if (!s)
+        cannot_take_part(c, "cannot create the private stream");
+    if (ub_cuda.cudaMemcpyAsync(dmax, maxv, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double),
+                                cudaMemcpyHostToDevice, s) != cudaSuccess)
+        cannot_take_part(c, "cudaMemcpyAsync of the agreement vectors failed");
+    if (ub_nccl.AllReduce(dmax, dmax, UB_AGREE_MAX_LEN, ncclFloat64, ncclMax, c->handle, s) != ncclSuccess ||
+        ub_nccl.AllReduce(dsum, dsum, UB_AGREE_SUM_LEN, ncclFloat64, ncclSum, c->handle, s) != ncclSuccess)
+        cannot_take_part(c, "ncclAllReduce of the agreement vectors failed");
     ub_inside--;
     ub_state_lock();
+    c->agree_issued = true;
+    atomic_fetch_add(&ub_agree_unread, 1);
+    ub_comm_stop_watching(c);
+    ub_debug("communicator %d: agreement issued at call %llu%s", c->index, (unsigned long long)c->agree_at,
+             ub_thread_in_group() ? " inside a group (copied back at its ncclGroupEnd)" : "");
+    if (ub_thread_in_group()) {
+        /* Work enqueued on the private stream now would run before the collectives' launch. */
+        c->agree_copy_pending = true;
+        c->agree_thread = (unsigned long)pthread_self();
+        ub_thread_agree_in_group();
+    } else {
+        ub_comm_agree_copy_back(c);
+    }
+}
+
+void ub_comm_agree_copy_back(ub_comm *c)
+{
+    c->agree_copy_pending = false;
+    ub_inside++;
+    cudaStream_t s = c->tm.agree;
+    size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
+    if (ub_cuda.cudaMemcpyAsync(c->agree_host, c->agree_dev, bytes, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
+        ub_cuda.cudaEventRecord(c->agree_done, s) != cudaSuccess)
+        cannot_take_part(c, "cannot copy the agreement's result back");
+    ub_inside--;
+}
+
+void ub_comm_agree_read(ub_comm *c, bool block)
+{
+    if (c->state != UB_COMM_AGREE || !c->agree_issued || c->agree_copy_pending)
+        return;
+    cudaError_t e;
+    if (block) {
+        /* Not under the lock: other threads' hooks must not wait for the other ranks. */
+        ub_state_unlock();
+        ub_inside++;
+        e = ub_cuda.cudaEventSynchronize(c->agree_done);
+        ub_inside--;
+        ub_state_lock();
+        if (c->state != UB_COMM_AGREE)
+            return;
+    } else {
+        ub_inside++;
+        e = ub_cuda.cudaEventQuery(c->agree_done);
+        ub_inside--;
+        if (e == cudaErrorNotReady)
+            return;
+    }
+    atomic_fetch_sub(&ub_agree_unread, 1);
+    ub_comm_report *r = &c->report;
+    ub_agreed agreed;
+    ub_agree_outcome outcome = UB_AGREE_NOMEM;
+    const char *failure = NULL;
+    char why[240];
+    if (e != cudaSuccess) {
+        failure = "the agreement's result could not be read";
+    } else {
+        outcome = ub_agree_decode(c->agree_host, c->agree_host + UB_AGREE_MAX_LEN, &agreed);
+        if (outcome == UB_AGREE_RANK_FAILED && c->local_failure[0]) {
+            snprintf(why, sizeof why, "%s (on this rank: %s)", ub_agree_outcome_reason(outcome), c->local_failure);
+            failure = why;
+        } else if (outcome != UB_AGREE_OK) {
+            failure = ub_agree_outcome_reason(outcome);
+        }
+    }
 
     r->rank = c->rank;
     r->nranks = c->nranks;
@@ -169,6 +242,7 @@ void ub_comm_agree(ub_comm *c)
     r->end_records = c->end_records;
     r->consumers_stream = c->consumers_stream;
     r->consumers_host = c->consumers_host;
+    r->consumers_host_other = c->consumers_host_other;
     snprintf(r->stream_ordered_example, sizeof r->stream_ordered_example, "%s", c->stream_ordered_example);
     if (failure) {
         r->schedulable = false;
@@ -176,7 +250,7 @@ void ub_comm_agree(ub_comm *c)
         ub_comm_report_add_reason(r, "%s", failure);
         ub_comm_stop_profiling(c);
         c->state = UB_COMM_PASS_THROUGH;
-        snprintf(c->reason, sizeof c->reason, "%s", failure);
+        snprintf(c->reason, sizeof c->reason, "%.240s", failure);
     } else {
         if (ub_log_enabled(UB_LOG_DEBUG))
             for (int k = 0; k < agreed.n_calls; k++)
@@ -214,14 +288,10 @@ void ub_comm_agree(ub_comm *c)
         ub_comm_stop_profiling(c);
         c->state = UB_COMM_PLANNED;
         c->reason[0] = '\0';
+        ub_agreed_free(&agreed);
     }
     r->state = ub_comm_state_name(c->state);
     snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
-    ub_agreed_free(&agreed);
-    if (have_summary)
-        ub_summary_free(&sum);
-    free(maxv);
-    free(sumv);
     summary_line(c);
     ub_state_write_reports();
 }

@@ -53,6 +53,8 @@ cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
     X(cudaSetDevice, CALLONLY, (int device), (device), ())                                        \
     X(cudaMalloc, CALLONLY, (void **ptr, size_t size), (ptr, size), ())                           \
     X(cudaFree, CALLONLY, (void *ptr), (ptr), ())                                                 \
+    X(cudaMallocHost, CALLONLY, (void **ptr, size_t size), (ptr, size), ())                       \
+    X(cudaFreeHost, CALLONLY, (void *ptr), (ptr), ())                                             \
     X(cudaMemcpyAsync, CALLONLY,                                                                  \
       (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream),  \
       (dst, src, count, kind, stream), ())                                                        \

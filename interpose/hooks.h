@@ -33,7 +33,8 @@ typedef struct ub_coll_token {
 void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t);
 void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r);
 void ub_group_start(void);
-void ub_group_end(void);
+void ub_group_end(void);    /* before the real ncclGroupEnd */
+void ub_group_ended(void);  /* after it */
 void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclResult_t r);
 void ub_comm_ending(ncclComm_t comm, int id);
 

@@ -52,7 +52,9 @@ static ncclResult_t missing(ub_nccl_id id)
     {                                                      \
         PROLOGUE(name, args)                               \
         ub_group_end();                                    \
-        return ub_nccl.name args;                          \
+        ncclResult_t r = ub_nccl.name args;                \
+        ub_group_ended();                                  \
+        return r;                                          \
     }
 
 #define INIT_HOOK(out, config) ub_comm_created((out), 1, (config), r)

@@ -22,6 +22,21 @@ static int n_all, cap_all;
 static ub_stream *streams;
 static ub_event *events;
 static _Thread_local int group_depth;
+static _Thread_local int agree_copies_pending; /* agreements this thread issued inside its group */
+atomic_int ub_agree_unread;                   /* communicators in AGREE (issued, not read yet) */
+
+/* A profiled call made inside a group is launched at the outermost ncclGroupEnd: the event that
+ * marks its end goes on its stream after that (recorded right after the call it would precede
+ * the launch and measure nothing).  In a group of several collectives it marks the end of all. */
+typedef struct deferred_end {
+    ub_comm *comm;
+    unsigned gen;
+    int iteration, call;
+    cudaStream_t stream;
+} deferred_end;
+#define MAX_DEFERRED_ENDS 64
+static _Thread_local deferred_end deferred_ends[MAX_DEFERRED_ENDS];
+static _Thread_local int n_deferred_ends;
 static bool in_child;
 
 void ub_state_lock(void) { pthread_mutex_lock(&state_mutex); }
@@ -164,15 +179,22 @@ static void forget_comm_refs(ub_comm *c)
         forget_event(e);
 }
 
-void ub_comm_stop_profiling(ub_comm *c)
+void ub_comm_stop_watching(ub_comm *c)
 {
     if (c->cupti_held) {
         ub_cupti_release();
         c->cupti_held = false;
     }
-    if (c->state == UB_COMM_PROFILE || c->state == UB_COMM_AGREE)
+    if (c->watching) {
         atomic_fetch_sub(&ub_cuda_tracking, 1);
+        c->watching = false;
+    }
     forget_comm_refs(c);
+}
+
+void ub_comm_stop_profiling(ub_comm *c)
+{
+    ub_comm_stop_watching(c);
     ub_timing_stop(&c->tm);
     ub_record_free(&c->rec);
     free(c->pos_call);
@@ -191,9 +213,31 @@ void ub_comm_ending(ncclComm_t handle, int id)
         if (c->index < 0) {
             free(c);
         } else {
+            if (c->state == UB_COMM_AGREE) {
+                /* The last chance to read the agreement: every rank issued it before this point
+                 * and NCCL's destroy waits for the communicator's work anyway. */
+                if (c->agree_copy_pending)
+                    ub_comm_agree_copy_back(c);
+                ub_comm_agree_read(c, true);
+                if (c->state == UB_COMM_AGREE) {
+                    set_state(c, UB_COMM_PASS_THROUGH, "destroyed before the agreement could be read");
+                    atomic_fetch_sub(&ub_agree_unread, 1);
+                }
+            }
             if (c->state == UB_COMM_PROFILE || c->state == UB_COMM_DETECT)
                 set_state(c, UB_COMM_DISABLED, "destroyed before the warm-up ended");
             ub_comm_stop_profiling(c);
+            ub_inside++;
+            if (c->agree_done)
+                ub_cuda.cudaEventDestroy(c->agree_done);
+            if (c->agree_dev)
+                ub_cuda.cudaFree(c->agree_dev);
+            if (c->agree_host)
+                ub_cuda.cudaFreeHost(c->agree_host);
+            ub_inside--;
+            c->agree_done = NULL;
+            c->agree_dev = NULL;
+            c->agree_host = NULL;
             ub_iterdet_free(c->det);
             c->det = NULL;
             c->handle = NULL; /* kept in all_comms for the report */
@@ -209,9 +253,46 @@ void ub_group_end(void)
         group_depth--;
 }
 
+/* After the real ncclGroupEnd: the outermost one launched the agreement collectives this thread
+ * issued inside the group, so their copy back may now follow them on the private stream. */
+void ub_group_ended(void)
+{
+    if (group_depth > 0 || in_child ||
+        (agree_copies_pending == 0 && n_deferred_ends == 0 && atomic_load(&ub_agree_unread) == 0))
+        return;
+    ub_state_lock();
+    for (int i = 0; i < n_deferred_ends; i++) {
+        deferred_end *de = &deferred_ends[i];
+        ub_comm *dc = de->comm;
+        if (dc->state != UB_COMM_PROFILE || dc->local_failure[0] || dc->profile_gen != de->gen)
+            continue;
+        ub_rec_call *rc = ub_record_at(&dc->rec, de->iteration, de->call);
+        if (rc)
+            ub_timing_mark(&dc->tm, de->stream, &rc->end, 1, 0, NULL);
+    }
+    n_deferred_ends = 0;
+    unsigned long self = (unsigned long)pthread_self();
+    ub_comm *c, *tmp;
+    HASH_ITER(hh, comms, c, tmp) {
+        if (c->agree_copy_pending && c->agree_thread == self)
+            ub_comm_agree_copy_back(c);
+        /* Out of every group now: a rank that issues all its calls inside groups reads here. */
+        if (c->state == UB_COMM_AGREE && c->issuer == self)
+            ub_comm_agree_read(c, false);
+    }
+    agree_copies_pending = 0;
+    ub_state_unlock();
+}
+
+bool ub_thread_in_group(void) { return group_depth > 0; }
+void ub_thread_agree_in_group(void) { agree_copies_pending++; }
+
 /* ---- warm-up ---- */
 
-static int start_profiling(ub_comm *c, uint64_t first)
+/* Failures here are rank-local, so they must not change what this rank issues: the
+ * communicator still goes to PROFILE and takes part in the agreement at agree_at, with
+ * local_failure set (every rank then stays in pass-through, saying why). */
+static void start_profiling(ub_comm *c, uint64_t first)
 {
     c->profile_start = first;
     c->agree_at = first + (uint64_t)ub_cfg.warmup * c->period;
@@ -222,14 +303,17 @@ static int start_profiling(ub_comm *c, uint64_t first)
     c->consumers_stream = c->consumers_host = 0;
     c->stream_ordered = 0;
     c->stream_ordered_example[0] = '\0';
-    if (ub_record_init(&c->rec, ub_cfg.warmup, (int)c->period) != 0)
-        return -1;
+    c->local_failure[0] = '\0';
+    c->consumers_host_other = 0;
+    c->profile_gen++;
+    memset(&c->seq, 0, sizeof c->seq);
+    bool recorder = ub_record_init(&c->rec, ub_cfg.warmup, (int)c->period) == 0;
     c->pos_call = calloc(c->period, sizeof *c->pos_call);
     c->has_end_event = calloc(c->period, sizeof *c->has_end_event);
-    if (!c->pos_call || !c->has_end_event)
-        return -1;
-    if (ub_timing_start(&c->tm) != 0)
-        return -1;
+    if (!recorder || !c->pos_call || !c->has_end_event)
+        snprintf(c->local_failure, sizeof c->local_failure, "cannot allocate the warm-up recorder");
+    else if (ub_timing_start(&c->tm) != 0)
+        snprintf(c->local_failure, sizeof c->local_failure, "cannot create the timing events or private streams");
     c->report.cupti = false;
     if (ub_cfg.cupti) {
         c->cupti_held = ub_cupti_acquire(c->report.cupti_detail, sizeof c->report.cupti_detail);
@@ -238,8 +322,11 @@ static int start_profiling(ub_comm *c, uint64_t first)
         snprintf(c->report.cupti_detail, sizeof c->report.cupti_detail, "disabled by USBYTE_CUPTI=0");
     }
     set_state(c, UB_COMM_PROFILE, NULL);
+    c->watching = true;
     atomic_fetch_add(&ub_cuda_tracking, 1);
-    return 0;
+    if (c->local_failure[0])
+        ub_warn("communicator %d: %s: this rank takes part in the agreement without numbers, and every "
+                "rank will stay in pass-through", c->index, c->local_failure);
 }
 
 static void restart_detection(ub_comm *c, const char *why)
@@ -297,23 +384,31 @@ static int record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint64_t
         if (it == 0)
             ub_seqhash_init(&c->seq);
     }
+    /* What the header of the agreement carries is counted even when this rank cannot record
+     * (local_failure): it comes from the call sequence alone. */
+    bool rec_ok = !c->local_failure[0];
     if (it == 0) {
         ub_seqhash_add(&c->seq, sig);
         int dt = nccl_to_ub_dtype(d->dtype), op = nccl_to_ub_op(d->op);
         if (d->id == UB_NCCL_AllReduce && dt >= 0 && op >= 0) {
             int k = c->n_ar++;
-            c->pos_call[pos] = k;
-            c->rec.bytes[k] = (uint64_t)d->count * ub_dtype_size((ub_dtype)dt);
-            c->rec.dtype[k] = dt;
-            c->rec.op[k] = op;
-            c->rec.n_calls = c->n_ar;
+            if (rec_ok) {
+                c->pos_call[pos] = k;
+                c->rec.bytes[k] = (uint64_t)d->count * ub_dtype_size((ub_dtype)dt);
+                c->rec.dtype[k] = dt;
+                c->rec.op[k] = op;
+                c->rec.n_calls = c->n_ar;
+            }
         } else {
             /* Another collective, or an allreduce with a reduction op the planner cannot stage
              * (a PreMulSum op handle): a flush point for the next issue, not a profile call. */
-            c->pos_call[pos] = -1;
+            if (rec_ok)
+                c->pos_call[pos] = -1;
             c->other_calls++;
         }
     }
+    if (!rec_ok)
+        return -1;
     ub_stream *st = stream_get(d->stream, c);
     int k = c->pos_call[pos];
     if (k < 0 || !st || st->comm != c)
@@ -336,6 +431,14 @@ static int record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint64_t
     return k;
 }
 
+/* The kind in the portable signature: entry points that NCCL treats as one operation are one
+ * kind (ncclBcast(buff, ...) is ncclBroadcast(buff, buff, ...)), so that ranks calling either
+ * see the same call sequence. */
+static int portable_kind(int id)
+{
+    return id == UB_NCCL_Bcast ? UB_NCCL_Broadcast : id;
+}
+
 void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
 {
     t->comm = NULL;
@@ -344,12 +447,12 @@ void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         return;
     ub_state_lock();
     ub_comm *c = comm_get(d->comm, true);
-    if (!c || c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH || c->state == UB_COMM_AGREE) {
+    if (!c || c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH) {
         ub_state_unlock();
         return;
     }
     c->issuer = (unsigned long)pthread_self();
-    ub_call_sig cs = {.kind = d->id, .count = d->count, .dtype = d->dtype, .op = d->op, .peer = d->root};
+    ub_call_sig cs = {.kind = portable_kind(d->id), .count = d->count, .dtype = d->dtype, .op = d->op, .peer = d->root};
     uint64_t sig = ub_sig_portable(&cs);
     ub_iter_result res;
     ub_iterdet_feed(c->det, sig, &res);
@@ -370,10 +473,8 @@ void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
             /* Profile whole iterations only: start at the next iteration boundary. */
             uint64_t next = res.index + (res.period - res.position);
             c->iterations_observed = 0;
-            if (start_profiling(c, next) != 0) {
-                ub_comm_stop_profiling(c);
-                set_state(c, UB_COMM_DISABLED, "cannot allocate the warm-up recorder or its timing events");
-            } else {
+            start_profiling(c, next);
+            {
                 stream_get(d->stream, c); /* its next upstream waits are the first profiled call's */
                 ub_debug("communicator %d: period %u calls found at call %llu; profiling %d iterations from call %llu",
                          c->index, res.period, (unsigned long long)res.index, ub_cfg.warmup,
@@ -387,17 +488,27 @@ void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         ub_state_unlock();
         return;
     }
+    if (c->state == UB_COMM_AGREE) {
+        /* Reading the result never changes what is issued (observe); from outside a group only,
+         * as schedule mode will block there (docs/runtime.md). */
+        if (group_depth == 0)
+            ub_comm_agree_read(c, false);
+        ub_state_unlock();
+        return;
+    }
     if (c->state == UB_COMM_PROFILE) {
-        ub_timing_poll(&c->tm, false);
-        if (res.index >= c->agree_at && group_depth == 0) {
-            /* The first call after the warm-up (or the first one outside a group from there):
-             * the same call index on every rank. */
-            ub_timing_now(&c->tm, &c->rec.end_clock, 1, 0);
-            ub_comm_agree(c);
+        if (!c->local_failure[0])
+            ub_timing_poll(&c->tm, false);
+        if (res.index >= c->agree_at) {
+            /* The first call after the warm-up: the same call index on every rank, inside a
+             * group or not (the group structure is rank-local). */
+            if (!c->local_failure[0])
+                ub_timing_now(&c->tm, &c->rec.end_clock, 1, 0);
+            ub_comm_agree_issue(c);
         } else if (res.index < c->profile_start) {
             /* Before the first profiled iteration: know the stream (so that the next waits on it
              * count), and let no upstream wait of an unrecorded call leak into a recorded one. */
-            ub_stream *st = stream_get(d->stream, c);
+            ub_stream *st = c->local_failure[0] ? NULL : stream_get(d->stream, c);
             if (st && st->comm == c)
                 file_ready(c, st);
         } else if (res.index < c->agree_at) {
@@ -421,7 +532,11 @@ void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r
         return;
     ub_state_lock();
     ub_comm *c = t->comm;
-    if (c->state == UB_COMM_PROFILE) {
+    if (c->state == UB_COMM_PROFILE && group_depth > 0) {
+        if (n_deferred_ends < MAX_DEFERRED_ENDS) /* beyond: the call's duration stays unknown */
+            deferred_ends[n_deferred_ends++] =
+                (deferred_end){c, c->profile_gen, (int)t->iteration, t->call, d->stream};
+    } else if (c->state == UB_COMM_PROFILE) {
         ub_rec_call *rc = ub_record_at(&c->rec, (int)t->iteration, t->call);
         if (rc)
             ub_timing_mark(&c->tm, d->stream, &rc->end, 1, 0, NULL);
@@ -432,7 +547,18 @@ void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r
 /* ---- CUDA hooks (only reached while ub_cuda_tracking is nonzero) ---- */
 
 /* From the lock on: the waits that precede the first profiled call are already its producers'. */
-static bool profiling(const ub_comm *c) { return c && c->state == UB_COMM_PROFILE; }
+static bool profiling(const ub_comm *c) { return c && c->state == UB_COMM_PROFILE && !c->local_failure[0]; }
+
+/* A host wait from a thread that does not issue the communicator's calls (Horovod's finalizer,
+ * a watchdog) cannot hold back the next call: it is neither a merge barrier nor, by itself,
+ * what gates the next forward.  Like a poll, it is only counted (host_waits_other_thread). */
+static bool other_thread(ub_comm *c)
+{
+    if (c->issuer == (unsigned long)pthread_self())
+        return false;
+    c->consumers_host_other++;
+    return true;
+}
 
 /* Marks calls [from, to] of iteration `it` as needed now (one timing event for the range). */
 static void need_range(ub_comm *c, int it, int from, int to, cudaStream_t stream)
@@ -561,8 +687,8 @@ void ub_cuda_event_host_wait(cudaEvent_t event, bool poll)
     ub_state_lock();
     ub_event *e = NULL;
     HASH_FIND_PTR(events, &event, e);
-    /* A poll from another thread (a watchdog) is not the training loop needing the result. */
-    if (e && profiling(e->comm) && (!poll || e->comm->issuer == (unsigned long)pthread_self()))
+    (void)poll; /* a poll from the issuing thread is a need like a synchronisation */
+    if (e && profiling(e->comm) && !other_thread(e->comm))
         need(e->comm, e->iteration, e->call, NULL, false);
     ub_state_unlock();
 }
@@ -573,7 +699,8 @@ void ub_cuda_stream_host_wait(cudaStream_t stream, bool poll)
         return;
     ub_state_lock();
     ub_stream *st = stream_get(stream, NULL);
-    if (st && profiling(st->comm) && (!poll || st->comm->issuer == (unsigned long)pthread_self()))
+    (void)poll;
+    if (st && profiling(st->comm) && !other_thread(st->comm))
         need(st->comm, st->comm->cur_iter, st->comm->cur_call, NULL, true);
     ub_state_unlock();
 }
@@ -584,7 +711,7 @@ void ub_cuda_device_wait(void)
         return;
     ub_state_lock();
     ub_comm *c, *tmp;
-    HASH_ITER(hh, comms, c, tmp) if (profiling(c))
+    HASH_ITER(hh, comms, c, tmp) if (profiling(c) && !other_thread(c))
         need(c, c->cur_iter, c->cur_call, NULL, true);
     ub_state_unlock();
 }

@@ -89,6 +89,7 @@ struct ub_comm {
     uint64_t agree_at;        /* call index of the agreement (first call after the warm-up) */
     uint64_t iterations_observed;
     int deviations;
+    unsigned profile_gen;     /* counts start_profiling: a deferred mark of an older warm-up is dropped */
     unsigned long issuer;     /* thread that issues this communicator's calls (pthread_t) */
 
     /* warm-up */
@@ -108,6 +109,17 @@ struct ub_comm {
     double stream_ordered;
     char stream_ordered_example[80];
 
+    /* The agreement (agree_rt.c): issued at agree_at whatever the group nesting, read later. */
+    double *agree_host;        /* pinned: max vector, then sum vector (UB_AGREE_*_LEN) */
+    void *agree_dev;           /* the same on the device: the collectives run in place */
+    cudaEvent_t agree_done;    /* recorded on tm.agree after the copy back to agree_host */
+    bool agree_issued;         /* the collectives were issued (state AGREE until read) */
+    bool agree_copy_pending;   /* issued inside a group: the copy back waits for its ncclGroupEnd */
+    unsigned long agree_thread;/* the thread whose group holds them */
+    char local_failure[160];   /* rank-local: why this rank has no numbers (still takes part) */
+    bool watching;             /* counted in ub_cuda_tracking, CUPTI held: the warm-up's CUDA hooks */
+    int consumers_host_other;  /* host waits from threads that do not issue the calls (ignored) */
+
     ub_comm_report report;
 };
 
@@ -123,9 +135,22 @@ void ub_state_stream_work(cudaStream_t stream, const char *what);
 /* Compute operations (kernels, host functions) CUPTI saw on any stream while subscribed. */
 extern atomic_ullong ub_work_count;
 
-/* agree_rt.c: the agreement and planning at the agreement call; called with the global lock
- * held, returns with it held. */
-void ub_comm_agree(ub_comm *c);
+/* agree_rt.c, all called with the global lock held and returning with it held:
+ * ub_comm_agree_issue: at call agree_at, before forwarding it, whatever the group depth: issues
+ *   the two fixed-size agreement collectives (never waits for them);
+ * ub_comm_agree_copy_back: once the thread is outside any group (at once, or at the outermost
+ *   ncclGroupEnd): enqueues the copy of the result to the host and its completion event;
+ * ub_comm_agree_read: at a later call from outside a group (block false: only if the result is
+ *   there) or before the communicator is destroyed (block true): decodes, plans, reports. */
+void ub_comm_agree_issue(ub_comm *c);
+void ub_comm_agree_copy_back(ub_comm *c);
+void ub_comm_agree_read(ub_comm *c, bool block);
+/* The calling thread is inside an NCCL group; it issued an agreement there (copy back pending). */
+bool ub_thread_in_group(void);
+extern atomic_int ub_agree_unread;  /* communicators whose agreement is issued and not read */
+void ub_thread_agree_in_group(void);
+/* Releases the warm-up's CUDA hooks (tracking count, CUPTI, event and stream tables). */
+void ub_comm_stop_watching(ub_comm *c);
 void ub_state_lock(void);
 void ub_state_unlock(void);
 void ub_state_write_reports(void);

@@ -1,21 +1,29 @@
 /* Packing one rank's summary into the agreement vectors and unpacking the combined result (see
  * usbyte/record.h).  Only max and sum are used: both are exact on doubles in any order, so every
- * rank decodes bit-identical numbers whatever order NCCL reduces in. */
+ * rank decodes bit-identical numbers whatever order NCCL reduces in.  The vectors have constant
+ * lengths: nothing a rank measured changes the size of what it issues. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "usbyte/record.h"
 
-#define AGREE_FORMAT 1.0
+#define AGREE_FORMAT 2.0
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
-void ub_agree_header_encode(int n_calls, uint32_t period, uint64_t seq_hash, double out[UB_AGREE_HEADER_LEN])
+/* Offsets in the max vector. */
+#define CALLS_AT UB_AGREE_HEADER_LEN
+#define GLOBALS_AT (UB_AGREE_HEADER_LEN + UB_AGREE_PER_CALL * UB_AGREE_CAP)
+
+void ub_agree_header_encode(int n_calls, uint32_t period, uint64_t seq_hash, int policy,
+                            double out[UB_AGREE_HEADER_LEN])
 {
     double v[UB_AGREE_HEADER_FIELDS] = {
         (double)n_calls, (double)period,
         (double)((seq_hash >> 48) & 0xffff), (double)((seq_hash >> 32) & 0xffff),
         (double)((seq_hash >> 16) & 0xffff), (double)(seq_hash & 0xffff),
-        AGREE_FORMAT,
+        AGREE_FORMAT, (double)policy,
     };
     for (int i = 0; i < UB_AGREE_HEADER_FIELDS; i++) {
         out[i] = v[i];
@@ -31,17 +39,18 @@ bool ub_agree_header_unanimous(const double combined[UB_AGREE_HEADER_LEN])
     return true;
 }
 
-int ub_agree_max_len(int n_calls) { return UB_AGREE_PER_CALL * n_calls + UB_AGREE_GLOBALS; }
-int ub_agree_sum_len(int n_calls) { return n_calls + 1; }
-
 static double finite_or(double v, double none) { return isfinite(v) ? v : none; }
 
-void ub_agree_encode(const ub_summary *s, const ub_agree_flags *f, double *max_vec, double *sum_vec)
+void ub_agree_encode(const ub_agree_local *l, double *max_vec, double *sum_vec)
 {
-    int n = s->n_calls;
-    for (int c = 0; c < n; c++) {
+    memset(max_vec, 0, UB_AGREE_MAX_LEN * sizeof *max_vec);
+    memset(sum_vec, 0, UB_AGREE_SUM_LEN * sizeof *sum_vec);
+    ub_agree_header_encode(l->n_calls, l->period, l->seq_hash, l->policy, max_vec);
+    const ub_summary *s = l->summary;
+    bool usable = s && s->n_calls == l->n_calls && l->n_calls <= UB_AGREE_CAP;
+    for (int c = 0; usable && c < s->n_calls; c++) {
         const ub_summary_call *k = &s->calls[c];
-        double *m = &max_vec[UB_AGREE_PER_CALL * c];
+        double *m = &max_vec[CALLS_AT + UB_AGREE_PER_CALL * c];
         m[0] = finite_or(k->ready, 0.0);
         m[1] = finite_or(k->need, -1.0);
         m[2] = finite_or(k->done, -1.0);
@@ -51,29 +60,39 @@ void ub_agree_encode(const ub_summary *s, const ub_agree_flags *f, double *max_v
         m[6] = k->split ? 1.0 : 0.0;
         sum_vec[c] = finite_or(k->comm_mean, 0.0);
     }
-    double *g = &max_vec[UB_AGREE_PER_CALL * n];
-    g[0] = f->stream_ordered;
-    g[1] = f->cupti_missing;
-    g[2] = f->no_end_records;
-    g[3] = f->other_calls;
-    g[4] = finite_or(s->iteration, 0.0);
-    sum_vec[n] = 1.0;
+    double *g = &max_vec[GLOBALS_AT];
+    g[0] = l->flags.stream_ordered;
+    g[1] = l->flags.cupti_missing;
+    g[2] = l->flags.no_end_records;
+    g[3] = l->flags.other_calls;
+    g[4] = usable ? finite_or(s->iteration, 0.0) : 0.0;
+    /* Too many calls is the same on every rank (n_calls is portable): not a rank failure. */
+    g[5] = (usable || l->n_calls > UB_AGREE_CAP || l->n_calls == 0) ? 0.0 : 1.0;
+    sum_vec[UB_AGREE_CAP] = 1.0;
 }
 
-int ub_agree_decode(int n_calls, const double *max_vec, const double *sum_vec, ub_agreed *out)
+ub_agree_outcome ub_agree_decode(const double *max_vec, const double *sum_vec, ub_agreed *out)
 {
     memset(out, 0, sizeof *out);
+    if (!ub_agree_header_unanimous(max_vec))
+        return UB_AGREE_MISMATCH;
+    int n_calls = (int)max_vec[0];
     if (n_calls < 1)
-        return -1;
+        return UB_AGREE_NO_CALLS;
+    if (n_calls > UB_AGREE_CAP)
+        return UB_AGREE_TOO_MANY;
+    const double *g = &max_vec[GLOBALS_AT];
+    if (g[5] > 0.5)
+        return UB_AGREE_RANK_FAILED;
     out->calls = calloc((size_t)n_calls, sizeof *out->calls);
     if (!out->calls)
-        return -1;
+        return UB_AGREE_NOMEM;
     out->n_calls = n_calls;
-    out->ranks = (int)lround(sum_vec[n_calls]);
+    out->ranks = (int)lround(sum_vec[UB_AGREE_CAP]);
     if (out->ranks < 1)
         out->ranks = 1;
     for (int c = 0; c < n_calls; c++) {
-        const double *m = &max_vec[UB_AGREE_PER_CALL * c];
+        const double *m = &max_vec[CALLS_AT + UB_AGREE_PER_CALL * c];
         ub_summary_call *k = &out->calls[c];
         k->ready = m[0];
         k->need = m[1];
@@ -84,10 +103,22 @@ int ub_agree_decode(int n_calls, const double *max_vec, const double *sum_vec, u
         k->split = m[6] > 0.5;
         k->comm_mean = sum_vec[c] / out->ranks;
     }
-    const double *g = &max_vec[UB_AGREE_PER_CALL * n_calls];
     out->flags = (ub_agree_flags){g[0], g[1], g[2], g[3]};
     out->iteration = g[4];
-    return 0;
+    return UB_AGREE_OK;
+}
+
+const char *ub_agree_outcome_reason(ub_agree_outcome o)
+{
+    switch (o) {
+    case UB_AGREE_OK: return "agreed";
+    case UB_AGREE_MISMATCH: return "signature mismatch: the ranks saw different call sequences (or run with another USBYTE_POLICY)";
+    case UB_AGREE_NO_CALLS: return "no allreduce to plan in the iteration";
+    case UB_AGREE_TOO_MANY: return "more than " STR(UB_AGREE_CAP) " allreduces per iteration (the agreement's capacity, UB_AGREE_CAP)";
+    case UB_AGREE_RANK_FAILED: return "a rank could not measure its warm-up (its log says why)";
+    case UB_AGREE_NOMEM: return "out of memory while decoding the agreement";
+    }
+    return "?";
 }
 
 void ub_agreed_free(ub_agreed *a)

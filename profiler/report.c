@@ -55,8 +55,9 @@ static json_t *pattern_json(const ub_comm_report *r)
                               r->ready_fallback_calls == 0 ? "producer events (cudaStreamWaitEvent on the NCCL stream)"
                               : r->ready_upstream_calls == 0 ? "fallback: events on the NCCL stream (no upstream event seen)"
                                                              : "mixed: producer events where seen, else the NCCL stream");
-    json_t *consumers = json_pack("{s:i, s:i, s:b, s:i, s:i}", "stream_waits", r->consumers_stream,
-                                  "host_waits", r->consumers_host, "end_events_on_nccl_stream", r->end_records,
+    json_t *consumers = json_pack("{s:i, s:i, s:i, s:b, s:i, s:i}", "stream_waits", r->consumers_stream,
+                                  "host_waits", r->consumers_host, "host_waits_other_thread",
+                                  r->consumers_host_other, "end_events_on_nccl_stream", r->end_records,
                                   "merge_barriers", r->merge_barriers, "need_segments", r->need_segments);
     json_t *so = json_pack("{s:f, s:s, s:b, s:s}", "operations", r->stream_ordered, "example",
                            r->stream_ordered_example, "cupti", r->cupti, "cupti_detail", r->cupti_detail);

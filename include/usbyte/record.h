@@ -71,21 +71,43 @@ typedef struct ub_agree_flags {
     double other_calls;      /* non-allreduce NCCL calls per iteration */
 } ub_agree_flags;
 
-/* The header: [n_calls, period, 4 x 16 bits of the sequence hash, format] and their negations,
- * combined with max: every rank holds the same header iff max(x) == -max(-x) everywhere. */
-#define UB_AGREE_HEADER_FIELDS 7
+/* The agreement (DESIGN.md sections 1 and 2).  Its collectives must depend only on the call
+ * sequence: they are issued at a call index derived from the portable sequence, and their SIZES
+ * are constants, the same on every rank whatever it measured, whether the ranks agree or not.
+ * Two in-place allreduces of doubles, issued back to back with no host step between them:
+ *   max vector: header [n_calls, period, 4 x 16 bits of the sequence hash, format, policy] and
+ *               their negations (every rank sent the same header iff max(x) == -max(-x)); then
+ *               per call [ready, need, done, -comm_min, barrier, fallback, split] for
+ *               UB_AGREE_CAP calls (zeros past n_calls); then the flags, the iteration length and
+ *               a rank-local failure flag;
+ *   sum vector: per call comm_mean (UB_AGREE_CAP), then 1 (counts ranks).
+ * An iteration with more than UB_AGREE_CAP allreduces still agrees on the header (n_calls is in
+ * it) and every rank goes to pass-through with that reason. */
+#define UB_AGREE_CAP 4096
+#define UB_AGREE_HEADER_FIELDS 8
 #define UB_AGREE_HEADER_LEN (2 * UB_AGREE_HEADER_FIELDS)
-void ub_agree_header_encode(int n_calls, uint32_t period, uint64_t seq_hash, double out[UB_AGREE_HEADER_LEN]);
+#define UB_AGREE_PER_CALL 7
+#define UB_AGREE_GLOBALS 6
+#define UB_AGREE_MAX_LEN (UB_AGREE_HEADER_LEN + UB_AGREE_PER_CALL * UB_AGREE_CAP + UB_AGREE_GLOBALS)
+#define UB_AGREE_SUM_LEN (UB_AGREE_CAP + 1)
+
+void ub_agree_header_encode(int n_calls, uint32_t period, uint64_t seq_hash, int policy,
+                            double out[UB_AGREE_HEADER_LEN]);
 /* True when the max-combined header shows every rank sent the same values. */
 bool ub_agree_header_unanimous(const double combined[UB_AGREE_HEADER_LEN]);
 
-/* The max vector: per call [ready, need, done, -comm_min, barrier, fallback, split], then the flags
- * and the iteration length.  The sum vector: per call comm_mean, then 1 (counts ranks). */
-#define UB_AGREE_PER_CALL 7
-#define UB_AGREE_GLOBALS 5
-int ub_agree_max_len(int n_calls);
-int ub_agree_sum_len(int n_calls);
-void ub_agree_encode(const ub_summary *s, const ub_agree_flags *f, double *max_vec, double *sum_vec);
+/* One rank's contribution. */
+typedef struct ub_agree_local {
+    int n_calls;                /* allreduces per iteration (portable: from the call sequence) */
+    uint32_t period;            /* NCCL calls per iteration */
+    uint64_t seq_hash;          /* portable sequence hash of one iteration */
+    int policy;                 /* USBYTE_POLICY: a plan must come from the same policy everywhere */
+    const ub_summary *summary;  /* NULL: this rank has no numbers (a rank-local failure) */
+    ub_agree_flags flags;
+} ub_agree_local;
+
+/* Fills max_vec[UB_AGREE_MAX_LEN] and sum_vec[UB_AGREE_SUM_LEN]. */
+void ub_agree_encode(const ub_agree_local *l, double *max_vec, double *sum_vec);
 
 typedef struct ub_agreed {
     int n_calls;
@@ -96,7 +118,19 @@ typedef struct ub_agreed {
     ub_agree_flags flags;
 } ub_agreed;
 
-int ub_agree_decode(int n_calls, const double *max_vec, const double *sum_vec, ub_agreed *out);
+typedef enum ub_agree_outcome {
+    UB_AGREE_OK,
+    UB_AGREE_MISMATCH,      /* the ranks' headers differ */
+    UB_AGREE_NO_CALLS,      /* no allreduce in the iteration */
+    UB_AGREE_TOO_MANY,      /* more than UB_AGREE_CAP allreduces per iteration */
+    UB_AGREE_RANK_FAILED,   /* some rank could not measure (its log says why) */
+    UB_AGREE_NOMEM,
+} ub_agree_outcome;
+
+/* Decodes the combined vectors; out is filled only for UB_AGREE_OK.  Every rank decodes the same
+ * bit-identical vectors, so every rank reaches the same outcome. */
+ub_agree_outcome ub_agree_decode(const double *max_vec, const double *sum_vec, ub_agreed *out);
+const char *ub_agree_outcome_reason(ub_agree_outcome o);
 void ub_agreed_free(ub_agreed *a);
 
 /* Builds the MODEL.md profile from agreed numbers: ready, need segments, forward durations,

@@ -38,6 +38,8 @@ typedef struct ub_comm_report {
     int merge_barriers;         /* calls with "merge": false */
     int need_segments;          /* distinct forward segments */
     int consumers_stream, consumers_host;  /* waits on call completion seen on this rank */
+    int consumers_host_other;   /* host waits from a thread that does not issue the calls: not
+                                   needs (they cannot hold back the next call), only counted */
     bool end_records;           /* events recorded on the NCCL stream after calls */
     double stream_ordered;      /* operations on the NCCL stream between collectives (max over ranks) */
     char stream_ordered_example[80];

@@ -30,23 +30,40 @@ static void test_header_unanimous_only_when_equal(void **state)
     (void)state;
     double a[UB_AGREE_HEADER_LEN], b[UB_AGREE_HEADER_LEN], out[UB_AGREE_HEADER_LEN];
     double *v[2] = {a, b};
-    ub_agree_header_encode(5, 6, 0x0123456789abcdefull, a);
-    ub_agree_header_encode(5, 6, 0x0123456789abcdefull, b);
+    ub_agree_header_encode(5, 6, 0x0123456789abcdefull, 2, a);
+    ub_agree_header_encode(5, 6, 0x0123456789abcdefull, 2, b);
     combine(v, 2, UB_AGREE_HEADER_LEN, false, out);
     assert_true(ub_agree_header_unanimous(out));
     /* any one field different, in either direction, on either rank */
-    struct { int n; uint32_t p; uint64_t h; } other[] = {
-        {4, 6, 0x0123456789abcdefull}, {6, 6, 0x0123456789abcdefull}, {5, 7, 0x0123456789abcdefull},
-        {5, 6, 0x0123456789abcdeeull}, {5, 6, 0x8123456789abcdefull}, {0, 6, 0x0123456789abcdefull},
+    struct { int n; uint32_t p; uint64_t h; int pol; } other[] = {
+        {4, 6, 0x0123456789abcdefull, 2}, {6, 6, 0x0123456789abcdefull, 2}, {5, 7, 0x0123456789abcdefull, 2},
+        {5, 6, 0x0123456789abcdeeull, 2}, {5, 6, 0x8123456789abcdefull, 2}, {0, 6, 0x0123456789abcdefull, 2},
+        {5, 6, 0x0123456789abcdefull, 3},
     };
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
-        ub_agree_header_encode(other[i].n, other[i].p, other[i].h, b);
+        ub_agree_header_encode(other[i].n, other[i].p, other[i].h, other[i].pol, b);
         combine(v, 2, UB_AGREE_HEADER_LEN, false, out);
         assert_false(ub_agree_header_unanimous(out));
         double *w[2] = {b, a};
         combine(w, 2, UB_AGREE_HEADER_LEN, false, out);
         assert_false(ub_agree_header_unanimous(out));
     }
+}
+
+/* Two ranks' contributions combined as the two agreement collectives would. */
+typedef struct agreement {
+    double m[2][UB_AGREE_MAX_LEN], q[2][UB_AGREE_SUM_LEN];
+    double m_out[UB_AGREE_MAX_LEN], q_out[UB_AGREE_SUM_LEN];
+} agreement;
+
+static ub_agree_outcome agree2(agreement *g, const ub_agree_local *l0, const ub_agree_local *l1, ub_agreed *out)
+{
+    ub_agree_encode(l0, g->m[0], g->q[0]);
+    ub_agree_encode(l1, g->m[1], g->q[1]);
+    double *vm[2] = {g->m[0], g->m[1]}, *vq[2] = {g->q[0], g->q[1]};
+    combine(vm, 2, UB_AGREE_MAX_LEN, false, g->m_out);
+    combine(vq, 2, UB_AGREE_SUM_LEN, true, g->q_out);
+    return ub_agree_decode(g->m_out, g->q_out, out);
 }
 
 static void test_data_roundtrip_two_ranks(void **state)
@@ -57,16 +74,11 @@ static void test_data_roundtrip_two_ranks(void **state)
     ub_summary_call c1[2] = {{.ready = 0, .need = 0.031, .done = 0.0021, .comm_mean = 0.003, .comm_min = 0.0008, .fallback = true},
                              {.ready = 0.011, .need = -1, .done = 0.0119, .comm_mean = 0.004, .comm_min = 0.0021, .split = true}};
     ub_summary s0 = {2, c0, 0.050, 3}, s1 = {2, c1, 0.052, 3};
-    ub_agree_flags f0 = {0, 0, 0, 1}, f1 = {3, 1, 0, 1};
-    int nm = ub_agree_max_len(2), ns = ub_agree_sum_len(2);
-    double m0[64], m1[64], q0[8], q1[8], m[64], q[8];
-    ub_agree_encode(&s0, &f0, m0, q0);
-    ub_agree_encode(&s1, &f1, m1, q1);
-    double *vm[2] = {m0, m1}, *vq[2] = {q0, q1};
-    combine(vm, 2, nm, false, m);
-    combine(vq, 2, ns, true, q);
+    ub_agree_local l0 = {2, 3, 0xabcdull, 6, &s0, {0, 0, 0, 1}}, l1 = {2, 3, 0xabcdull, 6, &s1, {3, 1, 0, 1}};
+    static agreement g;
     ub_agreed a;
-    assert_int_equal(ub_agree_decode(2, m, q, &a), 0);
+    assert_int_equal(agree2(&g, &l0, &l1, &a), UB_AGREE_OK);
+    assert_int_equal(a.n_calls, 2);
     assert_int_equal(a.ranks, 2);
     assert_double_equal(a.calls[0].need, 0.031, 0);
     assert_double_equal(a.calls[0].done, 0.0021, 0);
@@ -84,6 +96,45 @@ static void test_data_roundtrip_two_ranks(void **state)
     assert_double_equal(a.flags.cupti_missing, 1, 0);
     assert_double_equal(a.flags.other_calls, 1, 0);
     ub_agreed_free(&a);
+}
+
+/* The first law: what a rank contributes has the same size whatever it measured, so ranks that
+ * disagree (other n_calls, no numbers, too many calls) still issue identical collectives, and
+ * every rank decodes the same outcome. */
+static void test_disagreements_decode_alike_everywhere(void **state)
+{
+    (void)state;
+    ub_summary_call c[3] = {{.ready = 0}, {.ready = 0.01}, {.ready = 0.02}};
+    ub_summary s2 = {2, c, 0.05, 3}, s3 = {3, c, 0.05, 3};
+    ub_agree_local two = {2, 3, 0x1234ull, 0, &s2, {0, 0, 0, 0}}, three = {3, 4, 0x1234ull, 0, &s3, {0, 0, 0, 0}};
+    static agreement g;
+    ub_agreed a;
+    assert_int_equal(agree2(&g, &two, &three, &a), UB_AGREE_MISMATCH);
+    ub_agree_local other_hash = two;
+    other_hash.seq_hash = 0x1235ull;
+    assert_int_equal(agree2(&g, &two, &other_hash, &a), UB_AGREE_MISMATCH);
+    ub_agree_local other_policy = two;
+    other_policy.policy = 1;
+    assert_int_equal(agree2(&g, &two, &other_policy, &a), UB_AGREE_MISMATCH);
+    /* a rank without numbers (a local failure) takes part: nobody plans */
+    ub_agree_local failed = two;
+    failed.summary = NULL;
+    assert_int_equal(agree2(&g, &two, &failed, &a), UB_AGREE_RANK_FAILED);
+    assert_int_equal(agree2(&g, &failed, &two, &a), UB_AGREE_RANK_FAILED);
+    /* nothing to plan, too many calls: the same on every rank, from the call sequence */
+    ub_agree_local none = {0, 1, 0x1ull, 0, NULL, {0, 0, 0, 0}};
+    assert_int_equal(agree2(&g, &none, &none, &a), UB_AGREE_NO_CALLS);
+    ub_agree_local many = {UB_AGREE_CAP + 1, UB_AGREE_CAP + 1, 0x2ull, 0, NULL, {0, 0, 0, 0}};
+    assert_int_equal(agree2(&g, &many, &many, &a), UB_AGREE_TOO_MANY);
+    ub_agree_local full = {UB_AGREE_CAP, UB_AGREE_CAP, 0x3ull, 0, NULL, {0, 0, 0, 0}};
+    ub_summary sf = {UB_AGREE_CAP, calloc(UB_AGREE_CAP, sizeof(ub_summary_call)), 0.1, 2};
+    assert_non_null(sf.calls);
+    full.summary = &sf;
+    assert_int_equal(agree2(&g, &full, &full, &a), UB_AGREE_OK);
+    assert_int_equal(a.n_calls, UB_AGREE_CAP);
+    ub_agreed_free(&a);
+    free(sf.calls);
+    assert_non_null(strstr(ub_agree_outcome_reason(UB_AGREE_MISMATCH), "signature mismatch"));
 }
 
 static void test_summary_averages_relative_to_first_ready(void **state)
@@ -123,6 +174,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_unanimous_only_when_equal),
         cmocka_unit_test(test_data_roundtrip_two_ranks),
+        cmocka_unit_test(test_disagreements_decode_alike_everywhere),
         cmocka_unit_test(test_summary_averages_relative_to_first_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,7 @@
 """Checks usbyte observe-mode reports (issue 4 format) against a trainer's truth file.
 
     check_report.py reports --truth T.json --world N REPORT... [options]
-    check_report.py checksums --world N BASELINE.out PRELOADED.out
+    check_report.py checksums --world N [--per-rank] BASELINE.out PRELOADED.out
     check_report.py summary REPORT
 
 Every failed check prints one line "FAIL: ..." and the exit status is 1; measured accuracy is
@@ -259,7 +259,25 @@ def checksums(path):
         return re.findall(r"checksum ([0-9a-f]{16})\b", f.read())
 
 
+def rank_checksums(path):
+    """{rank: checksum} from emu-run's "[rank R] ..." lines."""
+    with open(path, errors="replace") as f:
+        return {int(r): c for r, c in re.findall(r"^\[rank (\d+)\].*checksum ([0-9a-f]{16})\b", f.read(), re.M)}
+
+
 def cmd_checksums(a):
+    if a.per_rank:
+        # A program whose ranks legitimately compute different results (a deliberately wrong one):
+        # each rank must compute with the library what it computes without it.
+        base, pre = rank_checksums(a.baseline), rank_checksums(a.preloaded)
+        info("checksums per rank without the library %s, with it %s" % (base, pre))
+        for name, sums in (("baseline", base), ("preloaded", pre)):
+            if sorted(sums) != list(range(a.world)):
+                fail("%s run: checksums of ranks %s, expected 0..%d" % (name, sorted(sums), a.world - 1))
+        for r in range(a.world):
+            if base.get(r) != pre.get(r):
+                fail("rank %d: checksum %s without the library, %s with it" % (r, base.get(r), pre.get(r)))
+        return
     base, pre = checksums(a.baseline), checksums(a.preloaded)
     info("checksums without the library %s, with it %s" % (sorted(set(base)), sorted(set(pre))))
     for name, sums, path in (("baseline", base, a.baseline), ("preloaded", pre, a.preloaded)):
@@ -333,6 +351,8 @@ def main():
     r.add_argument("reports", nargs="+")
     c = sub.add_parser("checksums")
     c.add_argument("--world", type=int, required=True)
+    c.add_argument("--per-rank", action="store_true",
+                   help="compare each rank's checksum with its own baseline (ranks may differ)")
     c.add_argument("baseline")
     c.add_argument("preloaded")
     s = sub.add_parser("summary")

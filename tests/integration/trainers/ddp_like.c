@@ -17,12 +17,16 @@
  * first bucket (1 MB), exactly as DDP rebuilds them after the first iteration, so the call sequence
  * changes after iteration 0.
  *
- * --mismatch-rank R makes rank R issue the buffer broadcast with the legacy in-place ncclBcast
- * instead of ncclBroadcast(buf, buf, ...).  NCCL (and the emulator) treat both as the same
- * operation, so the job is correct and its results unchanged, but the two are different entry
- * points: a usbyte call signature that records which function was called differs on rank R, which
- * is how a test makes the ranks' signatures disagree without breaking NCCL's rules (when every rank
- * issues the same kind, count, dtype, op and root, no other difference is visible to NCCL).
+ * --mismatch-rank R makes rank R allreduce its first bucket as int32 instead of float32 in every
+ * iteration: the same count and bytes, another dtype.  That breaks NCCL's rules (real NCCL does not
+ * notice: it adds rank R's float bits as integers there, and the float ranks' sums stay right),
+ * so it runs only under USBYTE_EMU_CHECK=bytes; the default strict check stops it at once.  Rank
+ * R's results are then garbage, deterministically: every rank's checksum is reproducible, but
+ * rank R's differs from the others'.
+ *
+ * --bcast-rank R makes rank R issue the buffer broadcast with the legacy in-place ncclBcast
+ * instead of ncclBroadcast(buf, buf, ...): the same operation to NCCL (a correct job, unchanged
+ * results), another entry point, which a preloaded library must see as the same call.
  *
  * Like ProcessGroupNCCL, a watchdog thread polls every work's end event with cudaEventQuery
  * (--watchdog-ms, 100 ms as PyTorch's kWatchdogThreadSleepMillis; 0 turns it off): a host poll
@@ -62,7 +66,8 @@ typedef struct ddp {
     float *h_buf_in, *h_buf_out, *d_buf;
     cudaEvent_t fwd_ev, bcast_end_ev;
     tr_range all;
-    bool mismatch;           /* this rank is the mismatching one */
+    bool mismatch;           /* this rank allreduces its first bucket as int32 (--mismatch-rank) */
+    bool legacy_bcast;       /* this rank broadcasts with ncclBcast (--bcast-rank) */
     pthread_t watchdog;
     atomic_bool stop;
 } ddp;
@@ -144,7 +149,7 @@ static void forward(ddp *d)
     bool grouped = tr->rank == tr->opt.group_rank;
     if (grouped)
         NCCL_CHECK(ncclGroupStart());
-    if (d->mismatch)
+    if (d->legacy_bcast)
         NCCL_CHECK(ncclBcast(d->d_buf, d->buf_count, ncclFloat32, 0, tr->comm, d->nccl_stream));
     else
         NCCL_CHECK(ncclBroadcast(d->d_buf, d->d_buf, d->buf_count, ncclFloat32, 0, tr->comm, d->nccl_stream));
@@ -167,7 +172,8 @@ static void launch_bucket(ddp *d, bucket_set *set, int i)
     bool grouped = tr->rank == tr->opt.group_rank;
     if (grouped)
         NCCL_CHECK(ncclGroupStart());
-    NCCL_CHECK(ncclAllReduce(mem, mem, b->count, ncclFloat32, ncclSum, tr->comm, d->nccl_stream));
+    ncclDataType_t dtype = d->mismatch && i == 0 ? ncclInt32 : ncclFloat32;
+    NCCL_CHECK(ncclAllReduce(mem, mem, b->count, dtype, ncclSum, tr->comm, d->nccl_stream));
     if (grouped)
         NCCL_CHECK(ncclGroupEnd());
     CUDA_CHECK(cudaEventRecord(b->end_ev, d->nccl_stream));
@@ -252,6 +258,7 @@ static void write_truth(ddp *d)
     json_object_set_new(truth, "stream_ordered_work", json_false());
     json_object_set_new(truth, "expect_schedulable", json_true());
     json_object_set_new(truth, "mismatch_rank", json_integer(tr->opt.mismatch_rank));
+    json_object_set_new(truth, "bcast_rank", json_integer(tr->opt.bcast_rank));
     tr_truth_write(tr, truth);
     free(bytes);
     free(ready);
@@ -265,6 +272,7 @@ int main(int argc, char **argv)
     trainer *tr = &d.tr;
     tr_init(tr, "ddp_like", TR_OPT_BUCKETS | TR_OPT_MISMATCH | TR_OPT_WATCHDOG, argc, argv);
     d.mismatch = tr->rank == tr->opt.mismatch_rank;
+    d.legacy_bcast = tr->rank == tr->opt.bcast_rank;
     size_t cap = tr_scaled_bytes(tr, tr->opt.bucket_cap_mb * 1.048576);   /* MiB, like DDP */
     size_t first_cap = tr_scaled_bytes(tr, tr->opt.first_bucket_mb * 1.048576);
     assign_buckets(&d, &d.first, cap, cap, true);

@@ -4,7 +4,10 @@
 #    the NCCL results only, never on timing or thread interleaving);
 #  - Horovod-like fused, fusion off and per-layer on VGG-16 compute the same sums over the same
 #    tensors through different call structures: their checksums must be equal; DDP-like with
-#    --mismatch-rank (ncclBcast on one rank) computes what DDP-like computes;
+#    --bcast-rank (ncclBcast on one rank) computes what DDP-like computes; DDP-like with
+#    --mismatch-rank 2 (rank 2 allreduces its first bucket as int32) is stopped by the emulator's
+#    default strict check, and under USBYTE_EMU_CHECK=bytes runs as real NCCL would: the float ranks
+#    compute what DDP-like computes, rank 2 something else (reproducibly);
 #  - each trainer's measured iteration (backward start to backward start) is what MODEL.md
 #    predicts for its own truth under the emulator's link model (usbyte-sim --policy wfbp), within
 #    [-5%, +50%] (+100% under sanitizers, which slow that host work 2-3x): the bound catches a
@@ -73,7 +76,13 @@ RES=(--profile $PROFILES/resnet50-v100-b64-barrier.json --iters 12 --time-scale 
 VGG=(--iters 12 --time-scale 0.05 --bytes-scale 0.002)
 run "$WORK/ddp1" 4 ddp_like "${RES[@]}" --print-truth "$WORK/ddp.json"
 run "$WORK/ddp2" 4 ddp_like "${RES[@]}"
-run "$WORK/ddpm" 4 ddp_like "${RES[@]}" --mismatch-rank 2
+run "$WORK/ddpm" 4 ddp_like "${RES[@]}" --bcast-rank 2
+USBYTE_EMU_CHECK=bytes run "$WORK/ddpx" 4 ddp_like "${RES[@]}" --mismatch-rank 2
+if "$EMU_RUN" -n 4 --timeout 60 -- "$TR/ddp_like" "${RES[@]}" --mismatch-rank 2 >"$WORK/ddpx-strict" 2>&1; then
+    echo "FAIL: ddp_like --mismatch-rank 2 ran to the end under the strict check"; status=1
+elif ! grep -q "signature mismatch .*int32" "$WORK/ddpx-strict"; then
+    echo "FAIL: ddp_like --mismatch-rank 2: no int32 signature mismatch diagnostic:"; tail -5 "$WORK/ddpx-strict"; status=1
+fi
 run "$WORK/hvd" 2 horovod_like --profile $PROFILES/vgg16-v100-b64-barrier.json "${VGG[@]}" --print-truth "$WORK/hvd.json"
 run "$WORK/hvd0" 2 horovod_like --profile $PROFILES/vgg16-v100-b64-barrier.json "${VGG[@]}" --fusion-threshold-mb 0 \
     --print-truth "$WORK/hvd0.json"
@@ -84,6 +93,11 @@ d1=$(sum_of "$WORK/ddp1" 4) d2=$(sum_of "$WORK/ddp2" 4) dm=$(sum_of "$WORK/ddpm"
 h=$(sum_of "$WORK/hvd" 2) h0=$(sum_of "$WORK/hvd0" 2) p1=$(sum_of "$WORK/pl1" 2) p2=$(sum_of "$WORK/pl2" 2)
 echo "info: ddp $d1 $d2 (mismatch rank: $dm); horovod fused $h, fusion off $h0; per-layer $p1 $p2"
 [ "$d1" != bad ] && [ "$d1" = "$d2" ] && [ "$d1" = "$dm" ] || { echo "FAIL: DDP-like checksums differ"; status=1; }
+# The wrong program: ranks 0, 1 and 3 hold the right sums, rank 2 its own.
+mapfile -t X < <(for r in 0 1 2 3; do grep "^\[rank $r\].*checksum" "$WORK/ddpx" | grep -o 'checksum [0-9a-f]*' | awk '{print $2}'; done)
+echo "info: ddp --mismatch-rank 2 under USBYTE_EMU_CHECK=bytes: ${X[*]}"
+[ "${#X[@]}" -eq 4 ] && [ "${X[0]}" = "$d1" ] && [ "${X[1]}" = "$d1" ] && [ "${X[3]}" = "$d1" ] && [ "${X[2]}" != "$d1" ] ||
+    { echo "FAIL: DDP-like --mismatch-rank 2: expected the float ranks at $d1 and rank 2 elsewhere"; status=1; }
 [ "$h" != bad ] && [ "$h" = "$h0" ] && [ "$h" = "$p1" ] && [ "$p1" = "$p2" ] ||
     { echo "FAIL: Horovod-like / per-layer checksums differ"; status=1; }
 

@@ -54,7 +54,7 @@ static void usage(unsigned accepted, FILE *out)
     if (accepted & TR_OPT_WATCHDOG)
         fprintf(out, " [--watchdog-ms MS]");
     if (accepted & TR_OPT_MISMATCH)
-        fprintf(out, " [--mismatch-rank R] [--group-rank R]");
+        fprintf(out, " [--mismatch-rank R] [--bcast-rank R] [--group-rank R]");
     fputc('\n', out);
 }
 
@@ -101,7 +101,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
     tr_options *o = &tr->opt;
     *o = (tr_options){.iters = 10, .time_scale = 1.0, .bytes_scale = 1.0, .bucket_cap_mb = 25.0,
                       .first_bucket_mb = 1.0, .fusion_threshold_mb = 64.0, .cycle_time_ms = 1.0,
-                      .mismatch_rank = -1, .group_rank = -1, .watchdog_ms = 100};
+                      .mismatch_rank = -1, .bcast_rank = -1, .group_rank = -1, .watchdog_ms = 100};
     static const struct option longopts[] = {
         {"profile", required_argument, 0, 'p'},
         {"iters", required_argument, 0, 'i'},
@@ -115,6 +115,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         {"host-finalizer", no_argument, 0, 'H'},
         {"mismatch-rank", required_argument, 0, 'm'},
         {"group-rank", required_argument, 0, 'g'},
+        {"bcast-rank", required_argument, 0, 'B'},
         {"watchdog-ms", required_argument, 0, 'w'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -126,7 +127,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         switch (c) {
         case 'c': case 'f': need = TR_OPT_BUCKETS; break;
         case 'F': case 'C': case 'H': need = TR_OPT_FUSION; break;
-        case 'm': case 'g': need = TR_OPT_MISMATCH; break;
+        case 'm': case 'g': case 'B': need = TR_OPT_MISMATCH; break;
         case 'w': need = TR_OPT_WATCHDOG; break;
         default: break;
         }
@@ -148,6 +149,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         case 'H': o->host_finalizer = true; break;
         case 'm': o->mismatch_rank = parse_int("mismatch-rank", optarg, 0, 1 << 20); break;
         case 'g': o->group_rank = parse_int("group-rank", optarg, 0, 1 << 20); break;
+        case 'B': o->bcast_rank = parse_int("bcast-rank", optarg, 0, 1 << 20); break;
         case 'w': o->watchdog_ms = parse_int("watchdog-ms", optarg, 0, 100000); break;
         case 'h': usage(accepted, stdout); exit(0);
         default:
@@ -288,6 +290,8 @@ void tr_init(trainer *tr, const char *name, unsigned accepted, int argc, char **
     g_rank = tr->rank;
     if (tr->opt.mismatch_rank >= tr->world)
         tr_die("--mismatch-rank %d: only %d ranks", tr->opt.mismatch_rank, tr->world);
+    if (tr->opt.bcast_rank >= tr->world)
+        tr_die("--bcast-rank %d: only %d ranks", tr->opt.bcast_rank, tr->world);
     if (tr->opt.group_rank >= tr->world)
         tr_die("--group-rank %d: only %d ranks", tr->opt.group_rank, tr->world);
 

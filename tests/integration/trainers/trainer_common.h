@@ -39,7 +39,7 @@ void tr_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn)
 enum {
     TR_OPT_BUCKETS = 1 << 0,   /* --bucket-cap-mb, --first-bucket-mb */
     TR_OPT_FUSION = 1 << 1,    /* --fusion-threshold-mb, --cycle-time-ms, --host-finalizer */
-    TR_OPT_MISMATCH = 1 << 2,  /* --mismatch-rank, --group-rank */
+    TR_OPT_MISMATCH = 1 << 2,  /* --mismatch-rank, --bcast-rank, --group-rank */
     TR_OPT_WATCHDOG = 1 << 3,  /* --watchdog-ms */
 };
 
@@ -59,6 +59,7 @@ typedef struct tr_options {
     double cycle_time_ms;      /* HOROVOD_CYCLE_TIME in ms of profile time (unscaled) */
     bool host_finalizer;       /* Horovod's finalizer thread waits on the host */
     int mismatch_rank;         /* -1: none */
+    int bcast_rank;            /* -1: none */
     int group_rank;            /* -1: none */
     int watchdog_ms;           /* poll period of the watchdog thread, 0: none */
 } tr_options;
