@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,30 @@ static void whole_blocks(ub_plan *plan, const ub_profile *p, int n, const int *o
     for (int i = 0; i < n; i++) {
         ub_plan_begin_block(plan);
         ub_plan_add_segment(plan, order[i], 0, p->calls[order[i]].bytes);
+    }
+}
+
+/* Plan builder for hand-made block structures: `spec` lists segments "call:offset+length",
+ * blocks separated by '|', e.g. "0:0+100 | 1:0+150 1:150+50".  plan's blocks are replaced; an
+ * empty spec makes one empty block. */
+static void set_plan(ub_plan *plan, const char *spec)
+{
+    ub_plan_clear(plan);
+    ub_plan_begin_block(plan);
+    for (const char *c = spec; *c;) {
+        int call, used;
+        unsigned long long offset, length;
+        if (*c == ' ') {
+            c++;
+        } else if (*c == '|') {
+            ub_plan_begin_block(plan);
+            c++;
+        } else if (sscanf(c, "%d:%llu+%llu%n", &call, &offset, &length, &used) == 3) {
+            ub_plan_add_segment(plan, call, offset, length);
+            c += used;
+        } else {
+            fail_msg("plan spec \"%s\": cannot read \"%s\"", spec, c);
+        }
     }
 }
 
@@ -109,21 +134,14 @@ static void test_staging_cost(void **state)
     f.p.copy_beta = 0.001;
     ub_plan plan;
     ub_plan_init(&plan, "merged");
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 0, 0, 100);
-    ub_plan_add_segment(&plan, 1, 0, 200);
+    set_plan(&plan, "0:0+100 1:0+200");
     near(ub_evaluate(&f.p, &plan, NULL), 6.8);
     near(plan.blocks[0].start, 2.0);
     near(plan.blocks[0].end, 5.8);
     near(ub_block_cost(&f.p, 300, 1), 3.8);
     near(ub_block_cost(&f.p, 300, 0), 3.5);
 
-    ub_plan_clear(&plan);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 0, 0, 100);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 1, 0, 150);
-    ub_plan_add_segment(&plan, 1, 150, 50);
+    set_plan(&plan, "0:0+100 | 1:0+150 1:150+50");
     char err[256];
     assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
     near(ub_evaluate(&f.p, &plan, NULL), 6.0);
@@ -141,12 +159,7 @@ static void test_partial_split_completion(void **state)
     setup_profile(&f, 2, two_bytes, two_ready, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
     ub_plan plan;
     ub_plan_init(&plan, "split");
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 0, 0, 40);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 1, 0, 200);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 0, 40, 60);
+    set_plan(&plan, "0:0+40 | 1:0+200 | 0:40+60");
     char err[256];
     assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
     double done[2];
@@ -263,70 +276,36 @@ static void test_validator_rejections(void **state)
     ub_plan_init(&plan, "bad");
 
     /* A call that does not exist. */
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 7, 0, 10);
+    set_plan(&plan, "7:0+10");
     expect_invalid(&f.p, &plan, "blocks[0].segments[0]: call 7 does not exist (the profile has 3 calls)");
 
     /* A segment past the end of its call, and an empty one. */
-    ub_plan_clear(&plan);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 0, 50, 60);
+    set_plan(&plan, "0:50+60");
     expect_invalid(&f.p, &plan, "blocks[0].segments[0]: [50, +60) is empty or outside call 0's 100 bytes");
-    ub_plan_clear(&plan);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 0, 0, 100);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 1, 10, 0);
+    set_plan(&plan, "0:0+100 | 1:10+0");
     expect_invalid(&f.p, &plan, "blocks[1].segments[0]: [10, +0) is empty");
 
     /* An empty block. */
-    ub_plan_clear(&plan);
-    ub_plan_begin_block(&plan);
+    set_plan(&plan, "");
     expect_invalid(&f.p, &plan, "blocks[0] is empty");
 
     /* A block that refers past the segments. */
-    ub_plan_clear(&plan);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 0, 0, 100);
+    set_plan(&plan, "0:0+100");
     plan.blocks[0].n_segments = 5;
     expect_invalid(&f.p, &plan, "blocks[0] refers past the plan's segments");
 
     /* Bytes covered twice; bytes not covered; a call missing altogether. */
-    ub_plan_clear(&plan);
-    for (int k = 0; k < 3; k++) {
-        ub_plan_begin_block(&plan);
-        ub_plan_add_segment(&plan, k, 0, f.calls[k].bytes);
-    }
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 1, 150, 10);
+    set_plan(&plan, "0:0+100 | 1:0+200 | 2:0+300 | 1:150+10");
     expect_invalid(&f.p, &plan, "call 1: bytes [150, 200) are covered twice");
-    ub_plan_clear(&plan);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 0, 0, 100);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 1, 0, 50);
-    ub_plan_add_segment(&plan, 1, 60, 140);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 2, 0, 300);
+    set_plan(&plan, "0:0+100 | 1:0+50 1:60+140 | 2:0+300");
     expect_invalid(&f.p, &plan, "call 1: bytes [50, 60) are not covered");
-    ub_plan_clear(&plan);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 0, 0, 100);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 1, 0, 150);
+    set_plan(&plan, "0:0+100 | 1:0+150");
     expect_invalid(&f.p, &plan, "call 1: bytes [150, 200) are not covered");
-    ub_plan_clear(&plan);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 0, 0, 100);
-    ub_plan_add_segment(&plan, 1, 0, 200);
+    set_plan(&plan, "0:0+100 1:0+200");
     expect_invalid(&f.p, &plan, "call 2: bytes [0, 300) are not covered");
 
     /* Mixed dtype, mixed op. */
-    ub_plan_clear(&plan);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 0, 0, 100);
-    ub_plan_add_segment(&plan, 1, 0, 200);
-    ub_plan_add_segment(&plan, 2, 0, 300);
+    set_plan(&plan, "0:0+100 1:0+200 2:0+300");
     char ok[256];
     assert_int_equal(ub_plan_validate(&f.p, &plan, ok, sizeof(ok)), 0);
     f.calls[2].dtype = UB_DTYPE_FLOAT16;
@@ -339,20 +318,10 @@ static void test_validator_rejections(void **state)
     /* merge:false on call 1: a block may hold calls 0 and 1, never 1 and 2. */
     f.calls[1].merge = false;
     expect_invalid(&f.p, &plan, "blocks[0] merges calls 0 and 2 across a call marked \"merge\": false");
-    ub_plan_clear(&plan);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 0, 0, 100);
-    ub_plan_add_segment(&plan, 1, 0, 200);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 2, 0, 300);
+    set_plan(&plan, "0:0+100 1:0+200 | 2:0+300");
     char err[256];
     assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
-    ub_plan_clear(&plan);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 0, 0, 100);
-    ub_plan_begin_block(&plan);
-    ub_plan_add_segment(&plan, 2, 0, 300);
-    ub_plan_add_segment(&plan, 1, 0, 200);
+    set_plan(&plan, "0:0+100 | 2:0+300 1:0+200");
     expect_invalid(&f.p, &plan, "blocks[1] merges calls 1 and 2 across");
     ub_plan_free(&plan);
 }

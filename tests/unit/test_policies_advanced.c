@@ -22,7 +22,16 @@ typedef struct {
     ub_profile p;
 } fixture;
 
-static void setup_profile(fixture *f, int n, double backward_end, int n_forward)
+typedef struct {
+    uint64_t bytes;
+    double ready;
+    int need;
+} call_spec;
+
+/* The profile of the n calls `calls` under the units above: backward end B, forward segments
+ * `forward` (n_forward of them). */
+static void setup_profile(fixture *f, double backward_end, int n_forward, const double *forward, int n,
+                          const call_spec *calls)
 {
     memset(&f->p, 0, sizeof(f->p));
     f->p.has_net = true;
@@ -33,22 +42,29 @@ static void setup_profile(fixture *f, int n, double backward_end, int n_forward)
     f->p.forward = f->forward;
     f->p.n_calls = n;
     f->p.calls = f->calls;
+    memcpy(f->forward, forward, sizeof(double) * (size_t)n_forward);
+    for (int k = 0; k < n; k++)
+        f->calls[k] = (ub_call){.bytes = calls[k].bytes, .ready = calls[k].ready, .need = calls[k].need,
+                                .dtype = UB_DTYPE_FLOAT32, .op = UB_OP_SUM, .merge = true, .measured_comm = -1.0};
 }
 
-static void call(fixture *f, int k, uint64_t bytes, double ready, int need)
-{
-    f->calls[k] = (ub_call){.bytes = bytes, .ready = ready, .need = need, .dtype = UB_DTYPE_FLOAT32,
-                            .op = UB_OP_SUM, .merge = true, .measured_comm = -1.0};
-}
+/* One segment per block: call, offset, length. */
+typedef struct {
+    int call;
+    uint64_t offset, length;
+} piece;
 
-static void expect_block(const ub_plan *plan, uint32_t b, int call_id, uint64_t offset, uint64_t length)
+/* The plan is exactly the n single-segment blocks `want`, in order. */
+static void expect_blocks(const ub_plan *plan, uint32_t n, const piece *want)
 {
-    assert_true(b < plan->n_blocks);
-    assert_int_equal(plan->blocks[b].n_segments, 1);
-    const ub_segment *s = &plan->segments[plan->blocks[b].first_segment];
-    assert_int_equal(s->call, call_id);
-    assert_int_equal(s->offset, offset);
-    assert_int_equal(s->length, length);
+    assert_int_equal(plan->n_blocks, n);
+    for (uint32_t b = 0; b < n; b++) {
+        assert_int_equal(plan->blocks[b].n_segments, 1);
+        const ub_segment *s = &plan->segments[plan->blocks[b].first_segment];
+        assert_int_equal(s->call, want[b].call);
+        assert_int_equal(s->offset, want[b].offset);
+        assert_int_equal(s->length, want[b].length);
+    }
 }
 
 static void expect_valid(const ub_profile *p, const ub_plan *plan)
@@ -70,24 +86,16 @@ static void test_bytescheduler_credit(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 2, 2.0, 2);
-    f.forward[0] = f.forward[1] = 1.0;
-    call(&f, 0, 8 * MiB, 0.0, 1);
-    call(&f, 1, 4 * MiB, 1.0, 0);
+    setup_profile(&f, 2.0, 2, (double[]){1.0, 1.0}, 2, (call_spec[]){{8 * MiB, 0.0, 1}, {4 * MiB, 1.0, 0}});
     ub_plan plan;
     ub_plan_init(&plan, "bytescheduler");
 
     assert_true(ub_bytescheduler_plan(&f.p, 4 * MiB, 1, &plan) == 14.5);
-    assert_int_equal(plan.n_blocks, 3);
-    expect_block(&plan, 0, 0, 0, 4 * MiB);
-    expect_block(&plan, 1, 1, 0, 4 * MiB);
-    expect_block(&plan, 2, 0, 4 * MiB, 4 * MiB);
+    expect_blocks(&plan, 3, (piece[]){{0, 0, 4 * MiB}, {1, 0, 4 * MiB}, {0, 4 * MiB, 4 * MiB}});
     assert_string_equal(plan.params, "partition=4194304 credit=1");
 
     assert_true(ub_bytescheduler_plan(&f.p, 4 * MiB, 2, &plan) == 15.5);
-    expect_block(&plan, 0, 0, 0, 4 * MiB);
-    expect_block(&plan, 1, 0, 4 * MiB, 4 * MiB);
-    expect_block(&plan, 2, 1, 0, 4 * MiB);
+    expect_blocks(&plan, 3, (piece[]){{0, 0, 4 * MiB}, {0, 4 * MiB, 4 * MiB}, {1, 0, 4 * MiB}});
 
     /* The policy searches the grid, which contains (4 MiB, 1). */
     assert_int_equal(ub_policy_run(UB_POLICY_BYTESCHEDULER, &f.p, &plan), 0);
@@ -103,23 +111,17 @@ static void test_bytescheduler_credit(void **state)
  * Partition 1 MiB, credit 1: 0[0,1M) 0 -> 1.5; at 1.5 the queue holds 0's second partition,
  * 1 and 2, all need 0: 2 (1.5 -> 3), 1 (3 -> 4.5), 0[1M,2M) (4.5 -> 6).
  * B = 0.5, forward [1]: T = max(0.5, 6) + 1 = 7. */
+static const call_spec layer_order_calls[] = {{2 * MiB, 0.0, 0}, {1 * MiB, 0.25, 0}, {1 * MiB, 0.5, 0}};
+
 static void test_bytescheduler_layer_order(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 3, 0.5, 1);
-    f.forward[0] = 1.0;
-    call(&f, 0, 2 * MiB, 0.0, 0);
-    call(&f, 1, 1 * MiB, 0.25, 0);
-    call(&f, 2, 1 * MiB, 0.5, 0);
+    setup_profile(&f, 0.5, 1, (double[]){1.0}, 3, layer_order_calls);
     ub_plan plan;
     ub_plan_init(&plan, "bytescheduler");
     assert_true(ub_bytescheduler_plan(&f.p, 1 * MiB, 1, &plan) == 7.0);
-    assert_int_equal(plan.n_blocks, 4);
-    expect_block(&plan, 0, 0, 0, 1 * MiB);
-    expect_block(&plan, 1, 2, 0, 1 * MiB);
-    expect_block(&plan, 2, 1, 0, 1 * MiB);
-    expect_block(&plan, 3, 0, 1 * MiB, 1 * MiB);
+    expect_blocks(&plan, 4, (piece[]){{0, 0, 1 * MiB}, {2, 0, 1 * MiB}, {1, 0, 1 * MiB}, {0, 1 * MiB, 1 * MiB}});
     ub_plan_free(&plan);
 }
 
@@ -136,18 +138,12 @@ static void test_usbyte_gap_filling(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 2, 3.0, 2);
-    f.forward[0] = f.forward[1] = 1.0;
-    call(&f, 0, 8 * MiB, 0.0, 1);
-    call(&f, 1, 1 * MiB, 3.0, 0);
+    setup_profile(&f, 3.0, 2, (double[]){1.0, 1.0}, 2, (call_spec[]){{8 * MiB, 0.0, 1}, {1 * MiB, 3.0, 0}});
     ub_plan plan;
     ub_plan_init(&plan, "usbyte");
     for (int adjust = 0; adjust <= 1; adjust++) {
         assert_true(ub_usbyte_plan(&f.p, 1 * MiB, adjust, &plan) == 11.5);
-        assert_int_equal(plan.n_blocks, 3);
-        expect_block(&plan, 0, 0, 0, 3 * MiB);
-        expect_block(&plan, 1, 1, 0, 1 * MiB);
-        expect_block(&plan, 2, 0, 3 * MiB, 5 * MiB);
+        expect_blocks(&plan, 3, (piece[]){{0, 0, 3 * MiB}, {1, 0, 1 * MiB}, {0, 3 * MiB, 5 * MiB}});
     }
     assert_int_equal(ub_policy_run(UB_POLICY_USBYTE, &f.p, &plan), 0);
     expect_valid(&f.p, &plan);
@@ -163,17 +159,11 @@ static void test_usbyte_short_gap(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 2, 0.25, 2);
-    f.forward[0] = f.forward[1] = 1.0;
-    call(&f, 0, 8 * MiB, 0.0, 1);
-    call(&f, 1, 1 * MiB, 0.25, 0);
+    setup_profile(&f, 0.25, 2, (double[]){1.0, 1.0}, 2, (call_spec[]){{8 * MiB, 0.0, 1}, {1 * MiB, 0.25, 0}});
     ub_plan plan;
     ub_plan_init(&plan, "usbyte");
     assert_true(ub_usbyte_plan(&f.p, 1 * MiB, false, &plan) == 11.5);
-    assert_int_equal(plan.n_blocks, 3);
-    expect_block(&plan, 0, 0, 0, 1 * MiB);
-    expect_block(&plan, 1, 1, 0, 1 * MiB);
-    expect_block(&plan, 2, 0, 1 * MiB, 7 * MiB);
+    expect_blocks(&plan, 3, (piece[]){{0, 0, 1 * MiB}, {1, 0, 1 * MiB}, {0, 1 * MiB, 7 * MiB}});
     ub_plan_free(&plan);
 }
 
@@ -188,18 +178,12 @@ static void test_usbyte_extends_block(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 3, 5.0, 2);
-    f.forward[0] = f.forward[1] = 1.0;
-    call(&f, 0, 8 * MiB, 0.0, 0);
-    call(&f, 1, 1 * MiB, 2.0, 1);
-    call(&f, 2, 1 * MiB, 5.0, 1);
+    setup_profile(&f, 5.0, 2, (double[]){1.0, 1.0}, 3,
+                  (call_spec[]){{8 * MiB, 0.0, 0}, {1 * MiB, 2.0, 1}, {1 * MiB, 5.0, 1}});
     ub_plan plan;
     ub_plan_init(&plan, "usbyte");
     assert_true(ub_usbyte_plan(&f.p, 1 * MiB, false, &plan) == 12.5);
-    assert_int_equal(plan.n_blocks, 3);
-    expect_block(&plan, 0, 0, 0, 8 * MiB);
-    expect_block(&plan, 1, 2, 0, 1 * MiB);
-    expect_block(&plan, 2, 1, 0, 1 * MiB);
+    expect_blocks(&plan, 3, (piece[]){{0, 0, 8 * MiB}, {2, 0, 1 * MiB}, {1, 0, 1 * MiB}});
     ub_plan_free(&plan);
 }
 
@@ -214,12 +198,8 @@ static void test_best_reaches_optimum(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 3, 1.0, 2);
-    f.forward[0] = 4.0;
-    f.forward[1] = 0.5;
-    call(&f, 0, 4 * MiB, 0.0, 1);
-    call(&f, 1, 1 * MiB, 1.0, 0);
-    call(&f, 2, 1 * MiB, 1.0, 0);
+    setup_profile(&f, 1.0, 2, (double[]){4.0, 0.5}, 3,
+                  (call_spec[]){{4 * MiB, 0.0, 1}, {1 * MiB, 1.0, 0}, {1 * MiB, 1.0, 0}});
     ub_plan plan;
     ub_plan_init(&plan, "");
     assert_int_equal(ub_policy_run(UB_POLICY_WFBP, &f.p, &plan), 0);
@@ -230,16 +210,12 @@ static void test_best_reaches_optimum(void **state)
     ub_plan_free(&plan);
 }
 
-/* best is never worse than any other policy on the hand-made profiles above. */
+/* best is never worse than any other policy on the hand-made profile of the layer-order test. */
 static void test_best_not_worse(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 3, 0.5, 1);
-    f.forward[0] = 1.0;
-    call(&f, 0, 2 * MiB, 0.0, 0);
-    call(&f, 1, 1 * MiB, 0.25, 0);
-    call(&f, 2, 1 * MiB, 0.5, 0);
+    setup_profile(&f, 0.5, 1, (double[]){1.0}, 3, layer_order_calls);
     ub_plan best, other;
     ub_plan_init(&best, "");
     ub_plan_init(&other, "");

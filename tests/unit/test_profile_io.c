@@ -16,12 +16,27 @@
 #include "usbyte/io.h"
 #include "usbyte/model.h"
 
-static int parse_text(const char *text, ub_profile *p, char *err, size_t errlen)
+/* The test's own JSON text, which must parse (the readers are tested, not jansson). */
+static json_t *json_of(const char *text)
 {
     json_error_t je;
     json_t *root = json_loads(text, 0, &je);
     if (!root)
         fail_msg("test JSON does not parse: %s", je.text);
+    return root;
+}
+
+/* The reader rejected `text` with exactly `message`. */
+static void expect_message(const char *text, int rc, const char *err, const char *message)
+{
+    assert_int_equal(rc, -1);
+    if (strcmp(err, message) != 0)
+        fail_msg("for %s\n got  \"%s\"\n want \"%s\"", text, err, message);
+}
+
+static int parse_text(const char *text, ub_profile *p, char *err, size_t errlen)
+{
+    json_t *root = json_of(text);
     int rc = ub_profile_from_json(root, "t.json", p, err, errlen);
     json_decref(root);
     return rc;
@@ -31,9 +46,7 @@ static void expect_error(const char *text, const char *message)
 {
     ub_profile p;
     char err[512] = "";
-    assert_int_equal(parse_text(text, &p, err, sizeof(err)), -1);
-    if (strcmp(err, message) != 0)
-        fail_msg("for %s\n got  \"%s\"\n want \"%s\"", text, err, message);
+    expect_message(text, parse_text(text, &p, err, sizeof(err)), err, message);
     /* A failed parse leaves an empty profile that is safe to free. */
     assert_int_equal(p.n_calls, 0);
     ub_profile_free(&p);
@@ -253,10 +266,7 @@ static void test_file_errors(void **state)
 
 static int parse_plan(const char *text, ub_plan *plan, char *err, size_t errlen)
 {
-    json_error_t je;
-    json_t *root = json_loads(text, 0, &je);
-    if (!root)
-        fail_msg("test JSON does not parse: %s", je.text);
+    json_t *root = json_of(text);
     int rc = ub_plan_from_json(root, "p.json", plan, err, errlen);
     json_decref(root);
     return rc;
@@ -267,9 +277,7 @@ static void expect_plan_error(const char *text, const char *message)
     ub_plan plan;
     ub_plan_init(&plan, "");
     char err[512] = "";
-    assert_int_equal(parse_plan(text, &plan, err, sizeof(err)), -1);
-    if (strcmp(err, message) != 0)
-        fail_msg("for %s\n got  \"%s\"\n want \"%s\"", text, err, message);
+    expect_message(text, parse_plan(text, &plan, err, sizeof(err)), err, message);
     ub_plan_free(&plan);
 }
 

@@ -92,18 +92,26 @@ static void test_valid_and_aligned(void **state)
     }
 }
 
+/* plan[UB_POLICY_BEST] is no slower than any other policy's plan (1e-12 relative); `label`
+ * names the profile in messages. */
+static void expect_best_dominates(const ub_plan *plan, const char *label)
+{
+    double best = plan[UB_POLICY_BEST].iteration;
+    for (int id = 0; id < UB_POLICY_BEST; id++)
+        if (!(best <= plan[id].iteration * (1.0 + 1e-12)))
+            fail_msg("%s: best %.12g is slower than %s %.12g", label, best, ub_policy_name(id), plan[id].iteration);
+}
+
 static void test_best_dominates(void **state)
 {
     (void)state;
     double sum_gain_bs = 0.0;
     for (int i = 0; i < N_PROFILES; i++) {
         const sample *s = &samples[i];
+        char label[32];
+        snprintf(label, sizeof(label), "profile %d", i);
+        expect_best_dominates(s->plan, label);
         double best = s->plan[UB_POLICY_BEST].iteration;
-        for (int id = 0; id < UB_POLICY_BEST; id++) {
-            double other = s->plan[id].iteration;
-            if (!(best <= other * (1.0 + 1e-12)))
-                fail_msg("profile %d: best %.12g is slower than %s %.12g", i, best, ub_policy_name(id), other);
-        }
         double lb = ub_lower_bound(&s->prof);
         assert_true(best >= lb * (1.0 - 1e-12));
         sum_gain_bs += s->plan[UB_POLICY_BYTESCHEDULER].iteration / best;
@@ -295,25 +303,32 @@ static bool close_rel(double a, double b, double rel)
     return fabs(a - b) <= rel * (scale > 1e-300 ? scale : 1e-300);
 }
 
+/* The evaluator (fresh, and as stored in the plan by ub_policy_run) agrees with the event
+ * simulation on the iteration time and on every block's start and end, 1e-9 relative. */
+static void expect_simulation_agrees(const ub_profile *p, const ub_plan *plan, const char *label)
+{
+    double *st = malloc(sizeof(double) * (plan->n_blocks + 1) * 2);
+    assert_non_null(st);
+    double *en = st + plan->n_blocks + 1;
+    double des = simulate(p, plan, st, en);
+    double ev = ub_evaluate_const(p, plan, NULL);
+    if (!close_rel(des, ev, 1e-9) || !close_rel(des, plan->iteration, 1e-9))
+        fail_msg("%s: evaluator %.15g (stored %.15g), event simulation %.15g", label, ev, plan->iteration, des);
+    for (uint32_t b = 0; b < plan->n_blocks; b++)
+        if (!close_rel(st[b], plan->blocks[b].start, 1e-9) || !close_rel(en[b], plan->blocks[b].end, 1e-9))
+            fail_msg("%s, block %u: evaluator [%.15g, %.15g], event simulation [%.15g, %.15g]", label, b,
+                     plan->blocks[b].start, plan->blocks[b].end, st[b], en[b]);
+    free(st);
+}
+
 static void test_evaluator_vs_event_simulation(void **state)
 {
     (void)state;
     for (int i = 0; i < N_PROFILES; i++) {
-        const ub_profile *p = &samples[i].prof;
         for (int id = 0; id < UB_POLICY_COUNT; id++) {
-            const ub_plan *plan = &samples[i].plan[id];
-            double *st = malloc(sizeof(double) * (plan->n_blocks + 1) * 2);
-            assert_non_null(st);
-            double *en = st + plan->n_blocks + 1;
-            double des = simulate(p, plan, st, en);
-            double ev = ub_evaluate_const(p, plan, NULL);
-            if (!close_rel(des, ev, 1e-9))
-                fail_msg("profile %d, %s: evaluator %.15g, event simulation %.15g", i, ub_policy_name(id), ev, des);
-            for (uint32_t b = 0; b < plan->n_blocks; b++)
-                if (!close_rel(st[b], plan->blocks[b].start, 1e-9) || !close_rel(en[b], plan->blocks[b].end, 1e-9))
-                    fail_msg("profile %d, %s, block %u: evaluator [%.15g, %.15g], event simulation [%.15g, %.15g]", i,
-                             ub_policy_name(id), b, plan->blocks[b].start, plan->blocks[b].end, st[b], en[b]);
-            free(st);
+            char label[64];
+            snprintf(label, sizeof(label), "profile %d, %s", i, ub_policy_name(id));
+            expect_simulation_agrees(&samples[i].prof, &samples[i].plan[id], label);
         }
     }
 }
@@ -378,21 +393,15 @@ static void test_corner_profiles(void **state)
         for (int id = 0; id < UB_POLICY_COUNT; id++) {
             ub_plan_init(&plan[id], "");
             assert_int_equal(ub_policy_run(id, &p, &plan[id]), 0);
-            char err[256] = "";
+            char err[256] = "", label[64];
             if (ub_plan_validate(&p, &plan[id], err, sizeof(err)) != 0)
                 fail_msg("corner case %d, %s: %s", c, ub_policy_name(id), err);
-            double *st = malloc(sizeof(double) * (plan[id].n_blocks + 1) * 2);
-            assert_non_null(st);
-            double des = simulate(&p, &plan[id], st, st + plan[id].n_blocks + 1);
-            free(st);
-            if (!close_rel(des, plan[id].iteration, 1e-9))
-                fail_msg("corner case %d, %s: evaluator %.15g, event simulation %.15g", c, ub_policy_name(id),
-                         plan[id].iteration, des);
+            snprintf(label, sizeof(label), "corner case %d, %s", c, ub_policy_name(id));
+            expect_simulation_agrees(&p, &plan[id], label);
         }
-        for (int id = 0; id < UB_POLICY_BEST; id++)
-            if (!(plan[UB_POLICY_BEST].iteration <= plan[id].iteration * (1.0 + 1e-12)))
-                fail_msg("corner case %d: best %.12g is slower than %s %.12g", c, plan[UB_POLICY_BEST].iteration,
-                         ub_policy_name(id), plan[id].iteration);
+        char label[32];
+        snprintf(label, sizeof(label), "corner case %d", c);
+        expect_best_dominates(plan, label);
         for (int id = 0; id < UB_POLICY_COUNT; id++)
             ub_plan_free(&plan[id]);
         ub_synthetic_free(&p);
