@@ -84,11 +84,13 @@ static const uint64_t two_bytes[] = {100, 200};
 static const double two_ready[] = {1.0, 2.0};
 static const double one_fwd[] = {1.0};
 
+static void setup_two_calls(fixture *f) { setup_profile(f, 2, two_bytes, two_ready, NULL, 0.5, 0.01, 2.0, 1, one_fwd); }
+
 static void test_rules_1_to_5_wfbp(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 2, two_bytes, two_ready, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    setup_two_calls(&f);
     ub_plan plan;
     whole_blocks(&plan, &f.p, 2, (int[]){0, 1});
     char err[256];
@@ -112,7 +114,7 @@ static void test_link_is_serial_in_plan_order(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 2, two_bytes, two_ready, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    setup_two_calls(&f);
     ub_plan plan;
     whole_blocks(&plan, &f.p, 2, (int[]){1, 0});
     near(ub_evaluate(&f.p, &plan, NULL), 7.0);
@@ -130,7 +132,7 @@ static void test_staging_cost(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 2, two_bytes, two_ready, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    setup_two_calls(&f);
     f.p.copy_beta = 0.001;
     ub_plan plan;
     ub_plan_init(&plan, "merged");
@@ -156,7 +158,7 @@ static void test_partial_split_completion(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 2, two_bytes, two_ready, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    setup_two_calls(&f);
     ub_plan plan;
     ub_plan_init(&plan, "split");
     set_plan(&plan, "0:0+40 | 1:0+200 | 0:40+60");
@@ -220,7 +222,7 @@ static void test_lower_bound(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 2, two_bytes, two_ready, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    setup_two_calls(&f);
     near(ub_lower_bound(&f.p), 5.5);
     static const double fwd[] = {2.0, 0.5};
     setup_profile(&f, 2, two_bytes, two_ready, (int[]){1, 0}, 0.5, 0.01, 2.0, 2, fwd);
@@ -332,7 +334,7 @@ static void test_validator_shared_segments(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 2, two_bytes, two_ready, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    setup_two_calls(&f);
     ub_plan plan;
     whole_blocks(&plan, &f.p, 2, (int[]){0, 1});
     for (int i = 0; i < 4; i++) {
