@@ -1,7 +1,9 @@
 /* The agreement at the first call after the warm-up, the planner and the report (DESIGN.md
  * sections 1, 5 and 8).  The collectives issued here depend only on the call sequence: they
- * are issued at the same call index on every rank, and their sizes depend on n_calls only
- * after every rank has confirmed it holds the same n_calls and sequence hash. */
+ * are issued at the same call index on every rank, inside an NCCL group or not, and their sizes
+ * are constants (UB_AGREE_MAX_LEN, UB_AGREE_SUM_LEN), whatever each rank measured.  Nothing
+ * waits for them where they are issued; the result is read later (docs/runtime.md gives the rule
+ * schedule mode will follow). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -5,7 +5,10 @@
  *     ^                 |                                    |                   (observe: done;
  *     +---deviation-----+                                    +--mismatch--> PASS_THROUGH   schedule
  *                                                                                 mode: SCHEDULE)
- *   DISABLED: never observed again (nonblocking communicator, setup failure, destroyed).
+ *   DISABLED: never observed again (nonblocking communicator, out of memory, destroyed).
+ *   A warm-up set-up failure (recorder, timing events) is rank-local: it does not disable (the
+ *   others would issue the agreement alone) but sets local_failure; the rank takes part without
+ *   numbers and every rank goes to PASS_THROUGH.
  *
  * Every transition that changes what is issued to NCCL (only AGREE, in this issue) happens at a
  * call index derived from the portable call sequence (the detector's lock and phase plus the

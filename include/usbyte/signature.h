@@ -25,7 +25,9 @@
 
 typedef struct ub_call_sig {
     /* portable: identical on every rank in a correct program */
-    int kind;            /* which NCCL function (the caller's enum, e.g. its X-macro index) */
+    int kind;            /* which operation (the caller's enum, e.g. its X-macro index), canonical:
+                            entry points NCCL treats as one operation must get one kind
+                            (the runtime gives ncclBcast the kind of ncclBroadcast) */
     uint64_t count;      /* element count as passed to NCCL (bytes = count * dtype size) */
     int dtype;           /* ncclDataType_t value (or ub_dtype: be consistent per process) */
     int op;              /* ncclRedOp_t value, -1 for calls without a reduction */

@@ -60,6 +60,9 @@ int main(int argc, char **argv)
         }
     }
     CUDA_OK(cudaStreamSynchronize(s));
+    NCCL_OK(ncclCommDestroy(comm));
+    CUDA_OK(cudaFree(buf));
+    CUDA_OK(cudaStreamDestroy(s));
     printf("faults: finished\n");
     return 0;
 }
