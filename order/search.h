@@ -34,14 +34,14 @@ typedef struct ub_wplan {
     ub_wblock *b;
     int nb, cap;
     /* Timeline (ub_wplan_timeline): */
-    double *e, *slack, *cs, *suffix_slack;
+    double *e, *slack, *suffix_slack;
     double T, thr;          /* iteration, and the value a move must beat (T minus a tolerance) */
     int first_crit, last_crit; /* blocks with e_b + W_b >= thr; -1 when none */
     int busy_start;            /* the block that opens the busy period of first_crit: a move
                                   that ends before it cannot change first_crit's end */
 } ub_wplan;
 
-int ub_wplan_init(ub_wplan *wp, const ub_profile *prof);
+void ub_wplan_init(ub_wplan *wp, const ub_profile *prof);
 void ub_wplan_free(ub_wplan *wp);
 void ub_wplan_load(ub_wplan *wp, const ub_plan *plan);
 void ub_wplan_store(const ub_wplan *wp, ub_plan *plan);

@@ -10,7 +10,7 @@
 /* Every array of the search grows the same way; running out of memory aborts (usbyte/alloc.h). */
 static void *xrealloc(void *p, size_t n) { return ub_xrealloc(p, n, "in the plan search"); }
 
-int ub_wplan_init(ub_wplan *wp, const ub_profile *prof)
+void ub_wplan_init(ub_wplan *wp, const ub_profile *prof)
 {
     memset(wp, 0, sizeof(*wp));
     wp->prof = prof;
@@ -30,7 +30,6 @@ int ub_wplan_init(ub_wplan *wp, const ub_profile *prof)
             g++;
     }
     free(suffix);
-    return 0;
 }
 
 void ub_wplan_free(ub_wplan *wp)
@@ -42,7 +41,6 @@ void ub_wplan_free(ub_wplan *wp)
     free(wp->group);
     free(wp->e);
     free(wp->slack);
-    free(wp->cs);
     free(wp->suffix_slack);
     memset(wp, 0, sizeof(*wp));
 }
@@ -56,7 +54,6 @@ static void reserve_blocks(ub_wplan *wp, int need)
     memset(wp->b + wp->cap, 0, sizeof(ub_wblock) * (size_t)(c - wp->cap));
     wp->e = xrealloc(wp->e, sizeof(double) * (size_t)c);
     wp->slack = xrealloc(wp->slack, sizeof(double) * (size_t)c);
-    wp->cs = xrealloc(wp->cs, sizeof(double) * (size_t)c);
     wp->suffix_slack = xrealloc(wp->suffix_slack, sizeof(double) * (size_t)c);
     wp->cap = c;
 }
@@ -123,13 +120,10 @@ void ub_wplan_store(const ub_wplan *wp, ub_plan *plan)
 
 void ub_wplan_timeline(ub_wplan *wp)
 {
-    double link = 0.0, T = wp->BgF, cs = 0.0;
+    double link = 0.0, T = wp->BgF;
     for (int i = 0; i < wp->nb; i++) {
         const ub_wblock *w = &wp->b[i];
         wp->slack[i] = w->r - link;
-        if (wp->slack[i] > 0)
-            cs += wp->slack[i];
-        wp->cs[i] = cs;
         link = (w->r > link ? w->r : link) + w->cost;
         wp->e[i] = link;
         if (link + w->W > T)
