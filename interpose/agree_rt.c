@@ -218,6 +218,7 @@ void ub_comm_agree_read(ub_comm *c, bool block)
             return;
     }
     atomic_fetch_sub(&ub_agree_unread, 1);
+    ub_debug("communicator %d: agreement read%s", c->index, block ? " before the communicator's destroy" : "");
     ub_comm_report *r = &c->report;
     ub_agreed agreed;
     ub_agree_outcome outcome = UB_AGREE_NOMEM;

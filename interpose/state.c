@@ -439,6 +439,13 @@ static int portable_kind(int id)
     return id == UB_NCCL_Bcast ? UB_NCCL_Broadcast : id;
 }
 
+/* The op in the portable signature: a handle from ncclRedOpCreatePreMulSum is a rank-local value
+ * (the lowest free slot of this rank's communicator), so every user-created op is one value. */
+static int portable_op(int op)
+{
+    return op >= (int)ncclNumOps ? (int)ncclNumOps : op;
+}
+
 void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
 {
     t->comm = NULL;
@@ -452,7 +459,7 @@ void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         return;
     }
     c->issuer = (unsigned long)pthread_self();
-    ub_call_sig cs = {.kind = portable_kind(d->id), .count = d->count, .dtype = d->dtype, .op = d->op, .peer = d->root};
+    ub_call_sig cs = {.kind = portable_kind(d->id), .count = d->count, .dtype = d->dtype, .op = portable_op(d->op), .peer = d->root};
     uint64_t sig = ub_sig_portable(&cs);
     ub_iter_result res;
     ub_iterdet_feed(c->det, sig, &res);
