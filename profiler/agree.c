@@ -9,6 +9,7 @@
 #include "usbyte/record.h"
 
 #define AGREE_FORMAT 2.0
+#define NO_SAMPLE 1e300
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -54,7 +55,10 @@ void ub_agree_encode(const ub_agree_local *l, double *max_vec, double *sum_vec)
         m[0] = finite_or(k->ready, 0.0);
         m[1] = finite_or(k->need, -1.0);
         m[2] = finite_or(k->done, -1.0);
-        m[3] = -finite_or(k->comm_min, 0.0);
+        /* A rank without a duration sample (0: e.g. calls held in a group spanning the end of
+         * the warm-up) must not win the min over ranks. */
+        double cmin = finite_or(k->comm_min, 0.0);
+        m[3] = cmin > 0 ? -cmin : -NO_SAMPLE;
         m[4] = k->barrier ? 1.0 : 0.0;
         m[5] = k->fallback ? 1.0 : 0.0;
         m[6] = k->split ? 1.0 : 0.0;
@@ -97,7 +101,7 @@ ub_agree_outcome ub_agree_decode(const double *max_vec, const double *sum_vec, u
         k->ready = m[0];
         k->need = m[1];
         k->done = m[2];
-        k->comm_min = -m[3];
+        k->comm_min = -m[3] >= NO_SAMPLE ? 0.0 : -m[3];
         k->barrier = m[4] > 0.5;
         k->fallback = m[5] > 0.5;
         k->split = m[6] > 0.5;

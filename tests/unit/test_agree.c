@@ -69,16 +69,20 @@ static ub_agree_outcome agree2(agreement *g, const ub_agree_local *l0, const ub_
 static void test_data_roundtrip_two_ranks(void **state)
 {
     (void)state;
-    ub_summary_call c0[2] = {{.ready = 0, .need = 0.030, .done = 0.002, .comm_mean = 0.001, .comm_min = 0.0009},
+    ub_summary_call c0[3] = {{.ready = 0, .need = 0.030, .done = 0.002, .comm_mean = 0.001, .comm_min = 0.0009},
                              {.ready = 0.010, .need = -1, .done = 0.012, .comm_mean = 0.002, .comm_min = 0.0019, .barrier = true}};
-    ub_summary_call c1[2] = {{.ready = 0, .need = 0.031, .done = 0.0021, .comm_mean = 0.003, .comm_min = 0.0008, .fallback = true},
+    ub_summary_call c1[3] = {{.ready = 0, .need = 0.031, .done = 0.0021, .comm_mean = 0.003, .comm_min = 0.0008, .fallback = true},
                              {.ready = 0.011, .need = -1, .done = 0.0119, .comm_mean = 0.004, .comm_min = 0.0021, .split = true}};
-    ub_summary s0 = {2, c0, 0.050, 3}, s1 = {2, c1, 0.052, 3};
-    ub_agree_local l0 = {2, 3, 0xabcdull, 6, &s0, {0, 0, 0, 1}}, l1 = {2, 3, 0xabcdull, 6, &s1, {3, 1, 0, 1}};
+    /* call 2: rank 0 has no duration sample (comm_min 0), rank 1 does; then neither */
+    c0[2] = (ub_summary_call){.ready = 0.02, .comm_min = 0};
+    c1[2] = (ub_summary_call){.ready = 0.02, .comm_min = 0.003};
+    ub_summary s0 = {3, c0, 0.050, 3}, s1 = {3, c1, 0.052, 3};
+    ub_agree_local l0 = {3, 3, 0xabcdull, 6, &s0, {0, 0, 0, 1}}, l1 = {3, 3, 0xabcdull, 6, &s1, {3, 1, 0, 1}};
     static agreement g;
     ub_agreed a;
     assert_int_equal(agree2(&g, &l0, &l1, &a), UB_AGREE_OK);
-    assert_int_equal(a.n_calls, 2);
+    assert_int_equal(a.n_calls, 3);
+    assert_double_equal(a.calls[2].comm_min, 0.003, 0);
     assert_int_equal(a.ranks, 2);
     assert_double_equal(a.calls[0].need, 0.031, 0);
     assert_double_equal(a.calls[0].done, 0.0021, 0);
@@ -95,6 +99,10 @@ static void test_data_roundtrip_two_ranks(void **state)
     assert_double_equal(a.flags.stream_ordered, 3, 0);
     assert_double_equal(a.flags.cupti_missing, 1, 0);
     assert_double_equal(a.flags.other_calls, 1, 0);
+    ub_agreed_free(&a);
+    c1[2].comm_min = 0;
+    assert_int_equal(agree2(&g, &l0, &l1, &a), UB_AGREE_OK);
+    assert_double_equal(a.calls[2].comm_min, 0, 0);
     ub_agreed_free(&a);
 }
 
