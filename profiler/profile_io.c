@@ -224,15 +224,64 @@ bad:
     return -1;
 }
 
-int ub_profile_load(const char *path, ub_profile *out, char *err, size_t errlen)
+/* A usbyte report embeds one agreed profile per communicator (comms[i].profile), so that a
+ * profile measured on a GPU cluster replays unchanged: pick the one asked for, or the first. */
+static const json_t *report_profile(const json_t *root, const char *path, int comm, char *origin,
+                                    size_t origin_len, char *err, size_t errlen)
+{
+    const ub_io_where w = {path, err, errlen};
+    const json_t *comms = json_object_get(root, "comms");
+    if (!json_is_array(comms)) {
+        ub_io_fail(&w, "comms: a usbyte report needs an array of communicators");
+        return NULL;
+    }
+    size_t n = json_array_size(comms);
+    if (comm >= 0 && (size_t)comm >= n) {
+        ub_io_fail(&w, "comms[%d]: the report has %zu communicator(s)", comm, n);
+        return NULL;
+    }
+    for (size_t i = comm >= 0 ? (size_t)comm : 0; i < n; i++) {
+        const json_t *c = json_array_get(comms, i);
+        const json_t *prof = json_object_get(c, "profile");
+        if (json_is_object(prof)) {
+            snprintf(origin, origin_len, "%s: comms[%zu].profile", path, i);
+            return prof;
+        }
+        if (comm >= 0) {
+            const char *state = json_string_value(json_object_get(c, "state"));
+            ub_io_fail(&w, "comms[%d].profile: none (state \"%s\": the communicator was not planned)",
+                       comm, state ? state : "?");
+            return NULL;
+        }
+    }
+    ub_io_fail(&w, "comms: no communicator of this report has a profile (none was planned)");
+    return NULL;
+}
+
+int ub_profile_load_comm(const char *path, int comm, ub_profile *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
     json_t *root = ub_json_load_file(path, err, errlen);
     if (!root)
         return -1;
-    int rc = ub_profile_from_json(root, path, out, err, errlen);
+    int rc = -1;
+    char origin[1024];
+    const json_t *prof = root;
+    snprintf(origin, sizeof(origin), "%s", path);
+    const ub_io_where w = {path, err, errlen};
+    if (json_object_get(root, "usbyte_report"))
+        prof = report_profile(root, path, comm, origin, sizeof(origin), err, errlen);
+    else if (comm >= 0)
+        prof = NULL, ub_io_fail(&w, "a communicator index applies to a usbyte report, and this is not one");
+    if (prof)
+        rc = ub_profile_from_json(prof, origin, out, err, errlen);
     json_decref(root);
     return rc;
+}
+
+int ub_profile_load(const char *path, ub_profile *out, char *err, size_t errlen)
+{
+    return ub_profile_load_comm(path, -1, out, err, errlen);
 }
 
 /* json_object_set_new that reports failure instead of leaking silently. */

@@ -18,6 +18,7 @@
 
 typedef struct options {
     const char *profile_path;
+    int comm;                   /* >= 0: that communicator of a usbyte report; -1: the first planned */
     int synthetic_n;            /* > 0: generate instead of reading a file */
     unsigned long long synthetic_seed;
     int synthetic_layerwise;
@@ -55,6 +56,7 @@ static void usage(FILE *f)
             "                  [--sweep ranks=P1,P2,... --net PRESET]\n"
             "       usbyte-sim PROFILE.json --eval PLAN.json [--json]\n"
             "       usbyte-sim --synthetic N,SEED[,layerwise] ...   (a generated profile instead of a file)\n"
+            "PROFILE.json may also be a usbyte report: its first planned communicator's profile, or --comm N\n"
             "policies: ");
     for (int i = 0; i < UB_POLICY_COUNT; i++)
         fprintf(f, "%s%s", i ? ", " : "", ub_policy_name((ub_policy_id)i));
@@ -116,6 +118,7 @@ static void parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof(*o));
     o->alpha = o->beta = o->copy_beta = -1.0;
+    o->comm = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 #define VALUE() (i + 1 < argc ? argv[++i] : (die("%s needs a value", a), ""))
@@ -144,6 +147,8 @@ static void parse_args(int argc, char **argv, options *o)
             o->svg = VALUE();
         } else if (!strcmp(a, "--sweep")) {
             parse_sweep(o, VALUE());
+        } else if (!strcmp(a, "--comm")) {
+            o->comm = (int)parse_int("--comm", VALUE(), 0, 1000000);
         } else if (!strcmp(a, "--synthetic")) {
             parse_synthetic(o, VALUE());
         } else if (a[0] == '-' && a[1]) {
@@ -226,7 +231,7 @@ static void load_profile(const options *o, ub_profile *prof, char *origin, size_
         return;
     }
     snprintf(origin, origin_len, "%s", o->profile_path);
-    if (ub_profile_load(o->profile_path, prof, err, sizeof(err)) != 0)
+    if (ub_profile_load_comm(o->profile_path, o->comm, prof, err, sizeof(err)) != 0)
         die("%s", err);
 }
 

@@ -20,6 +20,10 @@
  * empty (safe to ub_profile_free). */
 int ub_profile_from_json(const json_t *root, const char *origin, ub_profile *out, char *err, size_t errlen);
 int ub_profile_load(const char *path, ub_profile *out, char *err, size_t errlen);
+/* The same, where the file may also be a usbyte report ("usbyte_report": 1): then the profile
+ * of communicator `comm` (comms[comm].profile), or with comm < 0 the first one planned.
+ * ub_profile_load(path) is ub_profile_load_comm(path, -1). */
+int ub_profile_load_comm(const char *path, int comm, ub_profile *out, char *err, size_t errlen);
 /* Every field written explicitly, so that from_json(to_json(p)) == p.  NULL only when out of memory. */
 json_t *ub_profile_to_json(const ub_profile *prof);
 int ub_profile_save(const char *path, const ub_profile *prof, char *err, size_t errlen);

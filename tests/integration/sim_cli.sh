@@ -95,6 +95,12 @@ a=$("$SIM" --synthetic 60,9,layerwise --net 100gb-ib --ranks 16 --json | jq -c '
 b=$("$SIM" --synthetic 60,9,layerwise --net 100gb-ib --ranks 16 --json | jq -c 'del(.plan_seconds)')
 [ -n "$a" ] && [ "$a" = "$b" ] || fail "--synthetic layerwise: plans differ between two runs"
 
+# A usbyte report replays as its embedded profile (first planned communicator, or --comm N).
+jq -n --slurpfile p "$tmp/small.json" '{usbyte_report: 1, rank: 0, world_size: 2,
+    comms: [{state: "detect", profile: null}, {state: "planned", profile: $p[0]}]}' > "$tmp/report.json"
+"$SIM" "$tmp/report.json" | grep -Eq '^mgwfbp-dp +1200\.000 +2\.500x' || fail "report: first planned communicator"
+"$SIM" "$tmp/report.json" --comm 1 --policy wfbp --json | jq -e '.iteration == 3' > /dev/null || fail "report --comm 1"
+
 # ---- bad input: one line naming the file, the place and the problem; exit 2 ----
 expect_bad "unreadable file" "^usbyte-sim: $tmp/none.json: cannot read: No such file" "$SIM" "$tmp/none.json"
 printf '{"usbyte_profile": 1, "calls": [' > "$tmp/malformed.json"
@@ -138,6 +144,14 @@ expect_bad "plan of the wrong shape" "$tmp/shape.json: blocks\[1\]\.segments\[0\
 expect_bad "unreadable plan" "$tmp/noplan.json: cannot read" "$SIM" "$tmp/small.json" --eval "$tmp/noplan.json"
 expect_bad "unwritable --plan-out" "/nonexistent/dir/p.json: cannot write" \
     "$SIM" "$tmp/small.json" --policy wfbp --plan-out /nonexistent/dir/p.json
+
+expect_bad "report, --comm past the end" 'report\.json: comms\[5\]: the report has 2 communicator' "$SIM" "$tmp/report.json" --comm 5
+expect_bad "report, unplanned --comm" 'report\.json: comms\[0\]\.profile: none \(state "detect"' "$SIM" "$tmp/report.json" --comm 0
+jq '.comms[1].profile.calls[1].bytes = -5' "$tmp/report.json" > "$tmp/badreport.json"
+expect_bad "report, bad embedded profile" 'badreport\.json: comms\[1\]\.profile: calls\[1\]\.bytes' "$SIM" "$tmp/badreport.json"
+jq '.comms = [.comms[0]]' "$tmp/report.json" > "$tmp/unplanned.json"
+expect_bad "report, nothing planned" 'unplanned\.json: comms: no communicator of this report has a profile' "$SIM" "$tmp/unplanned.json"
+expect_bad "--comm on a profile" 'small\.json: a communicator index applies to a usbyte report' "$SIM" "$tmp/small.json" --comm 0
 
 if [ "$failures" -ne 0 ]; then
     echo "$failures failure(s)"
