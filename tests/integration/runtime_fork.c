@@ -39,10 +39,10 @@ int main(void)
             pid_t child = fork();
             if (child == 0) {
                 /* The child goes through wrappers (it must forward, touching no usbyte state) and
-                 * ends with _exit: the emulator's own destructors would join the parent's stream
-                 * threads, which do not exist in a child (an emulator limitation). */
+                 * ends with exit(), so every exit handler (usbyte's report writer, the emulator's
+                 * destructors) runs in a child that owns none of the parent's threads. */
                 cudaError_t q = cudaStreamQuery(s);
-                _exit(q == cudaSuccess || q == cudaErrorNotReady ? 0 : 3);
+                exit(q == cudaSuccess || q == cudaErrorNotReady ? 0 : 3);
             }
             int status;
             CHECK(waitpid(child, &status, 0) != child);

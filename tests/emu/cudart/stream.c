@@ -442,8 +442,13 @@ static void dump_on_signal(int sig)
     errno = saved;
 }
 
+/* The process whose worker threads the stream table describes: a forked child inherits the
+ * table but none of the threads (and maybe a mutex held by one), so it must leave them alone. */
+static pid_t streams_owner;
+
 __attribute__((constructor)) static void emu_streams_init(void)
 {
+    streams_owner = getpid();
     const char *launched = getenv("USBYTE_EMU_LAUNCHED");
     if (launched != NULL && strcmp(launched, "1") == 0) {
         struct sigaction sa;
@@ -460,6 +465,8 @@ __attribute__((constructor)) static void emu_streams_init(void)
  * left alone: objects are never freed, so it can never touch freed memory. */
 __attribute__((destructor)) static void emu_streams_shutdown(void)
 {
+    if (getpid() != streams_owner)
+        return;
     atomic_store(&shutting_down, true);
     for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
         pthread_mutex_lock(&s->mu);
