@@ -75,6 +75,8 @@ void usbyteEmuSetStickyError(cudaError_t err);
  * (0 unknown, 1 cudaMalloc "device" memory, 2 cudaMallocHost/cudaHostAlloc pinned memory);
  * and allocation without going through the public (interposable) runtime API. */
 int usbyteEmuDeviceCount(void);
+/* The calling thread's current device (cudaSetDevice), which ncclCommInitRank binds to. */
+int usbyteEmuCurrentDevice(void);
 int usbyteEmuPointerKind(const void *ptr);
 cudaError_t usbyteEmuMemAlloc(void **ptr, size_t bytes);
 cudaError_t usbyteEmuMemFree(void *ptr);   /* like cudaFree: waits for the device first */

@@ -349,6 +349,9 @@ static void test_errors(ncclComm_t comm, cudaStream_t s, int rank, int p)
     NCCL_OK(ncclCommCuDevice(comm, &dev));
     NCCL_OK(ncclCommGetAsyncError(comm, &async));
     EXPECT(n == p && r == rank && async == ncclSuccess, "count %d rank %d async %d", n, r, async);
+    int cur;
+    CUDA_OK(cudaGetDevice(&cur));
+    EXPECT(dev == cur && cur == env_int("LOCAL_RANK"), "ncclCommCuDevice %d, current device %d", dev, cur);
 
     int32_t *buf = dev_ints(16, rank), host[16];
     EXPECT(ncclAllReduce(buf, buf, 16, (ncclDataType_t)42, ncclSum, comm, s) == ncclInvalidArgument, "bad dtype");

@@ -57,6 +57,7 @@ static inline ncclComm_t world_comm(int *rank, int *nranks)
 {
     *rank = env_int("RANK");
     *nranks = env_int("WORLD_SIZE");
+    CUDA_OK(cudaSetDevice(env_int("LOCAL_RANK"))); /* as torchrun-launched programs do */
     ncclUniqueId id;
     NCCL_OK(ncclGetUniqueId(&id));
     ncclComm_t comm;

@@ -41,6 +41,11 @@ int emu_current_device(void)
     return tl_device;
 }
 
+EMU_EXPORT int usbyteEmuCurrentDevice(void)
+{
+    return emu_current_device();
+}
+
 EMU_EXPORT int usbyteEmuDeviceCount(void)
 {
     return emu_device_count();

@@ -176,6 +176,7 @@ static ncclResult_t init_rank_config(ncclComm_t *comm, int nranks, ncclUniqueId 
         return emu_error(ncclInvalidArgument, "ncclCommInitRankConfig: config not initialised with NCCL_CONFIG_INITIALIZER");
     struct ncclComm *c;
     TRY(emu_comm_attach(&c, nranks, &commId, rank));
+    c->device = usbyteEmuCurrentDevice(); /* NCCL binds a communicator to the current device */
     if (config != NULL && config->blocking == 0)
         c->blocking = 0;
     if (emu_group_depth() > 0) {
