@@ -16,17 +16,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include <cuda_runtime_api.h>
-#include <nccl.h>
+#include "../integration/emu_common.h"
 
 #define CALLS 8
-#define CHECK(x)                                                                \
-    do {                                                                        \
-        if ((x) != 0) {                                                         \
-            fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #x);      \
-            exit(1);                                                            \
-        }                                                                       \
-    } while (0)
 
 static double now(void)
 {
@@ -50,7 +42,7 @@ static double median(double *v, int n)
 static void iteration(float *buf, ncclComm_t comm, cudaStream_t s)
 {
     for (int k = 0; k < CALLS; k++)
-        CHECK(ncclAllReduce(buf, buf, (size_t)(k + 1), ncclFloat32, ncclSum, comm, s));
+        NCCL_OK(ncclAllReduce(buf, buf, (size_t)(k + 1), ncclFloat32, ncclSum, comm, s));
 }
 
 int main(int argc, char **argv)
@@ -62,15 +54,15 @@ int main(int argc, char **argv)
     ncclComm_t comm;
     cudaStream_t s, other;
     float *buf;
-    CHECK(cudaSetDevice(0));
-    CHECK(ncclGetUniqueId(&id));
-    CHECK(ncclCommInitRank(&comm, 1, id, 0));
-    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    CHECK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
-    CHECK(cudaMalloc((void **)&buf, CALLS * sizeof(float)));
+    CUDA_OK(cudaSetDevice(0));
+    NCCL_OK(ncclGetUniqueId(&id));
+    NCCL_OK(ncclCommInitRank(&comm, 1, id, 0));
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_OK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+    CUDA_OK(cudaMalloc((void **)&buf, CALLS * sizeof(float)));
     for (int i = 0; i < warm; i++) {
         iteration(buf, comm, s);
-        CHECK(cudaStreamSynchronize(s));
+        CUDA_OK(cudaStreamSynchronize(s));
     }
     void *nccl = dlopen("libnccl.so.2", RTLD_NOLOAD | RTLD_LAZY);
     void *cudart = dlopen("libcudart.so.13", RTLD_NOLOAD | RTLD_LAZY);
@@ -88,16 +80,16 @@ int main(int argc, char **argv)
             double t0 = now();
             for (int j = 0; j < 50; j++)
                 for (int k = 0; k < CALLS; k++)
-                    CHECK((which ? real_allreduce : ncclAllReduce)(buf, buf, (size_t)(k + 1), ncclFloat32, ncclSum, comm, s));
+                    NCCL_OK((which ? real_allreduce : ncclAllReduce)(buf, buf, (size_t)(k + 1), ncclFloat32, ncclSum, comm, s));
             (which ? dir : sym)[i] = 1e9 * (now() - t0) / (50.0 * CALLS);
-            CHECK(cudaStreamSynchronize(s));
+            CUDA_OK(cudaStreamSynchronize(s));
         }
     }
     printf("ncclAllReduce %.1f %.1f\n", median(sym, rounds), median(dir, rounds));
 
     /* cudaEventRecord on a stream nothing of usbyte is involved with */
     cudaEvent_t ev;
-    CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    CUDA_OK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     rounds = records / 1000;
     sym = realloc(sym, (size_t)rounds * sizeof *sym);
     dir = realloc(dir, (size_t)rounds * sizeof *dir);
@@ -105,16 +97,16 @@ int main(int argc, char **argv)
         for (int which = 0; which < 2; which++) {
             double t0 = now();
             for (int j = 0; j < 1000; j++)
-                CHECK((which ? real_record : cudaEventRecord)(ev, other));
+                CUDA_OK((which ? real_record : cudaEventRecord)(ev, other));
             (which ? dir : sym)[i] = 1e9 * (now() - t0) / 1000.0;
-            CHECK(cudaStreamSynchronize(other));
+            CUDA_OK(cudaStreamSynchronize(other));
         }
     }
     printf("cudaEventRecord %.1f %.1f\n", median(sym, rounds), median(dir, rounds));
     free(sym);
     free(dir);
-    CHECK(cudaEventDestroy(ev));
-    CHECK(cudaFree(buf));
-    CHECK(ncclCommDestroy(comm));
+    CUDA_OK(cudaEventDestroy(ev));
+    CUDA_OK(cudaFree(buf));
+    NCCL_OK(ncclCommDestroy(comm));
     return 0;
 }

@@ -7,16 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cuda_runtime_api.h>
-#include <nccl.h>
+#include "emu_common.h"
 
-#define CHECK(x)                                                                \
-    do {                                                                        \
-        if ((x) != 0) {                                                         \
-            fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #x);      \
-            exit(1);                                                            \
-        }                                                                       \
-    } while (0)
 
 int main(void)
 {
@@ -26,15 +18,15 @@ int main(void)
     ncclComm_t comm;
     cudaStream_t s;
     float *buf;
-    CHECK(cudaSetDevice(0));
-    CHECK(ncclGetUniqueId(&id));
-    CHECK(ncclCommInitRank(&comm, world, id, rank));
-    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    CHECK(cudaMalloc((void **)&buf, 64 * sizeof(float)));
+    CUDA_OK(cudaSetDevice(0));
+    NCCL_OK(ncclGetUniqueId(&id));
+    NCCL_OK(ncclCommInitRank(&comm, world, id, rank));
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_OK(cudaMalloc((void **)&buf, 64 * sizeof(float)));
     for (int it = 0; it < 12; it++) {
         for (int k = 0; k < 4; k++)
-            CHECK(ncclAllReduce(buf, buf, (size_t)(8 * (k + 1)), ncclFloat32, ncclSum, comm, s));
-        CHECK(cudaStreamSynchronize(s));
+            NCCL_OK(ncclAllReduce(buf, buf, (size_t)(8 * (k + 1)), ncclFloat32, ncclSum, comm, s));
+        CUDA_OK(cudaStreamSynchronize(s));
         if (it == 8) {
             pid_t child = fork();
             if (child == 0) {
@@ -45,7 +37,7 @@ int main(void)
                 exit(q == cudaSuccess || q == cudaErrorNotReady ? 0 : 3);
             }
             int status;
-            CHECK(waitpid(child, &status, 0) != child);
+            EXPECT(waitpid(child, &status, 0) == child, "waitpid failed");
             if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
                 fprintf(stderr, "child: exited %d status %d, signal %d\n", WIFEXITED(status), WEXITSTATUS(status),
                         WIFSIGNALED(status) ? WTERMSIG(status) : 0);
@@ -53,7 +45,7 @@ int main(void)
             }
         }
     }
-    CHECK(ncclCommDestroy(comm));
+    NCCL_OK(ncclCommDestroy(comm));
     printf("fork test done\n");
     return 0;
 }

@@ -122,9 +122,7 @@ static void *background_main(void *arg)
 {
     horovod *h = arg;
     trainer *tr = &h->tr;
-    int devices = 0;
-    CUDA_CHECK(cudaGetDeviceCount(&devices));
-    CUDA_CHECK(cudaSetDevice(tr->local_rank % devices));
+    tr_bind_device(tr);
     for (int t = 0; t < tr->opt.iters; t++) {
         for (int i = 0; i < h->n_resp; i++) {
             const response *r = &h->resp[i];
@@ -152,9 +150,7 @@ static void *finalizer_main(void *arg)
 {
     horovod *h = arg;
     trainer *tr = &h->tr;
-    int devices = 0;
-    CUDA_CHECK(cudaGetDeviceCount(&devices));
-    CUDA_CHECK(cudaSetDevice(tr->local_rank % devices));
+    tr_bind_device(tr);
     for (int t = 0; t < tr->opt.iters; t++) {
         for (int i = 0; i < h->n_resp; i++) {
             pthread_mutex_lock(&h->mu);

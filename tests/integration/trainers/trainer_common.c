@@ -279,6 +279,15 @@ static void init_nccl(trainer *tr)
     NCCL_CHECK(ncclCommInitRank(&tr->comm, tr->world, id, tr->rank));
 }
 
+void tr_bind_device(const trainer *tr)
+{
+    int devices = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&devices));
+    if (devices < 1)
+        tr_die("no CUDA device");
+    CUDA_CHECK(cudaSetDevice(tr->local_rank % devices));
+}
+
 void tr_init(trainer *tr, const char *name, unsigned accepted, int argc, char **argv)
 {
     memset(tr, 0, sizeof *tr);
@@ -302,11 +311,7 @@ void tr_init(trainer *tr, const char *name, unsigned accepted, int argc, char **
         tr_die("%s: the profile has no calls", tr->opt.profile);
     build_model(tr);
 
-    int devices = 0;
-    CUDA_CHECK(cudaGetDeviceCount(&devices));
-    if (devices < 1)
-        tr_die("no CUDA device");
-    CUDA_CHECK(cudaSetDevice(tr->local_rank % devices));
+    tr_bind_device(tr);
 
     size_t bytes = tr->total * sizeof(float);
     CUDA_CHECK(cudaMallocHost((void **)&tr->h_param, bytes));

@@ -120,6 +120,8 @@ typedef struct trainer {
  * LOCAL_RANK, loads the profile, builds tensors and layers, allocates memory, creates the
  * compute stream and the communicator. */
 void tr_init(trainer *tr, const char *name, unsigned accepted, int argc, char **argv);
+/* Makes LOCAL_RANK's device current for the calling thread (each thread has its own). */
+void tr_bind_device(const trainer *tr);
 void tr_finish(trainer *tr);   /* frees everything, destroys the communicator */
 
 /* Compute-stream work.  A forward starts with tr_enqueue_forward_start (it also computes the
