@@ -278,35 +278,21 @@ EMU_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm)
 }
 EMU_NCCL_ALIAS(ncclCommAbort);
 
-EMU_EXPORT ncclResult_t pncclCommCount(const ncclComm_t comm, int *count)
-{
-    TRY(check_comm(comm, "ncclCommCount"));
-    if (count == NULL)
-        return emu_error(ncclInvalidArgument, "ncclCommCount: count is NULL");
-    *count = comm->nranks;
-    return ncclSuccess;
-}
-EMU_NCCL_ALIAS(ncclCommCount);
+/* The integer getters of a communicator: one definition, three entry points. */
+#define COMM_GETTER(name, arg, field)                                                           \
+    EMU_EXPORT ncclResult_t pncclComm##name(const ncclComm_t comm, int *arg)                    \
+    {                                                                                           \
+        TRY(check_comm(comm, "ncclComm" #name));                                                \
+        if (arg == NULL)                                                                        \
+            return emu_error(ncclInvalidArgument, "ncclComm" #name ": " #arg " is NULL");       \
+        *arg = comm->field;                                                                     \
+        return ncclSuccess;                                                                     \
+    }                                                                                           \
+    EMU_NCCL_ALIAS(ncclComm##name);
 
-EMU_EXPORT ncclResult_t pncclCommUserRank(const ncclComm_t comm, int *rank)
-{
-    TRY(check_comm(comm, "ncclCommUserRank"));
-    if (rank == NULL)
-        return emu_error(ncclInvalidArgument, "ncclCommUserRank: rank is NULL");
-    *rank = comm->rank;
-    return ncclSuccess;
-}
-EMU_NCCL_ALIAS(ncclCommUserRank);
-
-EMU_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int *device)
-{
-    TRY(check_comm(comm, "ncclCommCuDevice"));
-    if (device == NULL)
-        return emu_error(ncclInvalidArgument, "ncclCommCuDevice: device is NULL");
-    *device = comm->device;
-    return ncclSuccess;
-}
-EMU_NCCL_ALIAS(ncclCommCuDevice);
+COMM_GETTER(Count, count, nranks)
+COMM_GETTER(UserRank, rank, rank)
+COMM_GETTER(CuDevice, device, device)
 
 EMU_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
 {
