@@ -12,7 +12,7 @@ run config "$WORK/base.out" $N no -- ddp_like "${ARGS[@]}"
 declare -A BAD=([USBYTE_WARMUP]=three [USBYTE_MODE]=sideways [USBYTE_POLICY]=fastest [USBYTE_LOG]=chatty)
 USBYTE_WARMUP=${BAD[USBYTE_WARMUP]} USBYTE_MODE=${BAD[USBYTE_MODE]} USBYTE_POLICY=${BAD[USBYTE_POLICY]} \
 USBYTE_LOG=${BAD[USBYTE_LOG]} USBYTE_REPORT="$WORK/report-%r.json" \
-    run config "$WORK/bad.out" $N yes -- ddp_like "${ARGS[@]}" --print-truth "$WORK/truth.json"
+    run config "$WORK/bad.out" $N yes -- ddp_like "${ARGS[@]}" --print-truth "$WORK/truth-%r.json"
 $CHECK checksums --world $N "$WORK/base.out" "$WORK/bad.out"
 status=0
 for var in "${!BAD[@]}"; do
@@ -44,7 +44,7 @@ for path in sys.argv[1:]:
         print("FAIL: %s: the bad values did not fall back to the defaults: %r" % (path, cfg)); bad = 1
 sys.exit(bad)
 PY
-$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth.json" --world $N "${R[@]}" >"$WORK/check.out" || { cat "$WORK/check.out"; status=1; }
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth-%r.json" --world $N "${R[@]}" >"$WORK/check.out" || { cat "$WORK/check.out"; status=1; }
 
 # USBYTE_DUMP_CONFIG=1 names every variable of DESIGN.md section 7.
 rm -f "$WORK"/report-*.json
@@ -71,7 +71,7 @@ PY
 # USBYTE_MODE=schedule: accepted, one line per rank saying so, then observe as usual.
 rm -f "$WORK"/report-*.json
 USBYTE_MODE=schedule USBYTE_REPORT="$WORK/report-%r.json" \
-    run config "$WORK/sched.out" $N yes -- ddp_like "${ARGS[@]}"
+    run config "$WORK/sched.out" $N yes -- ddp_like "${ARGS[@]}" --print-truth "$WORK/sched-truth-%r.json"
 $CHECK checksums --world $N "$WORK/base.out" "$WORK/sched.out"
 n=$(grep -E '^\[rank [0-9]+\] usbyte' "$WORK/sched.out" | grep -c -i 'schedule' || true)
 if [ "$n" -ne $N ]; then
@@ -80,5 +80,5 @@ if [ "$n" -ne $N ]; then
     status=1
 fi
 mapfile -t R < <(reports "$WORK" $N)
-$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth.json" --world $N "${R[@]}" >"$WORK/check.out" || { cat "$WORK/check.out"; status=1; }
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/sched-truth-%r.json" --world $N "${R[@]}" >"$WORK/check.out" || { cat "$WORK/check.out"; status=1; }
 exit $status

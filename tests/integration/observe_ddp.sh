@@ -9,8 +9,8 @@ N=4
 ARGS=(--profile "$PROFILES/resnet50-v100-b64-barrier.json" --iters 12 --time-scale 0.2 --bytes-scale 0.01)
 run ddp "$WORK/base.out" $N no -- ddp_like "${ARGS[@]}"
 USBYTE_REPORT="$WORK/report-%r.json" \
-    run ddp "$WORK/lib.out" $N yes -- ddp_like "${ARGS[@]}" --print-truth "$WORK/truth.json"
+    run ddp "$WORK/lib.out" $N yes -- ddp_like "${ARGS[@]}" --print-truth "$WORK/truth-%r.json"
 $CHECK checksums --world $N "$WORK/base.out" "$WORK/lib.out"
 mapfile -t R < <(reports "$WORK" $N)
-$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth.json" --world $N --expect-schedulable yes \
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth-%r.json" --world $N --expect-schedulable yes \
     --alpha-us "$USBYTE_EMU_ALPHA_US" --gbps "$USBYTE_EMU_GBPS" "${R[@]}"

@@ -13,8 +13,8 @@ ARGS=(--profile "$PROFILES/resnet50-v100-b64-barrier.json" --iters 12 --time-sca
       --group-rank 1 --bcast-rank 0)
 run group "$WORK/base.out" $N no -- ddp_like "${ARGS[@]}"
 USBYTE_REPORT="$WORK/report-%r.json" \
-    run group "$WORK/lib.out" $N yes -- ddp_like "${ARGS[@]}" --print-truth "$WORK/truth.json"
+    run group "$WORK/lib.out" $N yes -- ddp_like "${ARGS[@]}" --print-truth "$WORK/truth-%r.json"
 $CHECK checksums --world $N "$WORK/base.out" "$WORK/lib.out"
 mapfile -t R < <(reports "$WORK" $N)
-$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth.json" --world $N --expect-state planned \
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth-%r.json" --world $N --expect-state planned \
     --expect-schedulable yes --alpha-us "$USBYTE_EMU_ALPHA_US" --gbps "$USBYTE_EMU_GBPS" "${R[@]}"

@@ -20,20 +20,20 @@ for mode in fused unfused finalizer; do
     run horovod-$mode "$WORK/$mode/base.out" $N no -- horovod_like "${ARGS[@]}" "${extra[@]}"
     USBYTE_REPORT="$WORK/$mode/report-%r.json" \
         run horovod-$mode "$WORK/$mode/lib.out" $N yes -- horovod_like "${ARGS[@]}" "${extra[@]}" \
-        --print-truth "$WORK/$mode/truth.json"
+        --print-truth "$WORK/$mode/truth-%r.json"
     $CHECK checksums --world $N "$WORK/$mode/base.out" "$WORK/$mode/lib.out"
 done
 mapfile -t R < <(reports "$WORK/fused" $N)
 echo "== fused"
-$CHECK reports "${READY_TOL[@]}" --truth "$WORK/fused/truth.json" --world $N --expect-schedulable no \
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/fused/truth-%r.json" --world $N --expect-schedulable no \
     --reason 'stream.?ordered|memcpy|copy|fusion' "${R[@]}"
 mapfile -t R < <(reports "$WORK/unfused" $N)
 echo "== fusion off"
-$CHECK reports "${READY_TOL[@]}" --truth "$WORK/unfused/truth.json" --world $N --expect-schedulable yes \
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/unfused/truth-%r.json" --world $N --expect-schedulable yes \
     --alpha-us "$USBYTE_EMU_ALPHA_US" --gbps "$USBYTE_EMU_GBPS" "${R[@]}"
 mapfile -t R < <(reports "$WORK/finalizer" $N)
 echo "== fusion off, host finalizer thread"
-$CHECK reports "${READY_TOL[@]}" --truth "$WORK/finalizer/truth.json" --world $N --expect-schedulable yes \
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/finalizer/truth-%r.json" --world $N --expect-schedulable yes \
     --alpha-us "$USBYTE_EMU_ALPHA_US" --gbps "$USBYTE_EMU_GBPS" "${R[@]}"
 python3 - "${R[@]}" <<'PY'
 import json, sys

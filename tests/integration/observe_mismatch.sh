@@ -16,8 +16,8 @@ ARGS=(--profile "$PROFILES/resnet50-v100-b64-barrier.json" --iters 12 --time-sca
       --mismatch-rank 1)
 run mismatch "$WORK/base.out" $N no -- ddp_like "${ARGS[@]}"
 USBYTE_REPORT="$WORK/report-%r.json" \
-    run mismatch "$WORK/lib.out" $N yes -- ddp_like "${ARGS[@]}" --print-truth "$WORK/truth.json"
+    run mismatch "$WORK/lib.out" $N yes -- ddp_like "${ARGS[@]}" --print-truth "$WORK/truth-%r.json"
 $CHECK checksums --per-rank --world $N "$WORK/base.out" "$WORK/lib.out"
 mapfile -t R < <(reports "$WORK" $N)
-$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth.json" --world $N --expect-state pass-through \
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth-%r.json" --world $N --expect-state pass-through \
     --reason 'signature mismatch' "${R[@]}"

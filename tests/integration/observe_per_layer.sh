@@ -8,8 +8,8 @@ N=2
 ARGS=(--profile "$PROFILES/vgg16-v100-b64.json" --iters 12 --time-scale 0.05 --bytes-scale 0.002)
 run per-layer "$WORK/base.out" $N no -- per_layer "${ARGS[@]}"
 USBYTE_REPORT="$WORK/report-%r.json" \
-    run per-layer "$WORK/lib.out" $N yes -- per_layer "${ARGS[@]}" --print-truth "$WORK/truth.json"
+    run per-layer "$WORK/lib.out" $N yes -- per_layer "${ARGS[@]}" --print-truth "$WORK/truth-%r.json"
 $CHECK checksums --world $N "$WORK/base.out" "$WORK/lib.out"
 mapfile -t R < <(reports "$WORK" $N)
-$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth.json" --world $N --expect-schedulable yes --distinct-needs \
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth-%r.json" --world $N --expect-schedulable yes --distinct-needs \
     --alpha-us "$USBYTE_EMU_ALPHA_US" --gbps "$USBYTE_EMU_GBPS" "${R[@]}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks usbyte observe-mode reports (issue 4 format) against a trainer's truth file.
 
-    check_report.py reports --truth T.json --world N REPORT... [options]
+    check_report.py reports --truth T-%r.json --world N REPORT... [options]
     check_report.py checksums --world N [--per-rank] BASELINE.out PRELOADED.out
     check_report.py summary REPORT
 
@@ -78,11 +78,19 @@ def check_plan_covers(plan, calls, where):
                 fail("%s: call %d: segments cover %d of %d bytes" % (where, k, at, calls[k]["bytes"]))
 
 
+def load_truths(pattern, world):
+    """The trainer's truth files: PATTERN with %r replaced by each rank (every rank's actual ready
+    times), or the one file PATTERN names."""
+    paths = [pattern.replace("%r", str(r)) for r in range(world)] if "%r" in pattern else [pattern]
+    return [load(p) for p in paths]
+
+
 def cmd_reports(a):
-    truth = load(a.truth)
+    truths = load_truths(a.truth, a.world)
     reports = [load(p) for p in a.reports]
-    if truth is None or any(r is None for r in reports):
+    if any(t is None for t in truths) or any(r is None for r in reports):
         return
+    truth = truths[0]
     ranks = sorted(r.get("rank") for r in reports)
     if ranks != list(range(a.world)):
         fail("reports hold ranks %s, expected 0..%d" % (ranks, a.world - 1))
@@ -141,24 +149,15 @@ def cmd_reports(a):
         fail("profile has %d calls, the trainer issues %d per iteration" % (len(calls), n_calls))
         return
 
-    # Bytes exactly; ready within the tolerance; need as the trainer consumes.
-    errs = []
+    # Bytes exactly; dtype and op; merge flags.
     for k, (m, t) in enumerate(zip(calls, tp["calls"])):
         if m.get("bytes") != t["bytes"]:
             fail("call %d: %r bytes, the trainer sends %d" % (k, m.get("bytes"), t["bytes"]))
         if m.get("dtype", "float32") != t["dtype"] or m.get("op", "sum") != t["op"]:
             fail("call %d: dtype/op %s/%s, expected %s/%s" % (k, m.get("dtype"), m.get("op"), t["dtype"], t["op"]))
-        err = m.get("ready", float("nan")) - t["ready"]
-        errs.append(err)
-        tol = a.ready_tol_abs + a.ready_tol_rel * t["ready"]
-        if not abs(err) <= tol:
-            fail("call %d: ready %.6f s, truth %.6f s (error %+.6f s > tolerance %.6f s)"
-                 % (k, m.get("ready", float("nan")), t["ready"], err, tol))
         if m.get("merge", True) is not True and not a.any_needs:
             fail("call %d: merge false, but nothing waits for it before the next call" % k)
-    span = tp["calls"][-1]["ready"]
-    info("ready: max |error| %.3f ms, mean error %+.3f ms over %d calls (backward span %.3f ms)"
-         % (1e3 * max(abs(e) for e in errs), 1e3 * sum(errs) / len(errs), len(errs), 1e3 * span))
+    check_ready(a, c0, reports[0].get("config"), calls, tp, truths)
 
     # Needs.  A need boundary is a claim about forward compute: segment s may start when its calls
     # are done.  The runtime may join truth segments whose compute is too short to tell apart, and
@@ -254,6 +253,110 @@ def cmd_reports(a):
                 pols["wfbp"] / plan.get("iteration", float("nan"))))
 
 
+def warmup_of(comm, config):
+    """How many whole iterations the runtime profiled (the report says; else its configuration)."""
+    for v in (comm.get("warmup_iterations"), config_value(config, "warmup")):
+        try:
+            if int(v) >= 1:
+                return int(v)
+        except (TypeError, ValueError):
+            pass
+    return None
+
+
+def check_ready(a, c0, config, calls, tp, truths):
+    """Each call's reported ready time against when the trainer really produced its data.
+
+    The runtime measures when the compute stream passed the event the NCCL stream waits on (a
+    companion event it records right after the application's, inside cudaEventRecord), relative
+    to call 0's, averages it over the USBYTE_WARMUP iterations it profiled (DESIGN.md section 5,
+    include/usbyte/record.h) and agrees on the max over the ranks (record.h: a collective's data is
+    ready when its last rank's is).  Under load the trainer's layers run late (its "deadline
+    lateness"), so the planned schedule is not the truth: the trainers record, per rank, iteration
+    and call, when that event could complete (actual_ready: the later of the stream reaching it
+    and the host recording it) and the latest a companion recorded inside cudaEventRecord can
+    complete (actual_ready_by: the later of the stream and the return from cudaEventRecord; the
+    same as actual_ready unless the host was behind the stream), both minus call 0's actual_ready.
+    So one iteration's measured offset of call k lies in [ready[k] - by[0], by[k]], up to the
+    emulator's microseconds.  Which consecutive iterations the runtime profiled is not in the
+    report, so every window of that many iterations from iteration 2 on is a candidate (the
+    iteration detector needs two periods before it locks).  The report passes if, for ONE window,
+    every call lies within tol of [max over ranks of the window mean of the lower bound, max over
+    ranks of the window mean of the upper bound].  A wrong call, a time measured on the link
+    instead of the data, a wrong origin, time scale, or combination over iterations or ranks land
+    outside: the calls sit milliseconds apart, and the one free choice (the window) is shared by
+    all calls.  The planned schedule and the spreads are info."""
+    n = len(calls)
+    rows = [t.get("actual_ready") for t in truths]
+    plan_errs = [m.get("ready", float("nan")) - t["ready"] for m, t in zip(calls, tp["calls"])]
+    span = tp["calls"][-1]["ready"]
+    info("ready vs the planned schedule: max |error| %.3f ms, mean error %+.3f ms over %d calls (backward span "
+         "%.3f ms; the trainer's lateness makes part of it)"
+         % (1e3 * max(abs(e) for e in plan_errs), 1e3 * sum(plan_errs) / n, n, 1e3 * span))
+    if any(not isinstance(r, list) for r in rows):
+        # A truth from a trainer that does not record when its data was produced: the plan is all
+        # there is, with the planned tolerance.
+        info("ready: no actual_ready in the truth: checked against the planned schedule")
+        for k, (m, t) in enumerate(zip(calls, tp["calls"])):
+            tol = a.ready_tol_abs + a.ready_tol_rel * t["ready"]
+            if not abs(plan_errs[k]) <= tol:
+                fail("call %d: ready %.6f s, truth %.6f s (error %+.6f s > tolerance %.6f s)"
+                     % (k, m.get("ready", float("nan")), t["ready"], plan_errs[k], tol))
+        return
+    iters = min(len(r) for r in rows)
+    w = warmup_of(c0, config)
+    first = 2
+    if w is None or w > iters - first:
+        info("ready: the profiled window is unknown (warm-up %r, %d iterations): all iterations from %d"
+             % (w, iters, first))
+        w = iters - first
+    got = [m.get("ready", float("nan")) for m in calls]
+    bys = [t.get("actual_ready_by") or r for t, r in zip(truths, rows)]
+
+    def bounds(r, by, i):
+        """Call offsets of one rank's iteration i: ([lower], [upper]) or None."""
+        if not (isinstance(r[i], list) and len(r[i]) == n and isinstance(by[i], list) and len(by[i]) == n):
+            return None
+        return [x - by[i][0] for x in r[i]], list(by[i])
+
+    best = None
+    for s in range(first, iters - w + 1):
+        per_rank = [[bounds(r, by, i) for i in range(s, s + w)] for r, by in zip(rows, bys)]
+        if any(b is None for pr in per_rank for b in pr):
+            continue
+        mlo = [[sum(b[0][k] for b in pr) / w for k in range(n)] for pr in per_rank]
+        mhi = [[sum(b[1][k] for b in pr) / w for k in range(n)] for pr in per_rank]
+        lo = [max(m[k] for m in mlo) for k in range(n)]
+        hi = [max(m[k] for m in mhi) for k in range(n)]
+        ranks_lo = [min(m[k] for m in mlo) for k in range(n)]
+        out = [max(lo[k] - got[k], got[k] - hi[k], 0.0) if got[k] == got[k] else float("inf") for k in range(n)]
+        spread = max(max(b[1][k] for pr in per_rank for b in pr) - min(b[0][k] for pr in per_rank for b in pr)
+                     for k in range(n))
+        if best is None or max(out) < best[0]:
+            best = (max(out), s, lo, hi, ranks_lo, out, spread)
+    if best is None:
+        fail("ready: no window of %d iterations from iteration %d has every rank's actual ready times "
+             "(%d ranks, %d iterations)" % (w, first, len(rows), iters))
+        return
+    worst, s, lo, hi, ranks_lo, out, spread = best
+    for k in range(n):
+        if not out[k] <= a.actual_tol:
+            fail("call %d: ready %.6f s; the data was available at %.6f-%.6f s (mean over iterations %d-%d, max over "
+                 "%d ranks; the ranks' means from %.6f s): off by %.6f s > tolerance %.6f s"
+                 % (k, got[k], lo[k], hi[k], s, s + w - 1, len(rows), ranks_lo[k], out[k], a.actual_tol))
+    info("ready vs actual availability: best window iterations %d-%d (%d ranks): largest distance outside the "
+         "bounds %.3f ms (tolerance %.3f ms); bounds up to %.3f ms wide (the host behind the stream), the ranks' "
+         "means differ by up to %.3f ms, one call's per-iteration spread is up to %.3f ms"
+         % (s, s + w - 1, len(rows), 1e3 * worst, 1e3 * a.actual_tol, 1e3 * max(h - l for l, h in zip(lo, hi)),
+            1e3 * max(h - l for l, h in zip(ranks_lo, lo)), 1e3 * spread))
+    stats = [t.get("actual_ready_stats") for t in truths]
+    if all(isinstance(x, dict) for x in stats):
+        info("ready: the host recorded the event after the stream got there for %d of %d events; longest "
+             "cudaEventRecord %.3f ms" % (sum(x.get("host_behind_stream", 0) for x in stats),
+                                          sum(x.get("events", 0) for x in stats),
+                                          1e3 * max(x.get("widest_record_s", 0) for x in stats)))
+
+
 def checksums(path):
     with open(path, errors="replace") as f:
         return re.findall(r"checksum ([0-9a-f]{16})\b", f.read())
@@ -334,14 +437,17 @@ def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("reports")
-    r.add_argument("--truth", required=True)
+    r.add_argument("--truth", required=True, help="truth file; %%r: one per rank (every rank's actual ready times)")
     r.add_argument("--world", type=int, required=True)
     r.add_argument("--expect-state")
     r.add_argument("--expect-schedulable", choices=["yes", "no"])
     r.add_argument("--reason")
     r.add_argument("--distinct-needs", action="store_true")
-    r.add_argument("--ready-tol-abs", type=float, default=2e-3)
+    r.add_argument("--ready-tol-abs", type=float, default=2e-3,
+                   help="planned-schedule tolerance, used only for a truth without actual_ready")
     r.add_argument("--ready-tol-rel", type=float, default=0.05)
+    r.add_argument("--actual-tol", type=float, default=0.5e-3,
+                   help="how far (s) a ready time may lie outside the actual production times of its window")
     r.add_argument("--need-tol", type=float, default=2e-3)
     r.add_argument("--any-needs", action="store_true",
                    help="do not check needs and merge flags (a trainer whose waits race with its issues)")

@@ -167,7 +167,11 @@ static void launch_bucket(ddp *d, bucket_set *set, int i)
     trainer *tr = &d->tr;
     bucket *b = &set->b[i];
     float *mem = set->d_mem + b->offset;
-    CUDA_CHECK(cudaEventRecord(b->ready_ev, tr->compute));
+    /* Noting when it really was ready (iteration 0's buckets are other calls, not in the truth). */
+    if (set == &d->rebuilt)
+        tr_record_ready(tr, i, b->ready_ev);
+    else
+        CUDA_CHECK(cudaEventRecord(b->ready_ev, tr->compute));
     CUDA_CHECK(cudaStreamWaitEvent(d->nccl_stream, b->ready_ev, 0));
     bool grouped = tr->rank == tr->opt.group_rank;
     if (grouped)
@@ -247,6 +251,13 @@ static void write_truth(ddp *d)
         forward_total += tr->prof.forward[s];
     json_t *truth = tr_truth_new(tr);
     tr_truth_set_profile(tr, truth, set->n, bytes, ready, need, 1, &forward_total);
+    int *slot = calloc((size_t)set->n, sizeof *slot);
+    if (!slot)
+        tr_die("out of memory");
+    for (int i = 0; i < set->n; i++)
+        slot[i] = i;   /* mark slot = rebuilt bucket */
+    tr_truth_set_actual_ready(tr, truth, set->n, slot);
+    free(slot);
     json_t *first = json_array();
     for (int i = 0; i < d->first.n; i++)
         json_array_append_new(first, json_integer((json_int_t)(d->first.b[i].count * sizeof(float))));
@@ -287,7 +298,7 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc((void **)&d.d_buf, d.buf_count * sizeof(float)));
     CUDA_CHECK(cudaEventCreateWithFlags(&d.fwd_ev, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&d.bcast_end_ev, cudaEventDisableTiming));
-    write_truth(&d);
+    tr_marks_init(tr, d.rebuilt.n);
     if (tr->opt.watchdog_ms > 0 && pthread_create(&d.watchdog, NULL, watchdog_main, &d) != 0)
         tr_die("cannot start the watchdog thread");
 
@@ -299,6 +310,7 @@ int main(int argc, char **argv)
         tr_end_iteration(tr, t);
     }
     tr_print_checksum(tr, d.h_buf_out, d.buf_count * sizeof(float));
+    write_truth(&d);   /* after the run: it holds the actual ready times */
     atomic_store(&d.stop, true);
     if (tr->opt.watchdog_ms > 0)
         pthread_join(d.watchdog, NULL);

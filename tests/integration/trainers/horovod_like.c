@@ -195,6 +195,15 @@ static void write_truth(horovod *h)
         forward_total += tr->prof.forward[s];
     json_t *truth = tr_truth_new(tr);
     tr_truth_set_profile(tr, truth, h->n_resp, bytes, ready, need, 1, &forward_total);
+    /* A response's upstream wait that counts is on its last tensor's ready event (mark slot =
+     * tensor). */
+    int *slot = calloc((size_t)h->n_resp, sizeof *slot);
+    if (!slot)
+        tr_die("out of memory");
+    for (int i = 0; i < h->n_resp; i++)
+        slot[i] = h->resp[i].first + h->resp[i].n - 1;
+    tr_truth_set_actual_ready(tr, truth, h->n_resp, slot);
+    free(slot);
     json_object_set_new(truth, "fused_calls_per_iteration", json_integer(fused));
     json_object_set_new(truth, "other_calls_per_iteration", json_array());
     json_object_set_new(truth, "upstream_ready_events", json_true());
@@ -227,7 +236,7 @@ int main(int argc, char **argv)
     h.issued_iter = -1;
     h.issue_iter = -1;
     h.finalized_iter = -1;
-    write_truth(&h);
+    tr_marks_init(tr, tr->n_tensors);
     if (pthread_create(&h.thread, NULL, background_main, &h) != 0)
         tr_die("cannot start the background thread");
     if (tr->opt.host_finalizer && pthread_create(&h.finalizer, NULL, finalizer_main, &h) != 0)
@@ -241,8 +250,9 @@ int main(int argc, char **argv)
         for (int l = 0; l < tr->n_layers; l++) {
             tr_enqueue_layer(tr, l);
             const tr_layer *layer = &tr->layers[l];
-            for (int k = layer->first; k < layer->first + layer->n; k++)
-                CUDA_CHECK(cudaEventRecord(h.ready_ev[k], tr->compute));
+            for (int k = layer->first; k < layer->first + layer->n; k++) {
+                tr_record_ready(tr, k, h.ready_ev[k]);   /* and when it really was */
+            }
             submit(&h, t, layer->first + layer->n);
         }
         /* synchronize(handle) for every gradient, then the optimizer step. */
@@ -260,6 +270,7 @@ int main(int argc, char **argv)
     if (tr->opt.host_finalizer)
         pthread_join(h.finalizer, NULL);
     tr_print_checksum(tr, NULL, 0);
+    write_truth(&h);   /* after the run: it holds the actual ready times */
 
     CUDA_CHECK(cudaStreamSynchronize(h.nccl_stream));
     for (int i = 0; i < h.n_resp; i++)

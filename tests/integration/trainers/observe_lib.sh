@@ -9,10 +9,18 @@ EMU_RUN=$BUILD/emu/emu-run
 LIB=$BUILD/libusbyte.so
 TRAINERS=$BUILD/trainers
 CHECK="python3 $ROOT/tests/integration/trainers/check_report.py"
-# Ready-time tolerance (docs/trainers.md): 2 ms + 5%; sanitizers slow every host-side step of the
-# emulator (stream hand-offs, copies) 2-3x, and with it the lateness of a ready event: 4 ms there.
-READY_TOL=(--ready-tol-abs 2e-3 --ready-tol-rel 0.05)
-[ -n "$SAN" ] && READY_TOL=(--ready-tol-abs 4e-3 --ready-tol-rel 0.05)
+# Ready times are checked against when each rank's trainer really made the data available (its
+# actual_ready, docs/trainers.md), not against the planned schedule, which a loaded machine misses
+# by milliseconds (the trainer's "deadline lateness").  The runtime's value must lie within this
+# many seconds of the ranks' means over one window of USBYTE_WARMUP iterations.  The two clocks
+# themselves agree to microseconds (a host function and the event right after it on the same
+# emulator stream; 5-70 us on an idle machine), but under CPU load the runtime's own per-iteration
+# reading of a call is sometimes off by 1-5 ms in one iteration (seen with USBYTE_LOG=debug's raw
+# lines: one call of one iteration, often +x then -x in the next; reported to the runtime's owner),
+# which moves a 5-iteration mean by up to ~1-2 ms: 2 ms here, 3 ms under sanitizers.  The planned
+# tolerance (2 ms + 5%, 4 ms under sanitizers) only applies to a truth without actual_ready.
+READY_TOL=(--actual-tol 2e-3 --ready-tol-abs 2e-3 --ready-tol-rel 0.05)
+[ -n "$SAN" ] && READY_TOL=(--actual-tol 3e-3 --ready-tol-abs 4e-3 --ready-tol-rel 0.05)
 # Copies of shared/data/profiles kept in the repository, so that a fresh clone runs the tests.
 PROFILES=$ROOT/examples/profiles
 # The emulator's link model for every observe test (see docs/trainers.md for the choice).

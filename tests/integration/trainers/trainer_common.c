@@ -344,6 +344,10 @@ void tr_finish(trainer *tr)
     free(tr->tensors);
     free(tr->layers);
     free(tr->segment_scaled);
+    free(tr->mark_t);
+    free(tr->before_t);
+    free(tr->after_t);
+    free(tr->mark_args);
     ub_profile_free(&tr->prof);
 }
 
@@ -387,6 +391,7 @@ static void CUDART_CB backward_start_fn(void *arg)
 
 void tr_enqueue_backward_start(trainer *tr)
 {
+    tr->host_iter++;
     CUDA_CHECK(cudaLaunchHostFunc(tr->compute, backward_start_fn, tr));
 }
 
@@ -450,6 +455,55 @@ void tr_enqueue_layer(trainer *tr, int layer)
     CUDA_CHECK(cudaLaunchHostFunc(tr->compute, layer_fn, l));
     CUDA_CHECK(cudaMemcpyAsync(tr->d_grad + l->offset, tr->h_grad_stage + l->offset, l->count * sizeof(float),
                                cudaMemcpyHostToDevice, tr->compute));
+}
+
+void tr_marks_init(trainer *tr, int n_marks)
+{
+    size_t n = (size_t)tr->opt.iters * (size_t)n_marks;
+    tr->n_marks = n_marks;
+    tr->mark_t = malloc((n ? n : 1) * sizeof *tr->mark_t);
+    tr->before_t = malloc((n ? n : 1) * sizeof *tr->before_t);
+    tr->after_t = malloc((n ? n : 1) * sizeof *tr->after_t);
+    tr->mark_args = calloc((size_t)(n_marks ? n_marks : 1), sizeof *tr->mark_args);
+    if (!tr->mark_t || !tr->before_t || !tr->after_t || !tr->mark_args)
+        tr_die("out of memory");
+    for (size_t i = 0; i < n; i++)
+        tr->mark_t[i] = tr->before_t[i] = tr->after_t[i] = NAN;
+    for (int m = 0; m < n_marks; m++)
+        tr->mark_args[m] = (tr_mark){.tr = tr, .slot = m};
+}
+
+static double monotonic_seconds(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+}
+
+static void CUDART_CB mark_fn(void *arg)
+{
+    const tr_mark *m = arg;
+    trainer *tr = m->tr;
+    double now = monotonic_seconds();
+    int it = tr->iter - 1;   /* marks are backward work: the backward start counted this iteration */
+    if (it >= 0 && it < tr->opt.iters)
+        tr->mark_t[(size_t)it * (size_t)tr->n_marks + (size_t)m->slot] = now;
+}
+
+void tr_record_ready(trainer *tr, int slot, cudaEvent_t ev)
+{
+    if (slot < 0 || slot >= tr->n_marks)
+        tr_die("internal: mark slot %d of %d", slot, tr->n_marks);
+    CUDA_CHECK(cudaLaunchHostFunc(tr->compute, mark_fn, &tr->mark_args[slot]));
+    double before = monotonic_seconds();
+    CUDA_CHECK(cudaEventRecord(ev, tr->compute));
+    double after = monotonic_seconds();
+    int it = tr->host_iter - 1;
+    if (it >= 0 && it < tr->opt.iters) {
+        size_t i = (size_t)it * (size_t)tr->n_marks + (size_t)slot;
+        tr->before_t[i] = before;
+        tr->after_t[i] = after;
+    }
 }
 
 static void CUDART_CB sleep_fn(void *arg)
@@ -560,6 +614,57 @@ void tr_truth_set_profile(trainer *tr, json_t *truth, int n_calls, const uint64_
     json_object_set_new(truth, "profile", j);
     free(p.calls);
     free(p.forward);
+}
+
+void tr_truth_set_actual_ready(trainer *tr, json_t *truth, int n_calls, const int *slot_of_call)
+{
+    json_t *lows = json_array(), *highs = json_array();
+    if (!lows || !highs)
+        tr_die("out of memory");
+    long host_behind = 0, marks = 0;
+    double widest = 0;
+    for (int it = 0; it < tr->opt.iters; it++) {
+        size_t base = (size_t)it * (size_t)tr->n_marks;
+        const double *m = tr->mark_t + base, *b = tr->before_t + base, *a = tr->after_t + base;
+        bool complete = true;
+        for (int k = 0; k < n_calls; k++) {
+            int s = slot_of_call[k];
+            complete = complete && isfinite(m[s]) && isfinite(b[s]) && isfinite(a[s]);
+        }
+        if (!complete) {
+            json_array_append_new(lows, json_null());
+            json_array_append_new(highs, json_null());
+            continue;
+        }
+        int s0 = slot_of_call[0];
+        double l0 = fmax(m[s0], b[s0]);
+        json_t *lo = json_array(), *hi = json_array();
+        if (!lo || !hi)
+            tr_die("out of memory");
+        for (int k = 0; k < n_calls; k++) {
+            int s = slot_of_call[k];
+            double l = fmax(m[s], b[s]), h = fmax(m[s], a[s]);
+            json_array_append_new(lo, json_real(l - l0));
+            json_array_append_new(hi, json_real(h - l0));
+            marks++;
+            host_behind += b[s] > m[s];
+            widest = fmax(widest, h - l);
+        }
+        json_array_append_new(lows, lo);
+        json_array_append_new(highs, hi);
+    }
+    json_object_set_new(truth, "actual_ready", lows);
+    json_object_set_new(truth, "actual_ready_by", highs);
+    json_object_set_new(truth, "actual_ready_source",
+                        json_string("per iteration and call, CLOCK_MONOTONIC minus call 0's actual_ready: "
+                                    "actual_ready = when the event the call's upstream wait is on could complete "
+                                    "(the later of the compute stream passing the work right before it and the host "
+                                    "calling cudaEventRecord); actual_ready_by = the later of the stream and the "
+                                    "return from cudaEventRecord (what an event recorded inside that call sees at "
+                                    "most); null: the iteration issued other calls"));
+    json_object_set_new(truth, "actual_ready_stats",
+                        json_pack("{s:I, s:I, s:f}", "events", (json_int_t)marks, "host_behind_stream",
+                                  (json_int_t)host_behind, "widest_record_s", widest));
 }
 
 void tr_truth_write(trainer *tr, json_t *truth)

@@ -114,7 +114,21 @@ typedef struct trainer {
     long late_n;
     double forward_scaled;    /* total forward seconds (barrier), scaled */
     double *segment_scaled;   /* forward[s] scaled */
+    /* Actual ready times (tr_record_ready), index it * n_marks + slot, CLOCK_MONOTONIC seconds,
+     * NaN when not reached: mark_t when the compute stream passed the work right before the event
+     * (written by a host function), before_t / after_t when the host called and returned from
+     * cudaEventRecord (written by the recording thread). */
+    int n_marks;
+    int host_iter;            /* backwards enqueued so far (host side) */
+    double *mark_t, *before_t, *after_t;
+    struct tr_mark *mark_args;
 } trainer;
+
+/* The argument of one mark's host function. */
+typedef struct tr_mark {
+    struct trainer *tr;
+    int slot;
+} tr_mark;
 
 /* Parses the command line (exits 2 with a usage line on a bad option), reads RANK/WORLD_SIZE/
  * LOCAL_RANK, loads the profile, builds tensors and layers, allocates memory, creates the
@@ -132,6 +146,18 @@ void tr_enqueue_forward_barrier(trainer *tr);
 void tr_enqueue_backward_start(trainer *tr);
 void tr_enqueue_layer(trainer *tr, int layer);   /* sleep to the layer's deadline, copy H2D */
 void tr_enqueue_sleep(trainer *tr, cudaStream_t stream, const double *seconds);
+/* Actual ready times.  The layers' host functions wake when the machine lets them (under load,
+ * milliseconds after their deadline), and the host may record an event after the stream got
+ * there (a host thread preempted while the stream is idle), so the planned schedule is not when a
+ * call's data is really available.  tr_record_ready(tr, slot, ev) records `ev` on the compute
+ * stream (the event a call's upstream wait is on) and notes when the stream passed the work right
+ * before it (a host function) and when the host called and returned from cudaEventRecord.  The
+ * event completes at L = max(stream, call) (plus the emulator's microseconds); an observer that
+ * records its own event right after ours inside cudaEventRecord (usbyte's companion) sees at most
+ * H = max(stream, return).  H == L when the host is ahead of the stream, as it normally is.
+ * Call tr_marks_init(tr, n) once, after tr_init and before the first iteration: slots 0..n-1. */
+void tr_marks_init(trainer *tr, int n_marks);
+void tr_record_ready(trainer *tr, int slot, cudaEvent_t ev);
 /* End of iteration t on the host: records its completion on the compute stream and waits until
  * the device has finished iteration t - TR_HOST_AHEAD. */
 void tr_end_iteration(trainer *tr, int t);
@@ -155,6 +181,12 @@ json_t *tr_truth_new(trainer *tr);
 void tr_truth_set_profile(trainer *tr, json_t *truth, int n_calls, const uint64_t *bytes,
                           const double *ready, const int *need, int n_forward,
                           const double *forward_unscaled);
+/* "actual_ready" and "actual_ready_by": one entry per iteration, null when a slot of it is
+ * missing (DDP's iteration 0 issues other calls), else the per-call offsets L_k - L_0 and
+ * H_k - L_0 in seconds (k's slot is slot_of_call[k]; call 0's L is the origin, as in a measured
+ * profile).  Call after the last iteration's compute-stream work has completed
+ * (tr_print_checksum synchronizes). */
+void tr_truth_set_actual_ready(trainer *tr, json_t *truth, int n_calls, const int *slot_of_call);
 void tr_truth_write(trainer *tr, json_t *truth);   /* steals truth; no-op without --print-truth */
 
 #endif
