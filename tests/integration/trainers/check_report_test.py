@@ -139,6 +139,22 @@ def main():
                 truths=[t[0], dict(t[1], actual_ready=[r if i % 4 else None for i, r in enumerate(t[1]["actual_ready"])])])
         corrupt("alpha 20% high", lambda reps: [p["net"].update(alpha=p["net"]["alpha"] * 1.2) for p in prof(reps)])
         corrupt("beta 20% low", lambda reps: [p["net"].update(beta=p["net"]["beta"] * 0.8) for p in prof(reps)])
+
+        def noisy_fit(factor):
+            # Residuals of 1 ms over sizes spanning 12 KB: the samples cannot tell beta apart,
+            # and the tolerance widens up to its cap (30% on top of 10%), no further.
+            def fn(reps):
+                for r in reps:
+                    r["comms"][0]["fit"] = {"samples": 4, "rms": 1e-3}
+                    r["comms"][0]["profile"]["net"]["beta"] *= factor
+            return fn
+        reps = copy.deepcopy(good)
+        noisy_fit(0.7)(reps)
+        res = run(tmp, t, reps)
+        if res.returncode != 0:
+            print("FAIL: beta 30%% low with 1 ms residuals over 12 KB of sizes is rejected:\n" + res.stdout)
+            failures += 1
+        corrupt("beta 50% low even with a noisy fit", noisy_fit(0.5))
         corrupt("profiles that differ between ranks", lambda reps: prof(reps)[1]["calls"][0].update(ready=0.0001))
         corrupt("plans that differ between ranks",
                 lambda reps: reps[1]["comms"][0]["plan"]["blocks"].reverse())
