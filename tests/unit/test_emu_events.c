@@ -1,5 +1,5 @@
 /* The emulated CUDA runtime: events (binding at call time, never-recorded events, query,
- * synchronize, elapsed time, flags and invalid handles). */
+ * synchronize, elapsed time, when a record is stamped, flags and invalid handles). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,6 +152,70 @@ static void test_query_synchronize_elapsed(void **state)
     CHECK(cudaStreamDestroy(s));
 }
 
+static double host_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* A record is stamped as a GPU stamps it: when the stream got through the work before it (or
+ * when the host recorded it, if later), never when the emulator's worker thread got round to
+ * it.  Two records with nothing between them carry the same time exactly, however the worker
+ * thread is scheduled (a worker descheduled between two records on a loaded machine made them
+ * milliseconds apart). */
+static void test_records_stamped_when_stream_reached_them(void **state)
+{
+    (void)state;
+    cudaStream_t a, b, idle1, idle2;
+    CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&idle1, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&idle2, cudaStreamNonBlocking));
+    cudaEvent_t e[6];
+    for (int i = 0; i < 6; i++)
+        CHECK(cudaEventCreate(&e[i]));
+    struct gate g = GATE_INIT;
+    CHECK(cudaLaunchHostFunc(a, gate_host_fn, &g));
+    CHECK(cudaEventRecord(e[0], a));
+    CHECK(cudaEventRecord(e[1], a));          /* nothing between: the same instant */
+    CHECK(cudaLaunchHostFunc(a, spin_2ms, NULL));
+    CHECK(cudaEventRecord(e[2], a));          /* after 2 ms of work */
+    CHECK(cudaStreamWaitEvent(b, e[1], 0));
+    CHECK(cudaEventRecord(e[3], b));          /* b goes on once e[1] is done */
+    gate_open(&g);
+    CHECK(cudaEventSynchronize(e[2]));
+    CHECK(cudaEventSynchronize(e[3]));
+    float ms = -1;
+    CHECK(cudaEventElapsedTime(&ms, e[0], e[1]));
+    assert_true(ms == 0.0f);
+    CHECK(cudaEventElapsedTime(&ms, e[1], e[2]));
+    assert_true(ms >= 2.0f);
+    CHECK(cudaEventElapsedTime(&ms, e[1], e[3]));
+    assert_true(ms >= 0.0f);
+
+    /* On an idle stream the record is stamped when the host records it. */
+    double t0 = host_now_ms();
+    CHECK(cudaEventRecord(e[4], idle1));
+    double t1 = host_now_ms();
+    spin_2ms(NULL);
+    double t2 = host_now_ms();
+    CHECK(cudaEventRecord(e[5], idle2));
+    double t3 = host_now_ms();
+    CHECK(cudaEventSynchronize(e[4]));
+    CHECK(cudaEventSynchronize(e[5]));
+    CHECK(cudaEventElapsedTime(&ms, e[4], e[5]));
+    assert_true(ms >= (float)(t2 - t1) - 1e-3f);
+    assert_true(ms <= (float)(t3 - t0) + 1e-3f);
+
+    for (int i = 0; i < 6; i++)
+        CHECK(cudaEventDestroy(e[i]));
+    CHECK(cudaStreamDestroy(a));
+    CHECK(cudaStreamDestroy(b));
+    CHECK(cudaStreamDestroy(idle1));
+    CHECK(cudaStreamDestroy(idle2));
+}
+
 /* Destroying an event (or its stream) with a record pending is allowed: the record still
  * completes and waits bound to it are released. */
 static void test_destroy_with_pending_record(void **state)
@@ -214,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_later_record_does_not_release_waiter),
         cmocka_unit_test(test_never_recorded_event_is_complete),
         cmocka_unit_test(test_query_synchronize_elapsed),
+        cmocka_unit_test(test_records_stamped_when_stream_reached_them),
         cmocka_unit_test(test_destroy_with_pending_record),
         cmocka_unit_test(test_event_flags_and_invalid_handles),
     };

@@ -61,6 +61,12 @@ struct CUstream_st {
     char activity[2][EMU_ACTIVITY_LEN];
     atomic_int activity_idx;
     atomic_ullong depth;      /* enqueued - completed, readable without the lock */
+    /* The modelled time at which the stream got through its latest op (its worker only).  A GPU
+     * stamps an event when the work before it is done, whether or not anything else runs; the
+     * worker is a thread that a loaded machine deschedules between and inside ops, so an op
+     * that takes no device time (an event record) ends in the model when the work before it
+     * did, not when the worker got to it. */
+    struct timespec reached;
 
     struct CUstream_st *self;       /* uthash key */
     struct CUstream_st *all_next;   /* append-only list of every stream object (for dumps) */
@@ -93,12 +99,21 @@ bool emu_unloading(void);
 
 /* The stream whose worker is the calling thread, or NULL. */
 struct CUstream_st *emu_current_worker(void);
+/* Called by an op on its worker: when the stream had got through the previous op in the model
+ * (false when not called on a worker), and when this op ends in the model (by default: when its
+ * run function returns). */
+bool emu_worker_reached(struct timespec *out);
+void emu_worker_op_ends_at(struct timespec t);
+/* The later of two times. */
+struct timespec emu_timespec_max(struct timespec a, struct timespec b);
 
 /* ---- events (event.c) ---- */
 struct emu_record {               /* one execution of one cudaEventRecord */
     atomic_int refs;
     atomic_bool done;
-    struct timespec when;         /* CLOCK_MONOTONIC when the worker executed the record */
+    struct timespec when;         /* CLOCK_MONOTONIC time the stream reached the record: the later of
+                                   * the end of the work before it and the cudaEventRecord call */
+    struct timespec enqueued;     /* when the host called cudaEventRecord */
     uint64_t event_id, stream_id; /* for the hang dump: who waits on what */
 };
 

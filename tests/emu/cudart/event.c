@@ -1,5 +1,7 @@
 /* Events.  Each cudaEventRecord creates a refcounted record instance that the stream's worker
- * completes (with a CLOCK_MONOTONIC timestamp) when it reaches it; the event points at its
+ * completes when it reaches it, stamped (CLOCK_MONOTONIC) as a GPU stamps it: when the stream
+ * got through the work before it, or when the host recorded it if that is later; never when
+ * the worker thread happened to run (see CUstream_st.reached).  The event points at its
  * latest instance.  Waits (cudaStreamWaitEvent, cudaEventSynchronize) capture the instance at
  * call time, so later records of the same event cannot affect them, exactly as in CUDA. */
 #include <stdio.h>
@@ -47,7 +49,13 @@ void emu_record_wait(struct emu_record *rec)
 static void record_run(void *arg)
 {
     struct emu_record *rec = arg;
-    clock_gettime(CLOCK_MONOTONIC, &rec->when);
+    struct timespec reached;
+    if (emu_worker_reached(&reached)) {
+        rec->when = emu_timespec_max(reached, rec->enqueued);
+        emu_worker_op_ends_at(rec->when);   /* a record takes no device time */
+    } else {
+        clock_gettime(CLOCK_MONOTONIC, &rec->when);   /* completed by the host: nothing to model */
+    }
     pthread_mutex_lock(&events_mu);
     atomic_store_explicit(&rec->done, true, memory_order_release);
     pthread_cond_broadcast(&records_cv);
@@ -58,6 +66,8 @@ static void record_run(void *arg)
 static void wait_run(void *arg)
 {
     struct emu_record *rec = arg;
+    /* Ends when the worker gets through (not at the awaited stamp): the work after it really
+     * starts then, and a duration measured around that work must not include the wake-up. */
     emu_record_wait(rec);
     emu_record_release(rec);
 }
@@ -167,6 +177,7 @@ static cudaError_t event_record(cudaEvent_t handle, cudaStream_t stream, unsigne
     struct emu_record *rec = calloc(1, sizeof *rec);
     if (rec == NULL)
         return cudaErrorMemoryAllocation;
+    clock_gettime(CLOCK_MONOTONIC, &rec->enqueued);
     atomic_init(&rec->refs, 2);   /* the event's and the op's */
     atomic_init(&rec->done, false);
 

@@ -19,6 +19,8 @@ static pthread_once_t legacy_once = PTHREAD_ONCE_INIT;
 static pthread_key_t per_thread_key;
 static __thread struct CUstream_st *tl_per_thread;
 static __thread struct CUstream_st *tl_worker;
+static __thread bool tl_op_end_set;        /* the running op said when it ends in the model */
+static __thread struct timespec tl_op_end;
 static atomic_bool shutting_down;
 
 static void set_activity(struct CUstream_st *s, const char *what)
@@ -46,7 +48,12 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&s->mu);
 
         set_activity(s, op->what);
+        tl_op_end_set = false;
         op->run(op->arg);
+        if (tl_op_end_set)
+            s->reached = tl_op_end;
+        else
+            clock_gettime(CLOCK_MONOTONIC, &s->reached);
         free(op);
         set_activity(s, "idle");
 
@@ -212,6 +219,27 @@ uint64_t emu_stream_id(struct CUstream_st *s)
 struct CUstream_st *emu_current_worker(void)
 {
     return tl_worker;
+}
+
+bool emu_worker_reached(struct timespec *out)
+{
+    if (tl_worker == NULL)
+        return false;
+    *out = tl_worker->reached;
+    return true;
+}
+
+void emu_worker_op_ends_at(struct timespec t)
+{
+    tl_op_end = t;
+    tl_op_end_set = true;
+}
+
+struct timespec emu_timespec_max(struct timespec a, struct timespec b)
+{
+    if (a.tv_sec != b.tv_sec)
+        return a.tv_sec > b.tv_sec ? a : b;
+    return a.tv_nsec >= b.tv_nsec ? a : b;
 }
 
 /* ---- waiting for another stream's position (the legacy stream's implicit dependencies) ---- */
