@@ -126,13 +126,17 @@ static void store(const ub_pending *p, double seconds)
         *p->dest2 = seconds;
 }
 
-int ub_timing_poll(ub_timing *t, bool block)
+static int poll_pending(ub_timing *t, bool block)
 {
     ub_inside++;
     int kept = 0;
     for (int i = 0; i < t->n_pending; i++) {
         ub_pending *p = &t->pending[i];
-        cudaError_t e = block ? ub_cuda.cudaEventSynchronize(p->event) : ub_cuda.cudaEventQuery(p->event);
+        /* An event without destination (a wait after the warm-up, a discarded record) is never
+         * waited for: it may be the producer of the call being issued, which the application's
+         * device work may only reach once the host has gone past that call. */
+        bool wait = block && (p->dest || p->dest2);
+        cudaError_t e = wait ? ub_cuda.cudaEventSynchronize(p->event) : ub_cuda.cudaEventQuery(p->event);
         if (e == cudaErrorNotReady) {
             t->pending[kept++] = *p;
             continue;
@@ -149,6 +153,11 @@ int ub_timing_poll(ub_timing *t, bool block)
     return kept;
 }
 
+int ub_timing_poll(ub_timing *t, bool block)
+{
+    return poll_pending(t, block);
+}
+
 void ub_timing_discard(ub_timing *t)
 {
     for (int i = 0; i < t->n_pending; i++) {
@@ -162,8 +171,12 @@ void ub_timing_stop(ub_timing *t)
     if (!t->ok)
         return;
     ub_timing_discard(t);
-    ub_timing_poll(t, true);
+    ub_timing_poll(t, false);
     ub_inside++;
+    /* Never waited for (see poll_pending): CUDA releases an event destroyed with its record
+     * pending once the record completes. */
+    for (int i = 0; i < t->n_pending; i++)
+        ub_cuda.cudaEventDestroy(t->pending[i].event);
     for (int i = 0; i < t->n_pool; i++)
         ub_cuda.cudaEventDestroy(t->pool[i]);
     ub_cuda.cudaEventDestroy(t->epoch);

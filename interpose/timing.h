@@ -42,11 +42,13 @@ void ub_timing_now(ub_timing *t, double *dest, int n, size_t stride);
  * knows its destination (ub_timing_file); NULL on failure. */
 cudaEvent_t ub_timing_probe(ub_timing *t, cudaEvent_t producer);
 void ub_timing_file(ub_timing *t, cudaEvent_t ev, double *dest, int n, size_t stride, double *dest2);
-/* Reads every completed event (block: waits for all).  Returns how many remain pending. */
+/* Reads every completed event (block: waits for every one that has a destination; one without,
+ * such as the producer of the call being issued, is only queried).  Returns how many remain
+ * pending. */
 int ub_timing_poll(ub_timing *t, bool block);
 /* Forgets every destination (the record they pointed into is going away). */
 void ub_timing_discard(ub_timing *t);
-/* Waits for pending events and releases everything. */
+/* Forgets every destination and releases everything, pending events included (never waits). */
 void ub_timing_stop(ub_timing *t);
 
 #endif

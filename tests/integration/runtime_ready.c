@@ -13,7 +13,12 @@
  * each producer record the program records a timing event of its own ("truth") on the compute
  * stream and prints, at the end, every truth time relative to the first one:
  *   truth call G offset SECONDS      (G: the call's index in the communicator's call sequence)
- * Calls have different sizes, so the period is the 4 calls of an iteration. */
+ * Calls have different sizes, so the period is the 4 calls of an iteration.
+ *
+ *   runtime_ready                  one gate per call
+ *   runtime_ready iteration-gate   one gate per iteration, opened once the host has issued the
+ *                                  whole iteration: the runtime must never wait for the producer of
+ *                                  the call being issued (at the agreement), or this hangs */
 #include <pthread.h>
 #include <stdbool.h>
 
@@ -112,8 +117,9 @@ static void issue_elsewhere(struct issuer *is, cudaEvent_t ev, float *buf, size_
     pthread_mutex_unlock(&is->mu);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bool iteration_gate = argc > 1 && strcmp(argv[1], "iteration-gate") == 0;
     int rank, world;
     ncclComm_t comm = world_comm(&rank, &world);
     cudaStream_t compute, nccl;
@@ -145,11 +151,13 @@ int main(void)
         for (int k = 0; k < N_CALLS; k++) {
             int call = it * N_CALLS + k;
             gates[call] = (struct gate_arg){&g, call};
-            CUDA_OK(cudaLaunchHostFunc(compute, gate_fn, &gates[call]));
+            if (!iteration_gate || k == 0)
+                CUDA_OK(cudaLaunchHostFunc(compute, gate_fn, &gates[call]));
             CUDA_OK(cudaLaunchHostFunc(compute, spin_fn, (void *)&work_s[k]));
             CUDA_OK(cudaEventRecord(producer[k], compute));
             CUDA_OK(cudaEventRecord(truth[it][k], compute));
-            gate_open_through(&g, call);
+            if (!iteration_gate)
+                gate_open_through(&g, call);
             float *part = buf + 16 * k;
             size_t count = (size_t)k + 1;
             if (k < 2)
@@ -157,6 +165,7 @@ int main(void)
             else
                 issue_elsewhere(&is, producer[k], part, count);
         }
+        gate_open_through(&g, it * N_CALLS + N_CALLS - 1);
         CUDA_OK(cudaStreamSynchronize(nccl));
     }
     pthread_mutex_lock(&is.mu);
