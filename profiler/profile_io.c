@@ -271,8 +271,10 @@ int ub_profile_load_comm(const char *path, int comm, ub_profile *out, char *err,
     const ub_io_where w = {path, err, errlen};
     if (json_object_get(root, "usbyte_report"))
         prof = report_profile(root, path, comm, origin, sizeof(origin), err, errlen);
-    else if (comm >= 0)
-        prof = NULL, ub_io_fail(&w, "a communicator index applies to a usbyte report, and this is not one");
+    else if (comm >= 0) {
+        ub_io_fail(&w, "a communicator index applies to a usbyte report, and this is not one");
+        prof = NULL;
+    }
     if (prof)
         rc = ub_profile_from_json(prof, origin, out, err, errlen);
     json_decref(root);
