@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "order_internal.h"
 #include "search.h"
 #include "usbyte/alloc.h"
 #include "usbyte/model.h"
@@ -48,14 +49,10 @@ static long descend_and_keep(const ub_profile *prof, ub_search *s, double lb, ub
     return s->moves - before;
 }
 
-int ub_policy_best(const ub_profile *prof, ub_plan *out)
+/* Runs every other policy, evaluated, into start[] (initialised here); returns how many. */
+static int run_starts(const ub_profile *prof, ub_plan *start)
 {
-    int n = prof->n_calls;
-    if (n <= 0)
-        return -1;
-    enum { N_START = UB_POLICY_COUNT - 1 };
-    ub_plan start[N_START];
-    int order[N_START], n_start = 0;
+    int n_start = 0;
     for (int id = 0; id < UB_POLICY_COUNT; id++) {
         if (id == UB_POLICY_BEST)
             continue;
@@ -64,12 +61,52 @@ int ub_policy_best(const ub_profile *prof, ub_plan *out)
             ub_plan_free(&start[n_start]);
             continue;
         }
-        order[n_start] = n_start;
         n_start++;
+    }
+    return n_start;
+}
+
+int ub_policy_best(const ub_profile *prof, ub_plan *out)
+{
+    if (prof->n_calls <= 0)
+        return -1;
+    ub_plan start[UB_POLICY_COUNT];
+    const ub_plan *view[UB_POLICY_COUNT] = {0};
+    int n_start = run_starts(prof, start);
+    for (int k = 0; k < n_start; k++)
+        view[k] = &start[k];
+    int rc = ub_best_from_starts(prof, view, n_start, out);
+    for (int k = 0; k < n_start; k++)
+        ub_plan_free(&start[k]);
+    return rc;
+}
+
+int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *given, int n_given, ub_plan *out)
+{
+    int n = prof->n_calls;
+    if (n <= 0)
+        return -1;
+    /* Only valid, evaluated starts: the search keeps validity, it does not repair it. */
+    const ub_plan *start[UB_POLICY_COUNT];
+    int order[UB_POLICY_COUNT], n_start = 0;
+    char err[256];
+    for (int k = 0; k < n_given && n_start < UB_POLICY_COUNT; k++)
+        if (given[k]->n_blocks > 0 && ub_plan_validate(prof, given[k], err, sizeof(err)) == 0) {
+            start[n_start] = given[k];
+            order[n_start] = n_start;
+            n_start++;
+        }
+    ub_plan fallback;
+    ub_plan_init(&fallback, "wfbp");
+    if (n_start == 0) { /* WFBP is valid for every profile */
+        ub_policy_run(UB_POLICY_WFBP, prof, &fallback);
+        start[0] = &fallback;
+        order[0] = 0;
+        n_start = 1;
     }
     /* Best start first; ties keep the registry order. */
     for (int a = 1; a < n_start; a++)
-        for (int b = a; b > 0 && start[order[b]].iteration < start[order[b - 1]].iteration; b--) {
+        for (int b = a; b > 0 && start[order[b]]->iteration < start[order[b - 1]]->iteration; b--) {
             int t = order[b];
             order[b] = order[b - 1];
             order[b - 1] = t;
@@ -91,16 +128,16 @@ int ub_policy_best(const ub_profile *prof, ub_plan *out)
     long total = 30000 + extra + 60L * n, for_starts = total * 3 / 10;
     ub_plan cand;
     ub_plan_init(&cand, "best");
-    ub_plan_copy(out, &start[order[0]]);
+    ub_plan_copy(out, start[order[0]]);
     double best = ub_evaluate_const(prof, out, NULL);
     double lb = ub_lower_bound(prof);
-    const char *from = start[order[0]].policy;
+    const char *from = start[order[0]]->policy;
     long moves = 0;
     int distinct = 0;
     bool *dup_of = ub_xcalloc((size_t)n_start, sizeof(bool), "planning best");
     for (int r = 0; r < n_start; r++) {
         for (int q = 0; q < r && !dup_of[r]; q++)
-            dup_of[r] = same_plan(&start[order[r]], &start[order[q]]);
+            dup_of[r] = same_plan(start[order[r]], start[order[q]]);
         distinct += !dup_of[r];
     }
     /* Each start gets an equal share of what is left, so budget a start does not use (it
@@ -111,7 +148,7 @@ int ub_policy_best(const ub_profile *prof, ub_plan *out)
         if (lb >= best - 1e-12 * best)
             break; /* the best plan so far meets the lower bound */
         s.budget = s.evals + (for_starts - s.evals) / distinct--;
-        const ub_plan *p = &start[order[r]];
+        const ub_plan *p = start[order[r]];
         ub_wplan_load(&s.wp, p);
         s.gen++;
         long won = descend_and_keep(prof, &s, lb, &cand, out, &best);
@@ -144,7 +181,6 @@ int ub_policy_best(const ub_profile *prof, ub_plan *out)
     free(dup_of);
     ub_plan_free(&cand);
     ub_search_free(&s);
-    for (int k = 0; k < n_start; k++)
-        ub_plan_free(&start[k]);
+    ub_plan_free(&fallback);
     return 0;
 }

@@ -125,6 +125,41 @@ double ub_lower_bound(const ub_profile *prof)
     return link > compute ? link : compute;
 }
 
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+uint64_t ub_cut_quantum(const ub_profile *prof, int k)
+{
+    const ub_call *c = &prof->calls[k];
+    uint64_t z = ub_dtype_size(c->dtype);
+    if (z == 0)
+        z = 1;
+    if (prof->align == 0 || c->bytes <= prof->align)
+        return z;
+    uint64_t a = prof->align / gcd64(prof->align, z);
+    if (a > UINT64_MAX / z)
+        return UINT64_MAX;
+    return a * z;
+}
+
+uint64_t ub_cut_floor(const ub_profile *prof, int k, uint64_t offset)
+{
+    uint64_t q = ub_cut_quantum(prof, k);
+    return q == UINT64_MAX ? 0 : offset - offset % q;
+}
+
+bool ub_staging_fits(const ub_profile *prof, double bytes)
+{
+    return prof->staging_max == 0 || bytes <= (double)prof->staging_max;
+}
+
 /* Validity (MODEL.md): every byte of every call exactly once, homogeneous blocks, no block
  * spanning a call marked "merge": false. */
 typedef struct {
@@ -172,6 +207,8 @@ int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, siz
         }
         const ub_segment *seg = &plan->segments[blk->first_segment];
         int lo = n, hi = -1;
+        uint64_t block_bytes = 0;
+        bool staged = false;
         for (uint32_t i = 0; i < blk->n_segments; i++) {
             const ub_segment *s = &seg[i];
             if (s->call < 0 || s->call >= n) {
@@ -187,6 +224,23 @@ int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, siz
                          (unsigned long long)c->bytes);
                 goto out;
             }
+            /* The runtime issues a segment as `count` elements at an address inside the
+             * call's buffer: a cut must not split an element, nor miss the alignment. */
+            uint64_t q = ub_cut_quantum(prof, s->call), end = s->offset + s->length;
+            bool bad_off = q == UINT64_MAX ? s->offset != 0 : s->offset % q != 0;
+            bool bad_end = end != c->bytes && (q == UINT64_MAX || end % q != 0);
+            if (bad_off || bad_end) {
+                snprintf(err, errlen,
+                         "blocks[%u].segments[%u]: %s %llu of call %d is not a cut the runtime can issue "
+                         "(multiples of %llu bytes: whole %s elements%s)",
+                         b, i, bad_off ? "offset" : "end", (unsigned long long)(bad_off ? s->offset : end),
+                         (int)s->call, (unsigned long long)(q == UINT64_MAX ? c->bytes : q), ub_dtype_name(c->dtype),
+                         prof->align && c->bytes > prof->align ? ", on the profile's align" : "");
+                goto out;
+            }
+            block_bytes = s->length > UINT64_MAX - block_bytes ? UINT64_MAX : block_bytes + s->length;
+            if (s->call != seg[0].call)
+                staged = true;
             const ub_call *c0 = &prof->calls[seg[0].call];
             if (c->dtype != c0->dtype || c->op != c0->op) {
                 snprintf(err, errlen, "blocks[%u] mixes %s/%s (call %d) with %s/%s (call %d)", b,
@@ -203,6 +257,13 @@ int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, siz
         if (barrier_before[hi] != barrier_before[lo]) {
             snprintf(err, errlen, "blocks[%u] merges calls %d and %d across a call marked \"merge\": false", b, lo,
                      hi);
+            goto out;
+        }
+        if (staged && prof->staging_max && block_bytes > prof->staging_max) {
+            snprintf(err, errlen,
+                     "blocks[%u] stages %llu bytes of several calls, above staging_max %llu (the runtime's staging "
+                     "buffer)",
+                     b, (unsigned long long)block_bytes, (unsigned long long)prof->staging_max);
             goto out;
         }
     }

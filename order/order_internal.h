@@ -24,4 +24,12 @@ typedef struct ub_rank_heap {
 void ub_rank_heap_push(ub_rank_heap *h, int call);
 int ub_rank_heap_pop(ub_rank_heap *h); /* -1 when empty */
 
+/* `best` from start plans already computed and evaluated (ub_policy_run); invalid or empty
+ * ones are skipped.  What ub_policy_best does after running the other policies. */
+int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *starts, int n_starts, ub_plan *out);
+
+/* The smallest allowed piece of call k that is at least `want` bytes: `want` rounded up to
+ * the call's cut quantum (usbyte/model.h), or the whole call when no such cut exists. */
+uint64_t ub_piece_at_least(const ub_profile *prof, int k, uint64_t want);
+
 #endif

@@ -1,7 +1,10 @@
 /* The policy registry, generated from UB_POLICY_LIST. */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "order_internal.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
 
@@ -46,5 +49,73 @@ int ub_policy_run(ub_policy_id id, const ub_profile *prof, ub_plan *out)
     if (rc == 0)
         ub_evaluate(prof, out, NULL);
     out->plan_seconds = spent;
+    return rc;
+}
+
+/* A policy's plan that cannot be used: emptied, iteration NAN; the first reason goes to err. */
+static void reject(ub_plan *plan, const char *why, char *err, size_t errlen, int *rc)
+{
+    if (*rc == 0 && err && errlen)
+        snprintf(err, errlen, "policy %s %s", plan->policy, why);
+    *rc = -1;
+    ub_plan_clear(plan);
+    plan->iteration = NAN;
+}
+
+static void check(const ub_profile *prof, ub_plan *plan, int status, char *err, size_t errlen, int *rc)
+{
+    char why[512], msg[600];
+    if (status != 0) {
+        reject(plan, "failed on this profile", err, errlen, rc);
+    } else if (ub_plan_validate(prof, plan, why, sizeof(why)) != 0) {
+        snprintf(msg, sizeof(msg), "produced an invalid plan: %s", why);
+        reject(plan, msg, err, errlen, rc);
+    }
+}
+
+int ub_plan_every(const ub_profile *prof, ub_plan plans[UB_POLICY_COUNT], char *err, size_t errlen)
+{
+    int rc = 0;
+    const ub_plan *starts[UB_POLICY_COUNT];
+    int n_starts = 0;
+    double others = 0.0;
+    for (int id = 0; id < UB_POLICY_COUNT; id++) {
+        if (id == UB_POLICY_BEST)
+            continue;
+        int status = ub_policy_run((ub_policy_id)id, prof, &plans[id]);
+        others += plans[id].plan_seconds;
+        check(prof, &plans[id], status, err, errlen, &rc);
+        if (plans[id].n_blocks > 0)
+            starts[n_starts++] = &plans[id];
+    }
+    ub_plan *best = &plans[UB_POLICY_BEST];
+    double t0 = now();
+    ub_plan_clear(best);
+    memcpy(best->policy, names[UB_POLICY_BEST], strlen(names[UB_POLICY_BEST]) + 1);
+    int status = ub_best_from_starts(prof, starts, n_starts, best);
+    double spent = now() - t0;
+    memcpy(best->policy, names[UB_POLICY_BEST], strlen(names[UB_POLICY_BEST]) + 1); /* the copy took the start's */
+    if (status == 0)
+        ub_evaluate(prof, best, NULL);
+    best->plan_seconds = spent + others; /* what ub_policy_best alone would have spent */
+    check(prof, best, status, err, errlen, &rc);
+    return rc;
+}
+
+int ub_plan_all(const ub_profile *prof, int chosen, double iteration[UB_POLICY_COUNT], ub_plan *chosen_plan)
+{
+    if (chosen < 0 || chosen >= UB_POLICY_COUNT)
+        return -1;
+    ub_plan plans[UB_POLICY_COUNT];
+    for (int id = 0; id < UB_POLICY_COUNT; id++)
+        ub_plan_init(&plans[id], names[id]);
+    ub_plan_every(prof, plans, NULL, 0);
+    for (int id = 0; id < UB_POLICY_COUNT; id++)
+        iteration[id] = plans[id].iteration;
+    int rc = plans[chosen].n_blocks > 0 ? 0 : -1;
+    if (rc == 0)
+        ub_plan_copy(chosen_plan, &plans[chosen]);
+    for (int id = 0; id < UB_POLICY_COUNT; id++)
+        ub_plan_free(&plans[id]);
     return rc;
 }

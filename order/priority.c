@@ -3,6 +3,7 @@
 
 #include "order_internal.h"
 #include "usbyte/alloc.h"
+#include "usbyte/model.h"
 
 /* qsort is not stable, so every comparison ends on the call index: the order is total and
  * the same on every machine. */
@@ -84,4 +85,17 @@ int ub_rank_heap_pop(ub_rank_heap *h)
         i = m;
     }
     return top;
+}
+
+uint64_t ub_piece_at_least(const ub_profile *prof, int k, uint64_t want)
+{
+    uint64_t q = ub_cut_quantum(prof, k), bytes = prof->calls[k].bytes;
+    if (want == 0)
+        want = 1; /* a piece is never empty */
+    if (want >= bytes || q >= bytes)
+        return bytes;
+    uint64_t r = want % q;
+    if (r && want > bytes - (q - r))
+        return bytes;
+    return r ? want + (q - r) : want;
 }

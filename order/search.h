@@ -104,6 +104,8 @@ void ub_blk_add(const ub_wplan *wp, ub_wblock *w, int32_t call, uint64_t offset,
 void ub_blk_append(const ub_wplan *wp, ub_wblock *dst, const ub_wblock *src, uint32_t from, uint32_t to);
 void ub_blk_trim(ub_wblock *w, uint32_t k, uint64_t cut, bool head);
 bool ub_blk_finish(const ub_wplan *wp, ub_wblock *w);
+/* Within the staging limit (a block of one call always is)? */
+bool ub_wblock_fits(const ub_wplan *wp, const ub_wblock *w);
 void ub_hyp_add_range(const ub_wplan *wp, ub_wblock *h, const ub_wblock *b, uint32_t from, uint32_t to);
 void ub_hyp_add_block(const ub_wplan *wp, ub_wblock *h, const ub_wblock *b);
 void ub_range_cache_build(const ub_wplan *wp, ub_range_cache *c, const ub_wblock *b);

@@ -97,10 +97,16 @@ void ub_blk_trim(ub_wblock *w, uint32_t k, uint64_t cut, bool head)
     w->bytes -= (double)cut;
 }
 
-/* Cost from the cached quantities; false when the block is empty or mixes what it may not. */
+bool ub_wblock_fits(const ub_wplan *wp, const ub_wblock *w)
+{
+    return !w->staged || ub_staging_fits(wp->prof, w->bytes);
+}
+
+/* Cost from the cached quantities; false when the block is empty, mixes what it may not, or
+ * stages more than the staging buffer holds. */
 bool ub_blk_finish(const ub_wplan *wp, ub_wblock *w)
 {
-    if (w->n == 0 || !w->valid)
+    if (w->n == 0 || !w->valid || !ub_wblock_fits(wp, w))
         return false;
     w->cost = ub_block_cost(wp->prof, w->bytes, w->staged);
     return true;
@@ -200,12 +206,13 @@ void ub_hyp_add_block(const ub_wplan *wp, ub_wblock *h, const ub_wblock *b)
     h->n += b->n;
 }
 
-/* Candidate cut offsets strictly inside [lo, hi) of call k, whole elements: the multiples of
+/* Candidate cut offsets strictly inside [lo, hi) of call k, on its cut quantum (whole
+ * elements, and the profile's align where it applies): the multiples of
  * 1/8 of the call (so the search covers the oracle's grids), 1/4, 1/2 and 3/4 of the range,
  * and `target` (an absolute offset, ignored when outside).  Sorted, without duplicates. */
 int ub_cut_points(const ub_profile *prof, int k, uint64_t lo, uint64_t hi, double target, uint64_t *out)
 {
-    uint64_t z = ub_dtype_size(prof->calls[k].dtype), bytes = prof->calls[k].bytes;
+    uint64_t bytes = prof->calls[k].bytes;
     double want[16];
     int nw = 0;
     for (int j = 1; j < 8; j++)
@@ -217,8 +224,7 @@ int ub_cut_points(const ub_profile *prof, int k, uint64_t lo, uint64_t hi, doubl
     for (int w = 0; w < nw; w++) {
         if (!(want[w] > (double)lo && want[w] < (double)hi))
             continue;
-        uint64_t c = (uint64_t)want[w];
-        c -= c % z;
+        uint64_t c = ub_cut_floor(prof, k, (uint64_t)want[w]);
         if (c <= lo || c >= hi)
             continue;
         int at = n;

@@ -268,6 +268,12 @@ static bool place_piece(ub_search *s, int i, bool earlier)
     return false;
 }
 
+/* j/4 of `length` (j < 4), rounded down, without overflowing for huge calls. */
+static uint64_t quarters(uint64_t length, uint64_t j)
+{
+    return length <= UINT64_MAX / 4 ? length * j / 4 : length / 4 * j;
+}
+
 /* Pieces of block i that may travel alone: the head or tail of its last segment cut at 1/4,
  * 1/2 or 3/4, and, in a block of several segments, its first or last segment whole. */
 static bool relocate_pieces(ub_search *s, int i, bool earlier)
@@ -275,11 +281,9 @@ static bool relocate_pieces(ub_search *s, int i, bool earlier)
     ub_wplan *wp = &s->wp;
     const ub_profile *prof = wp->prof;
     const ub_segment g = wp->b[i].seg[wp->b[i].n - 1];
-    uint64_t z = ub_dtype_size(prof->calls[g.call].dtype);
     uint64_t prev = 0;
     for (int j = 1; j < 4; j++) {
-        uint64_t c = g.offset + g.length * (uint64_t)j / 4;
-        c -= c % z;
+        uint64_t c = ub_cut_floor(prof, g.call, g.offset + quarters(g.length, (uint64_t)j));
         if (c <= g.offset || c >= g.offset + g.length || c == prev)
             continue;
         prev = c;
@@ -601,7 +605,7 @@ void ub_search_kick(ub_search *s, uint64_t *rng)
             ub_blk_clone(&s->s[0], &wp->b[i]);
             ub_blk_append(wp, &s->s[0], &wp->b[i + 1], 0, wp->b[i + 1].n);
             ub_wblock_attrs(wp, &s->s[0]);
-            if (s->s[0].valid)
+            if (s->s[0].valid && ub_wblock_fits(wp, &s->s[0]))
                 ub_wplan_replace(wp, i, 2, s->s, 1);
         }
         break;
@@ -615,9 +619,7 @@ void ub_search_kick(ub_search *s, uint64_t *rng)
             ub_blk_append(wp, &s->s[1], A, k, A->n);
         } else {
             const ub_segment g = A->seg[0];
-            uint64_t z = ub_dtype_size(prof->calls[g.call].dtype);
-            uint64_t c = g.offset + g.length * (1 + ub_splitmix64(rng) % 3) / 4;
-            c -= c % z;
+            uint64_t c = ub_cut_floor(prof, g.call, g.offset + quarters(g.length, 1 + ub_splitmix64(rng) % 3));
             if (c <= g.offset || c >= g.offset + g.length)
                 break;
             ub_blk_reset(&s->s[0]);

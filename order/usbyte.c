@@ -40,12 +40,22 @@ typedef struct {
     uint64_t *sent;
 } us_state;
 
-static uint64_t units_for(double seconds, double beta, uint64_t unit)
+/* The bytes that fill `seconds` of link time at beta per byte, in whole units of `unit`
+ * bytes (at least one), capped at `rem`.  Computed in doubles: a huge count (tiny beta)
+ * means "everything left", never an overflowed integer. */
+static uint64_t fill_bytes(double seconds, double beta, uint64_t unit, uint64_t rem)
 {
+    if (unit >= rem)
+        return rem;
     if (beta <= 0.0 || seconds <= 0.0)
-        return 1;
-    double u = ceil(seconds / (beta * (double)unit));
-    return u < 1.0 ? 1 : (uint64_t)u;
+        return unit;
+    double units = ceil(seconds / (beta * (double)unit)); /* inf when beta * unit underflows */
+    double x = (units > 1.0 ? units : 1.0) * (double)unit;
+    if (!(x < (double)rem))
+        return rem;
+    uint64_t bytes = (uint64_t)x;
+    bytes -= bytes % unit; /* a whole number of units even if x was rounded */
+    return bytes ? bytes : unit;
 }
 
 /* Algorithms 1 and 2 for one unit and the current P1: writes the plan and, per call, the start
@@ -67,23 +77,27 @@ static double build(us_state *s, uint64_t unit, ub_plan *out, double *first_star
         while (t < r && heap.n > 0) {
             int c = heap.items[0];
             uint64_t rem = prof->calls[c].bytes - s->sent[c];
+            uint64_t u = ub_piece_at_least(prof, c, unit); /* whole units on the call's cut quantum */
             double gap = r - t;
             uint64_t x;
-            if (c == last_call) {
-                x = units_for(gap, prof->beta, unit) * unit;
-                if (x > rem)
-                    x = rem;
+            bool extend = c == last_call;
+            if (extend)
+                x = fill_bytes(gap, prof->beta, u, rem);
+            else if (gap < prof->alpha)
+                x = u < rem ? u : rem;
+            else if (gap < ub_block_cost(prof, (double)rem, 0))
+                x = fill_bytes(gap - prof->alpha, prof->beta, u, rem);
+            else
+                x = rem;
+            /* A piece too small to move the clock (costs below its resolution) would repeat
+             * forever: then the whole remainder goes, which ends the call's turn. */
+            double after = t + (extend ? prof->beta * (double)x : ub_block_cost(prof, (double)x, 0));
+            if (!(after > t))
+                x = rem;
+            if (extend) {
                 out->segments[out->n_segments - 1].length += x;
                 t += prof->beta * (double)x;
             } else {
-                if (gap < prof->alpha)
-                    x = unit;
-                else if (gap < ub_block_cost(prof, (double)rem, 0))
-                    x = units_for(gap - prof->alpha, prof->beta, unit) * unit;
-                else
-                    x = rem;
-                if (x > rem)
-                    x = rem;
                 ub_plan_begin_block(out);
                 ub_plan_add_segment(out, c, s->sent[c], x);
                 if (first_start[c] < 0)

@@ -18,6 +18,7 @@
  *   - a group is never extended across a call marked "merge": false or into a call of another
  *     dtype or op (the published code has one dtype and no barriers): the group is closed.
  *   - the rule ignores the forward segments (need), as published.
+ *   - a group is closed where the next call would take it above staging_max.
  *
  * ub_policy_mgwfbp_dp is the exact optimum of the same family (consecutive whole calls, arrival
  * order) for the barrier case: there the iteration is max(B + g, end of the link) + forward, and
@@ -60,7 +61,8 @@ int ub_policy_mgwfbp(const ub_profile *prof, ub_plan *out)
         double start = prev_end > group_ready ? prev_end : group_ready;
         double cost = ub_block_cost(prof, group_bytes, k > first);
         int merge = 0;
-        if (k + 1 < n && can_join(prof, k)) {
+        if (k + 1 < n && can_join(prof, k) &&
+            ub_staging_fits(prof, group_bytes + (double)prof->calls[k + 1].bytes)) {
             double next_ready = prof->calls[k + 1].ready;
             if (next_ready < start + cost) {
                 if (start > next_ready)
@@ -107,6 +109,8 @@ int ub_policy_mgwfbp_dp(const ub_profile *prof, ub_plan *out)
             if (prof->calls[i].ready > ready)
                 ready = prof->calls[i].ready;
             bytes += (double)prof->calls[i].bytes;
+            if (i < j && !ub_staging_fits(prof, bytes))
+                break; /* longer groups only grow */
             double cost = ub_block_cost(prof, bytes, i < j);
             /* Exact pruning: a longer group (smaller i) has at least this latest ready time and
              * these bytes, so it cannot end before ready + cost; once that reaches the best end

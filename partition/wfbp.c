@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "usbyte/alloc.h"
+#include "usbyte/model.h"
 #include "usbyte/policy.h"
 
 /* One block per call, in arrival order: each allreduce goes out as soon as its gradient is
@@ -22,7 +23,9 @@ int ub_policy_wfbp(const ub_profile *prof, ub_plan *out)
 /* One allreduce holding everything.  A block must be homogeneous and must not cross a call
  * marked "merge": false, so "everything" becomes: one block per (dtype, op) class inside each
  * region between merge barriers.  Choice: inside a region the classes go in the order their
- * first call arrived, which is what a framework that buckets by dtype would issue. */
+ * first call arrived, which is what a framework that buckets by dtype would issue.  With a
+ * staging limit a class is packed into consecutive blocks of whole calls up to staging_max
+ * (a call alone never needs staging, whatever its size). */
 int ub_policy_syncea(const ub_profile *prof, ub_plan *out)
 {
     int n = prof->n_calls;
@@ -40,11 +43,18 @@ int ub_policy_syncea(const ub_profile *prof, ub_plan *out)
             if (done[first])
                 continue;
             ub_plan_begin_block(out);
+            double block_bytes = 0.0;
             for (int m = first; m <= k; m++) {
                 if (done[m] || prof->calls[m].dtype != prof->calls[first].dtype ||
                     prof->calls[m].op != prof->calls[first].op)
                     continue;
+                double b = (double)prof->calls[m].bytes;
+                if (block_bytes > 0.0 && !ub_staging_fits(prof, block_bytes + b)) {
+                    ub_plan_begin_block(out);
+                    block_bytes = 0.0;
+                }
                 ub_plan_add_segment(out, m, 0, prof->calls[m].bytes);
+                block_bytes += b;
                 done[m] = 1;
             }
         }

@@ -64,6 +64,15 @@ static int want_string(const ub_io_where *c, const json_t *v, const char *path, 
     return 0;
 }
 
+/* A byte count >= 0 (0 means "no constraint" for align and staging_max). */
+static int want_bytes(const ub_io_where *c, const json_t *v, const char *path, uint64_t *out)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return ub_io_fail(c, "%s: must be an integer number of bytes >= 0, got %s", path, ub_json_describe(v).text);
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
 static int parse_net(const ub_io_where *c, const json_t *net, ub_profile *p)
 {
     if (!json_is_object(net))
@@ -130,6 +139,12 @@ static int parse_call(const ub_io_where *c, const json_t *v, int k, ub_profile *
             return ub_io_fail(c, "calls[%d].op: unknown reduction op %s", k, ub_json_describe(f).text);
         call->op = (ub_op)o;
     }
+    /* The runtime issues a call as `count` elements: a size that is not a whole number of
+     * elements cannot be an allreduce of that dtype. */
+    uint64_t z = ub_dtype_size(call->dtype);
+    if (z > 1 && call->bytes % z != 0)
+        return ub_io_fail(c, "calls[%d].bytes: %llu is not a whole number of %s elements (%llu bytes each)", k,
+                          (unsigned long long)call->bytes, ub_dtype_name(call->dtype), (unsigned long long)z);
     if ((f = json_object_get(v, "merge"))) {
         if (!json_is_boolean(f))
             return ub_io_fail(c, "calls[%d].merge: must be true or false, got %s", k, ub_json_describe(f).text);
@@ -166,6 +181,10 @@ int ub_profile_from_json(const json_t *root, const char *origin, ub_profile *out
         out->ranks = (int)json_integer_value(f);
     }
     if ((f = json_object_get(root, "net")) && parse_net(&c, f, out))
+        goto bad;
+    if ((f = json_object_get(root, "align")) && want_bytes(&c, f, "align", &out->align))
+        goto bad;
+    if ((f = json_object_get(root, "staging_max")) && want_bytes(&c, f, "staging_max", &out->staging_max))
         goto bad;
     f = json_object_get(root, "backward_end");
     if (!f) {
@@ -308,6 +327,10 @@ json_t *ub_profile_to_json(const ub_profile *p)
         if (p->has_net)
             bad |= put(root, "net", json_pack("{s:f, s:f, s:f}", "alpha", p->alpha, "beta", p->beta, "copy_beta",
                                               p->copy_beta));
+        if (p->align)
+            bad |= put(root, "align", json_integer((json_int_t)p->align));
+        if (p->staging_max)
+            bad |= put(root, "staging_max", json_integer((json_int_t)p->staging_max));
         bad |= put(root, "backward_end", json_real(p->backward_end));
         bad |= put(root, "gap", json_real(p->gap));
         for (int s = 0; s < p->n_forward; s++)

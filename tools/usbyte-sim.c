@@ -242,16 +242,33 @@ static int selected(const options *o, int id)
 
 static void run_policies(const options *o, const ub_profile *prof, sim_result *res)
 {
+    int every = !o->policy || !strcmp(o->policy, "all");
     for (int id = 0; id < UB_POLICY_COUNT; id++) {
-        res[id].used = selected(o, id) || id == UB_POLICY_WFBP; /* wfbp: the speedup reference */
+        res[id].used = every || selected(o, id) || id == UB_POLICY_WFBP; /* wfbp: the speedup reference */
         ub_plan_init(&res[id].plan, ub_policy_name((ub_policy_id)id));
+    }
+    char err[700];
+    if (every) {
+        /* The runtime's one planning path (ub_plan_all is built on it). */
+        ub_plan plans[UB_POLICY_COUNT];
+        for (int id = 0; id < UB_POLICY_COUNT; id++)
+            plans[id] = res[id].plan;
+        int rc = ub_plan_every(prof, plans, err, sizeof(err));
+        for (int id = 0; id < UB_POLICY_COUNT; id++)
+            res[id].plan = plans[id];
+        if (rc != 0) {
+            /* A policy bug, not bad input: say so loudly, never print its numbers as if valid. */
+            fprintf(stderr, "usbyte-sim: internal error: %s\n", err);
+            exit(3);
+        }
+        return;
+    }
+    for (int id = 0; id < UB_POLICY_COUNT; id++) {
         if (!res[id].used)
             continue;
         if (ub_policy_run((ub_policy_id)id, prof, &res[id].plan) != 0)
             die("policy %s failed on this profile", ub_policy_name((ub_policy_id)id));
-        char err[512];
         if (ub_plan_validate(prof, &res[id].plan, err, sizeof(err)) != 0) {
-            /* A policy bug, not bad input: say so loudly, never print its numbers as if valid. */
             fprintf(stderr, "usbyte-sim: internal error: policy %s produced an invalid plan: %s\n",
                     ub_policy_name((ub_policy_id)id), err);
             exit(3);

@@ -2,10 +2,25 @@
 #ifndef USBYTE_MODEL_H
 #define USBYTE_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "usbyte/plan.h"
 #include "usbyte/profile.h"
+
+/* The granularity of cuts inside call k: its element size, or the least common multiple of
+ * that and prof->align when the call is larger than align.  UINT64_MAX when that multiple
+ * does not fit (no cut is possible then).  A segment's offset and end must be multiples of
+ * it, except an end at the call's last byte. */
+uint64_t ub_cut_quantum(const ub_profile *prof, int k);
+
+/* The largest allowed cut of call k at or below `offset` (0 when there is none). */
+uint64_t ub_cut_floor(const ub_profile *prof, int k, uint64_t offset);
+
+/* May a block of `bytes` total that holds segments of more than one call go through the
+ * staging buffer (bytes <= staging_max, or no limit)? */
+bool ub_staging_fits(const ub_profile *prof, double bytes);
 
 /* 0 when the plan is valid for the profile; otherwise -1 and one line in err naming the
  * block/segment and what is wrong. */

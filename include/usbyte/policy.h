@@ -41,4 +41,17 @@ int ub_policy_parse(const char *name);  /* -1 when unknown */
  * plan_seconds.  Returns the policy's status. */
 int ub_policy_run(ub_policy_id id, const ub_profile *prof, ub_plan *out);
 
+/* Every policy on one profile, the way the runtime and usbyte-sim plan: each through
+ * ub_policy_run (evaluated), each plan checked with ub_plan_validate, and `best` searching from
+ * the other policies' plans (computed once; its plan_seconds includes theirs).  plans[] must
+ * be initialised by the caller.  A policy that fails or returns an invalid plan leaves its plan
+ * empty with iteration NAN.  Returns 0 when every policy gave a valid plan, else -1 with one
+ * line in err (may be NULL) naming the first policy that did not and why. */
+int ub_plan_every(const ub_profile *prof, ub_plan plans[UB_POLICY_COUNT], char *err, size_t errlen);
+
+/* ub_plan_every, keeping only what the runtime needs: every policy's predicted iteration
+ * (NAN where a policy failed) and a copy of the plan of policy `chosen` in chosen_plan
+ * (initialised by the caller).  Returns 0, or -1 when `chosen` is not a policy or failed. */
+int ub_plan_all(const ub_profile *prof, int chosen, double iteration[UB_POLICY_COUNT], ub_plan *chosen_plan);
+
 #endif

@@ -27,6 +27,13 @@ typedef struct ub_profile {
     double alpha;          /* seconds per block */
     double beta;           /* seconds per byte */
     double copy_beta;      /* seconds per byte through staging */
+    /* What the runtime's schedule mode can issue (MODEL.md validity; 0 = no constraint):
+     * align: bytes; a cut inside a call falls on a multiple of the call's element size and,
+     * in a call larger than align, also on a multiple of align (addresses the runtime can
+     * hand to NCCL without realigning).  staging_max: the largest total of a block that
+     * holds segments of more than one call (the size of the runtime's one staging buffer). */
+    uint64_t align;
+    uint64_t staging_max;
     double backward_end;
     double gap;
     int n_forward;         /* >= 1 */

@@ -16,7 +16,8 @@
 
 #define MAXC 128
 
-/* A small in-memory profile: calls with (bytes, ready, need), one net. */
+/* A small in-memory profile: calls with (bytes, ready, need), one net.  The calls are uint8
+ * (1-byte elements), so the hand-made cuts below may fall on any byte. */
 typedef struct {
     ub_profile p;
     ub_call calls[MAXC];
@@ -29,7 +30,7 @@ static void setup_profile(fixture *f, int n, const uint64_t *bytes, const double
     memset(f, 0, sizeof(*f));
     for (int k = 0; k < n; k++)
         f->calls[k] = (ub_call){.bytes = bytes[k], .ready = ready[k], .need = need ? need[k] : 0,
-                                .dtype = UB_DTYPE_FLOAT32, .op = UB_OP_SUM, .merge = true, .measured_comm = -1};
+                                .dtype = UB_DTYPE_UINT8, .op = UB_OP_SUM, .merge = true, .measured_comm = -1};
     for (int s = 0; s < n_forward; s++)
         f->forward[s] = forward[s];
     f->p = (ub_profile){.has_net = true, .alpha = alpha, .beta = beta, .backward_end = backward_end,
@@ -310,11 +311,11 @@ static void test_validator_rejections(void **state)
     set_plan(&plan, "0:0+100 1:0+200 2:0+300");
     char ok[256];
     assert_int_equal(ub_plan_validate(&f.p, &plan, ok, sizeof(ok)), 0);
-    f.calls[2].dtype = UB_DTYPE_FLOAT16;
-    expect_invalid(&f.p, &plan, "blocks[0] mixes float32/sum (call 0) with float16/sum (call 2)");
-    f.calls[2].dtype = UB_DTYPE_FLOAT32;
+    f.calls[2].dtype = UB_DTYPE_INT8;
+    expect_invalid(&f.p, &plan, "blocks[0] mixes uint8/sum (call 0) with int8/sum (call 2)");
+    f.calls[2].dtype = UB_DTYPE_UINT8;
     f.calls[1].op = UB_OP_MAX;
-    expect_invalid(&f.p, &plan, "blocks[0] mixes float32/sum (call 0) with float32/max (call 1)");
+    expect_invalid(&f.p, &plan, "blocks[0] mixes uint8/sum (call 0) with uint8/max (call 1)");
     f.calls[1].op = UB_OP_SUM;
 
     /* merge:false on call 1: a block may hold calls 0 and 1, never 1 and 2. */
@@ -325,6 +326,61 @@ static void test_validator_rejections(void **state)
     assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
     set_plan(&plan, "0:0+100 | 2:0+300 1:0+200");
     expect_invalid(&f.p, &plan, "blocks[1] merges calls 1 and 2 across");
+    ub_plan_free(&plan);
+}
+
+/* The runtime's constraints: a cut never splits an element; in a call larger than `align`
+ * every cut is also a multiple of align (the call's end excepted); a block holding several
+ * calls fits the staging buffer.  Calls 0..2 of 100, 200, 300 bytes. */
+static void test_validator_cut_and_staging_rules(void **state)
+{
+    (void)state;
+    fixture f;
+    setup_profile(&f, 3, (uint64_t[]){100, 200, 300}, (double[]){0, 1, 2}, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    ub_plan plan;
+    ub_plan_init(&plan, "cuts");
+    /* float32: offsets and ends on 4 bytes; 150 splits an element, 152 does not. */
+    for (int k = 0; k < 3; k++)
+        f.calls[k].dtype = UB_DTYPE_FLOAT32;
+    set_plan(&plan, "0:0+100 | 1:0+150 | 1:150+50 | 2:0+300");
+    expect_invalid(&f.p, &plan, "blocks[1].segments[0]: end 150 of call 1 is not a cut the runtime can issue "
+                                "(multiples of 4 bytes: whole float32 elements)");
+    set_plan(&plan, "0:0+100 | 1:0+152 | 1:152+48 | 2:0+300");
+    char err[256];
+    assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
+    assert_int_equal(ub_cut_quantum(&f.p, 1), 4);
+    /* align 64: call 1 (200 > 64) cuts on 64, its end (200) stays fine; call 0 (100 > 64)
+     * too; a call of at most 64 bytes would only need whole elements. */
+    f.p.align = 64;
+    expect_invalid(&f.p, &plan, "blocks[1].segments[0]: end 152 of call 1 is not a cut");
+    expect_invalid(&f.p, &plan, "on the profile's align");
+    set_plan(&plan, "0:0+100 | 1:0+128 | 1:128+72 | 2:64+236 2:0+64");
+    assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
+    set_plan(&plan, "0:0+100 | 1:0+128 | 1:128+72 | 2:0+100 | 2:100+200");
+    expect_invalid(&f.p, &plan, "blocks[3].segments[0]: end 100 of call 2");
+    set_plan(&plan, "0:0+100 | 1:0+128 | 1:128+72 | 2:0+64 | 2:64+236");
+    assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
+    /* align 6 with float32: the quantum is lcm(6, 4) = 12. */
+    f.p.align = 6;
+    assert_int_equal(ub_cut_quantum(&f.p, 1), 12);
+    expect_invalid(&f.p, &plan, "end 128 of call 1 is not a cut the runtime can issue (multiples of 12 bytes");
+    f.p.align = 1000; /* larger than every call: element boundaries only */
+    assert_int_equal(ub_cut_quantum(&f.p, 2), 4);
+    assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
+    f.p.align = 0;
+
+    /* staging_max 300: calls 0+1 (300 bytes) may share a block, 1+2 (500) may not; call 2
+     * alone (300) and any single call, even above the limit, need no staging. */
+    f.p.staging_max = 300;
+    set_plan(&plan, "0:0+100 1:0+200 | 2:0+300");
+    assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
+    set_plan(&plan, "0:0+100 | 1:0+200 2:0+300");
+    expect_invalid(&f.p, &plan, "blocks[1] stages 500 bytes of several calls, above staging_max 300");
+    f.p.staging_max = 200;
+    set_plan(&plan, "0:0+100 | 1:0+200 | 2:0+300");
+    assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
+    set_plan(&plan, "0:0+100 1:0+200 | 2:0+300");
+    expect_invalid(&f.p, &plan, "blocks[0] stages 300 bytes");
     ub_plan_free(&plan);
 }
 
@@ -359,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_many_calls),
         cmocka_unit_test(test_validator_rejections),
         cmocka_unit_test(test_validator_shared_segments),
+        cmocka_unit_test(test_validator_cut_and_staging_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,6 +64,7 @@ static void test_minimal_profile_gets_defaults(void **state)
     assert_null(p.source);
     assert_int_equal(p.ranks, 0);
     assert_false(p.has_net);
+    assert_true(p.align == 0 && p.staging_max == 0);
     assert_true(p.gap == 0.0);
     assert_int_equal(p.n_forward, 1);
     assert_true(p.forward[0] == 0.0);
@@ -82,6 +83,7 @@ static void test_minimal_profile_gets_defaults(void **state)
 static const char *full_profile =
     "{\"usbyte_profile\": 1, \"name\": \"n\", \"source\": \"s\", \"ranks\": 8,"
     " \"net\": {\"alpha\": 1.4e-4, \"beta\": 2.0e-10, \"copy_beta\": 1e-11},"
+    " \"align\": 256, \"staging_max\": 67108864,"
     " \"backward_end\": 0.1234, \"gap\": 0.001, \"forward\": [0.002, 0.001], \"future_key\": [1, 2],"
     " \"calls\": ["
     "  {\"name\": \"fc.weight\", \"bytes\": 8192000, \"ready\": 0.0021, \"need\": 1, \"dtype\": \"bfloat16\","
@@ -100,6 +102,7 @@ static void test_full_profile(void **state)
     assert_int_equal(p.ranks, 8);
     assert_true(p.has_net);
     assert_true(p.alpha == 1.4e-4 && p.beta == 2.0e-10 && p.copy_beta == 1e-11);
+    assert_true(p.align == 256 && p.staging_max == 67108864);
     assert_true(p.backward_end == 0.1234 && p.gap == 0.001);
     assert_int_equal(p.n_forward, 2);
     assert_true(p.forward[1] == 0.001);
@@ -123,6 +126,7 @@ static void assert_same_profile(const ub_profile *a, const ub_profile *b)
     assert_int_equal(a->ranks, b->ranks);
     assert_int_equal(a->has_net, b->has_net);
     assert_true(a->alpha == b->alpha && a->beta == b->beta && a->copy_beta == b->copy_beta);
+    assert_true(a->align == b->align && a->staging_max == b->staging_max);
     assert_true(a->backward_end == b->backward_end && a->gap == b->gap);
     assert_int_equal(a->n_forward, b->n_forward);
     for (int s = 0; s < a->n_forward; s++)
@@ -226,6 +230,14 @@ static void test_bad_profiles(void **state)
     expect_error(HEAD "\"net\": 3, " CALL1 "}", "t.json: net: must be an object with alpha and beta, got 3");
     expect_error(HEAD "\"ranks\": 0, " CALL1 "}", "t.json: ranks: must be a positive integer, got 0");
     expect_error(HEAD "\"name\": [], " CALL1 "}", "t.json: name: must be a string, got an array");
+    expect_error(HEAD "\"align\": -4, " CALL1 "}", "t.json: align: must be an integer number of bytes >= 0, got -4");
+    expect_error(HEAD "\"staging_max\": 1.5, " CALL1 "}",
+                 "t.json: staging_max: must be an integer number of bytes >= 0, got 1.5");
+    /* The runtime issues `count` elements: bytes must be whole elements of the dtype. */
+    expect_error(HEAD "\"calls\": [{\"bytes\": 8, \"ready\": 0}, {\"bytes\": 4001, \"ready\": 0}]}",
+                 "t.json: calls[1].bytes: 4001 is not a whole number of float32 elements (4 bytes each)");
+    expect_error(HEAD "\"calls\": [{\"bytes\": 6, \"ready\": 0, \"dtype\": \"float64\"}]}",
+                 "t.json: calls[0].bytes: 6 is not a whole number of float64 elements (8 bytes each)");
 #undef HEAD
 }
 

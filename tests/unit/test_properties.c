@@ -9,7 +9,9 @@
  *   block starts when the link is free and its last member is ready, a forward segment when
  *   the previous one ended and its last needed call completed) on every block's start and end
  *   and on the iteration time, 1e-9 relative;
- * - determinism: every policy run twice on the same profile gives identical plans. */
+ * - determinism: every policy run twice on the same profile gives identical plans;
+ * - the runtime's constraints (random align and staging_max): every policy's plan validates,
+ *   through ub_plan_every and ub_plan_all as the runtime calls them. */
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -408,6 +410,74 @@ static void test_corner_profiles(void **state)
     }
 }
 
+/* Random align (element sizes, powers of two, odd sizes) and staging_max (tiny to large):
+ * every policy's plan obeys them.  The limits are drawn so that they bind: syncea and the
+ * merging policies must split, bytescheduler/usbyte/best cut on the coarser quantum. */
+static void test_constraints_every_policy(void **state)
+{
+    (void)state;
+    static const uint64_t aligns[] = {0, 4, 6, 256, 3000, 4096, 1u << 20, 12345};
+    uint64_t rng = 0xa11a5eedULL;
+    int split_by_cap = 0, n_profiles = 60;
+    ub_plan plans[UB_POLICY_COUNT], chosen;
+    for (int i = 0; i < n_profiles; i++) {
+        ub_synthetic_opts o = {.n_calls = 2 + (int)(ub_splitmix64(&rng) % 40), .seed = 4000 + (uint64_t)i,
+                               .barrier = i % 2 == 0, .mixed_dtypes = i % 3 == 0,
+                               .merge_false_fraction = i % 5 == 0 ? 0.1 : 0.0,
+                               .copy_beta = i % 4 == 1 ? 2e-10 : 0.0};
+        ub_profile p;
+        assert_int_equal(ub_synthetic_profile(&o, &p), 0);
+        p.align = aligns[ub_splitmix64(&rng) % (sizeof(aligns) / sizeof(aligns[0]))];
+        double total = 0;
+        for (int k = 0; k < p.n_calls; k++)
+            total += (double)p.calls[k].bytes;
+        /* 0 (none), or from 1/1000 of the data to all of it */
+        p.staging_max = i % 7 == 0 ? 0 : (uint64_t)(total * pow(10.0, -3.0 * ub_uniform01(&rng)));
+        for (int id = 0; id < UB_POLICY_COUNT; id++)
+            ub_plan_init(&plans[id], ub_policy_name(id));
+        char err[700] = "";
+        if (ub_plan_every(&p, plans, err, sizeof(err)) != 0)
+            fail_msg("profile %d (align %llu, staging_max %llu): %s", i, (unsigned long long)p.align,
+                     (unsigned long long)p.staging_max, err);
+        for (int id = 0; id < UB_POLICY_COUNT; id++) {
+            /* independently of ub_plan_every's own check */
+            if (ub_plan_validate(&p, &plans[id], err, sizeof(err)) != 0)
+                fail_msg("profile %d (align %llu, staging_max %llu), %s: %s", i, (unsigned long long)p.align,
+                         (unsigned long long)p.staging_max, ub_policy_name(id), err);
+        }
+        char label[48];
+        snprintf(label, sizeof(label), "constrained profile %d", i);
+        expect_best_dominates(plans, label);
+        /* Without the cap syncea has one block per class and region: count the cases that split. */
+        ub_profile uncapped = p;
+        uncapped.staging_max = 0;
+        ub_plan free_syncea;
+        ub_plan_init(&free_syncea, "");
+        assert_int_equal(ub_policy_run(UB_POLICY_SYNCEA, &uncapped, &free_syncea), 0);
+        split_by_cap += plans[UB_POLICY_SYNCEA].n_blocks > free_syncea.n_blocks;
+        ub_plan_free(&free_syncea);
+
+        double iter[UB_POLICY_COUNT];
+        ub_plan_init(&chosen, "");
+        assert_int_equal(ub_plan_all(&p, UB_POLICY_BEST, iter, &chosen), 0);
+        assert_int_equal(ub_plan_validate(&p, &chosen, err, sizeof(err)), 0);
+        assert_true(chosen.iteration == iter[UB_POLICY_BEST]);
+        assert_string_equal(chosen.policy, "best");
+        for (int id = 0; id < UB_POLICY_COUNT; id++)
+            assert_true(iter[id] == plans[id].iteration);
+        ub_plan_free(&chosen);
+        for (int id = 0; id < UB_POLICY_COUNT; id++)
+            ub_plan_free(&plans[id]);
+        ub_synthetic_free(&p);
+    }
+    printf("staging_max split syncea's blocks on %d of %d profiles\n", split_by_cap, n_profiles);
+    assert_true(split_by_cap >= n_profiles / 3);
+    ub_plan_init(&chosen, "");
+    double iter[UB_POLICY_COUNT];
+    assert_int_equal(ub_plan_all(&samples[0].prof, UB_POLICY_COUNT, iter, &chosen), -1);
+    ub_plan_free(&chosen);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -418,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_evaluator_vs_event_simulation),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_corner_profiles),
+        cmocka_unit_test(test_constraints_every_policy),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
