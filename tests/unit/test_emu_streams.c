@@ -489,6 +489,84 @@ static void test_exit_with_blocked_worker(void **state)
         fail_msg("child exited with %d:\n%s", rc, err);
 }
 
+/* ---- fork: the child's streams are its own ---- */
+static void set_flag(void *arg)
+{
+    *(volatile int *)arg = 1;
+}
+
+/* In the forked child: every kind of stream it can get runs its work.  Returns 0, or the
+ * number of the step that failed; a step that hangs is ended by the alarm (SIGALRM). */
+static int child_uses_streams(cudaStream_t inherited)
+{
+    alarm(EMU_TEST_DEADLINE_S);
+    volatile int ran[6] = {0};
+    cudaStream_t c, nb, again;
+    /* The parent destroyed a stream before the fork: this create must not recycle it. */
+    if (cudaStreamCreate(&c) != cudaSuccess || cudaLaunchHostFunc(c, set_flag, (void *)&ran[0]) != cudaSuccess)
+        return 1;
+    if (cudaStreamSynchronize(c) != cudaSuccess || !ran[0])
+        return 2;
+    if (cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaLaunchHostFunc(nb, set_flag, (void *)&ran[1]) != cudaSuccess || cudaStreamSynchronize(nb) != cudaSuccess ||
+        !ran[1])
+        return 3;
+    /* The legacy and per-thread default streams existed in the parent. */
+    if (cudaLaunchHostFunc(NULL, set_flag, (void *)&ran[2]) != cudaSuccess || cudaStreamSynchronize(NULL) != cudaSuccess ||
+        !ran[2])
+        return 4;
+    if (cudaLaunchHostFunc(cudaStreamPerThread, set_flag, (void *)&ran[3]) != cudaSuccess ||
+        cudaStreamSynchronize(cudaStreamPerThread) != cudaSuccess || !ran[3])
+        return 5;
+    /* A blocking stream's implicit wait for the legacy stream, and a recycle within the child. */
+    if (cudaStreamDestroy(c) != cudaSuccess || cudaStreamCreate(&again) != cudaSuccess ||
+        cudaLaunchHostFunc(again, set_flag, (void *)&ran[4]) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
+        !ran[4])
+        return 6;
+    /* Work on the parent's stream is refused instead of queued for a worker that is not here. */
+    if (cudaLaunchHostFunc(inherited, set_flag, (void *)&ran[5]) != cudaErrorInitializationError)
+        return 7;
+    cudaGetLastError();
+    return 0;
+}
+
+static void test_streams_in_forked_child(void **state)
+{
+    (void)state;
+    cudaStream_t dead, kept;
+    int ran = 0;
+    CHECK(cudaStreamCreate(&dead));
+    CHECK(cudaStreamCreate(&kept));
+    CHECK(cudaLaunchHostFunc(NULL, set_flag, &ran));
+    CHECK(cudaLaunchHostFunc(cudaStreamPerThread, set_flag, &ran));
+    CHECK(cudaStreamSynchronize(dead));
+    CHECK(cudaDeviceSynchronize());
+    /* Drained and destroyed: the next create in this process takes this object. */
+    CHECK(cudaStreamDestroy(dead));
+    pid_t pid = fork();
+    if (pid == 0)
+        exit(child_uses_streams(kept));   /* exit(): the emulator's destructors run in the child */
+    assert_true(pid > 0);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status))
+        fail_msg("child killed by signal %d (%s)", WTERMSIG(status),
+                 WTERMSIG(status) == SIGALRM ? "hung" : "crashed");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("child failed at step %d", WEXITSTATUS(status));
+    /* The parent's own streams still work after the fork (the table's lock was released). */
+    cudaStream_t after;
+    ran = 0;
+    CHECK(cudaStreamCreate(&after));
+    CHECK(cudaLaunchHostFunc(after, set_flag, &ran));
+    CHECK(cudaLaunchHostFunc(kept, set_flag, &ran));
+    CHECK(cudaStreamSynchronize(after));
+    CHECK(cudaStreamSynchronize(kept));
+    assert_int_equal(ran, 1);
+    CHECK(cudaStreamDestroy(after));
+    CHECK(cudaStreamDestroy(kept));
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--child-sigusr2") == 0)
@@ -510,6 +588,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_dump_streams_shows_activity),
         cmocka_unit_test(test_sigusr2_dumps_streams_when_launched),
         cmocka_unit_test(test_exit_with_blocked_worker),
+        cmocka_unit_test(test_streams_in_forked_child),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include <cuda_runtime_api.h>
@@ -45,6 +46,8 @@ struct CUstream_st {
     bool implicit;            /* a per-thread default stream */
     bool alive;               /* under emu_streams_mu; false once destroyed */
     bool capturing;           /* only through usbyteEmuSetCapturing */
+    pid_t owner;              /* the process that made it and runs its worker (never changes):
+                                 a forked child inherits the object but not the thread */
 
     pthread_mutex_t mu;
     pthread_cond_t work_cv;   /* worker waits for ops */

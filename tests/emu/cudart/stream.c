@@ -14,7 +14,7 @@ static pthread_mutex_t emu_streams_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct CUstream_st *stream_table;            /* uthash by pointer: every object ever made */
 static _Atomic(struct CUstream_st *) all_streams;   /* append-only list, readable in a signal handler */
 static uint64_t next_stream_id = 1;
-static struct CUstream_st *legacy_stream;
+static _Atomic(struct CUstream_st *) legacy_stream;   /* this process's; made on first use */
 static pthread_once_t legacy_once = PTHREAD_ONCE_INIT;
 static pthread_key_t per_thread_key;
 static __thread struct CUstream_st *tl_per_thread;
@@ -22,6 +22,17 @@ static __thread struct CUstream_st *tl_worker;
 static __thread bool tl_op_end_set;        /* the running op said when it ends in the model */
 static __thread struct timespec tl_op_end;
 static atomic_bool shutting_down;
+/* This process: set at load and in a forked child (fork_child), so that the child never takes
+ * an object of its parent for its own.  Read without a lock: it changes only while one thread
+ * exists. */
+static pid_t streams_pid;
+
+/* Whether this process runs s's worker.  A forked child inherits every object but none of
+ * the threads: an inherited stream would accept work and never run it. */
+static bool owned(const struct CUstream_st *s)
+{
+    return s->owner == streams_pid;
+}
 
 static void set_activity(struct CUstream_st *s, const char *what)
 {
@@ -71,7 +82,7 @@ static void *worker_main(void *arg)
 static struct CUstream_st *stream_object(void)
 {
     for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
-        if (s->alive || s->is_legacy)
+        if (s->alive || s->is_legacy || !owned(s))
             continue;
         pthread_mutex_lock(&s->mu);
         bool idle = s->completed == s->enqueued && !s->stop;
@@ -94,6 +105,7 @@ static struct CUstream_st *stream_object(void)
         return NULL;
     }
     s->thread_started = true;
+    s->owner = streams_pid;
     s->self = s;
     HASH_ADD_PTR(stream_table, self, s);
     s->all_next = atomic_load(&all_streams);
@@ -140,13 +152,28 @@ static void per_thread_exit(void *arg)
 static void legacy_init(void)
 {
     pthread_key_create(&per_thread_key, per_thread_exit);
+}
+
+/* The legacy stream of this process: made on first use, and again in a forked child (which
+ * has none of its parent's workers). */
+static struct CUstream_st *legacy(void)
+{
+    pthread_once(&legacy_once, legacy_init);
+    struct CUstream_st *s = atomic_load(&legacy_stream);
+    if (s != NULL)
+        return s;
     pthread_mutex_lock(&emu_streams_mu);
-    legacy_stream = stream_create_locked(0, 0, true, false);
+    s = atomic_load(&legacy_stream);
+    if (s == NULL) {
+        s = stream_create_locked(0, 0, true, false);
+        atomic_store(&legacy_stream, s);
+    }
     pthread_mutex_unlock(&emu_streams_mu);
-    if (legacy_stream == NULL) {
+    if (s == NULL) {
         fprintf(stderr, "usbyte emulator: cannot start the legacy stream's worker thread\n");
         abort();
     }
+    return s;
 }
 
 static struct CUstream_st *per_thread_stream(void)
@@ -171,13 +198,13 @@ cudaError_t emu_stream_resolve(cudaStream_t handle, bool ptsz, struct CUstream_s
     /* As the real runtime after its teardown: nothing runs any more. */
     if (emu_unloading())
         return cudaErrorCudartUnloading;
-    pthread_once(&legacy_once, legacy_init);
+    struct CUstream_st *legacy_s = legacy();
     if (handle == cudaStreamPerThread || (handle == NULL && ptsz)) {
         *out = per_thread_stream();
         return *out ? cudaSuccess : cudaErrorMemoryAllocation;
     }
     if (handle == NULL || handle == cudaStreamLegacy) {
-        *out = legacy_stream;
+        *out = legacy_s;
         return cudaSuccess;
     }
     struct CUstream_st *s = NULL;
@@ -257,6 +284,10 @@ static void position_wait_run(void *arg)
 
 static cudaError_t push_op(struct CUstream_st *s, usbyteEmuOpFn run, void *arg, const char *what, uint64_t *seq)
 {
+    /* A stream inherited through fork has no worker here: its work would never run.  CUDA
+     * refuses a context used across fork with an initialization error. */
+    if (!owned(s))
+        return cudaErrorInitializationError;
     struct emu_op *op = malloc(sizeof *op);
     if (op == NULL)
         return cudaErrorMemoryAllocation;
@@ -312,7 +343,7 @@ static cudaError_t legacy_dependencies(struct CUstream_st *s)
         size_t n = 0;
         pthread_mutex_lock(&emu_streams_mu);
         for (struct CUstream_st *o = atomic_load(&all_streams); o; o = o->all_next) {
-            if (o == s || (o->flags & cudaStreamNonBlocking) || o->is_legacy)
+            if (o == s || (o->flags & cudaStreamNonBlocking) || o->is_legacy || !owned(o))
                 continue;
             if (n == sizeof list / sizeof list[0]) {
                 /* Rare: more blocking streams than the batch; wait for the rest in the next batch. */
@@ -331,8 +362,9 @@ static cudaError_t legacy_dependencies(struct CUstream_st *s)
                 return cudaErrorMemoryAllocation;
         return cudaSuccess;
     }
-    if (!(s->flags & cudaStreamNonBlocking) && legacy_stream != NULL)
-        return depend_on(s, legacy_stream);
+    struct CUstream_st *legacy_s = atomic_load(&legacy_stream);
+    if (!(s->flags & cudaStreamNonBlocking) && legacy_s != NULL)
+        return depend_on(s, legacy_s);
     return cudaSuccess;
 }
 
@@ -354,8 +386,10 @@ void emu_stream_wait_seq(struct CUstream_st *s, uint64_t seq)
 
 void emu_device_sync(void)
 {
-    pthread_once(&legacy_once, legacy_init);
+    legacy();
     for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
+        if (!owned(s))
+            continue;
         pthread_mutex_lock(&s->mu);
         uint64_t target = s->enqueued;
         pthread_mutex_unlock(&s->mu);
@@ -432,7 +466,7 @@ EMU_EXPORT void usbyteEmuDumpStreams(int fd)
 {
     for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
         unsigned long long depth = atomic_load_explicit(&s->depth, memory_order_relaxed);
-        if (!s->alive && depth == 0 && !s->is_legacy)
+        if ((!s->alive && depth == 0 && !s->is_legacy) || !owned(s))
             continue;
         char line[EMU_ACTIVITY_LEN + 96];
         size_t n = 0;
@@ -470,13 +504,31 @@ static void dump_on_signal(int sig)
     errno = saved;
 }
 
-/* The process whose worker threads the stream table describes: a forked child inherits the
- * table but none of the threads (and maybe a mutex held by one), so it must leave them alone. */
-static pid_t streams_owner;
+/* fork: the table's lock is held across it, so that the child never inherits it held by a
+ * thread it does not have.  The child then gets its own legacy and per-thread default streams
+ * on first use and never recycles, waits for or stops its parent's objects. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&emu_streams_mu);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&emu_streams_mu);
+}
+
+static void fork_child(void)
+{
+    streams_pid = getpid();
+    atomic_store(&legacy_stream, NULL);
+    tl_per_thread = NULL;
+    pthread_mutex_unlock(&emu_streams_mu);
+}
 
 __attribute__((constructor)) static void emu_streams_init(void)
 {
-    streams_owner = getpid();
+    streams_pid = getpid();
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
     const char *launched = getenv("USBYTE_EMU_LAUNCHED");
     if (launched != NULL && strcmp(launched, "1") == 0) {
         struct sigaction sa;
@@ -493,10 +545,12 @@ __attribute__((constructor)) static void emu_streams_init(void)
  * left alone: objects are never freed, so it can never touch freed memory. */
 __attribute__((destructor)) static void emu_streams_shutdown(void)
 {
-    if (getpid() != streams_owner)
-        return;
     atomic_store(&shutting_down, true);
     for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
+        /* A forked child's inherited objects: their threads (and maybe a held lock) are the
+         * parent's. */
+        if (!owned(s))
+            continue;
         pthread_mutex_lock(&s->mu);
         s->stop = true;
         bool joinable = !s->running && s->thread_started;
