@@ -1,10 +1,11 @@
 /* The runtime's report (see usbyte/report.h).  Key names are the contract with the tests and
  * tools/usbyte-report: see docs/runtime.md. */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "usbyte/atomic_write.h"
 #include "usbyte/io.h"
 #include "usbyte/report.h"
 
@@ -128,19 +129,12 @@ json_t *ub_report_json(int rank, int world_size, const ub_config *cfg, const ub_
 
 int ub_report_write(const char *path, const json_t *doc, char *err, size_t errlen)
 {
-    char tmp[1100];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.partial", path) >= sizeof tmp) {
-        snprintf(err, errlen, "%s: path too long", path);
+    char *text = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    if (text == NULL) {
+        snprintf(err, errlen, "%s: out of memory formatting the report", path);
         return -1;
     }
-    if (json_dump_file(doc, tmp, JSON_INDENT(1) | JSON_REAL_PRECISION(17)) != 0) {
-        snprintf(err, errlen, "%s: cannot write (%s)", tmp, strerror(errno));
-        return -1;
-    }
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: cannot rename to %s (%s)", tmp, path, strerror(errno));
-        remove(tmp);
-        return -1;
-    }
-    return 0;
+    int rc = ub_write_file_atomic(path, text, strlen(text), err, errlen);
+    free(text);
+    return rc;
 }

@@ -1,6 +1,6 @@
 /* The per-rank report of the runtime (issue 4, DESIGN.md section 8): what was measured per
  * communicator, what every policy would gain and the chosen plan.  Pure JSON building and an
- * atomic file write (".partial", then rename); no CUDA, so it is safe at exit. */
+ * atomic file write (usbyte/atomic_write.h); no CUDA, so it is safe at exit. */
 #ifndef USBYTE_REPORT_H
 #define USBYTE_REPORT_H
 
@@ -71,7 +71,8 @@ typedef struct ub_versions {
 json_t *ub_comm_report_json(const ub_comm_report *r);
 json_t *ub_report_json(int rank, int world_size, const ub_config *cfg, const ub_versions *v,
                        const ub_comm_report *const *comms, int n);
-/* Writes doc to path + ".partial", then renames it to path.  0, or -1 with a reason in err. */
+/* Writes doc to path with ub_write_file_atomic (a unique temporary in path's directory, fsync,
+ * rename; only a regular file or a missing path is replaced).  0, or -1 with one line in err. */
 int ub_report_write(const char *path, const json_t *doc, char *err, size_t errlen);
 
 #endif

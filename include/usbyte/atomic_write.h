@@ -1,0 +1,20 @@
+/* Writing an output file (report, plan, SVG, HTML) so that a reader never sees a partial one
+ * and a hostile or careless path cannot redirect or destroy anything.
+ *
+ * ub_write_file_atomic(path, data, len, err, errlen) writes the len bytes to a new temporary in
+ * path's directory, named "PATH.<pid>.<16 hex random>.partial" and created with
+ * O_CREAT | O_EXCL | O_NOFOLLOW (so a symbolic link planted at any name is never followed, and
+ * two writers never share a temporary), fsyncs it, and renames it to path.  It refuses, before
+ * writing anything, a path that exists and is not a regular file (a symbolic link, a directory,
+ * a device such as /dev/null, a FIFO): only a regular file or a missing path is replaced.
+ * Several processes writing the same path each leave it holding one whole file (the last
+ * rename wins).  Returns 0, or -1 with one line in err naming the path and the reason; the
+ * temporary is removed on every failure.  Never allocates; safe in exit handlers. */
+#ifndef USBYTE_ATOMIC_WRITE_H
+#define USBYTE_ATOMIC_WRITE_H
+
+#include <stddef.h>
+
+int ub_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+
+#endif
