@@ -6,11 +6,50 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime.h"
 
 static int log_fd = 2;
+
+/* Opens the log file without ever blocking or being redirected: O_NONBLOCK so that a FIFO
+ * without a reader (or any device whose open waits) cannot hang every rank in open(), and
+ * O_NOFOLLOW so that a symbolic link planted at the path cannot send our lines into another
+ * file.  Only a regular file is kept: a FIFO or a device could still block or drop the writes
+ * later.  -1 with why in `why` (a phrase for the warning) otherwise. */
+static int open_log_file(const char *path, char *why, size_t whylen)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY, 0644);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            snprintf(why, whylen, "is a symbolic link");
+        else if (errno == ENXIO)
+            snprintf(why, whylen, "is a FIFO or socket without a reader");
+        else
+            snprintf(why, whylen, "cannot be opened: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, whylen, "cannot be examined: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, whylen, "is not a regular file (%s)",
+                 S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
+                 : S_ISBLK(st.st_mode) ? "a block device" : S_ISSOCK(st.st_mode) ? "a socket"
+                 : S_ISDIR(st.st_mode) ? "a directory" : "another kind of file");
+        close(fd);
+        return -1;
+    }
+    /* Writes to a regular file never wait anyway; clear the flag so that they stay whole. */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
 
 void ub_log_open(void)
 {
@@ -18,16 +57,15 @@ void ub_log_open(void)
         close(log_fd);
     log_fd = 2;
     if (ub_cfg.log_file[0]) {
-        char path[600];
+        char path[600], why[160];
         if (ub_expand_report_path(ub_cfg.log_file, atomic_load(&ub_rank), (long)getpid(), NULL, path,
                                   sizeof path) < 0)
             snprintf(path, sizeof path, "%s", ub_cfg.log_file);
-        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        int fd = open_log_file(path, why, sizeof why);
         if (fd >= 0)
             log_fd = fd;
         else
-            ub_warn("cannot open USBYTE_LOG_FILE \"%s\" (%s); logging to standard error", path,
-                    strerror(errno));
+            ub_warn("USBYTE_LOG_FILE \"%s\" %s; logging to standard error", path, why);
     }
 }
 

@@ -8,3 +8,6 @@ $(BUILD)/tests/unit/test_atomic_write: $(call objs,tests/unit/test_atomic_write.
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS_CMOCKA)
 
 UNIT_TESTS += $(BUILD)/tests/unit/test_atomic_write
+
+# The runtime's files end to end (log file, report path): tests/integration/runtime_files.sh.
+INTEGRATION_TESTS += tests/integration/runtime_files.sh
