@@ -12,9 +12,12 @@
 #include <unistd.h>
 
 #include "cuda_list.h"
+#include "defer.h"
 #include "nccl_list.h"
 #include "runtime.h"
 #include "state.h"
+#include "usbyte/io.h"
+#include "usbyte/model.h"
 #include "usbyte/policy.h"
 
 #define USBYTE_VERSION "0.4.0"
@@ -54,6 +57,22 @@ static void verdict(ub_comm *c, const ub_agreed *a)
         r->schedulable = false;
         ub_comm_report_add_reason(r, "no CUDA event was recorded on the NCCL stream after a call on some rank: "
                                      "completion could not be redirected (statically linked CUDA runtime?)");
+    }
+    if (a->flags.multi_stream > 0) {
+        r->schedulable = false;
+        ub_comm_report_add_reason(r, "the allreduces of an iteration were issued on more than one stream on some "
+                                     "rank: one completion order per communicator is assumed");
+    }
+    if (a->flags.legacy_stream > 0) {
+        r->schedulable = false;
+        ub_comm_report_add_reason(r, "an allreduce was issued on the legacy or a per-thread default stream, which "
+                                     "synchronises with other streams implicitly: issue collectives on a stream of "
+                                     "their own (cudaStreamNonBlocking)");
+    }
+    if (a->flags.p2p > 0) {
+        r->schedulable = false;
+        ub_comm_report_add_reason(r, "point-to-point calls (ncclSend/ncclRecv) in the iteration: their groups must "
+                                     "stay intact, so the communicator is not re-scheduled");
     }
 }
 
@@ -108,6 +127,17 @@ static bool agree_buffers(ub_comm *c)
     return c->agree_host && c->agree_dev && c->agree_done;
 }
 
+/* Some allreduce had no event recorded right after it: per-call completion cannot be offered. */
+static bool missing_own_end(const ub_comm *c)
+{
+    if (!c->has_end_event)
+        return true;
+    for (int k = 0; k < c->n_ar; k++)
+        if (!c->has_end_event[k])
+            return true;
+    return false;
+}
+
 void ub_comm_agree_issue(ub_comm *c)
 {
     c->state = UB_COMM_AGREE;
@@ -138,13 +168,19 @@ void ub_comm_agree_issue(ub_comm *c)
         .n_calls = c->n_ar,
         .period = c->period,
         .seq_hash = ub_seqhash_value(&c->seq),
-        .policy = ub_cfg.policy,
+        .settings = {.policy = ub_cfg.policy, .mode = ub_cfg.mode, .completion = ub_cfg.completion,
+                     .staging_mb = ub_cfg.staging_mb, .align = ub_cfg.align},
         .summary = have_summary ? &sum : NULL,
         .flags = {
             .stream_ordered = c->stream_ordered,
             .cupti_missing = (ub_cfg.cupti && c->report.cupti) ? 0.0 : 1.0,
             .no_end_records = c->end_records ? 0.0 : 1.0,
             .other_calls = c->other_calls,
+            .copy_beta = ub_comm_copy_beta(c),
+            .multi_stream = c->multi_stream ? 1.0 : 0.0,
+            .legacy_stream = c->legacy_stream ? 1.0 : 0.0,
+            .missing_own_end = missing_own_end(c) ? 1.0 : 0.0,
+            .p2p = c->p2p ? 1.0 : 0.0,
         },
     };
     if (!agree_buffers(c))
@@ -194,6 +230,54 @@ void ub_comm_agree_copy_back(ub_comm *c)
         ub_cuda.cudaEventRecord(c->agree_done, s) != cudaSuccess)
         cannot_take_part(c, "cannot copy the agreement's result back");
     ub_inside--;
+}
+
+/* The runtime's limits on what the planner may produce: cuts aligned for NCCL, merged blocks that
+ * fit the staging buffer (USBYTE_STAGING_MB=0: a limit no merged block can meet). */
+static void set_limits(ub_profile *p)
+{
+    p->align = (uint64_t)ub_cfg.align;
+    p->staging_max = ub_cfg.staging_mb > 0 ? (uint64_t)ub_cfg.staging_mb << 20 : 1;
+}
+
+/* The chosen policy's iteration under the other completion semantics (the report says what
+ * USBYTE_COMPLETION=call would gain, or what stream completion costs). */
+static double predict_other_completion(const ub_agreed *a, const ub_comm *c, bool stream_sem)
+{
+    ub_profile other;
+    if (ub_derive_profile(a, c->rec.bytes, c->rec.dtype, c->rec.op, !stream_sem, &other, NULL) != 0)
+        return NAN;
+    set_limits(&other);
+    ub_plan plan;
+    ub_plan_init(&plan, ub_policy_name((ub_policy_id)ub_cfg.policy));
+    double t = ub_policy_run((ub_policy_id)ub_cfg.policy, &other, &plan) == 0 ? plan.iteration : NAN;
+    ub_plan_free(&plan);
+    ub_profile_free(&other);
+    return t;
+}
+
+/* Schedule mode: a schedulable communicator gets its executor now (the plan runs from call
+ * agree_at + period); any other stays in pass-through, saying why.  Both outcomes are the same
+ * on every rank (agreed numbers, a pure planner); a rank that cannot set up the executor cannot
+ * follow the others and stops the job. */
+static void prepare_schedule(ub_comm *c)
+{
+    ub_comm_report *r = &c->report;
+    char why[300];
+    if (!r->have_plans || !r->schedulable) {
+        snprintf(why, sizeof why, "not schedulable: %.200s", r->n_reasons ? r->reasons[0] : "no plan");
+        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
+        return;
+    }
+    char err[256];
+    if (ub_plan_validate(&r->profile, &r->plan, err, sizeof err) != 0) {
+        snprintf(why, sizeof why, "the chosen plan is invalid (a planner bug): %s", err);
+        ub_error("communicator %d: %s", c->index, why);
+        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
+        return;
+    }
+    if (ub_sched_prepare(c, &r->plan, c->sched.stream_semantics, why, sizeof why) != 0)
+        cannot_take_part(c, why);
 }
 
 void ub_comm_agree_read(ub_comm *c, bool block)
@@ -261,8 +345,15 @@ void ub_comm_agree_read(ub_comm *c, bool block)
                          agreed.calls[k].ready, agreed.calls[k].need, agreed.calls[k].done, agreed.calls[k].comm_min,
                          agreed.calls[k].comm_mean, agreed.calls[k].barrier ? " barrier" : "",
                          agreed.calls[k].fallback ? " fallback" : "");
-        if (ub_derive_profile(&agreed, c->rec.bytes, c->rec.dtype, c->rec.op, &r->profile, &r->fit) == 0) {
+        /* Per-call completion only where every call had its own end event on every rank. */
+        bool stream_sem = ub_cfg.completion == UB_COMPLETION_STREAM || agreed.flags.missing_own_end > 0;
+        c->sched.stream_semantics = stream_sem;
+        if (r->have_profile)
+            ub_profile_free(&r->profile);
+        r->have_profile = false;
+        if (ub_derive_profile(&agreed, c->rec.bytes, c->rec.dtype, c->rec.op, stream_sem, &r->profile, &r->fit) == 0) {
             r->have_profile = true;
+            set_limits(&r->profile);
             char src[200];
             snprintf(src, sizeof src, "usbyte observe: %d warm-up iterations on %d ranks, agreed (max ready/need, mean comm)",
                      ub_cfg.warmup, agreed.ranks);
@@ -276,6 +367,8 @@ void ub_comm_agree_read(ub_comm *c, bool block)
         verdict(c, &agreed);
         if (r->have_profile) {
             r->chosen = ub_cfg.policy;
+            ub_plan_free(&r->plan);
+            ub_plan_init(&r->plan, ub_policy_name((ub_policy_id)r->chosen));
             for (int id = 0; id < UB_POLICY_COUNT; id++) {
                 ub_plan plan;
                 ub_plan_init(&plan, ub_policy_name((ub_policy_id)id));
@@ -287,10 +380,33 @@ void ub_comm_agree_read(ub_comm *c, bool block)
                 ub_plan_free(&plan);
             }
             r->have_plans = true;
+            c->sched.predicted_iteration = r->policy_iteration[r->chosen];
+            c->sched.predicted_wfbp = r->policy_iteration[UB_POLICY_WFBP];
+            c->sched.predicted_other_completion = predict_other_completion(&agreed, c, stream_sem);
+            if (ub_cfg.completion == UB_COMPLETION_CALL && stream_sem)
+                snprintf(c->sched.completion_note, sizeof c->sched.completion_note,
+                         "USBYTE_COMPLETION=call refused: some allreduce had no event recorded right after it, so "
+                         "a consumer may rely on stream order; stream completion is used");
+            else if (stream_sem && c->sched.predicted_other_completion < 0.99 * c->sched.predicted_iteration)
+                snprintf(c->sched.completion_note, sizeof c->sched.completion_note,
+                         "USBYTE_COMPLETION=call would predict %.3f ms (%.2fx over this plan): correct only if the "
+                         "framework waits on each call's own event before touching its data",
+                         1e3 * c->sched.predicted_other_completion,
+                         c->sched.predicted_iteration / c->sched.predicted_other_completion);
         }
+        /* What schedule mode needs of the warm-up outlives it. */
+        free(c->sched.pos_sig);
+        free(c->sched.pos_call);
+        c->sched.pos_sig = c->pos_sig;
+        c->sched.pos_call = c->pos_call;
+        c->sched.period = c->period;
+        c->pos_sig = NULL;
+        c->pos_call = NULL;
         ub_comm_stop_profiling(c);
         c->state = UB_COMM_PLANNED;
         c->reason[0] = '\0';
+        if (ub_cfg.mode == UB_MODE_SCHEDULE)
+            prepare_schedule(c);
         ub_agreed_free(&agreed);
     }
     r->state = ub_comm_state_name(c->state);
@@ -325,6 +441,13 @@ void ub_state_write_reports(void)
     }
     int rank = atomic_load(&ub_rank), world = atomic_load(&ub_world);
     json_t *doc = ub_report_json(rank, world, &ub_cfg, &versions, reps, n);
+    /* Schedule mode's measurements, per communicator that ran a plan (never a CUDA call at exit). */
+    json_t *jcomms = doc ? json_object_get(doc, "comms") : NULL;
+    for (int i = 0; jcomms && i < n && i < (int)json_array_size(jcomms); i++) {
+        json_t *sj = ub_sched_report_json(all[i], !ub_state_exiting());
+        if (sj)
+            json_object_set_new(json_array_get(jcomms, (size_t)i), "schedule", sj);
+    }
     /* The "not profiled yet" reason is for this snapshot only. */
     for (int i = 0; i < n; i++)
         if (!all[i]->report.have_plans && all[i]->report.n_reasons == 1 &&

@@ -9,13 +9,15 @@
 #include "usbyte/config.h"
 #include "usbyte/policy.h"
 
-_Static_assert(UB_CFG_COUNT <= 16, "ub_config.source is too small for UB_CONFIG_LIST");
+_Static_assert(UB_CFG_COUNT <= 32, "ub_config.source is too small for UB_CONFIG_LIST");
 
 static const char *const mode_names[] = {"off", "observe", "schedule"};
 static const char *const log_names[] = {"error", "warn", "info", "debug"};
+static const char *const completion_names[] = {"stream", "call"};
 
 const char *ub_mode_name(ub_mode m) { return (unsigned)m < 3 ? mode_names[m] : "?"; }
 const char *ub_log_level_name(ub_log_level l) { return (unsigned)l < 4 ? log_names[l] : "?"; }
+const char *ub_completion_name(ub_completion c) { return (unsigned)c < 2 ? completion_names[c] : "?"; }
 
 const char *ub_config_name(ub_config_id id)
 {
@@ -61,6 +63,14 @@ static int parse_LOG(const char *t, ub_log_level *out)
     return 0;
 }
 
+static int parse_COMPLETION(const char *t, ub_completion *out)
+{
+    int v = parse_choice(t, completion_names, 2);
+    if (v < 0) return -1;
+    *out = (ub_completion)v;
+    return 0;
+}
+
 static int parse_POLICY(const char *t, int *out)
 {
     int v = ub_policy_parse(t);
@@ -69,16 +79,30 @@ static int parse_POLICY(const char *t, int *out)
     return 0;
 }
 
-static int parse_WARMUP(const char *t, int *out)
+/* A plain decimal integer in [lo, hi] (no sign, no blanks, no trailing text). */
+static int parse_int_range(const char *t, long lo, long hi, int *out)
 {
-    if (*t == '\0' || *t == '+' || *t == '-' || *t == ' ')
+    if (*t < '0' || *t > '9')
         return -1;
     char *end;
     errno = 0;
     long v = strtol(t, &end, 10);
-    if (errno || *end != '\0' || v < 1 || v > 1000)
+    if (errno || *end != '\0' || v < lo || v > hi)
         return -1;
     *out = (int)v;
+    return 0;
+}
+
+static int parse_WARMUP(const char *t, int *out) { return parse_int_range(t, 1, 1000, out); }
+static int parse_STAGING(const char *t, int *out) { return parse_int_range(t, 0, 65536, out); }
+static int parse_SECONDS(const char *t, int *out) { return parse_int_range(t, 1, 86400, out); }
+static int parse_COUNT(const char *t, int *out) { return parse_int_range(t, 0, 1000000, out); }
+static int parse_ALIGN(const char *t, int *out)
+{
+    int v;
+    if (parse_int_range(t, 1, 1 << 20, &v) != 0 || (v & (v - 1)) != 0)
+        return -1;
+    *out = v;
     return 0;
 }
 
@@ -119,6 +143,11 @@ static int parse_PATH(const char *t, char (*out)[512]) { return copy_text(t, *ou
 #define EXPECT_LOG "error, warn, info or debug"
 #define EXPECT_POLICY "a policy name (wfbp, syncea, mgwfbp, mgwfbp-dp, bytescheduler, usbyte, best)"
 #define EXPECT_WARMUP "an integer from 1 to 1000"
+#define EXPECT_COMPLETION "stream or call"
+#define EXPECT_STAGING "an integer number of MiB from 0 to 65536"
+#define EXPECT_ALIGN "a power of two from 1 to 1048576 (bytes)"
+#define EXPECT_SECONDS "an integer number of seconds from 1 to 86400"
+#define EXPECT_COUNT "an integer from 0 to 1000000"
 #define EXPECT_BOOL "0/1, true/false, yes/no or on/off"
 #define EXPECT_PATTERN "a non-empty path with only %%r, %%p, %%h or %%%% escapes, under 512 bytes"
 #define EXPECT_PATH "a path under 512 bytes"
@@ -162,18 +191,27 @@ int ub_config_parse(ub_config *cfg, ub_config_lookup lookup, ub_config_warn warn
     return warnings;
 }
 
+/* Each kind's value as text, so that ub_config_value_text is generated from the list. */
+static void text_MODE(const ub_mode *v, char *buf, size_t len) { snprintf(buf, len, "%s", ub_mode_name(*v)); }
+static void text_LOG(const ub_log_level *v, char *buf, size_t len) { snprintf(buf, len, "%s", ub_log_level_name(*v)); }
+static void text_COMPLETION(const ub_completion *v, char *buf, size_t len) { snprintf(buf, len, "%s", ub_completion_name(*v)); }
+static void text_POLICY(const int *v, char *buf, size_t len) { snprintf(buf, len, "%s", ub_policy_name((ub_policy_id)*v)); }
+static void text_int(const int *v, char *buf, size_t len) { snprintf(buf, len, "%d", *v); }
+#define text_WARMUP text_int
+#define text_STAGING text_int
+#define text_ALIGN text_int
+#define text_SECONDS text_int
+#define text_COUNT text_int
+static void text_BOOL(const bool *v, char *buf, size_t len) { snprintf(buf, len, "%d", *v ? 1 : 0); }
+static void text_PATTERN(const char (*v)[512], char *buf, size_t len) { snprintf(buf, len, "%s", *v); }
+#define text_PATH text_PATTERN
+
 const char *ub_config_value_text(const ub_config *cfg, ub_config_id id, char *buf, size_t len)
 {
     switch (id) {
-    case UB_CFG_mode: snprintf(buf, len, "%s", ub_mode_name(cfg->mode)); break;
-    case UB_CFG_policy: snprintf(buf, len, "%s", ub_policy_name((ub_policy_id)cfg->policy)); break;
-    case UB_CFG_warmup: snprintf(buf, len, "%d", cfg->warmup); break;
-    case UB_CFG_report: snprintf(buf, len, "%s", cfg->report); break;
-    case UB_CFG_log: snprintf(buf, len, "%s", ub_log_level_name(cfg->log)); break;
-    case UB_CFG_log_file: snprintf(buf, len, "%s", cfg->log_file); break;
-    case UB_CFG_nccl_lib: snprintf(buf, len, "%s", cfg->nccl_lib); break;
-    case UB_CFG_cupti: snprintf(buf, len, "%d", cfg->cupti); break;
-    case UB_CFG_dump_config: snprintf(buf, len, "%d", cfg->dump_config); break;
+#define X(field, name, kind, def, help) case UB_CFG_##field: text_##kind(&cfg->field, buf, len); break;
+        UB_CONFIG_LIST(X)
+#undef X
     default: snprintf(buf, len, "?"); break;
     }
     return buf;

@@ -60,7 +60,14 @@ cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
       (dst, src, count, kind, stream), ())                                                        \
     X(cudaRuntimeGetVersion, CALLONLY, (int *version), (version), ())                             \
     X(cudaDriverGetVersion, CALLONLY, (int *version), (version), ())                              \
-    X(cudaGetErrorString, CALLONLY, (cudaError_t error), (error), ())
+    X(cudaGetErrorString, CALLONLY, (cudaError_t error), (error), ())                           \
+    X(cudaHostAlloc, CALLONLY, (void **ptr, size_t size, unsigned int flags), (ptr, size, flags), ())\
+    X(cudaHostGetDevicePointer, CALLONLY, (void **dev, void *host, unsigned int flags),           \
+      (dev, host, flags), ())                                                                     \
+    X(cudaStreamIsCapturing, CALLONLY, (cudaStream_t stream, enum cudaStreamCaptureStatus *status),\
+      (stream, status), ())                                                                       \
+    X(cudaStreamCreateWithFlags, CALLONLY, (cudaStream_t *stream, unsigned int flags),            \
+      (stream, flags), ())
 
 typedef enum {
 #define X(name, cls, params, args, hook) UB_CUDA_##name,

@@ -4,6 +4,7 @@
  * references bound to cudaEventRecord@libcudart.so.13 reach them. */
 #include "cuda_list.h"
 #include "hooks.h"
+#include "redirect.h"
 #include "runtime.h"
 
 #define UB_EXPORT __attribute__((visibility("default")))
@@ -17,7 +18,9 @@ static cudaError_t missing(ub_cuda_id id)
 
 static inline bool slow_path(void)
 {
-    return atomic_load_explicit(&ub_cuda_tracking, memory_order_relaxed) != 0 && !ub_bypass();
+    return (atomic_load_explicit(&ub_cuda_tracking, memory_order_relaxed) != 0 ||
+            atomic_load_explicit(&ub_sched_live, memory_order_relaxed) != 0) &&
+           !ub_bypass();
 }
 
 #define PROLOGUE(name, args)                                   \
@@ -29,13 +32,18 @@ static inline bool slow_path(void)
     if (__builtin_expect(!slow_path(), 1))                     \
         return ub_cuda.name args;
 
-/* Records must be known after they happened (the binding of later waits). */
+/* A record on a stream with deferred calls is made on a completion stream instead (schedule
+ * mode); others must be known after they happened (the binding of later waits). */
+#define EVREC_REDIRECT(ev, st) ub_cuda_event_record_redirect((ev), (st), &r)
 #define EVREC_HOOK(ev, st) ub_cuda_event_recorded((ev), (st))
 #define WRAP_EVREC(name, params, args, hook)                   \
     UB_EXPORT cudaError_t name params                          \
     {                                                          \
         PROLOGUE(name, args)                                   \
-        cudaError_t r = ub_cuda.name args;                     \
+        cudaError_t r;                                         \
+        if (EVREC_REDIRECT hook)                               \
+            return r;                                          \
+        r = ub_cuda.name args;                                 \
         if (r == cudaSuccess)                                  \
             EVREC_HOOK hook;                                   \
         return r;                                              \
@@ -61,8 +69,19 @@ static inline bool slow_path(void)
 #define WRAP_SWAIT(...) WRAP_BEFORE(SWAIT, __VA_ARGS__)
 #define WRAP_EVSYNC(...) WRAP_BEFORE(EVSYNC, __VA_ARGS__)
 #define WRAP_EVQUERY(...) WRAP_BEFORE(EVQUERY, __VA_ARGS__)
-#define WRAP_SSYNC(...) WRAP_BEFORE(SSYNC, __VA_ARGS__)
-#define WRAP_SQUERY(...) WRAP_BEFORE(SQUERY, __VA_ARGS__)
+/* Host waits on a stream also see its deferred calls (schedule mode), after the real wait. */
+#define SSYNC_AFTER(st) ub_cuda_stream_host_waited((st), false, r)
+#define SQUERY_AFTER(st) ub_cuda_stream_host_waited((st), true, r)
+#define WRAP_AROUND(cls, name, params, args, hook)             \
+    UB_EXPORT cudaError_t name params                          \
+    {                                                          \
+        PROLOGUE(name, args)                                   \
+        cls##_HOOK hook;                                       \
+        cudaError_t r = ub_cuda.name args;                     \
+        return cls##_AFTER hook;                               \
+    }
+#define WRAP_SSYNC(...) WRAP_AROUND(SSYNC, __VA_ARGS__)
+#define WRAP_SQUERY(...) WRAP_AROUND(SQUERY, __VA_ARGS__)
 #define WRAP_DSYNC(...) WRAP_BEFORE(DSYNC, __VA_ARGS__)
 #define WRAP_SDESTROY(...) WRAP_BEFORE(SDESTROY, __VA_ARGS__)
 #define WRAP_EDESTROY(...) WRAP_BEFORE(EDESTROY, __VA_ARGS__)

@@ -1,5 +1,6 @@
-/* What the generated wrappers tell the runtime.  Each wrapper calls the real function itself;
- * the hooks only observe (in this issue nothing is ever deferred or changed). */
+/* What the generated wrappers tell the runtime.  Each wrapper calls the real function itself,
+ * unless a hook took the call over: a deferred allreduce (schedule mode), an event record
+ * redirected to a completion stream. */
 #ifndef USBYTE_HOOKS_H
 #define USBYTE_HOOKS_H
 
@@ -30,7 +31,9 @@ typedef struct ub_coll_token {
     unsigned long long iteration;
 } ub_coll_token;
 
-void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t);
+/* True when the call is deferred (schedule mode): the wrapper returns ncclSuccess without
+ * forwarding it, and ub_coll_after is not called. */
+bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t);
 void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r);
 void ub_group_start(void);
 void ub_group_end(void);    /* before the real ncclGroupEnd */
@@ -41,7 +44,11 @@ void ub_comm_ending(ncclComm_t comm, int id);
 /* Nonzero while some stream or event is involved: the CUDA wrappers' fast path reads only this. */
 extern atomic_int ub_cuda_tracking;
 
+/* Before the real record: true when it was made elsewhere (*r: its result). */
+bool ub_cuda_event_record_redirect(cudaEvent_t event, cudaStream_t stream, cudaError_t *r);
 void ub_cuda_event_recorded(cudaEvent_t event, cudaStream_t stream);
+/* After the real cudaStreamSynchronize/Query: deferred work on the stream is part of it. */
+cudaError_t ub_cuda_stream_host_waited(cudaStream_t stream, bool poll, cudaError_t r);
 void ub_cuda_stream_wait(cudaStream_t stream, cudaEvent_t event);
 void ub_cuda_event_host_wait(cudaEvent_t event, bool poll);
 void ub_cuda_stream_host_wait(cudaStream_t stream, bool poll);

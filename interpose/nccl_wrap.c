@@ -1,5 +1,6 @@
 /* The exported NCCL wrappers, generated from UB_NCCL_LIST.  Each forwards its arguments
- * unchanged to the real function; the hooks around it only observe. */
+ * unchanged to the real function, except an allreduce that schedule mode defers (its bytes go
+ * out later, in the plan's blocks). */
 #include "hooks.h"
 #include "nccl_list.h"
 #include "runtime.h"
@@ -30,7 +31,8 @@ static ncclResult_t missing(ub_nccl_id id)
         ub_coll_desc d = UB_DESC hook;                     \
         d.id = UB_NCCL_##name;                             \
         ub_coll_token t;                                   \
-        ub_coll_before(&d, &t);                            \
+        if (ub_coll_before(&d, &t))                        \
+            return ncclSuccess;                            \
         ncclResult_t r = ub_nccl.name args;                \
         ub_coll_after(&d, &t, r);                          \
         return r;                                          \

@@ -67,8 +67,6 @@ static void init_once_fn(void)
         for (int id = 0; id < UB_CFG_COUNT; id++)
             ub_log_always("%s", ub_config_describe(&ub_cfg, (ub_config_id)id, line, sizeof line));
     }
-    if (ub_cfg.mode == UB_MODE_SCHEDULE)
-        ub_warn("USBYTE_MODE=schedule is not implemented yet: observing only (nothing is re-issued)");
     pthread_atfork(NULL, NULL, fork_child);
     atomic_store(&ub_passthrough_all, ub_cfg.mode == UB_MODE_OFF);
     atomic_store(&init_done, true);

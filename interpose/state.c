@@ -7,11 +7,17 @@
 #include <unistd.h>
 
 #include "cuda_list.h"
+#include "defer.h"
+#include "guard.h"
 #include "hooks.h"
 #include "nccl_list.h"
+#include "redirect.h"
 #include "runtime.h"
 #include "state.h"
 #include "usbyte/types.h"
+
+/* Bytes of the device-to-device copy timed in the warm-up (staging's copy_beta). */
+#define COPY_PROBE_BYTES (8u << 20)
 
 atomic_int ub_cuda_tracking;
 
@@ -70,13 +76,27 @@ static int nccl_to_ub_op(int nccl)
     return -1;
 }
 
-static void set_state(ub_comm *c, ub_comm_state s, const char *reason)
+void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason)
 {
     if (c->state != s)
         ub_debug("communicator %d: %s -> %s%s%s", c->index, ub_comm_state_name(c->state), ub_comm_state_name(s),
                  reason ? ": " : "", reason ? reason : "");
     c->state = s;
     snprintf(c->reason, sizeof c->reason, "%s", reason ? reason : "");
+}
+
+ub_stream *ub_state_streams(void) { return streams; }
+int ub_thread_group_depth(void) { return group_depth; }
+
+ub_event *ub_event_get(cudaEvent_t event, bool create)
+{
+    ub_event *e = NULL;
+    HASH_FIND_PTR(events, &event, e);
+    if (!e && create && (e = calloc(1, sizeof *e))) {
+        e->handle = event;
+        HASH_ADD_PTR(events, handle, e);
+    }
+    return e;
 }
 
 static ub_comm *comm_get(ncclComm_t handle, bool create)
@@ -108,7 +128,7 @@ static ub_comm *comm_get(ncclComm_t handle, bool create)
     c->det = ub_iterdet_new(&dc);
     c->state = UB_COMM_DETECT;
     if (!c->det)
-        set_state(c, UB_COMM_DISABLED, "out of memory");
+        ub_comm_set_state(c, UB_COMM_DISABLED, "out of memory");
     ub_inside++;
     if (ub_nccl.CommUserRank)
         ub_nccl.CommUserRank(handle, &c->rank);
@@ -171,11 +191,14 @@ static void forget_comm_refs(ub_comm *c)
     ub_stream *s, *ts;
     HASH_ITER(hh, streams, s, ts) if (s->comm == c) {
         file_ready(c, s);
+        s->ready_ev = NULL;
+        if (s->sch.comm)
+            continue; /* schedule mode still redirects its records */
         HASH_DEL(streams, s);
         free(s);
     }
     ub_event *e, *te;
-    HASH_ITER(hh, events, e, te) if (e->comm == c || atomic_load(&ub_cuda_tracking) == 0)
+    HASH_ITER(hh, events, e, te) if (e->comm == c || (atomic_load(&ub_cuda_tracking) == 0 && !e->sched_comm))
         forget_event(e);
 }
 
@@ -198,14 +221,18 @@ void ub_comm_stop_profiling(ub_comm *c)
     ub_timing_stop(&c->tm);
     ub_record_free(&c->rec);
     free(c->pos_call);
+    free(c->pos_sig);
     free(c->has_end_event);
     c->pos_call = NULL;
+    c->pos_sig = NULL;
     c->has_end_event = NULL;
 }
 
 void ub_comm_ending(ncclComm_t handle, int id)
 {
-    (void)id;
+    /* Abort (a watchdog after a peer died) never waits for device work: the agreement is not
+     * read and nothing is freed that could synchronise behind collectives that never end. */
+    bool abort = id == UB_NCCL_CommAbort || id == UB_NCCL_CommRevoke;
     ub_state_lock();
     ub_comm *c = comm_get(handle, false);
     if (c) {
@@ -216,28 +243,36 @@ void ub_comm_ending(ncclComm_t handle, int id)
             if (c->state == UB_COMM_AGREE) {
                 /* The last chance to read the agreement: every rank issued it before this point
                  * and NCCL's destroy waits for the communicator's work anyway. */
-                if (c->agree_copy_pending)
+                if (!abort && c->agree_copy_pending)
                     ub_comm_agree_copy_back(c);
-                ub_comm_agree_read(c, true);
+                if (!abort)
+                    ub_comm_agree_read(c, true);
                 if (c->state == UB_COMM_AGREE) {
-                    set_state(c, UB_COMM_PASS_THROUGH, "destroyed before the agreement could be read");
+                    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, abort ? "aborted before the agreement was read"
+                                                                   : "destroyed before the agreement could be read");
                     atomic_fetch_sub(&ub_agree_unread, 1);
                 }
             }
             if (c->state == UB_COMM_PROFILE || c->state == UB_COMM_DETECT)
-                set_state(c, UB_COMM_DISABLED, "destroyed before the warm-up ended");
+                ub_comm_set_state(c, UB_COMM_DISABLED, "destroyed before the warm-up ended");
+            ub_sched_end(c, abort);
             ub_comm_stop_profiling(c);
-            ub_inside++;
-            if (c->agree_done)
-                ub_cuda.cudaEventDestroy(c->agree_done);
-            if (c->agree_dev)
-                ub_cuda.cudaFree(c->agree_dev);
-            if (c->agree_host)
-                ub_cuda.cudaFreeHost(c->agree_host);
-            ub_inside--;
+            if (!abort) {
+                ub_inside++;
+                if (c->agree_done)
+                    ub_cuda.cudaEventDestroy(c->agree_done);
+                if (c->agree_dev)
+                    ub_cuda.cudaFree(c->agree_dev);
+                if (c->copy_buf)
+                    ub_cuda.cudaFree(c->copy_buf);
+                if (c->agree_host)
+                    ub_cuda.cudaFreeHost(c->agree_host);
+                ub_inside--;
+            }
             c->agree_done = NULL;
             c->agree_dev = NULL;
             c->agree_host = NULL;
+            c->copy_buf = NULL;
             ub_iterdet_free(c->det);
             c->det = NULL;
             c->handle = NULL; /* kept in all_comms for the report */
@@ -285,9 +320,49 @@ void ub_group_ended(void)
 }
 
 bool ub_thread_in_group(void) { return group_depth > 0; }
+
+void ub_group_split_begin(int depth)
+{
+    for (int i = 0; i < depth; i++)
+        if (UB_REAL(ub_nccl.GroupEnd()) != ncclSuccess) {
+            ub_error("ncclGroupEnd failed while usbyte launched the application's open group early: aborting (the "
+                     "other ranks would wait for this one forever)");
+            abort();
+        }
+}
+
+void ub_group_split_end(int depth)
+{
+    for (int i = 0; i < depth; i++)
+        if (UB_REAL(ub_nccl.GroupStart()) != ncclSuccess) {
+            ub_error("ncclGroupStart failed while usbyte reopened the application's group: aborting");
+            abort();
+        }
+}
 void ub_thread_agree_in_group(void) { agree_copies_pending++; }
 
 /* ---- warm-up ---- */
+
+/* Staging's cost: one device-to-device copy timed on the private stream (its seconds per byte,
+ * overhead included, so a staged block is never under-priced).  Without the buffer the cost is
+ * unknown (0, like the profiles without copy_beta). */
+static void time_staging_copy(ub_comm *c)
+{
+    if (!c->copy_buf && UB_REAL(ub_cuda.cudaMalloc(&c->copy_buf, 2 * (size_t)COPY_PROBE_BYTES)) != cudaSuccess) {
+        c->copy_buf = NULL;
+        return;
+    }
+    ub_timing_mark(&c->tm, c->tm.agree, &c->copy_t0, 1, 0, NULL);
+    if (UB_REAL(ub_cuda.cudaMemcpyAsync((char *)c->copy_buf + COPY_PROBE_BYTES, c->copy_buf, COPY_PROBE_BYTES,
+                                        cudaMemcpyDeviceToDevice, c->tm.agree)) == cudaSuccess)
+        ub_timing_mark(&c->tm, c->tm.agree, &c->copy_t1, 1, 0, NULL);
+}
+
+double ub_comm_copy_beta(const ub_comm *c)
+{
+    double dt = c->copy_t1 - c->copy_t0;
+    return isfinite(dt) && dt > 0 ? dt / COPY_PROBE_BYTES : 0.0;
+}
 
 /* Failures here are rank-local, so they must not change what this rank issues: the
  * communicator still goes to PROFILE and takes part in the agreement at agree_at, with
@@ -309,11 +384,17 @@ static void start_profiling(ub_comm *c, uint64_t first)
     memset(&c->seq, 0, sizeof c->seq);
     bool recorder = ub_record_init(&c->rec, ub_cfg.warmup, (int)c->period) == 0;
     c->pos_call = calloc(c->period, sizeof *c->pos_call);
+    c->pos_sig = calloc(c->period, sizeof *c->pos_sig);
     c->has_end_event = calloc(c->period, sizeof *c->has_end_event);
-    if (!recorder || !c->pos_call || !c->has_end_event)
+    c->nccl_stream = NULL;
+    c->multi_stream = c->legacy_stream = c->p2p = false;
+    c->copy_t0 = c->copy_t1 = NAN;
+    if (!recorder || !c->pos_call || !c->pos_sig || !c->has_end_event)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot allocate the warm-up recorder");
     else if (ub_timing_start(&c->tm) != 0)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot create the timing events or private streams");
+    else
+        time_staging_copy(c);
     c->report.cupti = false;
     if (ub_cfg.cupti) {
         c->cupti_held = ub_cupti_acquire(c->report.cupti_detail, sizeof c->report.cupti_detail);
@@ -321,7 +402,7 @@ static void start_profiling(ub_comm *c, uint64_t first)
     } else {
         snprintf(c->report.cupti_detail, sizeof c->report.cupti_detail, "disabled by USBYTE_CUPTI=0");
     }
-    set_state(c, UB_COMM_PROFILE, NULL);
+    ub_comm_set_state(c, UB_COMM_PROFILE, NULL);
     c->watching = true;
     atomic_fetch_add(&ub_cuda_tracking, 1);
     if (c->local_failure[0])
@@ -329,19 +410,33 @@ static void start_profiling(ub_comm *c, uint64_t first)
                 "rank will stay in pass-through", c->index, c->local_failure);
 }
 
+void ub_comm_redetect(ub_comm *c, const char *why)
+{
+    ub_iterdet_free(c->det);
+    ub_iterdet_config dc = {.min_span = 16};
+    c->det = ub_iterdet_new(&dc);
+    c->deviations = 0;
+    c->report.have_plans = false;
+    if (!c->det) {
+        ub_comm_set_state(c, UB_COMM_DISABLED, "out of memory");
+        return;
+    }
+    ub_comm_set_state(c, UB_COMM_DETECT, why);
+}
+
 static void restart_detection(ub_comm *c, const char *why)
 {
     ub_comm_stop_profiling(c);
     c->deviations++;
     if (c->deviations > 8) {
-        set_state(c, UB_COMM_PASS_THROUGH, "the call sequence keeps changing during the warm-up");
+        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, "the call sequence keeps changing during the warm-up");
         return;
     }
     ub_debug("communicator %d: %s; looking for the period again", c->index, why);
-    set_state(c, UB_COMM_DETECT, NULL);
+    ub_comm_set_state(c, UB_COMM_DETECT, NULL);
 }
 
-static ub_stream *stream_get(cudaStream_t s, ub_comm *c)
+ub_stream *ub_stream_get(cudaStream_t s, ub_comm *c)
 {
     ub_stream *st = NULL;
     HASH_FIND_PTR(streams, &s, st);
@@ -390,6 +485,10 @@ static int record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint64_t
     if (it == 0) {
         ub_seqhash_add(&c->seq, sig);
         int dt = nccl_to_ub_dtype(d->dtype), op = nccl_to_ub_op(d->op);
+        if (rec_ok)
+            c->pos_sig[pos] = sig;
+        if (d->id == UB_NCCL_Send || d->id == UB_NCCL_Recv)
+            c->p2p = true;
         if (d->id == UB_NCCL_AllReduce && dt >= 0 && op >= 0) {
             int k = c->n_ar++;
             if (rec_ok) {
@@ -409,11 +508,17 @@ static int record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint64_t
     }
     if (!rec_ok)
         return -1;
-    ub_stream *st = stream_get(d->stream, c);
+    ub_stream *st = ub_stream_get(d->stream, c);
     int k = c->pos_call[pos];
     if (k < 0 || !st || st->comm != c)
         return -1;
     c->cur_call = k;
+    if (!c->nccl_stream)
+        c->nccl_stream = d->stream;
+    else if (c->nccl_stream != d->stream)
+        c->multi_stream = true;
+    if (d->stream == NULL || d->stream == cudaStreamLegacy || d->stream == cudaStreamPerThread)
+        c->legacy_stream = true;
     ub_rec_call *rc = ub_record_at(&c->rec, (int)it, k);
     if (st->ready_ev && st->ready_n > 0 && !(st->ready_it == (int)it && st->ready_first + st->ready_n == k))
         file_ready(c, st); /* that wait belonged to earlier calls only */
@@ -446,21 +551,47 @@ static int portable_op(int op)
     return op >= (int)ncclNumOps ? (int)ncclNumOps : op;
 }
 
-void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
+/* Schedule mode, at call B = agree_at + period on every rank (docs/runtime.md): the agreement's
+ * result is needed now.  Outside a group, or inside one when the agreement was launched by an
+ * earlier ncclGroupEnd, blocking on it cannot deadlock on this communicator; when this thread's
+ * open group still holds it, the group is launched first (ended and reopened). */
+static void read_agreement_at_switch(ub_comm *c)
+{
+    if (c->state != UB_COMM_AGREE)
+        return;
+    int depth = group_depth;
+    bool split = depth > 0 && c->agree_copy_pending && c->agree_thread == (unsigned long)pthread_self();
+    if (split) {
+        ub_group_split_begin(depth);
+        ub_comm_agree_copy_back(c);
+        if (agree_copies_pending > 0)
+            agree_copies_pending--;
+    }
+    ub_comm_agree_read(c, true);
+    if (split)
+        ub_group_split_end(depth);
+}
+
+bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
 {
     t->comm = NULL;
     t->call = -1;
     if (in_child)
-        return;
+        return false;
     ub_state_lock();
     ub_comm *c = comm_get(d->comm, true);
     if (!c || c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH) {
         ub_state_unlock();
-        return;
+        return false;
     }
     c->issuer = (unsigned long)pthread_self();
     ub_call_sig cs = {.kind = portable_kind(d->id), .count = d->count, .dtype = d->dtype, .op = portable_op(d->op), .peer = d->root};
     uint64_t sig = ub_sig_portable(&cs);
+    if (c->state == UB_COMM_SCHEDULE) {
+        bool held = ub_sched_call(c, d, sig);
+        ub_state_unlock();
+        return held;
+    }
     ub_iter_result res;
     ub_iterdet_feed(c->det, sig, &res);
     if (res.event == UB_ITER_IN_PHASE || res.event == UB_ITER_LOCKED)
@@ -471,7 +602,7 @@ void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         restart_detection(c, res.event == UB_ITER_DEVIATION ? "the call sequence deviated" : "the lock was lost");
         if (c->state != UB_COMM_DETECT) {
             ub_state_unlock();
-            return;
+            return false;
         }
     }
     if (c->state == UB_COMM_DETECT) {
@@ -482,7 +613,7 @@ void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
             c->iterations_observed = 0;
             start_profiling(c, next);
             {
-                stream_get(d->stream, c); /* its next upstream waits are the first profiled call's */
+                ub_stream_get(d->stream, c); /* its next upstream waits are the first profiled call's */
                 ub_debug("communicator %d: period %u calls found at call %llu; profiling %d iterations from call %llu",
                          c->index, res.period, (unsigned long long)res.index, ub_cfg.warmup,
                          (unsigned long long)next);
@@ -490,18 +621,27 @@ void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         } else if (res.event == UB_ITER_GAVE_UP) {
             char why[256];
             snprintf(why, sizeof why, "no repeating call sequence found (%s)", ub_iterdet_gave_up_reason(c->det));
-            set_state(c, UB_COMM_PASS_THROUGH, why);
+            ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
         }
         ub_state_unlock();
-        return;
+        return false;
     }
-    if (c->state == UB_COMM_AGREE) {
-        /* Reading the result never changes what is issued (observe); from outside a group only,
-         * as schedule mode will block there (docs/runtime.md). */
-        if (group_depth == 0)
+    if (c->state == UB_COMM_AGREE || c->state == UB_COMM_PLANNED) {
+        if (ub_cfg.mode == UB_MODE_SCHEDULE && res.index == c->agree_at + c->period) {
+            read_agreement_at_switch(c);
+            if (c->state == UB_COMM_PLANNED && c->sched.ready) {
+                ub_sched_begin(c);
+                bool held = ub_sched_call(c, d, sig);
+                ub_state_unlock();
+                return held;
+            }
+        } else if (c->state == UB_COMM_AGREE && group_depth == 0) {
+            /* Reading the result early changes nothing that is issued: the plan takes effect
+             * at call agree_at + period, read or not. */
             ub_comm_agree_read(c, false);
+        }
         ub_state_unlock();
-        return;
+        return false;
     }
     if (c->state == UB_COMM_PROFILE) {
         if (!c->local_failure[0])
@@ -515,7 +655,7 @@ void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         } else if (res.index < c->profile_start) {
             /* Before the first profiled iteration: know the stream (so that the next waits on it
              * count), and let no upstream wait of an unrecorded call leak into a recorded one. */
-            ub_stream *st = c->local_failure[0] ? NULL : stream_get(d->stream, c);
+            ub_stream *st = c->local_failure[0] ? NULL : ub_stream_get(d->stream, c);
             if (st && st->comm == c)
                 file_ready(c, st);
         } else if (res.index < c->agree_at) {
@@ -530,6 +670,7 @@ void ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         }
     }
     ub_state_unlock();
+    return false;
 }
 
 void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r)
@@ -551,7 +692,21 @@ void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r
     ub_state_unlock();
 }
 
-/* ---- CUDA hooks (only reached while ub_cuda_tracking is nonzero) ---- */
+/* ---- CUDA hooks (reached while ub_cuda_tracking or ub_sched_live is nonzero) ---- */
+
+/* The warm-up's hooks: only while some communicator profiles. */
+static bool watching(void) { return !in_child && atomic_load(&ub_cuda_tracking) != 0; }
+static bool scheduling(void) { return !in_child && atomic_load(&ub_sched_live) != 0; }
+
+bool ub_cuda_event_record_redirect(cudaEvent_t event, cudaStream_t stream, cudaError_t *r)
+{
+    return scheduling() && ub_redirect_record(event, stream, r);
+}
+
+cudaError_t ub_cuda_stream_host_waited(cudaStream_t stream, bool poll, cudaError_t r)
+{
+    return scheduling() ? ub_redirect_stream_waited(stream, poll, r) : r;
+}
 
 /* From the lock on: the waits that precede the first profiled call are already its producers'. */
 static bool profiling(const ub_comm *c) { return c && c->state == UB_COMM_PROFILE && !c->local_failure[0]; }
@@ -568,7 +723,7 @@ static bool other_thread(ub_comm *c)
 }
 
 /* Marks calls [from, to] of iteration `it` as needed now (one timing event for the range). */
-static void need_range(ub_comm *c, int it, int from, int to, cudaStream_t stream)
+static void need_range(ub_comm *c, int it, int from, int to, cudaStream_t stream, bool first_range)
 {
     ub_rec_call *first = ub_record_at(&c->rec, it, from);
     /* Structure, where CUPTI lets us see it: a stream wait right after the previous one on the
@@ -577,9 +732,10 @@ static void need_range(ub_comm *c, int it, int from, int to, cudaStream_t stream
     bool split = !(stream && c->cupti_held && stream == c->last_need_stream && work == c->last_need_work);
     c->last_need_stream = stream;
     c->last_need_work = work;
+    /* One wait releases every call of the range: only its first call may open a segment. */
     for (int k = from; k <= to; k++) {
         ub_record_at(&c->rec, it, k)->needed = true;
-        ub_record_at(&c->rec, it, k)->split = split;
+        ub_record_at(&c->rec, it, k)->split = split && first_range && k == from;
     }
     if (stream)
         ub_timing_mark(&c->tm, stream, &first->need, to - from + 1, sizeof *first, NULL);
@@ -607,9 +763,10 @@ static void need(ub_comm *c, int it, int call, cudaStream_t stream, bool whole_s
         int k = call;
         while (k > 0 && !c->has_end_event[k - 1] && !ub_record_at(&c->rec, it, k - 1)->needed)
             k--;
-        need_range(c, it, k, call, stream);
+        need_range(c, it, k, call, stream, true);
         return;
     }
+    bool first_range = true;
     for (int k = call; k >= 0;) {
         while (k >= 0 && ub_record_at(&c->rec, it, k)->needed)
             k--;
@@ -618,16 +775,17 @@ static void need(ub_comm *c, int it, int call, cudaStream_t stream, bool whole_s
         int to = k;
         while (k >= 0 && !ub_record_at(&c->rec, it, k)->needed)
             k--;
-        need_range(c, it, k + 1, to, stream);
+        need_range(c, it, k + 1, to, stream, first_range);
+        first_range = false;
     }
 }
 
 void ub_cuda_event_recorded(cudaEvent_t event, cudaStream_t stream)
 {
-    if (in_child)
+    if (!watching())
         return;
     ub_state_lock();
-    ub_stream *st = stream_get(stream, NULL);
+    ub_stream *st = ub_stream_get(stream, NULL);
     ub_event *e = NULL;
     HASH_FIND_PTR(events, &event, e);
     if (!e && (e = calloc(1, sizeof *e))) {
@@ -662,12 +820,12 @@ void ub_cuda_event_recorded(cudaEvent_t event, cudaStream_t stream)
 
 void ub_cuda_stream_wait(cudaStream_t stream, cudaEvent_t event)
 {
-    if (in_child)
+    if (!watching())
         return;
     ub_state_lock();
     ub_event *e = NULL;
     HASH_FIND_PTR(events, &event, e);
-    ub_stream *st = stream_get(stream, NULL);
+    ub_stream *st = ub_stream_get(stream, NULL);
     if (e && e->comm && profiling(e->comm)) {
         if (!(st && st->comm == e->comm)) /* a wait of S on its own event is no consumer */
             need(e->comm, e->iteration, e->call, stream, false);
@@ -689,7 +847,9 @@ void ub_cuda_stream_wait(cudaStream_t stream, cudaEvent_t event)
 
 void ub_cuda_event_host_wait(cudaEvent_t event, bool poll)
 {
-    if (in_child)
+    if (scheduling())
+        ub_redirect_event_wait(event, poll);
+    if (!watching())
         return;
     ub_state_lock();
     ub_event *e = NULL;
@@ -702,10 +862,12 @@ void ub_cuda_event_host_wait(cudaEvent_t event, bool poll)
 
 void ub_cuda_stream_host_wait(cudaStream_t stream, bool poll)
 {
-    if (in_child)
+    if (scheduling())
+        ub_redirect_stream_wait(stream, poll);
+    if (!watching())
         return;
     ub_state_lock();
-    ub_stream *st = stream_get(stream, NULL);
+    ub_stream *st = ub_stream_get(stream, NULL);
     (void)poll;
     if (st && profiling(st->comm) && !other_thread(st->comm))
         need(st->comm, st->comm->cur_iter, st->comm->cur_call, NULL, true);
@@ -714,7 +876,9 @@ void ub_cuda_stream_host_wait(cudaStream_t stream, bool poll)
 
 void ub_cuda_device_wait(void)
 {
-    if (in_child)
+    if (scheduling())
+        ub_redirect_device_wait();
+    if (!watching())
         return;
     ub_state_lock();
     ub_comm *c, *tmp;
@@ -728,10 +892,13 @@ void ub_cuda_stream_destroyed(cudaStream_t stream)
     if (in_child)
         return;
     ub_state_lock();
-    ub_stream *st = stream_get(stream, NULL);
+    ub_stream *st = ub_stream_get(stream, NULL);
     if (st) {
         if (st->comm)
             file_ready(st->comm, st);
+        /* Deferred calls on it still complete: their blocks wait on readiness events recorded
+         * on it already, and its completion streams stay with the communicator. */
+        ub_redirect_stream_gone(st);
         HASH_DEL(streams, st);
         free(st);
     }
@@ -755,7 +922,7 @@ void ub_state_stream_work(cudaStream_t stream, const char *what)
     if (in_child)
         return;
     ub_state_lock();
-    ub_stream *st = stream_get(stream, NULL);
+    ub_stream *st = ub_stream_get(stream, NULL);
     if (st && profiling(st->comm)) {
         st->comm->stream_ordered += 1;
         if (!st->comm->stream_ordered_example[0])
@@ -772,13 +939,20 @@ ub_comm **ub_state_all_comms(int *n)
     return all_comms;
 }
 
+static bool exiting;
+bool ub_state_exiting(void) { return exiting; }
+
 void ub_state_write_reports_at_exit(void)
 {
     if (in_child)
         return;
+    exiting = true;
     /* trylock: a thread may have died holding it (exit from a signal handler); a report from
      * slightly inconsistent state beats a hang at exit. */
     bool locked = pthread_mutex_trylock(&state_mutex) == 0;
+    for (int i = 0; i < n_all; i++)
+        if (all_comms[i]->state == UB_COMM_SCHEDULE && all_comms[i]->handle)
+            ub_sched_summary(all_comms[i]);
     ub_state_write_reports();
     if (locked)
         ub_state_unlock();

@@ -17,6 +17,7 @@
 #ifndef USBYTE_STATE_H
 #define USBYTE_STATE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,6 +25,7 @@
 #include <nccl.h>
 #include <uthash.h>
 
+#include "sched_rt.h"
 #include "timing.h"
 #include "usbyte/iteration.h"
 #include "usbyte/record.h"
@@ -59,6 +61,7 @@ typedef struct ub_stream {
      * the next wait (a layer's several tensors share one producer event). */
     cudaEvent_t ready_ev;
     int ready_it, ready_first, ready_n;
+    ub_stream_sched sch;     /* schedule mode: deferred calls on this stream and their completion */
     UT_hash_handle hh;
 } ub_stream;
 
@@ -74,6 +77,13 @@ typedef struct ub_event {
     int iteration;
     int call;
     cudaEvent_t companion;
+    /* Schedule mode: the event's latest record was redirected to a completion stream and waits
+     * for sched_value of sched_comm's counter; first_poll: when the issuing thread started
+     * polling it (0: not polling). */
+    ub_comm *sched_comm;
+    uint64_t sched_value;
+    int sched_call;
+    double first_poll;
     UT_hash_handle hh;
 } ub_event;
 
@@ -99,6 +109,13 @@ struct ub_comm {
     ub_record rec;
     ub_timing tm;
     int *pos_call;            /* position in the period -> allreduce index, -1 other calls */
+    uint64_t *pos_sig;        /* position in the period -> portable signature */
+    cudaStream_t nccl_stream; /* stream of the first profiled allreduce */
+    bool multi_stream;        /* allreduces on more than one stream */
+    bool legacy_stream;       /* an allreduce on the legacy or a per-thread default stream */
+    bool p2p;                 /* point-to-point calls in the period */
+    double copy_t0, copy_t1;  /* the staging copy timed in the warm-up (timing epoch seconds) */
+    void *copy_buf;           /* its device buffers */
     ub_seqhash seq;
     int n_ar;                 /* allreduces per iteration */
     int other_calls;
@@ -124,11 +141,13 @@ struct ub_comm {
     int consumers_host_other;  /* host waits from threads that do not issue the calls (ignored) */
 
     ub_comm_report report;
+    ub_sched_rt sched;        /* schedule mode (defer.c, exec.c, redirect.c) */
 };
 
 /* Called from runtime.c. */
 void ub_state_forget_in_child(void);
 void ub_state_write_reports_at_exit(void);
+bool ub_state_exiting(void);  /* the reports are being written at exit: no CUDA call */
 
 /* CUPTI (cupti_watch.c): reference-counted subscription while some communicator profiles. */
 bool ub_cupti_acquire(char *detail, size_t len);  /* false: unavailable, detail says why */
@@ -160,6 +179,22 @@ void ub_state_write_reports(void);
 /* Every communicator seen since the start (destroyed ones included), for the report. */
 ub_comm **ub_state_all_comms(int *n);
 void ub_comm_stop_profiling(ub_comm *c);
+void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason);
+/* The stream's record, created for c when create_for is set. */
+ub_stream *ub_stream_get(cudaStream_t s, ub_comm *create_for);
+ub_event *ub_event_get(cudaEvent_t e, bool create);
+/* Every stream record (schedule mode walks those of one communicator). */
+ub_stream *ub_state_streams(void);
+/* The calling thread's NCCL group depth. */
+int ub_thread_group_depth(void);
+/* Ends the calling thread's open groups for real (the operations issued in them are launched) and
+ * reopens them: blocks and the agreement's read may then follow what came before them, in order. */
+void ub_group_split_begin(int depth);
+void ub_group_split_end(int depth);
+/* Restarts detection of the period (schedule mode, after too many deviations). */
+void ub_comm_redetect(ub_comm *c, const char *why);
+/* Seconds per byte of the warm-up's timed device-to-device copy (0 when unknown). */
+double ub_comm_copy_beta(const ub_comm *c);
 /* Files every stream's pending upstream timing event of c (before the blocking poll). */
 void ub_comm_file_ready(ub_comm *c);
 

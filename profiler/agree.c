@@ -8,7 +8,7 @@
 
 #include "usbyte/record.h"
 
-#define AGREE_FORMAT 2.0
+#define AGREE_FORMAT 3.0
 #define NO_SAMPLE 1e300
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -17,14 +17,17 @@
 #define CALLS_AT UB_AGREE_HEADER_LEN
 #define GLOBALS_AT (UB_AGREE_HEADER_LEN + UB_AGREE_PER_CALL * UB_AGREE_CAP)
 
-void ub_agree_header_encode(int n_calls, uint32_t period, uint64_t seq_hash, int policy,
+_Static_assert(UB_AGREE_FLAG_COUNT == sizeof(ub_agree_flags) / sizeof(double), "UB_AGREE_FLAG_COUNT");
+
+void ub_agree_header_encode(int n_calls, uint32_t period, uint64_t seq_hash, const ub_agree_settings *set,
                             double out[UB_AGREE_HEADER_LEN])
 {
     double v[UB_AGREE_HEADER_FIELDS] = {
         (double)n_calls, (double)period,
         (double)((seq_hash >> 48) & 0xffff), (double)((seq_hash >> 32) & 0xffff),
         (double)((seq_hash >> 16) & 0xffff), (double)(seq_hash & 0xffff),
-        AGREE_FORMAT, (double)policy,
+        AGREE_FORMAT, (double)set->policy, (double)set->mode, (double)set->completion,
+        (double)set->staging_mb, (double)set->align,
     };
     for (int i = 0; i < UB_AGREE_HEADER_FIELDS; i++) {
         out[i] = v[i];
@@ -46,7 +49,7 @@ void ub_agree_encode(const ub_agree_local *l, double *max_vec, double *sum_vec)
 {
     memset(max_vec, 0, UB_AGREE_MAX_LEN * sizeof *max_vec);
     memset(sum_vec, 0, UB_AGREE_SUM_LEN * sizeof *sum_vec);
-    ub_agree_header_encode(l->n_calls, l->period, l->seq_hash, l->policy, max_vec);
+    ub_agree_header_encode(l->n_calls, l->period, l->seq_hash, &l->settings, max_vec);
     const ub_summary *s = l->summary;
     bool usable = s && s->n_calls == l->n_calls && l->n_calls <= UB_AGREE_CAP;
     for (int c = 0; usable && c < s->n_calls; c++) {
@@ -65,13 +68,13 @@ void ub_agree_encode(const ub_agree_local *l, double *max_vec, double *sum_vec)
         sum_vec[c] = finite_or(k->comm_mean, 0.0);
     }
     double *g = &max_vec[GLOBALS_AT];
-    g[0] = l->flags.stream_ordered;
-    g[1] = l->flags.cupti_missing;
-    g[2] = l->flags.no_end_records;
-    g[3] = l->flags.other_calls;
-    g[4] = usable ? finite_or(s->iteration, 0.0) : 0.0;
+    int f = 0;
+#define X(field, meaning) g[f++] = finite_or(l->flags.field, 0.0);
+    UB_AGREE_FLAG_LIST(X)
+#undef X
+    g[f] = usable ? finite_or(s->iteration, 0.0) : 0.0;
     /* Too many calls is the same on every rank (n_calls is portable): not a rank failure. */
-    g[5] = (usable || l->n_calls > UB_AGREE_CAP || l->n_calls == 0) ? 0.0 : 1.0;
+    g[f + 1] = (usable || l->n_calls > UB_AGREE_CAP || l->n_calls == 0) ? 0.0 : 1.0;
     sum_vec[UB_AGREE_CAP] = 1.0;
 }
 
@@ -86,7 +89,7 @@ ub_agree_outcome ub_agree_decode(const double *max_vec, const double *sum_vec, u
     if (n_calls > UB_AGREE_CAP)
         return UB_AGREE_TOO_MANY;
     const double *g = &max_vec[GLOBALS_AT];
-    if (g[5] > 0.5)
+    if (g[UB_AGREE_FLAG_COUNT + 1] > 0.5)
         return UB_AGREE_RANK_FAILED;
     out->calls = calloc((size_t)n_calls, sizeof *out->calls);
     if (!out->calls)
@@ -107,8 +110,11 @@ ub_agree_outcome ub_agree_decode(const double *max_vec, const double *sum_vec, u
         k->split = m[6] > 0.5;
         k->comm_mean = sum_vec[c] / out->ranks;
     }
-    out->flags = (ub_agree_flags){g[0], g[1], g[2], g[3]};
-    out->iteration = g[4];
+    int f = 0;
+#define X(field, meaning) out->flags.field = g[f++];
+    UB_AGREE_FLAG_LIST(X)
+#undef X
+    out->iteration = g[f];
     return UB_AGREE_OK;
 }
 
@@ -116,7 +122,8 @@ const char *ub_agree_outcome_reason(ub_agree_outcome o)
 {
     switch (o) {
     case UB_AGREE_OK: return "agreed";
-    case UB_AGREE_MISMATCH: return "signature mismatch: the ranks saw different call sequences (or run with another USBYTE_POLICY)";
+    case UB_AGREE_MISMATCH: return "signature mismatch: the ranks saw different call sequences (or run with another "
+                                   "USBYTE_MODE, USBYTE_POLICY, USBYTE_COMPLETION, USBYTE_STAGING_MB or USBYTE_ALIGN)";
     case UB_AGREE_NO_CALLS: return "no allreduce to plan in the iteration";
     case UB_AGREE_TOO_MANY: return "more than " STR(UB_AGREE_CAP) " allreduces per iteration (the agreement's capacity, UB_AGREE_CAP)";
     case UB_AGREE_RANK_FAILED: return "a rank could not measure its warm-up (its log says why)";

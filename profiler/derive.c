@@ -13,6 +13,10 @@
  *    wait opens a new segment iff compute (a kernel or host function) was enqueued since the
  *    consumer's previous wait on some rank (`split`); copies do not count (DDP copies each bucket
  *    back right after its wait).  Timing noise cannot split or join segments then.
+ *  - completion semantics: with CUDA's stream rule (an event recorded after call k completes once
+ *    calls 0..k have, USBYTE_COMPLETION=stream) a wait on call j is a wait on every call before
+ *    it, so a call's need is the earliest wait on it or on any later call (`need` and `split`
+ *    are taken from that wait); with per-call completion each call keeps its own;
  *  - calls nobody waited on before the next iteration belong to the last segment (their buffers
  *    are reused by the next iteration, so they are needed by then at the latest);
  *  - gap = first segment's wait - backward_end (>= 0); forward[last] runs to the iteration's end;
@@ -37,8 +41,18 @@ static int by_need(const void *a, const void *b)
 
 static double max2(double a, double b) { return a > b ? a : b; }
 
+void ub_need_transitive(int n, const double *own_need, int *from)
+{
+    int best = -1;
+    for (int k = n - 1; k >= 0; k--) {
+        if (own_need[k] >= 0 && (best < 0 || own_need[k] <= own_need[best]))
+            best = k;
+        from[k] = best;
+    }
+}
+
 int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
-                      ub_profile *out, ub_fit_result *fit)
+                      bool stream_semantics, ub_profile *out, ub_fit_result *fit)
 {
     memset(out, 0, sizeof *out);
     int n = a->n_calls;
@@ -49,8 +63,16 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
     double *start = calloc((size_t)n + 1, sizeof *start);
     double *pass = calloc((size_t)n + 1, sizeof *pass);
     ub_fit_sample *samples = calloc((size_t)n, sizeof *samples);
-    if (!out->calls || !order || !start || !pass || !samples)
+    double *own = calloc((size_t)n, sizeof *own);
+    int *from = calloc((size_t)n, sizeof *from);
+    if (!out->calls || !order || !start || !pass || !samples || !own || !from)
         goto oom;
+    for (int c = 0; c < n; c++) {
+        own[c] = a->calls[c].need;
+        from[c] = own[c] >= 0 ? c : -1;
+    }
+    if (stream_semantics)
+        ub_need_transitive(n, own, from);
     out->n_calls = n;
     out->ranks = a->ranks;
 
@@ -73,14 +95,16 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
 
     int n_waited = 0;
     for (int c = 0; c < n; c++)
-        if (a->calls[c].need >= 0)
-            order[n_waited++] = (waited){a->calls[c].need, c};
+        if (from[c] >= 0)
+            order[n_waited++] = (waited){own[from[c]], c};
     qsort(order, (size_t)n_waited, sizeof *order, by_need);
     int segs = 0;
     for (int i = 0; i < n_waited; i++) {
         int c = order[i].call;
         double need = order[i].need, done = a->calls[c].done;
-        bool opens = structural ? a->calls[c].split : need - pass[segs > 0 ? segs - 1 : 0] > join;
+        /* The calls one wait released share its segment: only the first of them may open one. */
+        bool same_wait = i > 0 && from[order[i - 1].call] == from[c];
+        bool opens = !same_wait && (structural ? a->calls[from[c]].split : need - pass[segs > 0 ? segs - 1 : 0] > join);
         if (segs == 0 || opens) {
             start[segs] = need;
             pass[segs] = max2(need, done);
@@ -97,7 +121,7 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
         segs = 1;
     }
     for (int c = 0; c < n; c++)
-        if (a->calls[c].need < 0) {
+        if (from[c] < 0) {
             out->calls[c].need = segs - 1;
             pass[segs - 1] = max2(pass[segs - 1], a->calls[c].done);
         }
@@ -119,13 +143,17 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
     out->has_net = true;
     out->alpha = fit->alpha;
     out->beta = fit->beta;
-    out->copy_beta = 0.0;
+    out->copy_beta = a->flags.copy_beta > 0 ? a->flags.copy_beta : 0.0;
+    free(own);
+    free(from);
     free(order);
     free(start);
     free(pass);
     free(samples);
     return 0;
 oom:
+    free(own);
+    free(from);
     free(order);
     free(start);
     free(pass);

@@ -10,13 +10,20 @@
 #include <stddef.h>
 
 typedef enum { UB_MODE_OFF, UB_MODE_OBSERVE, UB_MODE_SCHEDULE } ub_mode;
+/* When an event the application records on a NCCL stream after call k completes (DESIGN.md
+ * section 3): stream = once calls 0..k have (CUDA's own rule), call = once call k has. */
+typedef enum { UB_COMPLETION_STREAM, UB_COMPLETION_CALL } ub_completion;
 typedef enum { UB_LOG_ERROR, UB_LOG_WARN, UB_LOG_INFO, UB_LOG_DEBUG } ub_log_level;
 
-/* X(field, NAME without prefix, kind, default text, description).  Kinds: MODE, LOG (enums),
- * POLICY (a policy name of usbyte/policy.h), WARMUP (integer 1..1000), BOOL (0/1/true/false/
- * yes/no/on/off), PATTERN (non-empty path pattern), PATH (any string; empty = unset). */
+/* X(field, NAME without prefix, kind, default text, description).  Kinds: MODE, LOG, COMPLETION
+ * (enums), POLICY (a policy name of usbyte/policy.h), WARMUP (integer 1..1000), STAGING (MiB,
+ * 0..65536), ALIGN (a power of two, 1..1048576 bytes), SECONDS (1..86400), COUNT (0..1000000),
+ * BOOL (0/1/true/false/yes/no/on/off), PATTERN (non-empty path pattern), PATH (any string;
+ * empty = unset).  Variables that change what is issued to NCCL (MODE, POLICY, COMPLETION,
+ * STAGING_MB, ALIGN) are part of the agreement; WARMUP decides where it is issued and must be
+ * the same on every rank. */
 #define UB_CONFIG_LIST(X)                                                                      \
-    X(mode, "MODE", MODE, "observe", "off | observe | schedule (schedule acts as observe for now)") \
+    X(mode, "MODE", MODE, "schedule", "off | observe (measure and plan only) | schedule (run the plan)") \
     X(policy, "POLICY", POLICY, "best", "policy whose plan is chosen (MODEL.md names)")        \
     X(warmup, "WARMUP", WARMUP, "5", "whole iterations profiled after the period is found")   \
     X(report, "REPORT", PATTERN, "usbyte-report-%r.json", "report path; %r rank, %p pid, %h host") \
@@ -24,7 +31,12 @@ typedef enum { UB_LOG_ERROR, UB_LOG_WARN, UB_LOG_INFO, UB_LOG_DEBUG } ub_log_lev
     X(log_file, "LOG_FILE", PATH, "", "log destination (default standard error)")            \
     X(nccl_lib, "NCCL_LIB", PATH, "", "NCCL library to take the real functions from")         \
     X(cupti, "CUPTI", BOOL, "1", "watch the NCCL streams with CUPTI during warm-up")           \
-    X(dump_config, "DUMP_CONFIG", BOOL, "0", "print every setting and where it came from")
+    X(dump_config, "DUMP_CONFIG", BOOL, "0", "print every setting and where it came from")     \
+    X(completion, "COMPLETION", COMPLETION, "stream", "stream (CUDA's rule: an event after call k waits for calls 0..k) | call (for call k only)") \
+    X(staging_mb, "STAGING_MB", STAGING, "256", "largest staging buffer for merged blocks, MiB (0: never merge)") \
+    X(align, "ALIGN", ALIGN, "512", "cuts inside a call fall on multiples of this many bytes")  \
+    X(hang_s, "HANG_S", SECONDS, "30", "an event polled this long by the issuing thread on a block that cannot be issued is a hang") \
+    X(max_deviations, "MAX_DEVIATIONS", COUNT, "4", "deviations from the plan before the communicator is profiled again")
 
 typedef enum { UB_SRC_DEFAULT, UB_SRC_ENV, UB_SRC_FALLBACK } ub_config_source;
 
@@ -38,8 +50,13 @@ typedef struct ub_config {
     char nccl_lib[512];
     bool cupti;
     bool dump_config;
+    ub_completion completion;
+    int staging_mb;
+    int align;
+    int hang_s;
+    int max_deviations;
     /* where each value came from, indexed by UB_CFG_<field> */
-    ub_config_source source[16];
+    ub_config_source source[32];
 } ub_config;
 
 typedef enum {
@@ -66,6 +83,7 @@ const char *ub_config_name(ub_config_id id);  /* "USBYTE_MODE" */
 const char *ub_config_source_name(ub_config_source src);
 const char *ub_mode_name(ub_mode m);
 const char *ub_log_level_name(ub_log_level l);
+const char *ub_completion_name(ub_completion c);
 
 /* Expands %r (rank; "unknown" when rank < 0), %p (pid), %h (host name) and %% in pattern.
  * Returns 0, or -1 when the result does not fit or the pattern has an unknown %-escape

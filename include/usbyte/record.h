@@ -63,19 +63,40 @@ typedef struct ub_summary {
 int ub_record_summarize(const ub_record *r, ub_summary *out);  /* -1: out of memory or no calls */
 void ub_summary_free(ub_summary *s);
 
-/* Facts about the communicator every rank must agree on, combined with max. */
+/* Facts about the communicator every rank must agree on, combined with max: X(field, meaning). */
+#define UB_AGREE_FLAG_LIST(X)                                                                     \
+    X(stream_ordered, "operations seen on the NCCL stream between collectives")                \
+    X(cupti_missing, "1: CUPTI could not be had")                                              \
+    X(no_end_records, "1: no event was recorded on the NCCL stream after a call")              \
+    X(other_calls, "non-allreduce NCCL calls per iteration")                                   \
+    X(copy_beta, "seconds per byte of a device-to-device copy on the private stream (staging)") \
+    X(multi_stream, "1: the allreduces of an iteration were issued on more than one stream")   \
+    X(legacy_stream, "1: an allreduce was issued on the legacy or a per-thread default stream") \
+    X(missing_own_end, "1: some allreduce had no event recorded right after it")               \
+    X(p2p, "1: point-to-point calls in the iteration")
+
 typedef struct ub_agree_flags {
-    double stream_ordered;   /* operations seen on the NCCL stream between collectives */
-    double cupti_missing;    /* 1: CUPTI could not be had */
-    double no_end_records;   /* 1: no event was recorded on the NCCL stream after a call */
-    double other_calls;      /* non-allreduce NCCL calls per iteration */
+#define X(field, meaning) double field;
+    UB_AGREE_FLAG_LIST(X)
+#undef X
 } ub_agree_flags;
+
+/* The configuration that changes what is issued to NCCL: ranks that differ in it stay in
+ * pass-through (they still issue the same agreement). */
+typedef struct ub_agree_settings {
+    int policy;       /* USBYTE_POLICY */
+    int mode;         /* USBYTE_MODE */
+    int completion;   /* USBYTE_COMPLETION */
+    int staging_mb;   /* USBYTE_STAGING_MB */
+    int align;        /* USBYTE_ALIGN */
+} ub_agree_settings;
 
 /* The agreement (DESIGN.md sections 1 and 2).  Its collectives must depend only on the call
  * sequence: they are issued at a call index derived from the portable sequence, and their SIZES
  * are constants, the same on every rank whatever it measured, whether the ranks agree or not.
  * Two in-place allreduces of doubles, issued back to back with no host step between them:
- *   max vector: header [n_calls, period, 4 x 16 bits of the sequence hash, format, policy] and
+ *   max vector: header [n_calls, period, 4 x 16 bits of the sequence hash, format, and the
+ *               settings (policy, mode, completion, staging MiB, alignment)] and
  *               their negations (every rank sent the same header iff max(x) == -max(-x)); then
  *               per call [ready, need, done, -comm_min, barrier, fallback, split] for
  *               UB_AGREE_CAP calls (zeros past n_calls); then the flags, the iteration length and
@@ -84,14 +105,15 @@ typedef struct ub_agree_flags {
  * An iteration with more than UB_AGREE_CAP allreduces still agrees on the header (n_calls is in
  * it) and every rank goes to pass-through with that reason. */
 #define UB_AGREE_CAP 4096
-#define UB_AGREE_HEADER_FIELDS 8
+#define UB_AGREE_HEADER_FIELDS 12
 #define UB_AGREE_HEADER_LEN (2 * UB_AGREE_HEADER_FIELDS)
 #define UB_AGREE_PER_CALL 7
-#define UB_AGREE_GLOBALS 6
+#define UB_AGREE_FLAG_COUNT 9
+#define UB_AGREE_GLOBALS (UB_AGREE_FLAG_COUNT + 2)
 #define UB_AGREE_MAX_LEN (UB_AGREE_HEADER_LEN + UB_AGREE_PER_CALL * UB_AGREE_CAP + UB_AGREE_GLOBALS)
 #define UB_AGREE_SUM_LEN (UB_AGREE_CAP + 1)
 
-void ub_agree_header_encode(int n_calls, uint32_t period, uint64_t seq_hash, int policy,
+void ub_agree_header_encode(int n_calls, uint32_t period, uint64_t seq_hash, const ub_agree_settings *set,
                             double out[UB_AGREE_HEADER_LEN]);
 /* True when the max-combined header shows every rank sent the same values. */
 bool ub_agree_header_unanimous(const double combined[UB_AGREE_HEADER_LEN]);
@@ -101,7 +123,7 @@ typedef struct ub_agree_local {
     int n_calls;                /* allreduces per iteration (portable: from the call sequence) */
     uint32_t period;            /* NCCL calls per iteration */
     uint64_t seq_hash;          /* portable sequence hash of one iteration */
-    int policy;                 /* USBYTE_POLICY: a plan must come from the same policy everywhere */
+    ub_agree_settings settings; /* a plan must come from the same configuration everywhere */
     const ub_summary *summary;  /* NULL: this rank has no numbers (a rank-local failure) */
     ub_agree_flags flags;
 } ub_agree_local;
@@ -137,7 +159,10 @@ void ub_agreed_free(ub_agreed *a);
  * backward_end and gap (see profiler/derive.c for the rules), net from a least-squares fit of
  * (bytes, comm_min).  bytes/dtype/op: per call.  Returns 0, -1 when out of memory. */
 int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
-                      ub_profile *out, ub_fit_result *fit);
+                      bool stream_semantics, ub_profile *out, ub_fit_result *fit);
+/* Stream semantics' need: from[k] is the call (k or later) whose own wait comes first, -1 when
+ * none of calls k..n-1 was waited on (own_need < 0). */
+void ub_need_transitive(int n, const double *own_need, int *from);
 
 /* Consecutive waits closer than this (seconds) after the previous call's wait was satisfied
  * belong to one forward segment: max(UB_SEGMENT_MIN_GAP, UB_SEGMENT_REL_GAP * iteration). */

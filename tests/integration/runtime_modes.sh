@@ -67,7 +67,7 @@ PY
 FORK=$BUILD/tests/integration/runtime_fork
 [ -x "$FORK" ] || fail "missing $FORK: build it first (make)"
 mkdir "$WORK/fork"
-LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_WARMUP=2 USBYTE_REPORT="$WORK/fork/r-%r-%p.json" \
+LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_MODE=observe USBYTE_WARMUP=2 USBYTE_REPORT="$WORK/fork/r-%r-%p.json" \
     "$BUILD/emu/emu-run" -n 2 --timeout 60 -- "$FORK" >"$WORK/fork.out" 2>&1 \
     || { sed 's/^/    | /' "$WORK/fork.out"; fail "fork test failed"; }
 n=$(ls "$WORK/fork" | grep -c '\.json$' || true)

@@ -30,18 +30,27 @@ static void test_header_unanimous_only_when_equal(void **state)
     (void)state;
     double a[UB_AGREE_HEADER_LEN], b[UB_AGREE_HEADER_LEN], out[UB_AGREE_HEADER_LEN];
     double *v[2] = {a, b};
-    ub_agree_header_encode(5, 6, 0x0123456789abcdefull, 2, a);
-    ub_agree_header_encode(5, 6, 0x0123456789abcdefull, 2, b);
+    ub_agree_settings base = {.policy = 2, .mode = 2, .completion = 0, .staging_mb = 256, .align = 512};
+    ub_agree_header_encode(5, 6, 0x0123456789abcdefull, &base, a);
+    ub_agree_header_encode(5, 6, 0x0123456789abcdefull, &base, b);
     combine(v, 2, UB_AGREE_HEADER_LEN, false, out);
     assert_true(ub_agree_header_unanimous(out));
     /* any one field different, in either direction, on either rank */
-    struct { int n; uint32_t p; uint64_t h; int pol; } other[] = {
-        {4, 6, 0x0123456789abcdefull, 2}, {6, 6, 0x0123456789abcdefull, 2}, {5, 7, 0x0123456789abcdefull, 2},
-        {5, 6, 0x0123456789abcdeeull, 2}, {5, 6, 0x8123456789abcdefull, 2}, {0, 6, 0x0123456789abcdefull, 2},
-        {5, 6, 0x0123456789abcdefull, 3},
+    ub_agree_settings pol3 = base, observe = base, call = base, staging = base, align = base;
+    pol3.policy = 3;
+    observe.mode = 1;
+    call.completion = 1;
+    staging.staging_mb = 0;
+    align.align = 256;
+    struct { int n; uint32_t p; uint64_t h; const ub_agree_settings *set; } other[] = {
+        {4, 6, 0x0123456789abcdefull, &base}, {6, 6, 0x0123456789abcdefull, &base}, {5, 7, 0x0123456789abcdefull, &base},
+        {5, 6, 0x0123456789abcdeeull, &base}, {5, 6, 0x8123456789abcdefull, &base}, {0, 6, 0x0123456789abcdefull, &base},
+        {5, 6, 0x0123456789abcdefull, &pol3}, {5, 6, 0x0123456789abcdefull, &observe},
+        {5, 6, 0x0123456789abcdefull, &call}, {5, 6, 0x0123456789abcdefull, &staging},
+        {5, 6, 0x0123456789abcdefull, &align},
     };
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
-        ub_agree_header_encode(other[i].n, other[i].p, other[i].h, other[i].pol, b);
+        ub_agree_header_encode(other[i].n, other[i].p, other[i].h, other[i].set, b);
         combine(v, 2, UB_AGREE_HEADER_LEN, false, out);
         assert_false(ub_agree_header_unanimous(out));
         double *w[2] = {b, a};
@@ -77,7 +86,9 @@ static void test_data_roundtrip_two_ranks(void **state)
     c0[2] = (ub_summary_call){.ready = 0.02, .comm_min = 0};
     c1[2] = (ub_summary_call){.ready = 0.02, .comm_min = 0.003};
     ub_summary s0 = {3, c0, 0.050, 3}, s1 = {3, c1, 0.052, 3};
-    ub_agree_local l0 = {3, 3, 0xabcdull, 6, &s0, {0, 0, 0, 1}}, l1 = {3, 3, 0xabcdull, 6, &s1, {3, 1, 0, 1}};
+    ub_agree_local l0 = {3, 3, 0xabcdull, {.policy = 6}, &s0, {.other_calls = 1, .copy_beta = 2e-10}},
+                   l1 = {3, 3, 0xabcdull, {.policy = 6}, &s1,
+                         {.stream_ordered = 3, .cupti_missing = 1, .other_calls = 1, .copy_beta = 3e-10, .p2p = 1}};
     static agreement g;
     ub_agreed a;
     assert_int_equal(agree2(&g, &l0, &l1, &a), UB_AGREE_OK);
@@ -99,6 +110,9 @@ static void test_data_roundtrip_two_ranks(void **state)
     assert_double_equal(a.flags.stream_ordered, 3, 0);
     assert_double_equal(a.flags.cupti_missing, 1, 0);
     assert_double_equal(a.flags.other_calls, 1, 0);
+    assert_double_equal(a.flags.copy_beta, 3e-10, 0);   /* the slower rank's copies */
+    assert_double_equal(a.flags.p2p, 1, 0);
+    assert_double_equal(a.flags.multi_stream, 0, 0);
     ub_agreed_free(&a);
     c1[2].comm_min = 0;
     assert_int_equal(agree2(&g, &l0, &l1, &a), UB_AGREE_OK);
@@ -114,7 +128,7 @@ static void test_disagreements_decode_alike_everywhere(void **state)
     (void)state;
     ub_summary_call c[3] = {{.ready = 0}, {.ready = 0.01}, {.ready = 0.02}};
     ub_summary s2 = {2, c, 0.05, 3}, s3 = {3, c, 0.05, 3};
-    ub_agree_local two = {2, 3, 0x1234ull, 0, &s2, {0, 0, 0, 0}}, three = {3, 4, 0x1234ull, 0, &s3, {0, 0, 0, 0}};
+    ub_agree_local two = {2, 3, 0x1234ull, {0}, &s2, {.other_calls = 0}}, three = {3, 4, 0x1234ull, {0}, &s3, {.other_calls = 0}};
     static agreement g;
     ub_agreed a;
     assert_int_equal(agree2(&g, &two, &three, &a), UB_AGREE_MISMATCH);
@@ -122,7 +136,7 @@ static void test_disagreements_decode_alike_everywhere(void **state)
     other_hash.seq_hash = 0x1235ull;
     assert_int_equal(agree2(&g, &two, &other_hash, &a), UB_AGREE_MISMATCH);
     ub_agree_local other_policy = two;
-    other_policy.policy = 1;
+    other_policy.settings.policy = 1;
     assert_int_equal(agree2(&g, &two, &other_policy, &a), UB_AGREE_MISMATCH);
     /* a rank without numbers (a local failure) takes part: nobody plans */
     ub_agree_local failed = two;
@@ -130,11 +144,11 @@ static void test_disagreements_decode_alike_everywhere(void **state)
     assert_int_equal(agree2(&g, &two, &failed, &a), UB_AGREE_RANK_FAILED);
     assert_int_equal(agree2(&g, &failed, &two, &a), UB_AGREE_RANK_FAILED);
     /* nothing to plan, too many calls: the same on every rank, from the call sequence */
-    ub_agree_local none = {0, 1, 0x1ull, 0, NULL, {0, 0, 0, 0}};
+    ub_agree_local none = {0, 1, 0x1ull, {0}, NULL, {.other_calls = 0}};
     assert_int_equal(agree2(&g, &none, &none, &a), UB_AGREE_NO_CALLS);
-    ub_agree_local many = {UB_AGREE_CAP + 1, UB_AGREE_CAP + 1, 0x2ull, 0, NULL, {0, 0, 0, 0}};
+    ub_agree_local many = {UB_AGREE_CAP + 1, UB_AGREE_CAP + 1, 0x2ull, {0}, NULL, {.other_calls = 0}};
     assert_int_equal(agree2(&g, &many, &many, &a), UB_AGREE_TOO_MANY);
-    ub_agree_local full = {UB_AGREE_CAP, UB_AGREE_CAP, 0x3ull, 0, NULL, {0, 0, 0, 0}};
+    ub_agree_local full = {UB_AGREE_CAP, UB_AGREE_CAP, 0x3ull, {0}, NULL, {.other_calls = 0}};
     ub_summary sf = {UB_AGREE_CAP, calloc(UB_AGREE_CAP, sizeof(ub_summary_call)), 0.1, 2};
     assert_non_null(sf.calls);
     full.summary = &sf;

@@ -40,8 +40,13 @@ static void test_defaults(void **state)
     fake_env f = {env, 0, ""};
     ub_config c;
     assert_int_equal(ub_config_parse(&c, lookup, warn, &f), 0);
-    assert_int_equal(c.mode, UB_MODE_OBSERVE);
+    assert_int_equal(c.mode, UB_MODE_SCHEDULE);
     assert_int_equal(c.policy, UB_POLICY_BEST);
+    assert_int_equal(c.completion, UB_COMPLETION_STREAM);
+    assert_int_equal(c.staging_mb, 256);
+    assert_int_equal(c.align, 512);
+    assert_int_equal(c.hang_s, 30);
+    assert_int_equal(c.max_deviations, 4);
     assert_int_equal(c.warmup, 5);
     assert_string_equal(c.report, "usbyte-report-%r.json");
     assert_int_equal(c.log, UB_LOG_WARN);
@@ -59,7 +64,8 @@ static void test_every_variable_from_env(void **state)
     const char *env[] = {"USBYTE_MODE", "off", "USBYTE_POLICY", "mgwfbp-dp", "USBYTE_WARMUP", "12",
                          "USBYTE_REPORT", "/tmp/r-%h-%p-%r.json", "USBYTE_LOG", "debug", "USBYTE_LOG_FILE",
                          "/tmp/log", "USBYTE_NCCL_LIB", "/opt/nccl/libnccl.so.2", "USBYTE_CUPTI", "no",
-                         "USBYTE_DUMP_CONFIG", "1", NULL};
+                         "USBYTE_DUMP_CONFIG", "1", "USBYTE_COMPLETION", "call", "USBYTE_STAGING_MB", "0",
+                         "USBYTE_ALIGN", "4096", "USBYTE_HANG_S", "7", "USBYTE_MAX_DEVIATIONS", "0", NULL};
     fake_env f = {env, 0, ""};
     ub_config c;
     assert_int_equal(ub_config_parse(&c, lookup, warn, &f), 0);
@@ -73,6 +79,11 @@ static void test_every_variable_from_env(void **state)
     assert_string_equal(c.nccl_lib, "/opt/nccl/libnccl.so.2");
     assert_false(c.cupti);
     assert_true(c.dump_config);
+    assert_int_equal(c.completion, UB_COMPLETION_CALL);
+    assert_int_equal(c.staging_mb, 0);
+    assert_int_equal(c.align, 4096);
+    assert_int_equal(c.hang_s, 7);
+    assert_int_equal(c.max_deviations, 0);
     for (int i = 0; i < UB_CFG_COUNT; i++)
         assert_int_equal(c.source[i], UB_SRC_ENV);
     char line[1200];
@@ -85,7 +96,12 @@ static void test_bad_values_warn_once_and_fall_back(void **state)
 {
     (void)state;
     static const char *const bad[][3] = {
-        {"USBYTE_MODE", "sideways", "observe"}, {"USBYTE_MODE", "", "observe"},
+        {"USBYTE_MODE", "sideways", "schedule"}, {"USBYTE_MODE", "", "schedule"},
+        {"USBYTE_COMPLETION", "per-call", "stream"}, {"USBYTE_STAGING_MB", "-1", "256"},
+        {"USBYTE_STAGING_MB", "65537", "256"},  {"USBYTE_ALIGN", "500", "512"},
+        {"USBYTE_ALIGN", "0", "512"},           {"USBYTE_ALIGN", "2097152", "512"},
+        {"USBYTE_HANG_S", "0", "30"},           {"USBYTE_HANG_S", "1.5", "30"},
+        {"USBYTE_MAX_DEVIATIONS", "many", "4"}, {"USBYTE_MAX_DEVIATIONS", " 3", "4"},
         {"USBYTE_POLICY", "fastest", "best"},   {"USBYTE_WARMUP", "three", "5"},
         {"USBYTE_WARMUP", "0", "5"},            {"USBYTE_WARMUP", "-2", "5"},
         {"USBYTE_WARMUP", "7x", "5"},           {"USBYTE_WARMUP", "1001", "5"},

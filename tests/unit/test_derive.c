@@ -40,10 +40,10 @@ static void test_barrier_case(void **state)
         c[k].need = 0.040 + 1e-5 * k; /* waits in a row, structurally joined */
     for (int k = 1; k < 4; k++)
         c[k].split = false;
-    ub_agreed a = {4, 4, c, 0.060, {0, 0, 0, 0}};
+    ub_agreed a = {4, 4, c, 0.060, {.other_calls = 0}};
     ub_profile p;
     ub_fit_result fit;
-    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, &p, &fit), 0);
+    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, false, &p, &fit), 0);
     assert_int_equal(p.n_forward, 1);
     for (int k = 0; k < 4; k++)
         assert_int_equal(p.calls[k].need, 0);
@@ -71,9 +71,9 @@ static void test_distinct_segments_reversed(void **state)
     /* the forward needs the last-produced call first (per layer) */
     c[3].need = 0.040; c[2].need = 0.045; c[1].need = 0.046; c[0].need = 0.050;
     c[1].split = false; /* directly after call 2's wait */
-    ub_agreed a = {4, 2, c, 0.060, {0, 0, 0, 0}};
+    ub_agreed a = {4, 2, c, 0.060, {.other_calls = 0}};
     ub_profile p;
-    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, &p, NULL), 0);
+    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, false, &p, NULL), 0);
     assert_int_equal(p.n_forward, 3);
     assert_int_equal(p.calls[3].need, 0);
     assert_int_equal(p.calls[2].need, 1);
@@ -92,9 +92,9 @@ static void test_time_rule_without_cupti(void **state)
     c[3].need = 0.040; c[2].need = 0.040 + 5e-6; c[1].need = 0.048; c[0].need = 0.048 + 5e-6;
     for (int k = 0; k < 4; k++)
         c[k].split = true; /* meaningless without CUPTI */
-    ub_agreed a = {4, 2, c, 0.060, {0, 1, 0, 0}};
+    ub_agreed a = {4, 2, c, 0.060, {.cupti_missing = 1}};
     ub_profile p;
-    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, &p, NULL), 0);
+    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, false, &p, NULL), 0);
     assert_int_equal(p.n_forward, 2);
     assert_int_equal(p.calls[3].need, 0);
     assert_int_equal(p.calls[2].need, 0);
@@ -112,9 +112,9 @@ static void test_unwaited_calls_and_merge(void **state)
     for (int k = 0; k < 4; k++)
         c[k].need = -1;
     c[1].barrier = true;
-    ub_agreed a = {4, 2, c, 0.060, {0, 0, 0, 0}};
+    ub_agreed a = {4, 2, c, 0.060, {.other_calls = 0}};
     ub_profile p;
-    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, &p, NULL), 0);
+    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, false, &p, NULL), 0);
     assert_int_equal(p.n_forward, 1);
     assert_double_equal(p.gap, 0, 0);
     assert_false(p.calls[1].merge);
@@ -124,6 +124,67 @@ static void test_unwaited_calls_and_merge(void **state)
     free(p.forward);
 }
 
+/* Stream semantics: the forward that waits for the input-side layer (the last call) first waits
+ * for every call, so the per-layer profile becomes a barrier profile. */
+static void test_stream_semantics_is_transitive(void **state)
+{
+    (void)state;
+    ub_summary_call c[4] = {{0}};
+    calls_with_exact_link(c, 4);
+    c[3].need = 0.040; c[2].need = 0.045; c[1].need = 0.046; c[0].need = 0.050;
+    ub_agreed a = {4, 2, c, 0.060, {.copy_beta = 1e-10}};
+    ub_profile p;
+    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, true, &p, NULL), 0);
+    assert_int_equal(p.n_forward, 1);
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(p.calls[k].need, 0);
+    assert_double_equal(p.gap, 0.040 - 0.030, 1e-12);
+    assert_double_equal(p.copy_beta, 1e-10, 0);
+    free(p.calls);
+    free(p.forward);
+    /* the same numbers per call keep their three segments */
+    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, false, &p, NULL), 0);
+    assert_int_equal(p.n_forward, 4);
+    free(p.calls);
+    free(p.forward);
+}
+
+/* A consumer that waits once, on an event after the last call, releases every call with one wait:
+ * one segment, not one per call (every call carries the wait's time and its split flag). */
+static void test_one_wait_one_segment(void **state)
+{
+    (void)state;
+    ub_summary_call c[4] = {{0}};
+    calls_with_exact_link(c, 4);
+    for (int k = 0; k < 4; k++)
+        c[k].need = -1;
+    c[3].need = 0.041;
+    c[3].split = true;
+    ub_agreed a = {4, 2, c, 0.060, {.other_calls = 0}};
+    ub_profile p;
+    assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, true, &p, NULL), 0);
+    assert_int_equal(p.n_forward, 1);
+    assert_double_equal(p.forward[0], 0.060 - fmax(0.041, c[3].done), 1e-12);
+    free(p.calls);
+    free(p.forward);
+}
+
+static void test_need_transitive(void **state)
+{
+    (void)state;
+    double own[6] = {0.05, -1, 0.03, 0.04, -1, -1};
+    int from[6];
+    ub_need_transitive(6, own, from);
+    int expect[6] = {2, 2, 2, 3, -1, -1};
+    for (int k = 0; k < 6; k++)
+        assert_int_equal(from[k], expect[k]);
+    /* ties go to the earlier call: its wait is the one that released both */
+    double tie[3] = {0.02, 0.02, 0.02};
+    ub_need_transitive(3, tie, from);
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(from[k], k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -131,6 +192,9 @@ int main(void)
         cmocka_unit_test(test_distinct_segments_reversed),
         cmocka_unit_test(test_time_rule_without_cupti),
         cmocka_unit_test(test_unwaited_calls_and_merge),
+        cmocka_unit_test(test_stream_semantics_is_transitive),
+        cmocka_unit_test(test_one_wait_one_segment),
+        cmocka_unit_test(test_need_transitive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

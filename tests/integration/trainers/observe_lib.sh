@@ -34,6 +34,8 @@ export USBYTE_EMU_GBPS=${USBYTE_EMU_GBPS:-0.2}
 # the scheduling noise of a shared machine.
 export USBYTE_WARMUP=${USBYTE_WARMUP:-5}
 export USBYTE_LOG=${USBYTE_LOG:-info}
+# The observe tests measure and plan only (schedule mode, the default, has tests of its own).
+export USBYTE_MODE=${USBYTE_MODE:-observe}
 
 for f in "$EMU_RUN" "$LIB"; do
     [ -e "$f" ] || { echo "missing $f: build it first (make)"; exit 1; }

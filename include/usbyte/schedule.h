@@ -1,0 +1,52 @@
+/* What schedule mode issues, and when, as pure functions of a plan (DESIGN.md sections 1, 3, 6).
+ * The runtime keeps no other rule: every decision that changes what NCCL is asked to do comes from
+ * here and from the call sequence, so every rank derives the same one.
+ *
+ * - Cursor: calls arrive in order 0..n-1; blocks go out in plan order, each as soon as all of its
+ *   member calls have arrived.  `issue_at[b]` is the call whose arrival issues block b:
+ *   max(its largest member, issue_at[b-1]) (monotone, so the blocks issued at one arrival are
+ *   consecutive).
+ * - Completion counter: the private stream writes base + b + 1 into a 64-bit counter after block
+ *   b of the iteration whose counter base is `base` (the base grows by n_blocks per iteration,
+ *   flushed or not).  Call k is complete once the counter reaches base + last_block[k] + 1; an
+ *   event recorded after call k completes, in stream semantics, once calls 0..k are
+ *   (base + prefix_block[k] + 1).
+ * - Flush: at a deviation after the calls 0..arrived-1 of the iteration came, the blocks not yet
+ *   issued go out in plan order restricted to the segments of arrived calls (a block left empty
+ *   issues nothing but still writes its counter value), so every deferred call completes and
+ *   every rank issues the same bytes in the same blocks. */
+#ifndef USBYTE_SCHEDULE_H
+#define USBYTE_SCHEDULE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "usbyte/plan.h"
+#include "usbyte/profile.h"
+
+typedef struct ub_sched {
+    int n_calls, n_blocks;
+    int *issue_at;          /* per block */
+    int *last_block;        /* per call */
+    int *prefix_block;      /* per call: max over calls 0..k of last_block */
+    bool *staged;           /* per block: holds segments of more than one call */
+    uint64_t staging_bytes; /* the largest staged block (the staging buffer's size) */
+} ub_sched;
+
+/* 0, or -1 when the plan does not cover calls 0..n_calls-1 (a call without a segment, a segment
+ * of another call) or memory is short. */
+int ub_sched_build(const ub_plan *plan, int n_calls, ub_sched *out);
+void ub_sched_free(ub_sched *s);
+
+/* The blocks [*first, *end) that the arrival of call k issues, given that blocks before `next`
+ * went out already. */
+void ub_sched_issue(const ub_sched *s, int next, int k, int *first, int *end);
+
+/* Counter value at which call k of the iteration with counter base `base` is complete. */
+uint64_t ub_sched_done_value(const ub_sched *s, uint64_t base, int k, bool stream_semantics);
+
+/* The segments of block b that a flush after `arrived` calls issues: fills `keep` (one flag per
+ * segment of the block) and returns how many are kept. */
+uint32_t ub_sched_flush_segments(const ub_plan *plan, uint32_t b, int arrived, bool *keep);
+
+#endif

@@ -1,0 +1,270 @@
+/* The plan cursor, deferral, deviations and flushes (see defer.h). */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_list.h"
+#include "defer.h"
+#include "exec.h"
+#include "guard.h"
+#include "nccl_list.h"
+#include "redirect.h"
+#include "runtime.h"
+
+/* The steady iteration whose blocks are timed for the report: the transition iteration and the
+ * one after it warm the caches and the completion streams. */
+#define TIMED_ITERATION 3
+
+int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len)
+{
+    ub_sched_rt *s = &c->sched;
+    if (s->ready) /* a new plan after re-profiling: the old executor goes (its work is flushed) */
+        ub_exec_release(c, true);
+    ub_sched_free(&s->sp);
+    ub_plan_free(&s->plan);
+    ub_plan_init(&s->plan, plan->policy);
+    ub_plan_copy(&s->plan, plan);
+    if (ub_sched_build(&s->plan, c->n_ar, &s->sp) != 0) {
+        snprintf(why, len, "the plan does not cover the calls (a planner bug)");
+        return -1;
+    }
+    s->stream_semantics = stream_semantics;
+    s->measured_iter = -1;
+    s->iterations = 0;
+    s->n_starts = 0;
+    if (ub_exec_setup(c, why, len) != 0)
+        return -1;
+    s->ready = true;
+    return 0;
+}
+
+void ub_sched_begin(ub_comm *c)
+{
+    ub_sched_rt *s = &c->sched;
+    s->active = true;
+    s->pos = 0;
+    s->arrived = 0;
+    s->next_block = 0;
+    s->consecutive_deviations = 0;
+    s->run++;
+    ub_comm_set_state(c, UB_COMM_SCHEDULE, NULL);
+    atomic_fetch_add(&ub_sched_live, 1);
+    ub_debug("communicator %d: schedule mode from this call on (%d blocks per iteration, staging %llu bytes)",
+             c->index, s->sp.n_blocks, (unsigned long long)s->staging_bytes);
+}
+
+/* Lock held; drops it while the blocks are issued. */
+static void issue(ub_comm *c, int first, int end, int arrived)
+{
+    ub_sched_rt *s = &c->sched;
+    s->next_block = end;
+    ub_state_unlock();
+    ub_exec_issue(c, first, end, arrived);
+    ub_state_lock();
+    uint64_t v = s->base + (uint64_t)end;
+    if (v > s->issued)
+        s->issued = v;
+}
+
+/* The open blocks go out with what arrived; the iteration's counter values are all written. */
+static void flush(ub_comm *c)
+{
+    ub_sched_rt *s = &c->sched;
+    if (s->arrived == 0)
+        return;
+    issue(c, s->next_block, s->sp.n_blocks, s->arrived);
+    s->flushes++;
+    s->base += (uint64_t)s->sp.n_blocks;
+    s->arrived = 0;
+    s->next_block = 0;
+}
+
+void ub_sched_deviation(ub_comm *c, const char *why)
+{
+    ub_sched_rt *s = &c->sched;
+    if (!s->active)
+        return;
+    flush(c);
+    s->active = false;
+    s->deviations++;
+    s->consecutive_deviations++;
+    s->run++;
+    ub_debug("communicator %d: deviation from the plan (%s): pass-through until the next iteration start",
+             c->index, why);
+    if (s->consecutive_deviations > ub_cfg.max_deviations) {
+        atomic_fetch_sub(&ub_sched_live, 1);
+        char reason[200];
+        snprintf(reason, sizeof reason, "%d deviations from the plan in a row (USBYTE_MAX_DEVIATIONS=%d): profiling again",
+                 s->consecutive_deviations, ub_cfg.max_deviations);
+        ub_info("communicator %d: %s", c->index, reason);
+        ub_comm_redetect(c, reason);
+    }
+}
+
+static bool capturing(cudaStream_t st)
+{
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (!ub_cuda.cudaStreamIsCapturing || UB_REAL(ub_cuda.cudaStreamIsCapturing(st, &cs)) != cudaSuccess)
+        return false;
+    return cs != cudaStreamCaptureStatusNone;
+}
+
+/* The iteration's first ready time, for the measured iteration (one timing event on S). */
+static void mark_iteration_start(ub_comm *c, cudaStream_t st)
+{
+    ub_sched_rt *s = &c->sched;
+    ub_timing_poll(&s->tm, false);
+    if (s->n_starts >= UB_SCHED_MAX_MEASURED)
+        return;
+    int i = s->n_starts++;
+    s->iter_start[i] = NAN;
+    s->run_of[i] = s->run;
+    if (s->measured_iter < 0 && s->iterations >= TIMED_ITERATION && s->consecutive_deviations == 0)
+        s->measured_iter = i;
+    ub_timing_mark(&s->tm, st, &s->iter_start[i], 1, 0, NULL);
+}
+
+bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig)
+{
+    ub_sched_rt *s = &c->sched;
+    bool capture = capturing(d->stream);
+    if (!s->active) {
+        /* Pass-through since a deviation: the plan resumes at a call that starts an iteration. */
+        if (capture || sig != s->pos_sig[0])
+            return false;
+        s->active = true;
+        s->pos = 0;
+        s->run++;
+    }
+    if (capture || sig != s->pos_sig[s->pos]) {
+        ub_sched_deviation(c, capture ? "a call on a capturing stream" : "another call than the plan expected");
+        return false;
+    }
+    int k = s->pos_call[s->pos];
+    s->pos++;
+    bool held = false;
+    if (k >= 0) {
+        ub_thread_defers = true;
+        s->args[k] = (ub_call_args){d->send, (void *)d->recv, d->count, d->dtype, d->op, d->stream};
+        if (UB_REAL(ub_cuda.cudaEventRecord(s->ready_ev[k], d->stream)) != cudaSuccess) {
+            ub_error("communicator %d: cannot record the readiness of allreduce %d: aborting (the other ranks would "
+                     "wait for this one forever)", c->index, k);
+            abort();
+        }
+        if (k == 0)
+            mark_iteration_start(c, d->stream);
+        ub_stream *st = ub_stream_get(d->stream, c);
+        if (!st) {
+            ub_error("communicator %d: out of memory for a stream record: aborting", c->index);
+            abort();
+        }
+        ub_redirect_deferred(c, st, k, ub_sched_done_value(&s->sp, s->base, k, true),
+                             ub_sched_done_value(&s->sp, s->base, k, false));
+        s->arrived = k + 1;
+        int first, end;
+        ub_sched_issue(&s->sp, s->next_block, k, &first, &end);
+        if (first < end)
+            issue(c, first, end, s->arrived);
+        held = true;
+    }
+    if (s->active && s->pos == s->period) {
+        s->pos = 0;
+        s->base += (uint64_t)s->sp.n_blocks;
+        s->arrived = 0;
+        s->next_block = 0;
+        s->iterations++;
+        s->consecutive_deviations = 0;
+    }
+    return held;
+}
+
+void ub_sched_end(ub_comm *c, bool abort)
+{
+    ub_sched_rt *s = &c->sched;
+    if (!s->ready)
+        return;
+    if (c->state == UB_COMM_SCHEDULE) {
+        if (!abort)
+            flush(c);
+        s->active = false;
+        atomic_fetch_sub(&ub_sched_live, 1);
+    }
+    ub_timing_poll(&s->tm, false);
+    ub_sched_summary(c);
+    if (!abort) {
+        ub_state_unlock();
+        ub_exec_release(c, true);
+        ub_state_lock();
+    } else {
+        ub_exec_release(c, false);
+    }
+    ub_redirect_forget_comm(c);
+}
+
+/* Mean of consecutive iteration starts within one run (no deviation between them), skipping
+ * each run's first interval (the transition from pass-through). */
+static double measured_iteration(const ub_sched_rt *s, int *n_used)
+{
+    double sum = 0;
+    int n = 0;
+    for (int i = 2; i < s->n_starts; i++)
+        if (s->run_of[i] == s->run_of[i - 1] && s->run_of[i - 1] == s->run_of[i - 2] && isfinite(s->iter_start[i]) &&
+            isfinite(s->iter_start[i - 1])) {
+            sum += s->iter_start[i] - s->iter_start[i - 1];
+            n++;
+        }
+    *n_used = n;
+    return n ? sum / n : NAN;
+}
+
+static json_t *number_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+json_t *ub_sched_report_json(ub_comm *c, bool poll)
+{
+    ub_sched_rt *s = &c->sched;
+    if (!s->plan.n_blocks)
+        return NULL;
+    if (s->ready && poll)
+        ub_timing_poll(&s->tm, false);
+    int n_used;
+    double measured = measured_iteration(s, &n_used);
+    double pass = c->report.measured_iteration;
+    json_t *o = json_object();
+    json_object_set_new(o, "iterations", json_integer((json_int_t)s->iterations));
+    json_object_set_new(o, "measured_iteration", number_or_null(measured));
+    json_object_set_new(o, "measured_iterations_used", json_integer(n_used));
+    json_object_set_new(o, "predicted_iteration", number_or_null(s->predicted_iteration));
+    json_object_set_new(o, "measured_pass_through", number_or_null(pass > 0 ? pass : NAN));
+    json_object_set_new(o, "measured_speedup", number_or_null(pass > 0 ? pass / measured : NAN));
+    json_object_set_new(o, "predicted_wfbp", number_or_null(s->predicted_wfbp));
+    json_object_set_new(o, "predicted_speedup", number_or_null(s->predicted_wfbp / s->predicted_iteration));
+    json_object_set_new(o, "predicted_iteration_other_completion", number_or_null(s->predicted_other_completion));
+    json_object_set_new(o, "deviations", json_integer((json_int_t)s->deviations));
+    json_object_set_new(o, "flushes", json_integer((json_int_t)s->flushes));
+    json_object_set_new(o, "staging_bytes", json_integer((json_int_t)s->staging_bytes));
+    json_object_set_new(o, "completion", json_string(s->stream_semantics ? "stream" : "call"));
+    if (s->completion_note[0])
+        json_object_set_new(o, "completion_note", json_string(s->completion_note));
+    json_t *blocks = json_array();
+    if (s->measured_iter >= 0 && s->block_start && isfinite(s->iter_start[s->measured_iter])) {
+        double t0 = s->iter_start[s->measured_iter];
+        for (int b = 0; b < s->sp.n_blocks; b++)
+            json_array_append_new(blocks, json_pack("{s:o, s:o}", "start", number_or_null(s->block_start[b] - t0),
+                                                    "end", number_or_null(s->block_end[b] - t0)));
+    }
+    json_object_set_new(o, "blocks", blocks);
+    return o;
+}
+
+void ub_sched_summary(ub_comm *c)
+{
+    ub_sched_rt *s = &c->sched;
+    int n_used;
+    double measured = measured_iteration(s, &n_used), pass = c->report.measured_iteration;
+    ub_info("communicator %d: schedule mode ran %llu iterations (%llu deviations, %llu flushes): measured iteration "
+            "%.3f ms over %d steady iterations, pass-through %.3f ms: measured speedup %.2fx (predicted %.2fx)",
+            c->index, (unsigned long long)s->iterations, (unsigned long long)s->deviations,
+            (unsigned long long)s->flushes, 1e3 * measured, n_used, 1e3 * pass, pass / measured,
+            s->predicted_wfbp / s->predicted_iteration);
+}

@@ -1,0 +1,33 @@
+/* Schedule mode's cursor (DESIGN.md section 1): which call of the plan's iteration this is, the
+ * deferral of allreduces, what each arrival issues, deviations and their flush.  Every decision
+ * here depends only on the call sequence and the agreed plan (usbyte/schedule.h). */
+#ifndef USBYTE_DEFER_H
+#define USBYTE_DEFER_H
+
+#include <jansson.h>
+
+#include "hooks.h"
+#include "state.h"
+
+/* Lock held.  Takes the chosen plan (validated by the caller) and sets up the executor; 0, or -1
+ * with the reason in why (rank-local: the caller cannot continue consistently). */
+int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len);
+/* Lock held: the communicator starts following the plan at this iteration boundary (call
+ * agree_at + period). */
+void ub_sched_begin(ub_comm *c);
+/* Lock held on entry and exit (released while blocks are issued).  A call on a communicator in
+ * SCHEDULE; sig is its portable signature.  Returns true when the call is deferred (the wrapper
+ * returns ncclSuccess without forwarding it). */
+bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig);
+/* Lock held: a deviation that is not a call of the sequence (ncclCommDestroy, ncclCommFinalize,
+ * graph capture on a stream with deferred calls): flushes what arrived. */
+void ub_sched_deviation(ub_comm *c, const char *why);
+/* Lock held: the communicator ends.  abort: never waits for device work. */
+void ub_sched_end(ub_comm *c, bool abort);
+/* The report's `schedule` object (NULL before a plan ran); poll: read the timing events that
+ * completed (never at exit: no CUDA call may be made then). */
+json_t *ub_sched_report_json(ub_comm *c, bool poll);
+/* The summary line (USBYTE_LOG=info): measured speedup next to the predicted one. */
+void ub_sched_summary(ub_comm *c);
+
+#endif

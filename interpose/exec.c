@@ -1,0 +1,200 @@
+/* The executor (see exec.h).  A block of one call's segment is an allreduce of that byte range
+ * (send+off -> recv+off; in place when the call is); a block of several calls is copied into the
+ * staging buffer, reduced in place there and copied back to each call's receive buffer.  After
+ * every block the private stream writes base + b + 1 into the completion counter, which the
+ * completion streams wait for (redirect.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_list.h"
+#include "driver.h"
+#include "exec.h"
+#include "guard.h"
+#include "nccl_list.h"
+#include "usbyte/types.h"
+
+static size_t nccl_dtype_size(int nccl)
+{
+#define X(e, name, size, value) if (nccl == value) return size;
+    UB_DTYPE_LIST(X)
+#undef X
+    return 1;
+}
+
+int ub_exec_setup(ub_comm *c, char *why, size_t len)
+{
+    ub_sched_rt *s = &c->sched;
+    int n = s->sp.n_calls;
+    if (ub_driver_resolve() != 0) {
+        snprintf(why, len, "the driver's stream memory operations are not available");
+        return -1;
+    }
+    s->args = calloc((size_t)n, sizeof *s->args);
+    s->ready_ev = calloc((size_t)n, sizeof *s->ready_ev);
+    s->block_start = calloc(s->sp.n_blocks, sizeof *s->block_start);
+    s->block_end = calloc(s->sp.n_blocks, sizeof *s->block_end);
+    if (!s->args || !s->ready_ev || !s->block_start || !s->block_end) {
+        snprintf(why, len, "out of memory for the executor");
+        return -1;
+    }
+    int lo = 0, hi = 0;
+    cudaError_t e = UB_REAL(ub_cuda.cudaGetDevice(&s->device));
+    if (e == cudaSuccess && UB_REAL(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
+        hi = 0;
+    if (e == cudaSuccess)
+        e = UB_REAL(ub_cuda.cudaStreamCreateWithPriority(&s->priv, cudaStreamNonBlocking, hi));
+    for (int k = 0; e == cudaSuccess && k < n; k++)
+        e = UB_REAL(ub_cuda.cudaEventCreateWithFlags(&s->ready_ev[k], cudaEventDisableTiming));
+    if (e == cudaSuccess)
+        e = UB_REAL(ub_cuda.cudaHostAlloc((void **)&s->counter_host, sizeof *s->counter_host, cudaHostAllocMapped));
+    void *dev = NULL;
+    if (e == cudaSuccess) {
+        *s->counter_host = 0;
+        e = UB_REAL(ub_cuda.cudaHostGetDevicePointer(&dev, s->counter_host, 0));
+        s->counter_dev = (CUdeviceptr)(uintptr_t)dev;
+    }
+    s->staging_bytes = s->sp.staging_bytes;
+    if (e == cudaSuccess && s->staging_bytes)
+        e = UB_REAL(ub_cuda.cudaMalloc(&s->staging, s->staging_bytes));
+    if (e == cudaSuccess && ub_timing_start(&s->tm) != 0)
+        e = cudaErrorMemoryAllocation;
+    if (e != cudaSuccess) {
+        snprintf(why, len, "cannot set up the executor (%s)",
+                 ub_cuda.cudaGetErrorString ? ub_cuda.cudaGetErrorString(e) : "CUDA error");
+        return -1;
+    }
+    return 0;
+}
+
+/* A CUDA or NCCL failure while issuing a block leaves the other ranks waiting in theirs. */
+static _Noreturn void cannot_issue(ub_comm *c, int b, const char *what)
+{
+    ub_error("communicator %d: %s while issuing block %d of the plan; the other ranks would wait for this one "
+             "forever: aborting (USBYTE_MODE=observe runs the job without re-issuing)", c->index, what, b);
+    abort();
+}
+
+static void issue_block(ub_comm *c, int b, int arrived, bool timed)
+{
+    ub_sched_rt *s = &c->sched;
+    const ub_block *blk = &s->plan.blocks[b];
+    const ub_segment *seg = &s->plan.segments[blk->first_segment];
+    bool keep[blk->n_segments > 0 ? blk->n_segments : 1];
+    uint32_t n_keep = ub_sched_flush_segments(&s->plan, (uint32_t)b, arrived, keep);
+    cudaStream_t p = s->priv;
+    if (n_keep > 0) {
+        int last = -1;
+        for (uint32_t i = 0; i < blk->n_segments; i++)
+            if (keep[i] && seg[i].call != last) {
+                last = seg[i].call;
+                if (UB_REAL(ub_cuda.cudaStreamWaitEvent(p, s->ready_ev[last], 0)) != cudaSuccess)
+                    cannot_issue(c, b, "cudaStreamWaitEvent on a call's readiness");
+            }
+        /* Who is reduced: the segments of one call go straight to NCCL, several through staging. */
+        int first_call = -1;
+        bool one_call = true;
+        uint64_t total = 0;
+        for (uint32_t i = 0; i < blk->n_segments; i++)
+            if (keep[i]) {
+                if (first_call < 0)
+                    first_call = seg[i].call;
+                one_call &= seg[i].call == first_call;
+                total += seg[i].length;
+            }
+        const ub_call_args *a0 = &s->args[first_call];
+        size_t esize = nccl_dtype_size(a0->dtype);
+        if (timed)
+            ub_timing_mark(&s->tm, p, &s->block_start[b], 1, 0, NULL);
+        if (one_call && n_keep == 1) {
+            const ub_segment *g = NULL;
+            for (uint32_t i = 0; i < blk->n_segments && !g; i++)
+                if (keep[i])
+                    g = &seg[i];
+            if (UB_REAL(ub_nccl.AllReduce((const char *)a0->send + g->offset, (char *)a0->recv + g->offset,
+                                          g->length / esize, (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op,
+                                          c->handle, p)) != ncclSuccess)
+                cannot_issue(c, b, "ncclAllReduce");
+        } else {
+            if (total > s->staging_bytes || !s->staging)
+                cannot_issue(c, b, "a merged block larger than the staging buffer (a planner bug)");
+            char *stage = s->staging;
+            uint64_t at = 0;
+            for (uint32_t i = 0; i < blk->n_segments; i++)
+                if (keep[i]) {
+                    const ub_call_args *a = &s->args[seg[i].call];
+                    if (UB_REAL(ub_cuda.cudaMemcpyAsync(stage + at, (const char *)a->send + seg[i].offset, seg[i].length,
+                                                        cudaMemcpyDeviceToDevice, p)) != cudaSuccess)
+                        cannot_issue(c, b, "the copy into the staging buffer");
+                    at += seg[i].length;
+                }
+            if (UB_REAL(ub_nccl.AllReduce(stage, stage, total / esize, (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op,
+                                          c->handle, p)) != ncclSuccess)
+                cannot_issue(c, b, "ncclAllReduce of the staging buffer");
+            at = 0;
+            for (uint32_t i = 0; i < blk->n_segments; i++)
+                if (keep[i]) {
+                    const ub_call_args *a = &s->args[seg[i].call];
+                    if (UB_REAL(ub_cuda.cudaMemcpyAsync((char *)a->recv + seg[i].offset, stage + at, seg[i].length,
+                                                        cudaMemcpyDeviceToDevice, p)) != cudaSuccess)
+                        cannot_issue(c, b, "the copy out of the staging buffer");
+                    at += seg[i].length;
+                }
+        }
+        if (timed)
+            ub_timing_mark(&s->tm, p, &s->block_end[b], 1, 0, NULL);
+    }
+    if (UB_REAL(ub_driver.write_value64((CUstream)p, s->counter_dev, s->base + (uint64_t)b + 1, 0)) != CUDA_SUCCESS)
+        cannot_issue(c, b, "cuStreamWriteValue64 of the completion counter");
+}
+
+void ub_exec_issue(ub_comm *c, int first, int end, int arrived)
+{
+    ub_sched_rt *s = &c->sched;
+    /* Inside the application's group the blocks would be launched only at its ncclGroupEnd, after
+     * the copies and counter writes enqueued around them: the group is ended and reopened. */
+    int depth = ub_thread_group_depth();
+    if (depth > 0)
+        ub_group_split_begin(depth);
+    bool timed = s->measured_iter >= 0 && s->n_starts - 1 == s->measured_iter;
+    for (int b = first; b < end; b++)
+        issue_block(c, b, arrived, timed);
+    if (depth > 0)
+        ub_group_split_end(depth);
+}
+
+void ub_exec_release(ub_comm *c, bool wait)
+{
+    ub_sched_rt *s = &c->sched;
+    if (!s->ready)
+        return;
+    s->ready = false;
+    if (!wait) {
+        /* Nothing may wait for device work here (a dead peer's collectives never complete):
+         * every completion stream is released from the host, the rest is left to the process's
+         * end (cudaFree and cudaStreamDestroy could synchronise behind those collectives). */
+        if (s->counter_host)
+            __atomic_store_n(s->counter_host, UINT64_MAX, __ATOMIC_RELEASE);
+        ub_timing_discard(&s->tm);
+        return;
+    }
+    ub_inside++;
+    ub_cuda.cudaStreamSynchronize(s->priv);
+    ub_timing_stop(&s->tm);
+    for (int k = 0; k < s->sp.n_calls; k++)
+        if (s->ready_ev[k])
+            ub_cuda.cudaEventDestroy(s->ready_ev[k]);
+    if (s->staging)
+        ub_cuda.cudaFree(s->staging);
+    ub_cuda.cudaStreamDestroy(s->priv);
+    ub_inside--;
+    /* The pinned counter stays: completion streams may still read it (they are the streams'
+     * records, released with them). */
+    free(s->args);
+    free(s->ready_ev);
+    free(s->block_start);
+    free(s->block_end);
+    s->args = NULL;
+    s->ready_ev = NULL;
+    s->block_start = s->block_end = NULL;
+    s->staging = NULL;
+}
