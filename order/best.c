@@ -4,8 +4,9 @@
  * search_state.c), followed by an iterated local search (seeded kicks, then descent).  The
  * result replaces the best start only when the evaluator itself finds it strictly faster, so
  * `best` is never worse than any other policy.  The budget of move evaluations is a pure
- * function of the number of calls, the PRNG is seeded from it: the plan is a pure function of
- * the profile (no clock is read for decisions). */
+ * function of the number of calls and of the incumbent's gap to the lower bound, the PRNG is
+ * seeded from n: the plan is a pure function of the profile (no clock is read for decisions).
+ * A plan that meets the lower bound is optimal and ends the search at once. */
 #include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "usbyte/alloc.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
+#include "usbyte/schedulers.h"
 #include "usbyte/synthetic.h"
 
 static bool same_plan(const ub_plan *a, const ub_plan *b)
@@ -49,15 +51,30 @@ static long descend_and_keep(const ub_profile *prof, ub_search *s, double lb, ub
     return s->moves - before;
 }
 
-/* Runs every other policy, evaluated, into start[] (initialised here); returns how many. */
-static int run_starts(const ub_profile *prof, ub_plan *start)
+/* The incumbent *out regrouped exactly (ub_regroup_exact); kept when the evaluator finds it
+ * strictly faster.  Returns true then. */
+static bool regroup_and_keep(const ub_profile *prof, ub_search *s, double lb, ub_plan *cand, ub_plan *out,
+                             double *best)
+{
+    s->evals += ub_regroup_exact(prof, lb, out, cand) / 32;
+    double t = ub_evaluate_const(prof, cand, NULL);
+    if (!(t < *best))
+        return false;
+    *best = t;
+    ub_plan_copy(out, cand);
+    return true;
+}
+
+/* Runs every other policy, evaluated against lb, into start[] (initialised here); returns how
+ * many succeeded. */
+static int run_starts(const ub_profile *prof, double lb, ub_plan *start)
 {
     int n_start = 0;
     for (int id = 0; id < UB_POLICY_COUNT; id++) {
         if (id == UB_POLICY_BEST)
             continue;
         ub_plan_init(&start[n_start], ub_policy_name(id));
-        if (ub_policy_run(id, prof, &start[n_start]) != 0) {
+        if (ub_policy_run_bounded(id, prof, &start[n_start], lb) != 0) {
             ub_plan_free(&start[n_start]);
             continue;
         }
@@ -66,45 +83,85 @@ static int run_starts(const ub_profile *prof, ub_plan *start)
     return n_start;
 }
 
-int ub_policy_best(const ub_profile *prof, ub_plan *out)
+int ub_best_plan_bounded(const ub_profile *prof, double lb, double budget_scale, ub_plan *out)
 {
     if (prof->n_calls <= 0)
         return -1;
     ub_plan start[UB_POLICY_COUNT];
     const ub_plan *view[UB_POLICY_COUNT] = {0};
-    int n_start = run_starts(prof, start);
+    int n_start = run_starts(prof, lb, start);
     for (int k = 0; k < n_start; k++)
         view[k] = &start[k];
-    int rc = ub_best_from_starts(prof, view, n_start, out);
+    int rc = ub_best_from_starts(prof, view, n_start, lb, budget_scale, out);
     for (int k = 0; k < n_start; k++)
         ub_plan_free(&start[k]);
     return rc;
 }
 
-int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *given, int n_given, ub_plan *out)
+int ub_policy_best(const ub_profile *prof, ub_plan *out) { return ub_best_plan(prof, 1.0, out); }
+
+int ub_best_plan(const ub_profile *prof, double budget_scale, ub_plan *out)
+{
+    if (prof->n_calls <= 0)
+        return -1;
+    return ub_best_plan_bounded(prof, ub_lower_bound(prof), budget_scale, out);
+}
+
+/* Move evaluations of the unscaled budget: a pure function of n.  Up to 150,000 between 80 and
+ * 500 calls, fewer for tiny profiles (they converge long before) and a slower-growing share for
+ * large ones (each evaluation costs more there): 150,000 at 1,000 calls, 636,000 at 10,000. */
+static long base_budget(int n)
+{
+    long extra = 1500L * n;
+    if (extra > 300000)
+        extra = 300000;
+    if (extra > 60000000L / n)
+        extra = 60000000L / n;
+    return 30000 + extra + 60L * n;
+}
+
+/* The extra start plans (best_starts.c) that are searched, at most. */
+#define N_EXTRA 2
+
+int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *given, int n_given, double lb,
+                        double budget_scale, ub_plan *out)
 {
     int n = prof->n_calls;
     if (n <= 0)
         return -1;
     /* Only valid, evaluated starts: the search keeps validity, it does not repair it. */
-    const ub_plan *start[UB_POLICY_COUNT];
-    int order[UB_POLICY_COUNT], n_start = 0;
+    enum { MAX_START = UB_POLICY_COUNT + N_EXTRA };
+    const ub_plan *start[MAX_START];
+    int order[MAX_START], n_start = 0;
     char err[256];
     for (int k = 0; k < n_given && n_start < UB_POLICY_COUNT; k++)
-        if (given[k]->n_blocks > 0 && ub_plan_validate(prof, given[k], err, sizeof(err)) == 0) {
-            start[n_start] = given[k];
-            order[n_start] = n_start;
-            n_start++;
-        }
-    ub_plan fallback;
+        if (given[k]->n_blocks > 0 && ub_plan_validate(prof, given[k], err, sizeof(err)) == 0)
+            start[n_start++] = given[k];
+    ub_plan fallback, extra[N_EXTRA];
     ub_plan_init(&fallback, "wfbp");
+    for (int k = 0; k < N_EXTRA; k++)
+        ub_plan_init(&extra[k], "ready-need");
     if (n_start == 0) { /* WFBP is valid for every profile */
-        ub_policy_run(UB_POLICY_WFBP, prof, &fallback);
-        start[0] = &fallback;
-        order[0] = 0;
-        n_start = 1;
+        ub_policy_run_bounded(UB_POLICY_WFBP, prof, &fallback, lb);
+        start[n_start++] = &fallback;
     }
-    /* Best start first; ties keep the registry order. */
+    int n_extra = ub_ready_need_starts(prof, lb, N_EXTRA, extra);
+    for (int k = 0; k < n_extra; k++)
+        if (ub_plan_validate(prof, &extra[k], err, sizeof(err)) == 0)
+            start[n_start++] = &extra[k];
+    /* Each start regrouped exactly for its own order of segments (the merging the policies'
+     * own rules may have missed): searched instead of the original when faster. */
+    ub_plan regrouped[MAX_START];
+    for (int k = 0; k < n_start; k++) {
+        ub_plan_init(&regrouped[k], start[k]->policy);
+        ub_regroup_exact(prof, lb, start[k], &regrouped[k]);
+        ub_evaluate_with_bound(prof, &regrouped[k], lb, NULL);
+        if (regrouped[k].iteration < start[k]->iteration && ub_plan_validate(prof, &regrouped[k], err, sizeof(err)) == 0)
+            start[k] = &regrouped[k];
+    }
+    for (int k = 0; k < n_start; k++)
+        order[k] = k;
+    /* Best start first; ties keep the registry order (then the extra starts). */
     for (int a = 1; a < n_start; a++)
         for (int b = a; b > 0 && start[order[b]]->iteration < start[order[b - 1]]->iteration; b--) {
             int t = order[b];
@@ -115,39 +172,37 @@ int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *given, int
     ub_search s;
     memset(&s, 0, sizeof(s));
     ub_wplan_init(&s.wp, prof);
-    /* Move evaluations: a pure function of n.  Up to 150,000 between 80 and 500 calls, fewer
-     * for tiny profiles (they converge long before) and a slower-growing share for large ones
-     * (each evaluation costs more there): 150,000 at 1,000 calls (some 20 ms on the 2-CPU
-     * development machine), 636,000 at 10,000.  The starts share 30%, the iterated local
-     * search gets the rest. */
-    long extra = 1500L * n;
-    if (extra > 300000)
-        extra = 300000;
-    if (extra > 60000000L / n)
-        extra = 60000000L / n;
-    long total = 30000 + extra + 60L * n, for_starts = total * 3 / 10;
+    /* The search is one deterministic sequence of move evaluations; the budget only decides
+     * where it stops, so a larger budget never ends worse (it runs the same sequence further).
+     * The starts share 30% of the unscaled budget (equal shares of what is left, so a start that
+     * converges early passes its share on), the iterated local search runs until `soft`, longer
+     * while the incumbent is far from the bound: after each descent it stops once the evaluations
+     * reach soft * (1 + gap / 0.5%), at most `hard` (8x soft up to 500 calls, 2x beyond, where
+     * each evaluation costs more).  The first plan that meets the bound stops everything. */
+    long base = base_budget(n), for_starts = base * 3 / 10;
+    double soft = (double)base * (budget_scale > 0 ? budget_scale : 0.0);
+    double adapt_max = n <= 500 ? 8.0 : 2.0, hard = soft * adapt_max;
     ub_plan cand;
     ub_plan_init(&cand, "best");
     ub_plan_copy(out, start[order[0]]);
     double best = ub_evaluate_const(prof, out, NULL);
-    double lb = ub_lower_bound(prof);
     const char *from = start[order[0]]->policy;
-    long moves = 0;
+    long moves = 0, kicks = 0;
     int distinct = 0;
-    bool *dup_of = ub_xcalloc((size_t)n_start, sizeof(bool), "planning best");
+    bool dup_of[MAX_START] = {0};
     for (int r = 0; r < n_start; r++) {
         for (int q = 0; q < r && !dup_of[r]; q++)
             dup_of[r] = same_plan(start[order[r]], start[order[q]]);
         distinct += !dup_of[r];
     }
-    /* Each start gets an equal share of what is left, so budget a start does not use (it
-     * reached a local optimum) goes to the next ones. */
-    for (int r = 0; r < n_start && s.evals < for_starts; r++) {
+    for (int r = 0; r < n_start && s.evals < for_starts && (double)s.evals < hard; r++) {
         if (dup_of[r])
             continue;
-        if (lb >= best - 1e-12 * best)
-            break; /* the best plan so far meets the lower bound */
+        if (ub_meets_bound(best, lb))
+            break;
         s.budget = s.evals + (for_starts - s.evals) / distinct--;
+        if ((double)s.budget > hard)
+            s.budget = (long)hard;
         const ub_plan *p = start[order[r]];
         ub_wplan_load(&s.wp, p);
         s.gen++;
@@ -155,12 +210,15 @@ int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *given, int
         if (won >= 0) {
             from = p->policy;
             moves = won;
+            regroup_and_keep(prof, &s, lb, &cand, out, &best);
         }
     }
     /* Iterated local search from the best plan: kick, descend, keep strict improvements. */
     uint64_t rng = 0x6b69636b5eedULL ^ (uint64_t)n;
-    long kicks = 0;
-    while (s.evals < total && lb < best - 1e-12 * best) {
+    while ((double)s.evals < hard && !ub_meets_bound(best, lb)) {
+        double gap = lb > 0 ? best / lb - 1.0 : 0.0, stretch = 1.0 + gap / 0.005;
+        if ((double)s.evals >= soft * (stretch < adapt_max ? stretch : adapt_max))
+            break;
         if (kicks % 2 == 0)
             ub_wplan_load(&s.wp, out); /* odd kicks continue from where the last descent ended */
         s.gen++;
@@ -169,18 +227,23 @@ int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *given, int
             ub_search_kick(&s, &rng);
         s.evals += 1 + s.wp.nb / 32;
         kicks++;
-        s.budget = total;
+        s.budget = (long)hard;
         long won = descend_and_keep(prof, &s, lb, &cand, out, &best);
-        if (won >= 0)
+        if (won >= 0) {
             moves += won;
+            regroup_and_keep(prof, &s, lb, &cand, out, &best);
+        }
     }
     char from_name[32];
     snprintf(from_name, sizeof(from_name), "%s", from);
     snprintf(out->params, sizeof(out->params), "from=%s moves=%ld kicks=%ld evals=%ld", from_name, moves, kicks,
              s.evals);
-    free(dup_of);
     ub_plan_free(&cand);
     ub_search_free(&s);
     ub_plan_free(&fallback);
+    for (int k = 0; k < N_EXTRA; k++)
+        ub_plan_free(&extra[k]);
+    for (int k = 0; k < n_start; k++)
+        ub_plan_free(&regrouped[k]);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "order_internal.h"
 #include "usbyte/alloc.h"
 #include "usbyte/model.h"
 
@@ -81,7 +82,17 @@ static double timeline(const ub_profile *prof, const ub_plan *plan, double *bloc
     return t;
 }
 
+bool ub_meets_bound(double iteration, double lower_bound)
+{
+    return iteration <= lower_bound + 1e-9 * (lower_bound > 0 ? lower_bound : -lower_bound);
+}
+
 double ub_evaluate(const ub_profile *prof, ub_plan *plan, double *call_completion)
+{
+    return ub_evaluate_with_bound(prof, plan, ub_lower_bound(prof), call_completion);
+}
+
+double ub_evaluate_with_bound(const ub_profile *prof, ub_plan *plan, double lower_bound, double *call_completion)
 {
     double *start = ub_xrealloc(NULL, sizeof(double) * (plan->n_blocks ? plan->n_blocks : 1) * 2, "evaluating a plan");
     double *end = start + plan->n_blocks;
@@ -92,7 +103,8 @@ double ub_evaluate(const ub_profile *prof, ub_plan *plan, double *call_completio
     }
     free(start);
     plan->iteration = t;
-    plan->lower_bound = ub_lower_bound(prof);
+    plan->lower_bound = lower_bound;
+    plan->optimal = ub_meets_bound(t, lower_bound);
     return t;
 }
 
@@ -101,28 +113,91 @@ double ub_evaluate_const(const ub_profile *prof, const ub_plan *plan, double *ca
     return timeline(prof, plan, NULL, NULL, call_completion);
 }
 
+/* E of MODEL.md rule 6 for the calls idx[0..m) (in ready order): the earliest time a link that
+ * carries only them, in consecutive groups of that order, finishes them all:
+ *   F[j] = min over 1 <= i <= j of  max(F[i-1], r_j) + alpha + beta*(P[j] - P[i-1]),  F[0] = 0,
+ * with r_j the j-th ready time (the latest of its group) and P the prefix sums of bytes.  F is
+ * non-decreasing (dropping the last call from its group never ends later), so the i with
+ * F[i-1] <= r_j form a prefix 1..i*, where the best is i* itself (most bytes before it); past it
+ * the term is F[i-1] - beta*P[i-1] =: G(i), whose minimum over the window (i*, j] a monotone
+ * deque keeps.  r_j and F grow with j, so i* only moves right: O(m) in all. */
+static double earliest_finish(const ub_profile *prof, const int *idx, int m, double *F, double *P, double *G,
+                              int *dq)
+{
+    double alpha = prof->alpha, beta = prof->beta;
+    F[0] = P[0] = 0.0;
+    int head = 0, tail = 0, istar = 1;
+    for (int j = 1; j <= m; j++) {
+        const ub_call *c = &prof->calls[idx[j - 1]];
+        double r = c->ready;
+        P[j] = P[j - 1] + (double)c->bytes;
+        G[j] = F[j - 1] - beta * P[j - 1];
+        while (tail > head && G[dq[tail - 1]] >= G[j])
+            tail--;
+        dq[tail++] = j;
+        while (istar < j && F[istar] <= r)
+            istar++;
+        while (head < tail && dq[head] <= istar)
+            head++;
+        double v = r - beta * P[istar - 1];
+        if (head < tail && G[dq[head]] < v)
+            v = G[dq[head]];
+        F[j] = alpha + beta * P[j] + v;
+    }
+    return F[m];
+}
+
 double ub_lower_bound(const ub_profile *prof)
 {
-    double fwd = 0.0;
-    for (int s = 0; s < prof->n_forward; s++)
-        fwd += prof->forward[s];
-    double compute = prof->backward_end + prof->gap + fwd;
-    if (prof->n_calls == 0)
-        return compute;
-    double first = prof->calls[0].ready, bytes = 0.0;
-    int last_need = 0;
-    for (int k = 0; k < prof->n_calls; k++) {
-        if (prof->calls[k].ready < first)
-            first = prof->calls[k].ready;
-        if (prof->calls[k].need > last_need)
-            last_need = prof->calls[k].need;
-        bytes += (double)prof->calls[k].bytes;
+    int n = prof->n_calls, S = prof->n_forward;
+    double *Fs = ub_xrealloc(NULL, sizeof(double) * ((size_t)S + 1), "computing the lower bound");
+    Fs[S] = 0.0;
+    for (int s = S - 1; s >= 0; s--)
+        Fs[s] = Fs[s + 1] + prof->forward[s];
+    double best = prof->backward_end + prof->gap + Fs[0];
+    if (n == 0) {
+        free(Fs);
+        return best;
     }
-    double tail = 0.0;
-    for (int s = last_need; s < prof->n_forward; s++)
-        tail += prof->forward[s];
-    double link = first + prof->alpha + prof->beta * bytes + tail;
-    return link > compute ? link : compute;
+    /* present[s]: some call has need s.  Between two such values the set {need <= s} does not
+     * change while sum(forward[s:]) shrinks, so only those s can give the maximum. */
+    char *present = ub_xcalloc((size_t)S, 1, "computing the lower bound");
+    int s_max = 0;
+    for (int k = 0; k < n; k++) {
+        present[prof->calls[k].need] = 1;
+        if (prof->calls[k].need > s_max)
+            s_max = prof->calls[k].need;
+    }
+    size_t m1 = (size_t)n + 1;
+    int *set = ub_xrealloc(NULL, sizeof(int) * (size_t)n, "computing the lower bound");
+    int *dq = ub_xrealloc(NULL, sizeof(int) * m1, "computing the lower bound");
+    double *F = ub_xrealloc(NULL, sizeof(double) * 3 * m1, "computing the lower bound");
+    ub_ready_order(prof, set);
+    /* From the largest s down: the set only shrinks (filtered in place, keeping ready order).
+     * E_s <= E of any larger s, so an s whose term cannot beat the best even with that upper
+     * bound is skipped without its DP. */
+    int m = n;
+    double upper = -1.0;
+    for (int s = s_max; s >= 0; s--) {
+        if (!present[s])
+            continue;
+        int kept = 0;
+        for (int i = 0; i < m; i++)
+            if (prof->calls[set[i]].need <= s)
+                set[kept++] = set[i];
+        m = kept;
+        if (upper >= 0.0 && upper + Fs[s] <= best)
+            continue;
+        upper = earliest_finish(prof, set, m, F, F + m1, F + 2 * m1, dq);
+        if (upper + Fs[s] > best)
+            best = upper + Fs[s];
+    }
+    free(present);
+    free(set);
+    free(dq);
+    free(F);
+    free(Fs);
+    return best;
 }
 
 static uint64_t gcd64(uint64_t a, uint64_t b)

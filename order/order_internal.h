@@ -24,9 +24,28 @@ typedef struct ub_rank_heap {
 void ub_rank_heap_push(ub_rank_heap *h, int call);
 int ub_rank_heap_pop(ub_rank_heap *h); /* -1 when empty */
 
+/* ub_policy_run with the profile's lower bound already computed (ub_lower_bound). */
+int ub_policy_run_bounded(int id, const ub_profile *prof, ub_plan *out, double lower_bound);
+
+/* `best` with the lower bound given: runs the other policies, then ub_best_from_starts. */
+int ub_best_plan_bounded(const ub_profile *prof, double lower_bound, double budget_scale, ub_plan *out);
+
 /* `best` from start plans already computed and evaluated (ub_policy_run); invalid or empty
- * ones are skipped.  What ub_policy_best does after running the other policies. */
-int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *starts, int n_starts, ub_plan *out);
+ * ones are skipped, the extra starts below are added.  budget_scale multiplies the search
+ * budget (1 for the policy).  What ub_policy_best does after running the other policies. */
+int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *starts, int n_starts, double lower_bound,
+                        double budget_scale, ub_plan *out);
+
+/* Up to max_plans start plans for layer-wise profiles (best_starts.c): whole calls in ready
+ * order up to a cut, the rest by need, grouped by an exact DP for that order; evaluated,
+ * best first, into plans[] (initialised by the caller).  Returns how many (0 for barrier
+ * profiles). */
+int ub_ready_need_starts(const ub_profile *prof, double lower_bound, int max_plans, ub_plan *plans);
+
+/* The segments of `in`, in their order, regrouped into consecutive blocks by the exact DP of
+ * best_starts.c (the least iteration any grouping of that sequence reaches); written to out.
+ * Returns the work done, in move evaluations of the search's budget. */
+long ub_regroup_exact(const ub_profile *prof, double lower_bound, const ub_plan *in, ub_plan *out);
 
 /* The smallest allowed piece of call k that is at least `want` bytes: `want` rounded up to
  * the call's cut quantum (usbyte/model.h), or the whole call when no such cut exists. */

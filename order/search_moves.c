@@ -549,7 +549,7 @@ void ub_search_descend(ub_search *s, double lower_bound)
 {
     ub_wplan *wp = &s->wp;
     bool improved = true;
-    if (wp->BgF >= wp->thr || lower_bound >= wp->thr)
+    if (wp->BgF >= wp->thr || ub_meets_bound(wp->T, lower_bound))
         return; /* already at the lower bound: nothing to gain */
     while (improved && s->evals < s->budget) {
         improved = false;
@@ -561,6 +561,8 @@ void ub_search_descend(ub_search *s, double lower_bound)
                 break; /* moves start at most MAX_SHIFT blocks before the block they touch */
             if (improve_at(s, i)) {
                 improved = true;
+                if (ub_meets_bound(wp->T, lower_bound))
+                    return; /* optimal: the plan meets the bound */
                 i = i > 0 ? i - 1 : 0;
                 if (i < wp->busy_start - MAX_PAIR - 1)
                     i = wp->busy_start - MAX_PAIR - 1;

@@ -34,6 +34,7 @@ void ub_plan_clear(ub_plan *plan)
     plan->n_segments = 0;
     plan->n_blocks = 0;
     plan->iteration = plan->lower_bound = plan->plan_seconds = 0;
+    plan->optimal = false;
     plan->params[0] = '\0';
 }
 
@@ -53,6 +54,7 @@ void ub_plan_copy(ub_plan *dst, const ub_plan *src)
     memcpy(dst->params, src->params, sizeof(dst->params));
     dst->iteration = src->iteration;
     dst->lower_bound = src->lower_bound;
+    dst->optimal = src->optimal;
     dst->plan_seconds = src->plan_seconds;
 }
 

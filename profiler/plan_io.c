@@ -47,6 +47,11 @@ int ub_plan_from_json(const json_t *root, const char *origin, ub_plan *out, char
         opt_number(c, root, "lower_bound", "", &out->lower_bound) ||
         opt_number(c, root, "plan_seconds", "", &out->plan_seconds))
         return -1;
+    if ((f = json_object_get(root, "optimal"))) {
+        if (!json_is_boolean(f))
+            return ub_io_fail(c, "optimal: must be true or false, got %s", ub_json_kind(f));
+        out->optimal = json_is_true(f);
+    }
     const json_t *blocks = json_object_get(root, "blocks");
     if (!blocks)
         return ub_io_fail(c, "blocks: missing");
@@ -125,6 +130,8 @@ json_t *ub_plan_to_json(const ub_plan *plan)
     if (!root || !blocks)
         goto oom;
     if (plan->params[0] && json_object_set_new(root, "params", json_string(plan->params)))
+        goto oom;
+    if (json_object_set_new(root, "optimal", json_boolean(plan->optimal)))
         goto oom;
     for (uint32_t b = 0; b < plan->n_blocks; b++) {
         const ub_block *blk = &plan->blocks[b];

@@ -26,14 +26,24 @@ bool ub_staging_fits(const ub_profile *prof, double bytes);
  * block/segment and what is wrong. */
 int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, size_t errlen);
 
-/* Evaluates a valid plan: fills every block's start/end and plan->iteration, and returns the
- * iteration time. call_completion (n_calls doubles) may be NULL. */
+/* Evaluates a valid plan: fills every block's start/end, plan->iteration, plan->lower_bound and
+ * plan->optimal, and returns the iteration time. call_completion (n_calls doubles) may be NULL. */
 double ub_evaluate(const ub_profile *prof, ub_plan *plan, double *call_completion);
+
+/* ub_evaluate with the profile's lower bound already computed (ub_lower_bound), so that
+ * planning several policies computes it once. */
+double ub_evaluate_with_bound(const ub_profile *prof, ub_plan *plan, double lower_bound, double *call_completion);
+
+/* Does an iteration time meet the lower bound, to 1e-9 relative?  Then the plan is optimal
+ * (MODEL.md rule 6) and searching further cannot gain anything that matters. */
+bool ub_meets_bound(double iteration, double lower_bound);
 
 /* The same timeline, without touching the plan (for searches that evaluate candidates). */
 double ub_evaluate_const(const ub_profile *prof, const ub_plan *plan, double *call_completion);
 
-/* Rule 6 of MODEL.md. */
+/* Rule 6 of MODEL.md: max(B + g + sum(forward), max over s of E_s + sum(forward[s:])), E_s the
+ * earliest the link alone can finish the calls with need <= s (a DP over their ready order).
+ * O(n log n + sum over the distinct needs s of |{need <= s}|), usually far less (pruned). */
 double ub_lower_bound(const ub_profile *prof);
 
 /* Duration of one block of `bytes` bytes; staged when it holds segments of several calls. */

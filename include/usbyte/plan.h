@@ -3,6 +3,7 @@
 #ifndef USBYTE_PLAN_H
 #define USBYTE_PLAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,7 @@ typedef struct ub_plan {
     uint32_t n_blocks, cap_blocks;
     double iteration;     /* filled by the evaluator */
     double lower_bound;
+    bool optimal;         /* iteration meets lower_bound (1e-9 relative): proven optimal (ub_evaluate) */
     double plan_seconds;  /* time spent computing the plan (reporting only, never a decision input) */
     char params[256];     /* what a policy chose, e.g. "partition=4194304 credit=2"; "" if none */
 } ub_plan;

@@ -18,4 +18,8 @@ double ub_bytescheduler_plan(const ub_profile *prof, uint64_t partition, int cre
  * adjustment when `adjust` (unbounded trials).  Returns the model's iteration time, or -1. */
 double ub_usbyte_plan(const ub_profile *prof, uint64_t unit, bool adjust, ub_plan *out);
 
+/* `best` with its search budget multiplied by budget_scale (the policy is 1): for tests of
+ * convergence and of monotonicity (a larger budget never gives a slower plan). */
+int ub_best_plan(const ub_profile *prof, double budget_scale, ub_plan *out);
+
 #endif

@@ -15,7 +15,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 cat > "$tmp/small.json" <<'EOF'
 {"usbyte_profile": 1, "name": "small", "net": {"alpha": 1.0, "beta": 0.0},
  "backward_end": 0.2, "forward": [0.0],
- "calls": [{"bytes": 10, "ready": 0.0}, {"bytes": 10, "ready": 0.1}, {"bytes": 10, "ready": 0.2}]}
+ "calls": [{"bytes": 12, "ready": 0.0}, {"bytes": 12, "ready": 0.1}, {"bytes": 12, "ready": 0.2}]}
 EOF
 sed 's/"net": {"alpha": 1.0, "beta": 0.0},//' "$tmp/small.json" > "$tmp/nonet.json"
 
@@ -42,7 +42,7 @@ done
 "$SIM" "$tmp/small.json" --policy mgwfbp --json > "$tmp/mg.jsonl"
 [ "$(wc -l < "$tmp/mg.jsonl")" -eq 1 ] || fail "--json --policy: want one line"
 jq -e '.usbyte_plan == 1 and .policy == "mgwfbp" and (.iteration - 1.2 | fabs) < 1e-12 and (.plan_seconds >= 0)
-       and (.blocks | length) == 1 and .blocks[0].segments == [[0,0,10],[1,0,10],[2,0,10]]' "$tmp/mg.jsonl" >/dev/null ||
+       and (.blocks | length) == 1 and .blocks[0].segments == [[0,0,12],[1,0,12],[2,0,12]]' "$tmp/mg.jsonl" >/dev/null ||
     fail "--json plan object: $(cat "$tmp/mg.jsonl")"
 n_policies=$("$SIM" "$tmp/small.json" --policy all --json | wc -l)
 [ "$n_policies" -ge 7 ] || fail "--policy all --json: $n_policies lines"
@@ -105,7 +105,7 @@ jq -n --slurpfile p "$tmp/small.json" '{usbyte_report: 1, rank: 0, world_size: 2
 expect_bad "unreadable file" "^usbyte-sim: $tmp/none.json: cannot read: No such file" "$SIM" "$tmp/none.json"
 printf '{"usbyte_profile": 1, "calls": [' > "$tmp/malformed.json"
 expect_bad "malformed JSON" "$tmp/malformed.json: line 1, column [0-9]+: malformed JSON" "$SIM" "$tmp/malformed.json"
-sed 's/"bytes": 10, "ready": 0.1/"bytes": -5, "ready": 0.1/' "$tmp/small.json" > "$tmp/negative.json"
+sed 's/"bytes": 12, "ready": 0.1/"bytes": -5, "ready": 0.1/' "$tmp/small.json" > "$tmp/negative.json"
 expect_bad "negative size" "$tmp/negative.json: calls\[1\]\.bytes: must be a positive integer, got -5" \
     "$SIM" "$tmp/negative.json"
 sed 's/"ready": 0.2/"ready": -1/' "$tmp/small.json" > "$tmp/negready.json"
@@ -130,10 +130,10 @@ expect_bad "unknown option" "unknown option --fast" "$SIM" "$tmp/small.json" --f
 expect_bad "no profile" "^usbyte-sim: no profile given" "$SIM" --json
 # Plans: not covering the calls, covering twice, a wrong shape, an unreadable plan.
 jq 'del(.blocks[2])' "$tmp/plan.json" > "$tmp/short.json"
-expect_bad "plan not covering" "^usbyte-sim: $tmp/short.json: call 2: bytes \[0, 10\) are not covered" \
+expect_bad "plan not covering" "^usbyte-sim: $tmp/short.json: call 2: bytes \[0, 12\) are not covered" \
     "$SIM" "$tmp/small.json" --eval "$tmp/short.json"
-jq '.blocks[1].segments += [[0, 5, 5]]' "$tmp/plan.json" > "$tmp/twice.json"
-expect_bad "plan covering twice" "$tmp/twice.json: call 0: bytes \[5, 10\) are covered twice" \
+jq '.blocks[1].segments += [[0, 4, 8]]' "$tmp/plan.json" > "$tmp/twice.json"
+expect_bad "plan covering twice" "$tmp/twice.json: call 0: bytes \[4, 12\) are covered twice" \
     "$SIM" "$tmp/small.json" --eval "$tmp/twice.json"
 jq '.blocks[0].segments[0][0] = 9' "$tmp/plan.json" > "$tmp/nocall.json"
 expect_bad "plan naming a missing call" "$tmp/nocall.json: blocks\[0\]\.segments\[0\]: call 9 does not exist" \

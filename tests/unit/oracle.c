@@ -54,11 +54,11 @@ double oracle_optimum(const ub_profile *prof, int pieces, ub_plan *out)
     atom atoms[ORACLE_MAX_ATOMS];
     int A = 0;
     for (int k = 0; k < n; k++) {
-        uint64_t z = ub_dtype_size(prof->calls[k].dtype), bytes = prof->calls[k].bytes, prev = 0;
+        uint64_t bytes = prof->calls[k].bytes, prev = 0;
         for (int j = 1; j <= pieces; j++) {
             uint64_t cut = j == pieces ? bytes : bytes * (uint64_t)j / (uint64_t)pieces;
             if (j < pieces)
-                cut -= cut % z;
+                cut = ub_cut_floor(prof, k, cut); /* whole elements, and the profile's align */
             if (cut > prev) {
                 atoms[A++] = (atom){k, prev, cut - prev};
                 prev = cut;
@@ -111,7 +111,7 @@ double oracle_optimum(const ub_profile *prof, int pieces, ub_plan *out)
             if (suffix[c->need] > w)
                 w = suffix[c->need];
         }
-        valid[X] = ok;
+        valid[X] = ok && (!staged || ub_staging_fits(prof, bytes));
         r[X] = ready;
         cost[X] = ub_block_cost(prof, bytes, staged);
         W[X] = w;

@@ -215,25 +215,54 @@ static void test_gap_and_ungated_segments(void **state)
     ub_plan_free(&plan);
 }
 
-/* Lower bound (rule 6).  Two calls, 300 bytes: link term = min ready 1 + 0.5 + 3 + forward
- * from the latest need on.  Barrier, forward [1], B = 2: max(2 + 1, 1 + 3.5 + 1) = 5.5.
- * Needs {1, 0}, forward [2, 0.5]: latest need 1 -> tail 0.5: max(2 + 2.5, 4.5 + 0.5) = 5.0.
+/* Lower bound (rule 6): max(B + g + sum(forward), max over s of E_s + forward[s:]).  Two calls
+ * ready 1 and 2 s, 100 and 200 bytes, alpha 0.5, beta 0.01.
+ * Barrier, forward [1], B = 2: E_0 over ready order: F1 = 1 + 0.5 + 1 = 2.5;
+ * F2 = min(one group: 2 + 0.5 + 3 = 5.5, two: max(2.5, 2) + 0.5 + 2 = 5.0) = 5.0, so
+ * max(2 + 1, 5 + 1) = 6.0, which WFBP reaches (optimal).
+ * Needs {1, 0}, forward [2, 0.5]: E_0 = call 1 alone = 2 + 0.5 + 2 = 4.5 -> 4.5 + 2.5 = 7.0;
+ * E_1 = 5.0 -> 5.5; compute 2 + 2.5 = 4.5: bound 7.0, reached by sending call 1 first.
  * With B = 10 the compute term wins: 10 + 2.5 = 12.5.  Every plan is >= the bound. */
 static void test_lower_bound(void **state)
 {
     (void)state;
     fixture f;
     setup_two_calls(&f);
-    near(ub_lower_bound(&f.p), 5.5);
+    near(ub_lower_bound(&f.p), 6.0);
     static const double fwd[] = {2.0, 0.5};
     setup_profile(&f, 2, two_bytes, two_ready, (int[]){1, 0}, 0.5, 0.01, 2.0, 2, fwd);
-    near(ub_lower_bound(&f.p), 5.0);
+    near(ub_lower_bound(&f.p), 7.0);
     ub_plan plan;
     whole_blocks(&plan, &f.p, 2, (int[]){1, 0});
+    near(ub_evaluate(&f.p, &plan, NULL), 7.0);
+    near(plan.lower_bound, 7.0);
+    whole_blocks(&plan, &f.p, 2, (int[]){0, 1});
     assert_true(ub_evaluate(&f.p, &plan, NULL) >= ub_lower_bound(&f.p));
-    near(plan.lower_bound, 5.0);
     f.p.backward_end = 10.0;
     near(ub_lower_bound(&f.p), 12.5);
+    ub_plan_free(&plan);
+}
+
+/* E_s is a DP over partitions of ready order, not one block: three calls of 100 bytes ready at
+ * 0, 1, 2 with alpha 1, beta 0.01 (1 s per call's bytes), B = 0, forward [0].  Alone:
+ * 2, then max(2, 1) + 2 = 4, then max(4, 2) + 2 = 6; one block: 2 + 1 + 3 = 6;
+ * {0, 1}, {2}: 1 + 3 = 4, then 4 + 2 = 6; {0}, {1, 2}: 2, then max(2, 2) + 1 + 2 = 5.
+ * So E = 5, strictly below every other grouping.  The evaluator agrees on that plan. */
+static void test_lower_bound_groups(void **state)
+{
+    (void)state;
+    fixture f;
+    setup_profile(&f, 3, (uint64_t[]){100, 100, 100}, (double[]){0, 1, 2}, NULL, 1.0, 0.01, 0.0, 1,
+                  (double[]){0.0});
+    near(ub_lower_bound(&f.p), 5.0);
+    ub_plan plan;
+    ub_plan_init(&plan, "groups");
+    set_plan(&plan, "0:0+100 | 1:0+100 2:0+100");
+    near(ub_evaluate(&f.p, &plan, NULL), 5.0);
+    /* Readiness order, not arrival order: the same calls listed backwards give the same E. */
+    setup_profile(&f, 3, (uint64_t[]){100, 100, 100}, (double[]){2, 1, 0}, NULL, 1.0, 0.01, 0.0, 1,
+                  (double[]){0.0});
+    near(ub_lower_bound(&f.p), 5.0);
     ub_plan_free(&plan);
 }
 
@@ -412,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_forward_segments_with_needs),
         cmocka_unit_test(test_gap_and_ungated_segments),
         cmocka_unit_test(test_lower_bound),
+        cmocka_unit_test(test_lower_bound_groups),
         cmocka_unit_test(test_many_calls),
         cmocka_unit_test(test_validator_rejections),
         cmocka_unit_test(test_validator_shared_segments),

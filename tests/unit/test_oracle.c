@@ -6,7 +6,12 @@
  * The test prints every profile's gap and a summary, and fails when best is more than
  * ORACLE_TOLERANCE (relative) above the optimum on any profile, or when fewer than
  * ORACLE_MIN_EXACT of the profiles are solved to within 1e-9 (or beaten).  Measured when the
- * thresholds were set: 294 of 300 at the optimum, 6 below it, none above. */
+ * thresholds were set: 294 of 300 at the optimum, 6 below it, none above.
+ *
+ * The lower bound (MODEL.md rule 6) is checked against the same optimum: never above it (nor
+ * above best, which may cut off the grid), on profiles with split plans, several dtypes,
+ * merge barriers and staging costs; and equal to mgwfbp-dp on barrier profiles of one class
+ * without staging cost, where the bound is the optimum. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,8 +32,8 @@
 static void test_best_vs_oracle(void **state)
 {
     (void)state;
-    int exact = 0, below = 0, above = 0;
-    double worst = 0.0, sum = 0.0;
+    int exact = 0, below = 0, above = 0, lb_tight = 0;
+    double worst = 0.0, sum = 0.0, lb_gap = 0.0;
     double policy_gap[UB_POLICY_COUNT] = {0};
     ub_plan other;
     ub_plan_init(&other, "");
@@ -54,6 +59,11 @@ static void test_best_vs_oracle(void **state)
         assert_int_equal(ub_policy_run(UB_POLICY_BEST, &p, &best), 0);
         double t_best = ub_evaluate_const(&p, &best, NULL);
         double gap = (t_best - t_opt) / t_opt;
+        double lb = ub_lower_bound(&p);
+        if (!(lb <= t_opt * (1 + 1e-12)) || !(lb <= t_best * (1 + 1e-12)))
+            fail_msg("profile %d: lower bound %.12g above the optimum %.12g or best %.12g", i, lb, t_opt, t_best);
+        lb_gap += (t_opt - lb) / t_opt / N_PROFILES;
+        lb_tight += fabs(t_opt - lb) <= 1e-9 * t_opt;
         for (int id = 0; id < UB_POLICY_BEST; id++) {
             assert_int_equal(ub_policy_run(id, &p, &other), 0);
             policy_gap[id] += (other.iteration - t_opt) / t_opt / N_PROFILES;
@@ -77,6 +87,8 @@ static void test_best_vs_oracle(void **state)
     printf("oracle summary: %d profiles, %d at the optimum (|gap| <= 1e-9), %d below it (off-grid cuts), "
            "%d above; worst gap %.3e, mean positive gap %.3e\n",
            N_PROFILES, exact, below, above, worst, sum / N_PROFILES);
+    printf("lower bound: equal to the oracle's optimum on %d of %d profiles, mean gap %.3e\n", lb_tight,
+           N_PROFILES, lb_gap);
     printf("mean gap to the oracle:");
     for (int id = 0; id < UB_POLICY_BEST; id++)
         printf(" %s %+.3e", ub_policy_name(id), policy_gap[id]);
@@ -111,11 +123,40 @@ static void test_oracle_by_hand(void **state)
     ub_plan_free(&opt);
 }
 
+/* Barrier profiles of one dtype/op class, no merge barriers, no staging cost: the bound is
+ * the optimum, and mgwfbp-dp (the exact consecutive-merge DP over arrival order, which is
+ * ready order here) reaches it, 1e-9 relative; sizes from 1 to 400 calls. */
+static void test_bound_equals_dp_on_barrier(void **state)
+{
+    (void)state;
+    ub_plan dp;
+    ub_plan_init(&dp, "");
+    int n_tests = 400;
+    for (int i = 0; i < n_tests; i++) {
+        uint64_t st = 0xb0b + (uint64_t)i;
+        int n = 1 + (int)(ub_splitmix64(&st) % (i < 300 ? 12 : 400));
+        ub_synthetic_opts o = {.n_calls = n, .seed = 7000 + (uint64_t)i, .barrier = true};
+        if (i % 4 == 1) /* startups that dominate, and ones that hardly matter */
+            o.alpha = 5e-3;
+        if (i % 4 == 2)
+            o.alpha = 1e-6;
+        ub_profile p;
+        assert_int_equal(ub_synthetic_profile(&o, &p), 0);
+        assert_int_equal(ub_policy_run(UB_POLICY_MGWFBP_DP, &p, &dp), 0);
+        double lb = ub_lower_bound(&p);
+        if (fabs(dp.iteration - lb) > 1e-9 * dp.iteration)
+            fail_msg("barrier profile %d (%d calls): mgwfbp-dp %.12g, bound %.12g", i, n, dp.iteration, lb);
+        ub_synthetic_free(&p);
+    }
+    ub_plan_free(&dp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oracle_by_hand),
         cmocka_unit_test(test_best_vs_oracle),
+        cmocka_unit_test(test_bound_equals_dp_on_barrier),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -332,6 +332,18 @@ static void test_plan_round_trip(void **state)
         assert_true(a.blocks[i].start == b.blocks[i].start && a.blocks[i].end == b.blocks[i].end &&
                     a.blocks[i].n_segments == b.blocks[i].n_segments);
 
+    /* "optimal" round-trips, and is written either way. */
+    a.optimal = true;
+    j = ub_plan_to_json(&a);
+    assert_true(json_is_true(json_object_get(j, "optimal")));
+    assert_int_equal(ub_plan_from_json(j, "rt", &b, err, sizeof(err)), 0);
+    assert_true(b.optimal);
+    json_decref(j);
+    a.optimal = false;
+    j = ub_plan_to_json(&a);
+    assert_true(json_is_false(json_object_get(j, "optimal")));
+    json_decref(j);
+
     /* "params" is written only when a policy chose something. */
     a.params[0] = '\0';
     j = ub_plan_to_json(&a);
@@ -369,6 +381,8 @@ static void test_bad_plans(void **state)
                       "p.json: blocks[0].segments[0][2] (length): must be > 0, got 0");
     expect_plan_error("{\"usbyte_plan\": 1, \"blocks\": [{\"segments\": [[0, 0, 1]], \"end\": null}]}",
                       "p.json: blocks[0].end: must be a finite number, got null");
+    expect_plan_error("{\"usbyte_plan\": 1, \"optimal\": 1, \"blocks\": []}",
+                      "p.json: optimal: must be true or false, got an integer");
 }
 
 /* Every profile shipped in shared/data/profiles loads, validates its own WFBP-like cover, and

@@ -11,7 +11,9 @@
  *   and on the iteration time, 1e-9 relative;
  * - determinism: every policy run twice on the same profile gives identical plans;
  * - the runtime's constraints (random align and staging_max): every policy's plan validates,
- *   through ub_plan_every and ub_plan_all as the runtime calls them. */
+ *   through ub_plan_every and ub_plan_all as the runtime calls them;
+ * - proofs of optimality: a plan that meets the lower bound says so ("optimal"), best stops
+ *   searching there (no evaluations), and a larger search budget never gives a slower plan. */
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -478,6 +480,58 @@ static void test_constraints_every_policy(void **state)
     ub_plan_free(&chosen);
 }
 
+/* Barrier profiles of one class without staging cost: mgwfbp-dp meets the bound, so its plan
+ * and best's are marked optimal and best spends no search on them.  A plan above the bound is
+ * not marked. */
+static void test_optimal_and_early_stop(void **state)
+{
+    (void)state;
+    int checked = 0;
+    for (int i = 0; i < N_PROFILES; i++) {
+        const sample *s = &samples[i];
+        for (int id = 0; id < UB_POLICY_COUNT; id++) {
+            const ub_plan *p = &s->plan[id];
+            bool meets = p->iteration <= p->lower_bound * (1 + 1e-9);
+            if (p->optimal != meets)
+                fail_msg("profile %d, %s: optimal %d, iteration %.12g, bound %.12g", i, ub_policy_name(id),
+                         p->optimal, p->iteration, p->lower_bound);
+        }
+        if (!s->opts.barrier || s->opts.mixed_dtypes || s->opts.merge_false_fraction > 0 || s->opts.copy_beta > 0)
+            continue;
+        checked++;
+        assert_true(s->plan[UB_POLICY_MGWFBP_DP].optimal);
+        assert_true(s->plan[UB_POLICY_BEST].optimal);
+        if (!strstr(s->plan[UB_POLICY_BEST].params, "evals=0"))
+            fail_msg("profile %d: best searched a proven optimal start: %s", i, s->plan[UB_POLICY_BEST].params);
+    }
+    assert_true(checked >= 4);
+}
+
+/* The search is one deterministic sequence that the budget only cuts: best with a larger
+ * budget is never slower, on layer-wise profiles where the search does work. */
+static void test_budget_monotone(void **state)
+{
+    (void)state;
+    static const double scales[] = {0.02, 0.1, 0.3, 1.0, 2.0};
+    ub_plan plan;
+    ub_plan_init(&plan, "");
+    int searched = 0;
+    for (int i = 1; i < N_PROFILES; i += 4) {
+        const ub_profile *p = &samples[i].prof;
+        double prev = INFINITY;
+        for (size_t k = 0; k < sizeof(scales) / sizeof(scales[0]); k++) {
+            assert_int_equal(ub_best_plan(p, scales[k], &plan), 0);
+            double t = ub_evaluate_const(p, &plan, NULL);
+            if (!(t <= prev))
+                fail_msg("profile %d: budget x%g gives %.12g, slower than %.12g with less", i, scales[k], t, prev);
+            prev = t;
+            searched += !strstr(plan.params, "evals=0");
+        }
+    }
+    ub_plan_free(&plan);
+    assert_true(searched > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -489,6 +543,8 @@ int main(void)
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_corner_profiles),
         cmocka_unit_test(test_constraints_every_policy),
+        cmocka_unit_test(test_optimal_and_early_stop),
+        cmocka_unit_test(test_budget_monotone),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
