@@ -2,7 +2,7 @@
 # Checks what the build needs and installs the missing Debian packages (as root).
 set -euo pipefail
 cuda=${CUDA_HOME:-/usr/local/cuda}
-pkgs=(libcmocka-dev uthash-dev libelf-dev libjansson-dev jq bc python3)
+pkgs=(libcmocka-dev uthash-dev libelf-dev libjansson-dev jq bc python3 chromium)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

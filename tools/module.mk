@@ -10,3 +10,42 @@ ALL += $(BUILD)/usbyte-sim
 .PHONY: bench-sim
 bench-sim: $(BUILD)/usbyte-sim
 	BUILD=$(BUILD) tools/bench-sim.sh docs/bench-sim.md
+
+# usbyte-report: the reports of a job as one HTML page and a Chrome trace; it draws its timelines
+# with the simulator's SVG writer.
+REPORT_LIB_SRCS := tools/report_load.c tools/report_html.c tools/report_trace.c tools/sim_svg.c
+REPORT_LIB_OBJS := $(call objs,$(REPORT_LIB_SRCS))
+
+$(BUILD)/usbyte-report: $(call objs,tools/usbyte-report.c) $(REPORT_LIB_OBJS) $(PLAN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) -lm
+
+ALL += $(BUILD)/usbyte-report
+
+# usbyte-run: a script, copied next to libusbyte.so and usbyte-report, which it finds beside itself.
+$(BUILD)/usbyte-run: tools/usbyte-run
+	@mkdir -p $(@D)
+	cp $< $@ && chmod +x $@
+
+ALL += $(BUILD)/usbyte-run
+
+# Their tests: the report reader's unit test, the report, doctor, run and install scripts.
+REPORT_TEST_BINS := $(BUILD)/tests/unit/test_report_load
+$(BUILD)/obj/tests/unit/test_report_load.o: CPPFLAGS += -Itools
+$(REPORT_TEST_BINS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(REPORT_LIB_OBJS) $(PLAN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(REPORT_LIB_OBJS) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
+
+UNIT_TESTS += $(REPORT_TEST_BINS)
+ifneq ($(wildcard interpose/module.mk),)
+INTEGRATION_TESTS += tests/integration/tools_report.sh tests/integration/tools_doctor.sh \
+	tests/integration/tools_run.sh
+endif
+
+# usbyte-doctor: can usbyte reach a framework's NCCL and CUDA calls?  (libelf, the design's
+# dependency for reading ELF files.)
+$(BUILD)/usbyte-doctor: $(call objs,tools/usbyte-doctor.c)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lelf
+
+ALL += $(BUILD)/usbyte-doctor

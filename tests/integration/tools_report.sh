@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# usbyte-report on reports that the tests produce: the DDP-like trainer on 4 emulated ranks and the
+# fused Horovod-like trainer on 2 (not schedulable, with a reason and its fix), in observe mode.
+# Checked (tools_report_check.py): every number the page shows equals its report's, every policy's
+# timeline lane, plan block, profile call and rank row is there, the page loads nothing from
+# outside, its SVGs are well-formed, the trace's blocks are the report's plan and usbyte-sim's
+# plans of the other policies; the timeline is usbyte-sim --svg's drawing; a schedule-mode report
+# (derived from a real one by adding the runtime's "schedule" object) shows its measurements;
+# ranks that disagree are shown in red and exit 1; another report version and malformed input
+# exit 2 with one line naming the file and the place.  With chromium: the page loads without a
+# console message, a screenshot is not blank, and the DOM's numbers equal the JSON's.
+source "$(dirname "$0")/trainers/observe_lib.sh"
+REPORT=$BUILD/usbyte-report
+SIM=$BUILD/usbyte-sim
+CHK="python3 $ROOT/tests/integration/tools_report_check.py"
+[ -x "$REPORT" ] || { echo "missing $REPORT (make)"; exit 1; }
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+mkdir -p "$WORK/ddp" "$WORK/hvd"
+USBYTE_REPORT="$WORK/ddp/report-%r.json" run ddp "$WORK/ddp.out" 4 yes -- ddp_like \
+    --profile "$PROFILES/resnet50-v100-b64-barrier.json" --iters 12 --time-scale 0.2 --bytes-scale 0.01
+USBYTE_REPORT="$WORK/hvd/report-%r.json" run horovod "$WORK/hvd.out" 2 yes -- horovod_like \
+    --profile "$PROFILES/vgg16-v100-b64-barrier.json" --iters 12 --time-scale 0.05 --bytes-scale 0.002
+mapfile -t DDP < <(reports "$WORK/ddp" 4)
+mapfile -t HVD < <(reports "$WORK/hvd" 2)
+
+# check NAME DIR REPORTS...: the page and the trace of DIR against the reports.
+check() {
+    local name=$1 dir=$2
+    shift 2
+    $CHK html "$dir/usbyte-report.html" "$@" || fail "$name: page"
+    $CHK trace "$dir/usbyte-trace.json" "$@" --sim "$SIM" || fail "$name: trace"
+}
+
+# ---- observe reports ----
+"$REPORT" "${DDP[@]}" -o "$WORK/out-ddp" > "$WORK/stdout" || fail "ddp: exit $?"
+grep -q "wrote $WORK/out-ddp/usbyte-report.html and $WORK/out-ddp/usbyte-trace.json" "$WORK/stdout" ||
+    fail "ddp: does not say what it wrote: $(cat "$WORK/stdout")"
+check ddp "$WORK/out-ddp" "${DDP[@]}"
+# A quoted wildcard is expanded, and the summary names the verdict.
+"$REPORT" "$WORK/hvd/report-*.json" -o "$WORK/out-hvd" --summary > "$WORK/summary" || fail "hvd: exit $?"
+check horovod "$WORK/out-hvd" "${HVD[@]}"
+grep -q "not schedulable" "$WORK/summary" || fail "hvd summary: no verdict: $(cat "$WORK/summary")"
+grep -q "fix: .*HOROVOD_FUSION_THRESHOLD=0" "$WORK/summary" || fail "hvd summary: no fix"
+grep -q 'class="box bad verdict" id="verdict-0"' "$WORK/out-hvd/usbyte-report.html" || fail "hvd: verdict not red"
+
+# usbyte-sim --svg and the page draw the same timeline: the same shapes, attribute for attribute.
+"$SIM" "${DDP[0]}" --policy all --svg "$WORK/sim.svg" > /dev/null
+shapes() { grep -oE '<(rect|line) class="ub-[a-z]+"[^>]*>' "$1" | sort; }
+[ "$(shapes "$WORK/sim.svg" | wc -l)" -gt 10 ] || fail "usbyte-sim --svg drew no classed shapes"
+diff <(shapes "$WORK/sim.svg") <(shapes "$WORK/out-ddp/usbyte-report.html") > "$WORK/svgdiff" ||
+    fail "the page's timeline differs from usbyte-sim --svg: $(head -5 "$WORK/svgdiff")"
+
+# ---- schedule mode: the runtime's "schedule" object added to real reports ----
+mkdir -p "$WORK/sched"
+python3 - "$WORK/sched" "${DDP[@]}" <<'PY'
+import json, sys
+out = sys.argv[1]
+for path in sys.argv[2:]:
+    r = json.load(open(path))
+    c = r["comms"][0]
+    c["state"] = "schedule"
+    plan = c["plan"]
+    # Measured blocks: the plan's, each a little late, by an amount that depends on rank and block.
+    late = [0.0002 * (1 + (r["rank"] + b) % 3) for b in range(len(plan["blocks"]))]
+    blocks = [{"start": b["start"] + d, "end": b["end"] + d} for b, d in zip(plan["blocks"], late)]
+    meas = plan["iteration"] * 1.04 + 0.0001 * r["rank"]
+    c["schedule"] = {"iterations": 20 + r["rank"], "measured_iteration": meas,
+                     "predicted_iteration": plan["iteration"], "measured_pass_through": c["measured_iteration"],
+                     "measured_speedup": c["measured_iteration"] / meas,
+                     "predicted_speedup": c["measured_iteration"] / plan["iteration"], "deviations": 1,
+                     "flushes": 2, "staging_bytes": 1 << 20, "completion": "stream", "blocks": blocks}
+    plan["optimal"] = True
+    json.dump(r, open("%s/report-%d.json" % (out, r["rank"]), "w"))
+PY
+mapfile -t SCHED < <(reports "$WORK/sched" 4)
+"$REPORT" --quiet "${SCHED[@]}" -o "$WORK/out-sched" || fail "schedule: exit $?"
+check schedule "$WORK/out-sched" "${SCHED[@]}"
+grep -q 'id="optimal-0">optimal' "$WORK/out-sched/usbyte-report.html" || fail "schedule: optimal not shown"
+grep -q '>Scheduled<' "$WORK/out-sched/usbyte-report.html" || fail "schedule: verdict does not say scheduled"
+grep -q '<th>scheduled iteration (ms)</th>' "$WORK/out-sched/usbyte-report.html" || fail "schedule: no per-rank column"
+
+# ---- ranks that disagree: rank 2's plan and rank 3's verdict changed ----
+mkdir -p "$WORK/diff"
+cp "${DDP[0]}" "${DDP[1]}" "$WORK/diff/"
+jq '.comms[0].plan.blocks[0].end += 1e-4' "${DDP[2]}" > "$WORK/diff/report-2.json"
+jq '.comms[0].verdict.reasons += ["a reason only this rank has"]' "${DDP[3]}" > "$WORK/diff/report-3.json"
+rc=0
+"$REPORT" --quiet "$WORK"/diff/report-*.json -o "$WORK/out-diff" || rc=$?
+[ $rc -eq 1 ] || fail "disagreeing ranks: exit $rc, want 1"
+$CHK html "$WORK/out-diff/usbyte-report.html" "$WORK"/diff/report-*.json --expect-problems 2 \
+    --expect-diff 2:plan --expect-diff 3:verdict || fail "disagreeing ranks: page"
+# The checker itself must see a disagreement that the page hides.
+$CHK html "$WORK/out-diff/usbyte-report.html" "$WORK"/diff/report-*.json > /dev/null &&
+    fail "the checker accepts a page with problems when none are expected"
+
+# ---- bad input: exit 2, one line naming the file and the place ----
+expect_bad() {
+    local what=$1 want=$2
+    shift 2
+    local rc=0
+    "$REPORT" --quiet "$@" -o "$WORK/bad" > /dev/null 2> "$WORK/err" || rc=$?
+    [ $rc -eq 2 ] || { fail "$what: exit $rc, want 2"; return; }
+    [ "$(wc -l < "$WORK/err")" -eq 1 ] || { fail "$what: not one line: $(cat "$WORK/err")"; return; }
+    grep -Eq -- "$want" "$WORK/err" || fail "$what: '$(cat "$WORK/err")' does not match '$want'"
+}
+B=$WORK/b
+mkdir -p "$B"
+jq '.usbyte_report = 2' "${DDP[0]}" > "$B/v2.json"
+expect_bad "version 2" "^usbyte-report: $B/v2.json: usbyte_report: version 2 is not supported \(this usbyte-report reads version 1\)$" "$B/v2.json"
+head -c 500 "${DDP[0]}" > "$B/cut.json"
+expect_bad "truncated JSON" "^usbyte-report: $B/cut.json: .*line [0-9]+" "$B/cut.json"
+jq '.comms[0].fit.alpha = "fast"' "${DDP[0]}" > "$B/alpha.json"
+expect_bad "string alpha" "$B/alpha.json: comms\[0\]\.fit\.alpha: must be a number, got a string" "$B/alpha.json"
+jq '.comms[0].profile.calls[1].bytes = -4' "${DDP[0]}" > "$B/bytes.json"
+expect_bad "negative bytes" "$B/bytes.json: comms\[0\]\.profile: calls\[1\]\.bytes" "$B/bytes.json"
+jq '.comms[0].plan.blocks[0].segments[0][0] = 99' "${DDP[0]}" > "$B/plan.json"
+expect_bad "plan of another profile" "$B/plan.json: comms\[0\]\.plan: .*call" "$B/plan.json"
+jq '.comms[0].verdict.reasons = [3]' "${DDP[0]}" > "$B/reason.json"
+expect_bad "numeric reason" "$B/reason.json: comms\[0\]\.verdict\.reasons\[0\]: must be a string" "$B/reason.json"
+jq '.comms = {}' "${DDP[0]}" > "$B/comms.json"
+expect_bad "comms object" "$B/comms.json: comms: must be an array, got an object" "$B/comms.json"
+jq '.comms[0].schedule = {"iterations": 3, "measured_iteration": 0.1, "predicted_iteration": 0.1,
+    "measured_pass_through": 0.1, "measured_speedup": 1, "predicted_speedup": 1,
+    "blocks": [{"start": 0.002, "end": 0.001}]}' "${DDP[0]}" > "$B/sched.json"
+expect_bad "block ending before it starts" "$B/sched.json: comms\[0\]\.schedule\.blocks\[0\]: ends" "$B/sched.json"
+expect_bad "a profile" "$PROFILES/vgg16-v100-b64.json: a usbyte profile, not a report" "$PROFILES/vgg16-v100-b64.json"
+expect_bad "missing file" "$B/none.json" "$B/none.json"
+expect_bad "no match" "$B/nothing-\*.json: no file matches" "$B/nothing-*.json"
+expect_bad "one rank twice" "rank: 0 is also the rank of .*: not one job" "${DDP[0]}" "$B/../ddp/report-0.json"
+expect_bad "two jobs" "world_size: .*not one job" "${DDP[0]}" "${HVD[1]}"
+
+# ---- a real browser ----
+if command -v chromium > /dev/null; then
+    browse() { # browse OUTPUT_STDERR ARGS...: headless chromium, its messages in OUTPUT_STDERR
+        local log=$1
+        shift
+        timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$WORK/chrome" \
+            --enable-logging=stderr --v=0 "$@" 2> "$log"
+    }
+    for name in ddp sched; do
+        page="file://$WORK/out-$name/usbyte-report.html"
+        browse "$WORK/$name-dom.err" --dump-dom "$page" > "$WORK/$name-dom.html" || fail "chromium --dump-dom $name"
+        $CHK console "$WORK/$name-dom.err" || fail "$name: console messages"
+        reps=("${DDP[@]}")
+        [ $name = sched ] && reps=("${SCHED[@]}")
+        $CHK html "$WORK/$name-dom.html" "${reps[@]}" --dom || fail "$name: the browser's DOM"
+        browse "$WORK/$name-shot.err" --screenshot="$WORK/$name.png" --window-size=1280,900 "$page" > /dev/null ||
+            fail "chromium --screenshot $name"
+        $CHK png "$WORK/$name.png" --min-width 1280 --min-height 900 || fail "$name: screenshot"
+    done
+    # The checks can fail: a page that throws, and a blank page.
+    printf '<!DOCTYPE html><title>t</title><p>x</p><script>nosuch();</script>\n' > "$WORK/throws.html"
+    browse "$WORK/throws.err" --dump-dom "file://$WORK/throws.html" > /dev/null
+    $CHK console "$WORK/throws.err" > /dev/null && fail "the console check misses an uncaught exception"
+    printf '<!DOCTYPE html><title>t</title>\n' > "$WORK/blank.html"
+    browse "$WORK/blank.err" --screenshot="$WORK/blank.png" --window-size=1280,900 "file://$WORK/blank.html" > /dev/null
+    $CHK png "$WORK/blank.png" --min-width 1280 --min-height 900 > /dev/null && fail "the screenshot check passes a blank page"
+else
+    echo "info: chromium not installed (make deps installs it): browser checks skipped"
+fi
+
+[ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "tools_report: all checks passed"

@@ -1,0 +1,598 @@
+/* usbyte-doctor FILE...  |  usbyte-doctor --python
+ *
+ * Says, for each ELF file (a framework's shared library or a program), whether usbyte can reach
+ * its NCCL and CUDA runtime calls through LD_PRELOAD, reading the file with libelf and never
+ * running it:
+ *   - NCCL: ncclAllReduce undefined in .dynsym (imported, interposable), or defined inside the file
+ *     (static NCCL: its calls bind inside, unless the file exports it and calls it through its own
+ *     PLT, which LD_PRELOAD does intercept);
+ *   - CUDA runtime: cudaEventRecord imported under which version node (usbyte's wrappers bind only
+ *     to the nodes its libusbyte.so defines, read from that file), or defined inside (a static
+ *     runtime: completion cannot be redirected, so only observe mode works);
+ *   - the binding: -Bsymbolic (DT_SYMBOLIC / DF_SYMBOLIC), and per entry point whether the file's
+ *     own calls of a definition it exports go through a dynamic relocation;
+ *   - the NCCL version of a libnccl.so.2 (its "NCCL version" string).
+ * Exit status: 0 when every file is interposable for schedule mode, 1 when some are not (only
+ * observable, or not at all), 2 for unusable input (not ELF, truncated, unreadable). */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { OK = 0, OBSERVE = 1, UNUSABLE = 2 };
+
+/* What one ELF file says about one entry point. */
+typedef struct sym_info {
+    bool imported;      /* undefined in .dynsym */
+    bool exported;      /* defined in .dynsym with default visibility */
+    bool defined;       /* defined in .dynsym or .symtab */
+    bool relocated;     /* a dynamic relocation refers to its .dynsym entry (calls go through the PLT/GOT) */
+    char version[128];  /* version node of the import or definition, "" when unversioned */
+    unsigned long long addr;
+} sym_info;
+
+typedef struct elf_facts {
+    const char *path;
+    GElf_Half type;  /* ET_EXEC, ET_DYN, ... */
+    char soname[256];
+    char needed[32][128];
+    int n_needed;
+    bool symbolic;      /* -Bsymbolic: DT_SYMBOLIC or DF_SYMBOLIC */
+    bool pie;           /* a position-independent program (ET_DYN too, but its own definitions bind first) */
+    bool has_dynsym;
+    sym_info nccl, cuda;
+    char nccl_version[64];  /* from "NCCL version X" in the file's data */
+} elf_facts;
+
+static const char *NCCL_SYM = "ncclAllReduce", *CUDA_SYM = "cudaEventRecord";
+
+/* Version node names defined by usbyte's library for the CUDA runtime ("libcudart.so.13"...). */
+static char usbyte_nodes[8][64];
+static int n_usbyte_nodes = -1; /* -1: no libusbyte.so found */
+static char usbyte_lib[PATH_MAX];
+
+static bool needs(const elf_facts *e, const char *prefix)
+{
+    for (int i = 0; i < e->n_needed; i++)
+        if (!strncmp(e->needed[i], prefix, strlen(prefix)))
+            return true;
+    return false;
+}
+
+/* Version names by index: from .gnu.version_d (definitions) and .gnu.version_r (needs). */
+typedef struct vnames {
+    char name[64][128];
+    int max;
+} vnames;
+
+static void read_verdef(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, vnames *v)
+{
+    Elf_Data *d = elf_getdata(scn, NULL);
+    size_t off = 0;
+    for (int i = 0; d && i < (int)sh->sh_info; i++) {
+        GElf_Verdef vd;
+        GElf_Verdaux va;
+        if (!gelf_getverdef(d, (int)off, &vd) || !gelf_getverdaux(d, (int)(off + vd.vd_aux), &va))
+            break;
+        const char *n = elf_strptr(elf, sh->sh_link, va.vda_name);
+        if (n && vd.vd_ndx < 64)
+            snprintf(v->name[vd.vd_ndx], sizeof v->name[0], "%s", n);
+        if (!vd.vd_next)
+            break;
+        off += vd.vd_next;
+    }
+}
+
+static void read_verneed(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, vnames *v)
+{
+    Elf_Data *d = elf_getdata(scn, NULL);
+    size_t off = 0;
+    for (int i = 0; d && i < (int)sh->sh_info; i++) {
+        GElf_Verneed vn;
+        if (!gelf_getverneed(d, (int)off, &vn))
+            break;
+        size_t aoff = off + vn.vn_aux;
+        for (int k = 0; k < vn.vn_cnt; k++) {
+            GElf_Vernaux va;
+            if (!gelf_getvernaux(d, (int)aoff, &va))
+                break;
+            const char *n = elf_strptr(elf, sh->sh_link, va.vna_name);
+            if (n && (va.vna_other & 0x7fff) < 64)
+                snprintf(v->name[va.vna_other & 0x7fff], sizeof v->name[0], "%s", n);
+            if (!va.vna_next)
+                break;
+            aoff += va.vna_next;
+        }
+        if (!vn.vn_next)
+            break;
+        off += vn.vn_next;
+    }
+}
+
+/* Finds "NCCL version <version>" in the file's loaded, read-only data. */
+static void find_nccl_version(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, elf_facts *e)
+{
+    if (sh->sh_type != SHT_PROGBITS || !(sh->sh_flags & SHF_ALLOC) || (sh->sh_flags & SHF_EXECINSTR) || e->nccl_version[0])
+        return;
+    Elf_Data *d = elf_getdata(scn, NULL);
+    if (!d || !d->d_buf)
+        return;
+    static const char key[] = "NCCL version ";
+    const char *p = d->d_buf, *end = p + d->d_size;
+    (void)elf;
+    while ((p = memmem(p, (size_t)(end - p), key, sizeof key - 1)) != NULL) {
+        const char *v = p + sizeof key - 1;
+        size_t n = 0;
+        while (v + n < end && n < sizeof e->nccl_version - 1 &&
+               (strchr("0123456789.+cuda", v[n]) != NULL && v[n] != 0))
+            n++;
+        if (n && v[0] >= '0' && v[0] <= '9') { /* a format string ("NCCL version %s") is not a version */
+            memcpy(e->nccl_version, v, n);
+            e->nccl_version[n] = 0;
+            return;
+        }
+        p = v;
+    }
+}
+
+/* Reads what the checks need.  0, or -1 with a one-line reason in why. */
+static int inspect(const char *path, elf_facts *e, char *why, size_t len)
+{
+    memset(e, 0, sizeof *e);
+    e->path = path;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        snprintf(why, len, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    fstat(fd, &st);
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, len, "not a regular file");
+        close(fd);
+        return -1;
+    }
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    int rc = -1;
+    GElf_Ehdr eh;
+    size_t nsec = 0;
+    if (!elf || elf_kind(elf) != ELF_K_ELF) {
+        snprintf(why, len, elf && elf_kind(elf) == ELF_K_AR ? "a static archive (.a), not a linked file: check the program or "
+                                                             "library it is linked into"
+                                                           : "not an ELF file");
+        goto out;
+    }
+    if (!gelf_getehdr(elf, &eh) || elf_getshdrnum(elf, &nsec) != 0) {
+        snprintf(why, len, "truncated or corrupt ELF: %s", elf_errmsg(-1));
+        goto out;
+    }
+    if (eh.e_shoff + (unsigned long long)nsec * eh.e_shentsize > (unsigned long long)st.st_size) {
+        snprintf(why, len, "truncated ELF: the section headers end at byte %llu, the file has %lld",
+                 (unsigned long long)(eh.e_shoff + nsec * eh.e_shentsize), (long long)st.st_size);
+        goto out;
+    }
+    e->type = eh.e_type;
+    vnames *vn = calloc(1, sizeof *vn);
+    Elf_Scn *scn = NULL, *dynsym = NULL, *symtab = NULL, *versym = NULL;
+    GElf_Shdr dynsym_sh = {0}, symtab_sh = {0};
+    size_t dynsym_index = 0;
+    while ((scn = elf_nextscn(elf, scn)) != NULL) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh)) {
+            snprintf(why, len, "corrupt section header: %s", elf_errmsg(-1));
+            free(vn);
+            goto out;
+        }
+        if (sh.sh_type != SHT_NOBITS && sh.sh_offset + sh.sh_size > (unsigned long long)st.st_size) {
+            const char *name = elf_strptr(elf, eh.e_shstrndx, sh.sh_name);
+            snprintf(why, len, "truncated ELF: section %s ends at byte %llu, the file has %lld", name ? name : "?",
+                     (unsigned long long)(sh.sh_offset + sh.sh_size), (long long)st.st_size);
+            free(vn);
+            goto out;
+        }
+        switch (sh.sh_type) {
+        case SHT_DYNSYM: dynsym = scn; dynsym_sh = sh; dynsym_index = elf_ndxscn(scn); break;
+        case SHT_SYMTAB: symtab = scn; symtab_sh = sh; break;
+        case SHT_GNU_versym: versym = scn; break;
+        case SHT_GNU_verdef: read_verdef(elf, scn, &sh, vn); break;
+        case SHT_GNU_verneed: read_verneed(elf, scn, &sh, vn); break;
+        case SHT_DYNAMIC: {
+            Elf_Data *d = elf_getdata(scn, NULL);
+            for (size_t i = 0; d && i < sh.sh_size / (sh.sh_entsize ? sh.sh_entsize : 1); i++) {
+                GElf_Dyn dyn;
+                if (!gelf_getdyn(d, (int)i, &dyn))
+                    break;
+                const char *s = NULL;
+                if (dyn.d_tag == DT_NEEDED || dyn.d_tag == DT_SONAME)
+                    s = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
+                if (dyn.d_tag == DT_NEEDED && s && e->n_needed < 32)
+                    snprintf(e->needed[e->n_needed++], sizeof e->needed[0], "%s", s);
+                if (dyn.d_tag == DT_SONAME && s)
+                    snprintf(e->soname, sizeof e->soname, "%s", s);
+                if (dyn.d_tag == DT_SYMBOLIC || (dyn.d_tag == DT_FLAGS && (dyn.d_un.d_val & DF_SYMBOLIC)))
+                    e->symbolic = true;
+                if (dyn.d_tag == DT_FLAGS_1 && (dyn.d_un.d_val & DF_1_PIE))
+                    e->pie = true;
+            }
+            break;
+        }
+        default: break;
+        }
+        find_nccl_version(elf, scn, &sh, e);
+    }
+    /* .dynsym: imports, exports and their version nodes. */
+    size_t nccl_ix = 0, cuda_ix = 0;
+    if (dynsym) {
+        e->has_dynsym = true;
+        Elf_Data *d = elf_getdata(dynsym, NULL), *vd = versym ? elf_getdata(versym, NULL) : NULL;
+        size_t n = dynsym_sh.sh_entsize ? dynsym_sh.sh_size / dynsym_sh.sh_entsize : 0;
+        for (size_t i = 1; d && i < n; i++) {
+            GElf_Sym s;
+            if (!gelf_getsym(d, (int)i, &s))
+                break;
+            const char *name = elf_strptr(elf, dynsym_sh.sh_link, s.st_name);
+            sym_info *si = !name ? NULL : !strcmp(name, NCCL_SYM) ? &e->nccl : !strcmp(name, CUDA_SYM) ? &e->cuda : NULL;
+            if (!si)
+                continue;
+            *(si == &e->nccl ? &nccl_ix : &cuda_ix) = i;
+            GElf_Versym ver = 0;
+            if (vd)
+                gelf_getversym(vd, (int)i, &ver);
+            if ((ver & 0x7fff) > 1 && (ver & 0x7fff) < 64)
+                snprintf(si->version, sizeof si->version, "%s", vn->name[ver & 0x7fff]);
+            if (s.st_shndx == SHN_UNDEF) {
+                si->imported = true;
+            } else {
+                si->defined = true;
+                si->addr = s.st_value;
+                si->exported = GELF_ST_VISIBILITY(s.st_other) == STV_DEFAULT;
+            }
+        }
+    }
+    /* .symtab (when not stripped): definitions the dynamic table does not export. */
+    if (symtab) {
+        Elf_Data *d = elf_getdata(symtab, NULL);
+        size_t n = symtab_sh.sh_entsize ? symtab_sh.sh_size / symtab_sh.sh_entsize : 0;
+        for (size_t i = 1; d && i < n; i++) {
+            GElf_Sym s;
+            if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF)
+                continue;
+            const char *name = elf_strptr(elf, symtab_sh.sh_link, s.st_name);
+            sym_info *si = !name ? NULL : !strcmp(name, NCCL_SYM) ? &e->nccl : !strcmp(name, CUDA_SYM) ? &e->cuda : NULL;
+            if (si && !si->defined) {
+                si->defined = true;
+                si->addr = s.st_value;
+            }
+        }
+    }
+    /* Dynamic relocations against the two entries: calls that go through the PLT or the GOT. */
+    scn = NULL;
+    while (dynsym && (scn = elf_nextscn(elf, scn)) != NULL) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_RELA && sh.sh_type != SHT_REL) || sh.sh_link != dynsym_index)
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        size_t n = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+        for (size_t i = 0; d && i < n; i++) {
+            size_t sym;
+            if (sh.sh_type == SHT_RELA) {
+                GElf_Rela r;
+                if (!gelf_getrela(d, (int)i, &r))
+                    break;
+                sym = GELF_R_SYM(r.r_info);
+            } else {
+                GElf_Rel r;
+                if (!gelf_getrel(d, (int)i, &r))
+                    break;
+                sym = GELF_R_SYM(r.r_info);
+            }
+            if (sym && sym == nccl_ix)
+                e->nccl.relocated = true;
+            if (sym && sym == cuda_ix)
+                e->cuda.relocated = true;
+        }
+    }
+    free(vn);
+    rc = 0;
+out:
+    if (elf)
+        elf_end(elf);
+    close(fd);
+    return rc;
+}
+
+static bool usbyte_has_node(const char *node)
+{
+    for (int i = 0; i < n_usbyte_nodes; i++)
+        if (!strcmp(usbyte_nodes[i], node))
+            return true;
+    return false;
+}
+
+static void usbyte_node_list(char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n_usbyte_nodes && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", usbyte_nodes[i]);
+}
+
+/* Prints the lines for one file and returns OK, OBSERVE or UNUSABLE. */
+static int diagnose(const char *path)
+{
+    elf_facts e;
+    char why[512];
+    printf("%s:\n", path);
+    if (inspect(path, &e, why, sizeof why) != 0) {
+        printf("  verdict: unusable input: %s\n", why);
+        return UNUSABLE;
+    }
+    bool is_nccl = !strncmp(e.soname, "libnccl.so", 10), is_cudart = !strncmp(e.soname, "libcudart.so", 12);
+    bool shared = e.type == ET_DYN && !e.pie;
+    if (!strncmp(e.soname, "libusbyte.so", 12)) {
+        printf("  this is usbyte's own library (SONAME %s): give the framework's libraries or the program\n", e.soname);
+        printf("  verdict: unusable input: usbyte itself\n");
+        return UNUSABLE;
+    }
+    int verdict = OK;
+    bool uses_nccl = false, uses_cuda = false;
+    const char *nccl_problem = NULL, *cuda_problem = NULL;
+
+    /* NCCL */
+    const sym_info *n = &e.nccl;
+    if (is_nccl) {
+        uses_nccl = true;
+        printf("  NCCL: this is NCCL itself (SONAME %s), version %s: usbyte interposes the calls made into it\n", e.soname,
+               e.nccl_version[0] ? e.nccl_version : "unknown (no \"NCCL version\" string found)");
+    } else if (n->imported) {
+        uses_nccl = true;
+        printf("  NCCL: imported (undefined %s in .dynsym%s%s%s): interposable\n", NCCL_SYM,
+               needs(&e, "libnccl.so") ? ", libnccl.so.2 in DT_NEEDED" : ", provided by a library loaded with it",
+               n->version[0] ? ", version " : "", n->version);
+    } else if (n->defined && shared && n->exported && n->relocated && !e.symbolic) {
+        uses_nccl = true;
+        printf("  NCCL: linked into the file (%s defined at 0x%llx), but exported and called through a dynamic "
+               "relocation: LD_PRELOAD still intercepts it\n", NCCL_SYM, n->addr);
+    } else if (n->defined || e.nccl_version[0]) {
+        uses_nccl = true;
+        nccl_problem = "its NCCL calls never reach usbyte";
+        const char *how = !n->defined ? "NCCL's version string is inside, its symbols stripped"
+                          : !shared   ? "a program's own definition binds its calls"
+                          : e.symbolic ? "-Bsymbolic binds the file's calls to its own definition"
+                          : !n->exported ? "not exported (hidden, or local by a version script)"
+                                          : "exported, but called directly (-Bsymbolic-functions or protected)";
+        printf("  NCCL: linked statically (%s defined in the file%s%s: %s): not interposable; fix: Horovod: build with "
+               "HOROVOD_NCCL_LINK=SHARED; PyTorch: the wheel that loads libnccl.so.2 from the nvidia-nccl package\n",
+               NCCL_SYM, e.nccl_version[0] ? ", NCCL " : "", e.nccl_version, how);
+    } else {
+        printf("  NCCL: not used (no %s)\n", NCCL_SYM);
+    }
+
+    /* CUDA runtime */
+    const sym_info *c = &e.cuda;
+    if (is_cudart) {
+        uses_cuda = true;
+        printf("  CUDA runtime: this is the CUDA runtime itself (SONAME %s)\n", e.soname);
+    } else if (is_nccl && c->defined) {
+        /* NVIDIA links NCCL with its own static runtime: those are NCCL's calls, not the framework's. */
+        printf("  CUDA runtime: NCCL's own, linked statically into it (as NVIDIA builds NCCL): its internal calls "
+               "are not the framework's and do not matter to usbyte\n");
+    } else if (c->imported) {
+        uses_cuda = true;
+        char nodes[256];
+        usbyte_node_list(nodes, sizeof nodes);
+        if (!c->version[0]) {
+            printf("  CUDA runtime: imported (%s, unversioned): usbyte's wrappers bind to it\n", CUDA_SYM);
+        } else if (n_usbyte_nodes < 0) {
+            printf("  CUDA runtime: imported as %s@%s (no libusbyte.so found to compare with: --lib PATH)\n", CUDA_SYM,
+                   c->version);
+        } else if (usbyte_has_node(c->version)) {
+            printf("  CUDA runtime: imported as %s@%s: usbyte's wrappers bind to it (%s exports %s)\n", CUDA_SYM,
+                   c->version, usbyte_lib, nodes);
+        } else {
+            cuda_problem = "its CUDA runtime calls do not reach usbyte";
+            printf("  CUDA runtime: imported as %s@%s, but %s exports its wrappers only under %s: completion cannot be "
+                   "redirected (schedule mode impossible); observe still measures the NCCL calls\n",
+                   CUDA_SYM, c->version, usbyte_lib, nodes[0] ? nodes : "no libcudart node");
+        }
+    } else if (c->defined) {
+        uses_cuda = true;
+        cuda_problem = "the CUDA runtime is linked statically";
+        printf("  CUDA runtime: linked statically (%s defined in the file at 0x%llx): completion cannot be redirected, "
+               "so schedule mode is impossible; observe can still measure the NCCL calls\n", CUDA_SYM, c->addr);
+    } else {
+        printf("  CUDA runtime: not used (no %s)\n", CUDA_SYM);
+    }
+
+    /* Binding, where it decides something: a file that defines one of the entry points. */
+    if (e.symbolic && (n->defined || c->defined))
+        printf("  binding: linked with -Bsymbolic (DT_SYMBOLIC/DF_SYMBOLIC): the file's calls of its own "
+               "definitions bind inside it, and LD_PRELOAD cannot intercept them\n");
+    else if (e.symbolic)
+        printf("  binding: linked with -Bsymbolic; it defines neither %s nor %s, so it does not matter here\n",
+               NCCL_SYM, CUDA_SYM);
+
+    if (nccl_problem) {
+        printf("  verdict: not interposable: %s\n", nccl_problem);
+        verdict = OBSERVE;
+    } else if (cuda_problem && uses_nccl) {
+        printf("  verdict: observe only: %s\n", cuda_problem);
+        verdict = OBSERVE;
+    } else if (cuda_problem) {
+        printf("  verdict: not schedulable: %s\n", cuda_problem);
+        verdict = OBSERVE;
+    } else if (uses_nccl || uses_cuda) {
+        printf("  verdict: interposable for schedule mode\n");
+    } else {
+        printf("  verdict: nothing for usbyte here (no NCCL or CUDA runtime entry point)\n");
+    }
+    return verdict;
+}
+
+/* The CUDA version nodes usbyte's library defines: --lib, else next to this program (the build
+ * tree) or in ../lib (an installed tree). */
+static void find_usbyte(const char *given)
+{
+    char self[PATH_MAX], cand[2][PATH_MAX];
+    int nc = 0;
+    if (given) {
+        snprintf(cand[nc++], PATH_MAX, "%s", given);
+    } else {
+        ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (k <= 0)
+            return;
+        self[k] = 0;
+        char *slash = strrchr(self, '/');
+        *slash = 0;
+        snprintf(cand[nc++], PATH_MAX, "%.*s/libusbyte.so", PATH_MAX - 20, self);
+        snprintf(cand[nc++], PATH_MAX, "%.*s/../lib/libusbyte.so", PATH_MAX - 24, self);
+    }
+    for (int i = 0; i < nc; i++) {
+        int fd = open(cand[i], O_RDONLY);
+        if (fd < 0)
+            continue;
+        Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+        Elf_Scn *scn = NULL;
+        vnames *vn = calloc(1, sizeof *vn);
+        bool found = false;
+        while (elf && (scn = elf_nextscn(elf, scn)) != NULL) {
+            GElf_Shdr sh;
+            if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_GNU_verdef) {
+                read_verdef(elf, scn, &sh, vn);
+                found = true;
+            }
+        }
+        if (found) {
+            n_usbyte_nodes = 0;
+            for (int v = 0; v < 64 && n_usbyte_nodes < 8; v++)
+                if (!strncmp(vn->name[v], "libcudart.so.", 13))
+                    snprintf(usbyte_nodes[n_usbyte_nodes++], sizeof usbyte_nodes[0], "%s", vn->name[v]);
+            if (!realpath(cand[i], usbyte_lib))
+                snprintf(usbyte_lib, sizeof usbyte_lib, "%.*s", (int)sizeof usbyte_lib - 1, cand[i]);
+        }
+        free(vn);
+        if (elf)
+            elf_end(elf);
+        close(fd);
+        if (found)
+            return;
+    }
+    if (given) {
+        fprintf(stderr, "usbyte-doctor: --lib %s: not a libusbyte.so with version definitions\n", given);
+        exit(UNUSABLE);
+    }
+}
+
+/* The shared libraries of the installed torch and horovod (and the nvidia-nccl package), from
+ * python3 itself, so that the interpreter the job uses is the one asked. */
+static const char PY[] =
+    "import glob, importlib.util, os\n"
+    "for name in ('torch', 'horovod', 'nvidia.nccl'):\n"
+    "    try:\n"
+    "        spec = importlib.util.find_spec(name)\n"
+    "    except Exception:\n"
+    "        spec = None\n"
+    "    for d in (spec.submodule_search_locations or []) if spec else []:\n"
+    "        for f in sorted(glob.glob(os.path.join(d, '**', '*.so*'), recursive=True)):\n"
+    "            if os.path.isfile(f):\n"
+    "                print(f)\n";
+
+/* Appends the files to (*files)[n...]; returns how many, or -1 when python3 failed. */
+static int python_files(char ***files, int n0)
+{
+    int pfd[2];
+    if (pipe(pfd) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(pfd[1], 1);
+        close(pfd[0]);
+        execlp("python3", "python3", "-c", PY, (char *)NULL);
+        fprintf(stderr, "usbyte-doctor: --python: cannot run python3: %s\n", strerror(errno));
+        _exit(127);
+    }
+    close(pfd[1]);
+    FILE *f = fdopen(pfd[0], "r");
+    char line[PATH_MAX + 2];
+    int n = n0;
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        *files = realloc(*files, sizeof(char *) * (size_t)(n + 1));
+        (*files)[n++] = strdup(line);
+    }
+    if (f)
+        fclose(f);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? n - n0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *lib = NULL;
+    int python = 0, n = 0;
+    char **files = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--python")) {
+            python = 1;
+        } else if (!strcmp(argv[i], "--lib") && i + 1 < argc) {
+            lib = argv[++i];
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: usbyte-doctor [--lib LIBUSBYTE.so] FILE... | usbyte-doctor --python\n"
+                   "  says per ELF file whether usbyte reaches its NCCL and CUDA runtime calls\n"
+                   "  --python  the shared libraries of the torch and horovod that python3 imports\n"
+                   "exit status: 0 every file interposable for schedule mode, 1 some only observable or not "
+                   "interposable, 2 unusable input\n");
+            return 0;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "usbyte-doctor: %s: unknown option (usbyte-doctor --help)\n", argv[i]);
+            return UNUSABLE;
+        } else {
+            files = realloc(files, sizeof(char *) * (size_t)(n + 1));
+            files[n++] = strdup(argv[i]);
+        }
+    }
+    if (python) {
+        int k = python_files(&files, n);
+        if (k < 0) {
+            fprintf(stderr, "usbyte-doctor: --python: python3 failed\n");
+            return UNUSABLE;
+        }
+        if (k == 0 && n == 0) {
+            fprintf(stderr, "usbyte-doctor: --python: python3 imports neither torch nor horovod (nor nvidia.nccl)\n");
+            return UNUSABLE;
+        }
+        for (int i = n; i < n + k; i++)
+            printf("usbyte-doctor: --python: %s\n", files[i]);
+        n += k;
+    }
+    if (!n) {
+        fprintf(stderr, "usage: usbyte-doctor [--lib LIBUSBYTE.so] FILE... | usbyte-doctor --python\n");
+        return UNUSABLE;
+    }
+    if (elf_version(EV_CURRENT) == EV_NONE) {
+        fprintf(stderr, "usbyte-doctor: libelf: %s\n", elf_errmsg(-1));
+        return UNUSABLE;
+    }
+    find_usbyte(lib);
+    int worst = OK, count[3] = {0, 0, 0};
+    for (int i = 0; i < n; i++) {
+        int v = diagnose(files[i]);
+        count[v]++;
+        if (v > worst)
+            worst = v;
+        free(files[i]);
+    }
+    free(files);
+    printf("usbyte-doctor: %d file%s: %d interposable for schedule mode, %d not (observe only or not at all), "
+           "%d unusable\n", n, n == 1 ? "" : "s", count[OK], count[OBSERVE], count[UNUSABLE]);
+    return worst;
+}
