@@ -6,6 +6,7 @@
 #   make test SAN=address,undefined
 #   make demo       the main job on the CPU emulator
 #   make deps       check and install what the build needs (Debian packages, CUDA headers)
+#   make install    PREFIX=/usr/local, DESTDIR=; make uninstall (mk/install.mk)
 
 CUDA_HOME ?= /usr/local/cuda
 export CUDA_HOME
@@ -63,6 +64,7 @@ $(PLAN_LIB): $(call objs,$(PLAN_SRCS))
 ALL += $(PLAN_LIB)
 
 include $(sort $(wildcard */module.mk */*/module.mk */*/*/module.mk))
+include mk/install.mk
 
 all: $(ALL)
 

@@ -2,6 +2,7 @@
 # Checks what the build needs and installs the missing Debian packages (as root).
 set -euo pipefail
 cuda=${CUDA_HOME:-/usr/local/cuda}
+# chromium: the headless browser that tests usbyte-report's page (tests/integration/tools_report.sh)
 pkgs=(libcmocka-dev uthash-dev libelf-dev libjansson-dev jq bc python3 chromium)
 missing=()
 for p in "${pkgs[@]}"; do
