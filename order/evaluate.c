@@ -82,6 +82,23 @@ static double timeline(const ub_profile *prof, const ub_plan *plan, double *bloc
     return t;
 }
 
+bool ub_profile_times_finite(const ub_profile *prof)
+{
+    double t = prof->backward_end + prof->gap, bytes = 0.0, ready = 0.0;
+    for (int s = 0; s < prof->n_forward; s++)
+        t += prof->forward[s];
+    for (int k = 0; k < prof->n_calls; k++) {
+        bytes += (double)prof->calls[k].bytes;
+        if (prof->calls[k].ready > ready)
+            ready = prof->calls[k].ready;
+    }
+    /* A plan of up to 16 (n + 1024) blocks (far more than any policy cuts), every byte staged,
+     * with a factor 16 of room for the sums of the search. */
+    double blocks = 16.0 * ((double)prof->n_calls + 1024.0);
+    t += ready + blocks * prof->alpha + bytes * (prof->beta + prof->copy_beta);
+    return t < DBL_MAX / 16;
+}
+
 bool ub_meets_bound(double iteration, double lower_bound)
 {
     return iteration <= lower_bound + 1e-9 * (lower_bound > 0 ? lower_bound : -lower_bound);

@@ -68,7 +68,9 @@ static double parse_seconds(const char *opt, const char *s)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < 0)
+    /* ERANGE on underflow still gives a usable (subnormal or zero) value; only overflow,
+     * which returns HUGE_VAL, is out of range. */
+    if ((errno && !(errno == ERANGE && isfinite(v))) || end == s || *end || !isfinite(v) || v < 0)
         die("%s: must be a finite number >= 0, got \"%s\"", opt, s);
     return v;
 }
@@ -319,6 +321,31 @@ static void print_header(const ub_profile *prof, const char *origin, const optio
     printf("\n");
 }
 
+/* a / b for speedups: equal times are 1x even when both are 0 (an all-zero profile). */
+static double speedup(double a, double b)
+{
+    if (b > 0)
+        return a / b;
+    return a == b ? 1.0 : INFINITY;
+}
+
+/* The relative gap of an iteration to the bound, 0 when both are 0; rounding of the same sum in
+ * a different order (below 1e-9) is not a gap. */
+static double gap_to(double iteration, double lb)
+{
+    double gap = lb > 0 ? iteration / lb - 1.0 : iteration == lb ? 0.0 : INFINITY;
+    return gap < 0 && gap > -1e-9 ? 0.0 : gap;
+}
+
+/* Costs so large that an iteration time overflows a double cannot be planned meaningfully:
+ * one line naming them, instead of tables of inf and nan. */
+static void check_finite(const ub_profile *prof, const char *origin)
+{
+    if (!ub_profile_times_finite(prof))
+        die("%s: alpha %g s, beta %g s/B and copy_beta %g s/B make this profile's times overflow a double",
+            origin, prof->alpha, prof->beta, prof->copy_beta);
+}
+
 static void print_table(const ub_profile *prof, const sim_result *res)
 {
     double lb = ub_lower_bound(prof);
@@ -329,11 +356,9 @@ static void print_table(const ub_profile *prof, const sim_result *res)
         if (!res[id].used)
             continue;
         const ub_plan *p = &res[id].plan;
-        double gap = p->iteration / lb - 1.0;
-        if (gap < 0 && gap > -1e-9)
-            gap = 0.0; /* rounding of the same sum in a different order: not a real gap */
-        printf("%-14s %13.3f %7.3fx %8.2f%% %7u %10.3f  %s\n", p->policy, p->iteration * 1e3, wfbp / p->iteration,
-               100.0 * gap, p->n_blocks, p->plan_seconds * 1e3, p->params);
+        printf("%-14s %13.3f %7.3fx %8.2f%% %7u %10.3f  %s\n", p->policy, p->iteration * 1e3,
+               speedup(wfbp, p->iteration), 100.0 * gap_to(p->iteration, lb), p->n_blocks, p->plan_seconds * 1e3,
+               p->params);
     }
     printf("%-14s %13.3f\n", "lower bound", lb * 1e3);
 }
@@ -368,7 +393,7 @@ static int do_eval(const options *o, const ub_profile *prof)
         ub_policy_run(UB_POLICY_WFBP, prof, &ref);
         printf("%-14s %13s %8s %9s %7s\n", "plan", "iteration_ms", "x_wfbp", "gap_to_lb", "blocks");
         printf("%-14s %13.3f %7.3fx %8.2f%% %7u\n", plan.policy[0] ? plan.policy : "(unnamed)", plan.iteration * 1e3,
-               ref.iteration / plan.iteration, 100.0 * (plan.iteration / plan.lower_bound - 1.0), plan.n_blocks);
+               speedup(ref.iteration, plan.iteration), 100.0 * gap_to(plan.iteration, plan.lower_bound), plan.n_blocks);
         ub_plan_free(&ref);
     }
     if (o->svg) {
@@ -393,6 +418,7 @@ static int do_sweep(const options *o, ub_profile *prof, const char *origin)
     }
     for (int r = 0; r < o->n_sweep; r++) {
         apply_net(o, prof, origin, o->sweep[r]);
+        check_finite(prof, origin);
         run_policies(o, prof, res);
         if (o->json) {
             for (int id = 0; id < UB_POLICY_COUNT; id++)
@@ -405,7 +431,7 @@ static int do_sweep(const options *o, ub_profile *prof, const char *origin)
                 if (res[id].used) {
                     char cell[40];
                     snprintf(cell, sizeof(cell), "%.3f (%.3fx)", res[id].plan.iteration * 1e3,
-                             wfbp / res[id].plan.iteration);
+                             speedup(wfbp, res[id].plan.iteration));
                     printf(" %20s", cell);
                 }
             printf(" %10.3f\n", ub_lower_bound(prof) * 1e3);
@@ -436,6 +462,7 @@ int main(int argc, char **argv)
         return 0;
     }
     apply_net(&o, &prof, origin, 0);
+    check_finite(&prof, origin);
     if (o.eval) {
         do_eval(&o, &prof);
         ub_profile_free(&prof);

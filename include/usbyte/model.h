@@ -46,6 +46,11 @@ double ub_evaluate_const(const ub_profile *prof, const ub_plan *plan, double *ca
  * O(n log n + sum over the distinct needs s of |{need <= s}|), usually far less (pruned). */
 double ub_lower_bound(const ub_profile *prof);
 
+/* Do the profile's costs keep every iteration time a policy can produce finite (with room:
+ * many blocks, every byte staged)?  False when e.g. alpha is near DBL_MAX: the planner then
+ * cannot compare plans, and callers should refuse the profile. */
+bool ub_profile_times_finite(const ub_profile *prof);
+
 /* Duration of one block of `bytes` bytes; staged when it holds segments of several calls. */
 double ub_block_cost(const ub_profile *prof, double bytes, int staged);
 

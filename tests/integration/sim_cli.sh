@@ -101,7 +101,49 @@ jq -n --slurpfile p "$tmp/small.json" '{usbyte_report: 1, rank: 0, world_size: 2
 "$SIM" "$tmp/report.json" | grep -Eq '^mgwfbp-dp +1200\.000 +2\.500x' || fail "report: first planned communicator"
 "$SIM" "$tmp/report.json" --comm 1 --policy wfbp --json | jq -e '.iteration == 3' > /dev/null || fail "report --comm 1"
 
+# The lower bound (MODEL.md rule 6) and proofs of optimality: here one merged block is optimal.
+"$SIM" "$tmp/small.json" --json > "$tmp/all.jsonl"
+jq -e -s 'map(select(.policy == "best"))[0] | .optimal == true and (.lower_bound - 1.2 | fabs) < 1e-12' \
+    "$tmp/all.jsonl" > /dev/null || fail "best on small.json: not proven optimal at 1.2: $(cat "$tmp/all.jsonl")"
+jq -e -s 'map(select(.policy == "wfbp"))[0] | .optimal == false' "$tmp/all.jsonl" > /dev/null ||
+    fail "wfbp (3 s against a bound of 1.2 s) is marked optimal"
+echo "$out" | grep -Eq '^best +1200\.000 +2\.500x +0\.00%' || fail "table: best's gap to the bound: $out"
+
+# The runtime's constraints from the profile: every policy's plan obeys align and staging_max.
+jq '. + {align: 8, staging_max: 16}' "$tmp/small.json" > "$tmp/constrained.json"
+"$SIM" "$tmp/constrained.json" --json > "$tmp/constrained.jsonl" || fail "constrained profile: exit $?"
+jq -e -s 'map(select(.policy == "syncea"))[0] | (.blocks | length) == 3' "$tmp/constrained.jsonl" > /dev/null ||
+    fail "syncea with staging_max 16 must not stage 36 bytes: $(cat "$tmp/constrained.jsonl")"
+
+# Extreme inputs that once looped, aborted or printed nan (each within a time limit).
+# A gap shorter than a startup, then the same call again: US-Byte's unit count for the rest
+# of the gap once overflowed to 0 bytes and looped forever.
+cat > "$tmp/tinybeta.json" <<'EOF2'
+{"usbyte_profile": 1, "name": "tiny-beta", "backward_end": 0.00196, "forward": [0.01],
+ "calls": [{"bytes": 8192000, "ready": 0.0000749}, {"bytes": 4000, "ready": 0.0000749}, {"bytes": 8192, "ready": 0.0000822},
+           {"bytes": 8192, "ready": 0.0000822}, {"bytes": 4194304, "ready": 0.00196}]}
+EOF2
+timeout 60 "$SIM" "$tmp/tinybeta.json" --alpha 1e-4 --beta 1e-30 --json > "$tmp/tiny.jsonl" ||
+    fail "tiny beta: exit $? (the usbyte policy must terminate)"
+[ "$(wc -l < "$tmp/tiny.jsonl")" -ge 7 ] || fail "tiny beta: not every policy printed"
+timeout 60 "$SIM" "$tmp/small.json" --alpha 1e-320 --policy wfbp --json | jq -e '.iteration > 0' > /dev/null ||
+    fail "--alpha 1e-320 (a subnormal number) is a valid cost"
+jq '.calls[0].bytes = 4611686018427387904' "$tmp/small.json" > "$tmp/huge.json"
+timeout 60 "$SIM" "$tmp/huge.json" --beta 1e-10 > "$tmp/huge.txt" || fail "a 2^62-byte call: exit $?"
+grep -q '^bytescheduler ' "$tmp/huge.txt" || fail "a 2^62-byte call: no bytescheduler row"
+jq '.net = {alpha: 0, beta: 0} | .calls[].ready = 0 | .backward_end = 0' "$tmp/small.json" > "$tmp/zero.json"
+"$SIM" "$tmp/zero.json" > "$tmp/zero.txt" || fail "all-zero profile: exit $?"
+grep -qi 'nan' "$tmp/zero.txt" && fail "all-zero profile prints nan: $(cat "$tmp/zero.txt")"
+grep -Eq '^best +0\.000 +1\.000x +0\.00%' "$tmp/zero.txt" || fail "all-zero profile: $(cat "$tmp/zero.txt")"
+
 # ---- bad input: one line naming the file, the place and the problem; exit 2 ----
+expect_bad "overflowing costs" "small\.json: alpha 1e\+308 s, beta 0 s/B and copy_beta 0 s/B make this profile's times overflow" \
+    "$SIM" "$tmp/small.json" --alpha 1e308
+sed 's/"bytes": 12, "ready": 0.1/"bytes": 4001, "ready": 0.1/' "$tmp/small.json" > "$tmp/partial.json"
+expect_bad "bytes not whole elements" "$tmp/partial.json: calls\[1\]\.bytes: 4001 is not a whole number of float32 elements \(4 bytes each\)" \
+    "$SIM" "$tmp/partial.json"
+jq '.align = -1' "$tmp/small.json" > "$tmp/badalign.json"
+expect_bad "negative align" "badalign\.json: align: must be an integer number of bytes >= 0, got -1" "$SIM" "$tmp/badalign.json"
 expect_bad "unreadable file" "^usbyte-sim: $tmp/none.json: cannot read: No such file" "$SIM" "$tmp/none.json"
 printf '{"usbyte_profile": 1, "calls": [' > "$tmp/malformed.json"
 expect_bad "malformed JSON" "$tmp/malformed.json: line 1, column [0-9]+: malformed JSON" "$SIM" "$tmp/malformed.json"
@@ -141,6 +183,13 @@ expect_bad "plan naming a missing call" "$tmp/nocall.json: blocks\[0\]\.segments
 jq '.blocks[1].segments[0] = [1, 0]' "$tmp/plan.json" > "$tmp/shape.json"
 expect_bad "plan of the wrong shape" "$tmp/shape.json: blocks\[1\]\.segments\[0\]: must be \[call, offset_bytes, length_bytes\]" \
     "$SIM" "$tmp/small.json" --eval "$tmp/shape.json"
+"$SIM" "$tmp/small.json" --policy wfbp --plan-out "$tmp/plan.json" > /dev/null
+jq '.blocks[1].segments = [[1, 0, 6], [1, 6, 6]]' "$tmp/plan.json" > "$tmp/element.json"
+expect_bad "plan splitting an element" "$tmp/element.json: blocks\[1\]\.segments\[0\]: end 6 of call 1 is not a cut the runtime can issue \(multiples of 4 bytes: whole float32 elements\)" \
+    "$SIM" "$tmp/small.json" --eval "$tmp/element.json"
+jq '.blocks = [{segments: [[0, 0, 12], [1, 0, 12]]}, {segments: [[2, 0, 12]]}]' "$tmp/plan.json" > "$tmp/staged.json"
+expect_bad "plan above staging_max" "$tmp/staged.json: blocks\[0\] stages 24 bytes of several calls, above staging_max 16" \
+    "$SIM" "$tmp/constrained.json" --eval "$tmp/staged.json"
 expect_bad "unreadable plan" "$tmp/noplan.json: cannot read" "$SIM" "$tmp/small.json" --eval "$tmp/noplan.json"
 expect_bad "unwritable --plan-out" "/nonexistent/dir/p.json: cannot write" \
     "$SIM" "$tmp/small.json" --policy wfbp --plan-out /nonexistent/dir/p.json

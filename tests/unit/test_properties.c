@@ -532,6 +532,39 @@ static void test_budget_monotone(void **state)
     assert_true(searched > 0);
 }
 
+/* Every policy terminates with a valid plan on extreme but finite costs: tiny and subnormal
+ * per-byte times (US-Byte once overflowed its unit count and looped), no cost at all, and
+ * costs that dwarf the compute; with calls of one element and of 2^40 bytes. */
+static void test_extreme_costs_terminate(void **state)
+{
+    (void)state;
+    static const double nets[][2] = {{1e-4, 1e-30}, {0.0, 1e-320}, {1e-320, 0.0}, {0.0, 0.0}, {1e3, 1e-3}, {1e-4, 1e-3}};
+    ub_plan plans[UB_POLICY_COUNT];
+    for (size_t k = 0; k < sizeof(nets) / sizeof(nets[0]); k++)
+        for (int v = 0; v < 3; v++) {
+            ub_synthetic_opts o = {.n_calls = 12 + 7 * v, .seed = 31 + (uint64_t)v, .barrier = v == 0};
+            ub_profile p;
+            assert_int_equal(ub_synthetic_profile(&o, &p), 0);
+            p.alpha = nets[k][0];
+            p.beta = nets[k][1];
+            if (v == 2) {
+                p.calls[0].bytes = 4;
+                p.calls[1].bytes = 1ULL << 40;
+            }
+            assert_true(ub_profile_times_finite(&p));
+            for (int id = 0; id < UB_POLICY_COUNT; id++)
+                ub_plan_init(&plans[id], "");
+            char err[700];
+            if (ub_plan_every(&p, plans, err, sizeof(err)) != 0)
+                fail_msg("alpha %g, beta %g, variant %d: %s", nets[k][0], nets[k][1], v, err);
+            for (int id = 0; id < UB_POLICY_COUNT; id++) {
+                assert_true(isfinite(plans[id].iteration));
+                ub_plan_free(&plans[id]);
+            }
+            ub_synthetic_free(&p);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -545,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_constraints_every_policy),
         cmocka_unit_test(test_optimal_and_early_stop),
         cmocka_unit_test(test_budget_monotone),
+        cmocka_unit_test(test_extreme_costs_terminate),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
