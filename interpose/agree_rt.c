@@ -55,8 +55,9 @@ static void verdict(ub_comm *c, const ub_agreed *a)
     }
     if (a->flags.no_end_records > 0) {
         r->schedulable = false;
-        ub_comm_report_add_reason(r, "no CUDA event was recorded on the NCCL stream after a call on some rank: "
-                                     "completion could not be redirected (statically linked CUDA runtime?)");
+        ub_comm_report_add_reason(r, "neither an event recorded on the NCCL stream after a call nor a host wait "
+                                     "on that stream was seen on some rank: completion could not be redirected "
+                                     "(statically linked CUDA runtime?)");
     }
     if (a->flags.multi_stream > 0) {
         r->schedulable = false;
@@ -174,7 +175,7 @@ void ub_comm_agree_issue(ub_comm *c)
         .flags = {
             .stream_ordered = c->stream_ordered,
             .cupti_missing = (ub_cfg.cupti && c->report.cupti) ? 0.0 : 1.0,
-            .no_end_records = c->end_records ? 0.0 : 1.0,
+            .no_end_records = c->end_records || c->stream_host_waits ? 0.0 : 1.0,
             .other_calls = c->other_calls,
             .copy_beta = ub_comm_copy_beta(c),
             .multi_stream = c->multi_stream ? 1.0 : 0.0,

@@ -3,6 +3,7 @@
  * staging buffer, reduced in place there and copied back to each call's receive buffer.  After
  * every block the private stream writes base + b + 1 into the completion counter, which the
  * completion streams wait for (redirect.c). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,12 +32,16 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
     }
     s->args = calloc((size_t)n, sizeof *s->args);
     s->ready_ev = calloc((size_t)n, sizeof *s->ready_ev);
-    s->block_start = calloc(s->sp.n_blocks, sizeof *s->block_start);
-    s->block_end = calloc(s->sp.n_blocks, sizeof *s->block_end);
+    free(s->block_start);
+    free(s->block_end);
+    s->block_start = malloc(s->sp.n_blocks * sizeof *s->block_start);
+    s->block_end = malloc(s->sp.n_blocks * sizeof *s->block_end);
     if (!s->args || !s->ready_ev || !s->block_start || !s->block_end) {
         snprintf(why, len, "out of memory for the executor");
         return -1;
     }
+    for (int b = 0; b < s->sp.n_blocks; b++)
+        s->block_start[b] = s->block_end[b] = NAN;
     int lo = 0, hi = 0;
     cudaError_t e = UB_REAL(ub_cuda.cudaGetDevice(&s->device));
     if (e == cudaSuccess && UB_REAL(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
@@ -179,6 +184,7 @@ void ub_exec_release(ub_comm *c, bool wait)
     }
     ub_inside++;
     ub_cuda.cudaStreamSynchronize(s->priv);
+    ub_timing_poll(&s->tm, true); /* the last blocks' and iterations' times, for the report */
     ub_timing_stop(&s->tm);
     for (int k = 0; k < s->sp.n_calls; k++)
         if (s->ready_ev[k])
@@ -188,13 +194,10 @@ void ub_exec_release(ub_comm *c, bool wait)
     ub_cuda.cudaStreamDestroy(s->priv);
     ub_inside--;
     /* The pinned counter stays: completion streams may still read it (they are the streams'
-     * records, released with them). */
+     * records, released with them); the measured block times stay for the report. */
     free(s->args);
     free(s->ready_ev);
-    free(s->block_start);
-    free(s->block_end);
     s->args = NULL;
     s->ready_ev = NULL;
-    s->block_start = s->block_end = NULL;
     s->staging = NULL;
 }

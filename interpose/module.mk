@@ -18,17 +18,18 @@ ALL += $(USBYTE_SO)
 DEMO_DEPS += $(USBYTE_SO)
 
 # Unit tests of the runtime's pure pieces (config, report path, agreement, profile derivation).
-RUNTIME_UNIT_TESTS := test_config test_agree test_derive
+RUNTIME_UNIT_TESTS := test_config test_agree test_derive test_schedule
 RUNTIME_UNIT_BINS := $(patsubst %,$(BUILD)/tests/unit/%,$(RUNTIME_UNIT_TESTS))
 $(BUILD)/tests/unit/test_config: $(call objs,tests/unit/test_config.c interpose/config.c) $(PLAN_LIB)
 $(BUILD)/tests/unit/test_agree: $(call objs,tests/unit/test_agree.c interpose/config.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
 $(BUILD)/tests/unit/test_derive: $(call objs,tests/unit/test_derive.c interpose/config.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
+$(BUILD)/tests/unit/test_schedule: $(call objs,tests/unit/test_schedule.c interpose/config.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
 $(RUNTIME_UNIT_BINS):
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
 
 UNIT_TESTS += $(foreach t,$(RUNTIME_UNIT_TESTS),$(if $(wildcard tests/unit/$(t).c),$(BUILD)/tests/unit/$(t)))
-INTEGRATION_TESTS += tests/integration/runtime_modes.sh tests/integration/runtime_ready.sh
+INTEGRATION_TESTS += tests/integration/runtime_modes.sh tests/integration/runtime_ready.sh tests/integration/runtime_sched.sh
 
 # make bench-overhead: host ns per intercepted call (tests/bench/overhead.sh).
 $(BUILD)/tests/bench/overhead: $(call objs,tests/bench/overhead.c) | $(BUILD)/emu/libnccl.so $(BUILD)/emu/libcudart.so

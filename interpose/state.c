@@ -375,6 +375,7 @@ static void start_profiling(ub_comm *c, uint64_t first)
     c->other_calls = 0;
     c->cur_iter = c->cur_call = -1;
     c->end_records = false;
+    c->stream_host_waits = false;
     c->consumers_stream = c->consumers_host = 0;
     c->stream_ordered = 0;
     c->stream_ordered_example[0] = '\0';
@@ -869,6 +870,8 @@ void ub_cuda_stream_host_wait(cudaStream_t stream, bool poll)
     ub_state_lock();
     ub_stream *st = ub_stream_get(stream, NULL);
     (void)poll;
+    if (st && profiling(st->comm))
+        st->comm->stream_host_waits = true;
     if (st && profiling(st->comm) && !other_thread(st->comm))
         need(st->comm, st->comm->cur_iter, st->comm->cur_call, NULL, true);
     ub_state_unlock();

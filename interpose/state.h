@@ -125,6 +125,7 @@ struct ub_comm {
     unsigned long long last_need_work; /* and the CUPTI work count at that moment */
     bool cupti_held;
     bool end_records;
+    bool stream_host_waits;   /* cudaStreamSynchronize/Query of the NCCL stream (seen: not a static runtime) */
     int consumers_stream, consumers_host;
     double stream_ordered;
     char stream_ordered_example[80];

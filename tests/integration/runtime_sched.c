@@ -1,0 +1,352 @@
+/* A self-checking training loop for schedule mode, with the faults DESIGN.md section 1 names.
+ * Every iteration, every rank produces M gradients on a compute stream (small integers, so every
+ * sum is exact in float32 and float16), the NCCL stream waits for each one's ready event and
+ * allreduces it, and the results are consumed by one of the patterns frameworks use; at the end of
+ * the iteration the host checks every result against the sum (or average) over ranks it computes
+ * itself.  A wrong byte anywhere, in any block, fails the run.  Run under emu-run, with or without
+ * libusbyte.so (runtime_sched.sh).
+ *
+ *   --iters N --calls M --elems E        M allreduces of about E elements per iteration
+ *   --consumer end-event|stream-sync|per-call|query-poll
+ *        end-event: one event on the NCCL stream after the last call, the compute stream waits on
+ *        it and reads every buffer (stream order); stream-sync: cudaStreamSynchronize of the NCCL
+ *        stream on the host, then read; per-call: an event after each call, waited on per buffer;
+ *        query-poll: the issuing thread polls cudaEventQuery on the last call's event.
+ *   --mixed                              float16 and float32 calls, sum and avg, out of place
+ *   --size-change-at IT                  from iteration IT, call M/2 has one element more
+ *   --barrier-at IT                      an allreduce of one int32 and a stream sync before IT
+ *   --early-consumer-at IT               the issuing thread waits on call 0's event right after
+ *                                        issuing it (an early consumer: usbyte must abort)
+ *   --destroy-at IT / --exit-at IT       ncclCommDestroy / exit(0) after half of iteration IT
+ *   --capture-at IT                      call M/2 of iteration IT on a capturing stream
+ *   --p2p-at IT                          a group of ncclSend/ncclRecv around the ring before IT
+ *   --two-comms                          a second communicator, its calls interleaved
+ *   --second-thread                      odd iterations are issued by another thread
+ *   --fork-at IT                         fork a child (which exits at once) in iteration IT */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "emu_common.h"
+
+cudaError_t usbyteEmuSetCapturing(cudaStream_t stream, int capturing) __attribute__((weak));
+
+typedef struct opts {
+    int iters, calls, elems;
+    const char *consumer;
+    bool mixed, two_comms, second_thread;
+    int size_change_at, barrier_at, early_at, destroy_at, exit_at, capture_at, p2p_at, fork_at;
+} opts;
+
+typedef struct call {
+    ncclDataType_t dtype;
+    ncclRedOp_t op;
+    bool out_of_place;
+    size_t count, cap;    /* elements now, allocated */
+    size_t esize;
+    void *h_in, *h_out;   /* pinned */
+    void *d_send, *d_recv;
+    cudaEvent_t ready, end;
+} call;
+
+typedef struct job {
+    opts o;
+    int rank, world;
+    ncclComm_t comm[2];
+    cudaStream_t nccl[2], compute;
+    int n_comms;
+    call *calls;          /* n_comms * calls */
+    cudaEvent_t last_end[2];
+    int iter;
+} job;
+
+static uint16_t half_of_int(int v)
+{
+    /* Exact for 0 < v < 2048: 1.m x 2^e with 10 mantissa bits. */
+    int e = 0;
+    while ((v >> (e + 1)) != 0)
+        e++;
+    return (uint16_t)(((e + 15) << 10) | ((v << (10 - e)) & 0x3ff));
+}
+
+static int int_of_half(uint16_t h)
+{
+    int e = ((h >> 10) & 0x1f) - 15, m = (h & 0x3ff) | 0x400;
+    return e >= 10 ? m << (e - 10) : m >> (10 - e);
+}
+
+/* What rank r contributes at element i of call c in iteration it: small, so sums are exact; a
+ * multiple of the world size for avg, so the mean is exact too. */
+static int value(const job *j, int r, int it, int c, size_t i)
+{
+    int v = ((r + 1) * 3 + it * 7 + c * 5 + (int)(i % 13)) % 61 + 1;
+    return j->calls[c].op == ncclAvg ? v * j->world : v;
+}
+
+static int expected(const job *j, int it, int c, size_t i)
+{
+    int sum = 0;
+    for (int r = 0; r < j->world; r++)
+        sum += value(j, r, it, c, i);
+    return j->calls[c].op == ncclAvg ? sum / j->world : sum;
+}
+
+static void set_elem(call *k, void *buf, size_t i, int v)
+{
+    if (k->dtype == ncclFloat16)
+        ((uint16_t *)buf)[i] = half_of_int(v);
+    else
+        ((float *)buf)[i] = (float)v;
+}
+
+static int get_elem(const call *k, const void *buf, size_t i)
+{
+    return k->dtype == ncclFloat16 ? int_of_half(((const uint16_t *)buf)[i]) : (int)((const float *)buf)[i];
+}
+
+static void setup(job *j)
+{
+    int nc = j->o.calls;
+    j->calls = calloc((size_t)(j->n_comms * nc), sizeof *j->calls);
+    EXPECT(j->calls, "out of memory");
+    for (int x = 0; x < j->n_comms * nc; x++) {
+        call *k = &j->calls[x];
+        int c = x % nc;
+        k->dtype = j->o.mixed && c % 3 == 1 ? ncclFloat16 : ncclFloat32;
+        k->op = j->o.mixed && c % 4 == 2 ? ncclAvg : ncclSum;
+        k->out_of_place = j->o.mixed && c % 2 == 1;
+        k->esize = k->dtype == ncclFloat16 ? 2 : 4;
+        k->count = (size_t)j->o.elems * (size_t)(1 + c % 5) + (size_t)c;
+        k->cap = k->count + 1;
+        CUDA_OK(cudaMallocHost(&k->h_in, k->cap * k->esize));
+        CUDA_OK(cudaMallocHost(&k->h_out, k->cap * k->esize));
+        CUDA_OK(cudaMalloc(&k->d_recv, k->cap * k->esize));
+        if (k->out_of_place)
+            CUDA_OK(cudaMalloc(&k->d_send, k->cap * k->esize));
+        else
+            k->d_send = k->d_recv;
+        CUDA_OK(cudaEventCreateWithFlags(&k->ready, cudaEventDisableTiming));
+        CUDA_OK(cudaEventCreateWithFlags(&k->end, cudaEventDisableTiming));
+    }
+    for (int m = 0; m < j->n_comms; m++)
+        CUDA_OK(cudaEventCreateWithFlags(&j->last_end[m], cudaEventDisableTiming));
+}
+
+/* The issue of call c of communicator m in iteration it. */
+static void issue(job *j, int m, int c, int it)
+{
+    call *k = &j->calls[m * j->o.calls + c];
+    k->count = (size_t)j->o.elems * (size_t)(1 + c % 5) + (size_t)c;
+    if (j->o.size_change_at >= 0 && it >= j->o.size_change_at && c == j->o.calls / 2)
+        k->count++;
+    for (size_t i = 0; i < k->count; i++)
+        set_elem(k, k->h_in, i, value(j, j->rank, it, c, i));
+    CUDA_OK(cudaMemcpyAsync(k->d_send, k->h_in, k->count * k->esize, cudaMemcpyHostToDevice, j->compute));
+    CUDA_OK(cudaEventRecord(k->ready, j->compute));
+    CUDA_OK(cudaStreamWaitEvent(j->nccl[m], k->ready, 0));
+    bool capture = it == j->o.capture_at && c == j->o.calls / 2 && usbyteEmuSetCapturing;
+    if (capture)
+        CUDA_OK(usbyteEmuSetCapturing(j->nccl[m], 1));
+    NCCL_OK(ncclAllReduce(k->d_send, k->d_recv, k->count, k->dtype, k->op, j->comm[m], j->nccl[m]));
+    if (capture)
+        CUDA_OK(usbyteEmuSetCapturing(j->nccl[m], 0));
+    if (!strcmp(j->o.consumer, "per-call") || (it == j->o.early_at && c == 0))
+        CUDA_OK(cudaEventRecord(k->end, j->nccl[m]));
+    if (it == j->o.early_at && c == 0) {
+        fprintf(stderr, "rank %d: waiting on the host for call 0 of iteration %d before issuing call 1\n", j->rank, it);
+        CUDA_OK(cudaEventSynchronize(k->end));
+    }
+}
+
+static void consume_and_check(job *j, int it, int n_issued)
+{
+    for (int m = 0; m < j->n_comms; m++) {
+        if (!strcmp(j->o.consumer, "end-event") || !strcmp(j->o.consumer, "query-poll")) {
+            CUDA_OK(cudaEventRecord(j->last_end[m], j->nccl[m]));
+            if (!strcmp(j->o.consumer, "query-poll")) {
+                cudaError_t e;
+                while ((e = cudaEventQuery(j->last_end[m])) == cudaErrorNotReady)
+                    usleep(100);
+                CUDA_OK(e);
+            }
+            CUDA_OK(cudaStreamWaitEvent(j->compute, j->last_end[m], 0));
+        } else if (!strcmp(j->o.consumer, "stream-sync")) {
+            CUDA_OK(cudaStreamSynchronize(j->nccl[m]));
+        }
+        for (int c = 0; c < n_issued; c++) {
+            call *k = &j->calls[m * j->o.calls + c];
+            if (!strcmp(j->o.consumer, "per-call"))
+                CUDA_OK(cudaStreamWaitEvent(j->compute, k->end, 0));
+            CUDA_OK(cudaMemcpyAsync(k->h_out, k->d_recv, k->count * k->esize, cudaMemcpyDeviceToHost, j->compute));
+        }
+    }
+    CUDA_OK(cudaStreamSynchronize(j->compute));
+    for (int m = 0; m < j->n_comms; m++)
+        for (int c = 0; c < n_issued; c++) {
+            call *k = &j->calls[m * j->o.calls + c];
+            for (size_t i = 0; i < k->count; i++) {
+                int got = get_elem(k, k->h_out, i), want = expected(j, it, c, i);
+                if (got != want) {
+                    fprintf(stderr, "rank %d: WRONG RESULT: iteration %d comm %d call %d (%s %s%s, %zu elements) "
+                                    "element %zu: %d, expected %d\n",
+                            j->rank, it, m, c, k->dtype == ncclFloat16 ? "float16" : "float32",
+                            k->op == ncclAvg ? "avg" : "sum", k->out_of_place ? " out of place" : "", k->count, i, got,
+                            want);
+                    exit(1);
+                }
+            }
+        }
+}
+
+static void p2p_ring(job *j)
+{
+    int next = (j->rank + 1) % j->world, prev = (j->rank + j->world - 1) % j->world;
+    float *d_out, *d_in, h[16];
+    CUDA_OK(cudaMalloc((void **)&d_out, sizeof h));
+    CUDA_OK(cudaMalloc((void **)&d_in, sizeof h));
+    for (int i = 0; i < 16; i++)
+        h[i] = (float)(j->rank * 100 + i);
+    CUDA_OK(cudaMemcpy(d_out, h, sizeof h, cudaMemcpyHostToDevice));
+    NCCL_OK(ncclGroupStart());
+    NCCL_OK(ncclSend(d_out, 16, ncclFloat32, next, j->comm[0], j->nccl[0]));
+    NCCL_OK(ncclRecv(d_in, 16, ncclFloat32, prev, j->comm[0], j->nccl[0]));
+    NCCL_OK(ncclGroupEnd());
+    CUDA_OK(cudaStreamSynchronize(j->nccl[0]));
+    CUDA_OK(cudaMemcpy(h, d_in, sizeof h, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 16; i++)
+        EXPECT(h[i] == (float)(prev * 100 + i), "p2p element %d: %g", i, (double)h[i]);
+    CUDA_OK(cudaFree(d_out));
+    CUDA_OK(cudaFree(d_in));
+}
+
+static void barrier(job *j)
+{
+    int *d;
+    CUDA_OK(cudaMalloc((void **)&d, sizeof *d));
+    CUDA_OK(cudaMemsetAsync(d, 0, sizeof *d, j->nccl[0]));
+    NCCL_OK(ncclAllReduce(d, d, 1, ncclInt32, ncclSum, j->comm[0], j->nccl[0]));
+    CUDA_OK(cudaStreamSynchronize(j->nccl[0]));
+    CUDA_OK(cudaFree(d));
+}
+
+static void iteration(job *j, int it)
+{
+    if (it == j->o.barrier_at)
+        barrier(j);
+    if (it == j->o.p2p_at)
+        p2p_ring(j);
+    int half = j->o.calls / 2;
+    for (int c = 0; c < j->o.calls; c++) {
+        if ((it == j->o.destroy_at || it == j->o.exit_at) && c == half)
+            break;
+        if (it == j->o.fork_at && c == half) {
+            pid_t child = fork();
+            if (child == 0) { /* through the wrappers, touching none of usbyte's state, then every exit handler */
+                cudaError_t q = cudaStreamQuery(j->nccl[0]);
+                exit(q == cudaSuccess || q == cudaErrorNotReady ? 0 : 3);
+            }
+            int status;
+            EXPECT(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                   "the forked child failed");
+        }
+        for (int m = 0; m < j->n_comms; m++)
+            issue(j, m, c, it);
+    }
+    if (it == j->o.exit_at) {
+        printf("rank %d: exiting with calls pending in iteration %d\n", j->rank, it);
+        fflush(stdout);
+        exit(0);
+    }
+    if (it == j->o.destroy_at) {
+        for (int m = 0; m < j->n_comms; m++)
+            NCCL_OK(ncclCommDestroy(j->comm[m]));
+        /* Destroy completed what was deferred: the calls issued so far hold their sums. */
+        consume_and_check(j, it, half);
+        printf("runtime_sched ok: rank %d destroyed its communicators in iteration %d\n", j->rank, it);
+        exit(0);
+    }
+    consume_and_check(j, it, j->o.calls);
+}
+
+static void *thread_main(void *arg)
+{
+    job *j = arg;
+    CUDA_OK(cudaSetDevice(env_int("LOCAL_RANK")));
+    iteration(j, j->iter);
+    return NULL;
+}
+
+static int opt_int(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "runtime_sched: %s needs a value\n", argv[*i]);
+        exit(2);
+    }
+    return atoi(argv[++*i]);
+}
+
+int main(int argc, char **argv)
+{
+    job j;
+    memset(&j, 0, sizeof j);
+    opts *o = &j.o;
+    *o = (opts){.iters = 16, .calls = 24, .elems = 256, .consumer = "end-event", .size_change_at = -1,
+                .barrier_at = -1, .early_at = -1, .destroy_at = -1, .exit_at = -1, .capture_at = -1,
+                .p2p_at = -1, .fork_at = -1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--iters")) o->iters = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--calls")) o->calls = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--elems")) o->elems = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--consumer") && i + 1 < argc) o->consumer = argv[++i];
+        else if (!strcmp(a, "--mixed")) o->mixed = true;
+        else if (!strcmp(a, "--two-comms")) o->two_comms = true;
+        else if (!strcmp(a, "--second-thread")) o->second_thread = true;
+        else if (!strcmp(a, "--size-change-at")) o->size_change_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--barrier-at")) o->barrier_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--early-consumer-at")) o->early_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--destroy-at")) o->destroy_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--exit-at")) o->exit_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--capture-at")) o->capture_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--p2p-at")) o->p2p_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--fork-at")) o->fork_at = opt_int(argc, argv, &i);
+        else {
+            fprintf(stderr, "runtime_sched: unknown option %s\n", a);
+            return 2;
+        }
+    }
+    if (strcmp(o->consumer, "end-event") && strcmp(o->consumer, "stream-sync") && strcmp(o->consumer, "per-call") &&
+        strcmp(o->consumer, "query-poll")) {
+        fprintf(stderr, "runtime_sched: unknown consumer %s\n", o->consumer);
+        return 2;
+    }
+    j.n_comms = o->two_comms ? 2 : 1;
+    j.comm[0] = world_comm(&j.rank, &j.world);
+    if (o->two_comms) {
+        ncclUniqueId id;
+        NCCL_OK(ncclGetUniqueId(&id));
+        NCCL_OK(ncclCommInitRank(&j.comm[1], j.world, id, j.rank));
+    }
+    for (int m = 0; m < j.n_comms; m++)
+        CUDA_OK(cudaStreamCreateWithFlags(&j.nccl[m], cudaStreamNonBlocking));
+    CUDA_OK(cudaStreamCreateWithFlags(&j.compute, cudaStreamNonBlocking));
+    setup(&j);
+    for (int it = 0; it < o->iters; it++) {
+        if (o->second_thread && it % 2 == 1) {
+            pthread_t t;
+            j.iter = it;
+            EXPECT(pthread_create(&t, NULL, thread_main, &j) == 0, "pthread_create");
+            pthread_join(t, NULL);
+        } else {
+            iteration(&j, it);
+        }
+    }
+    for (int m = 0; m < j.n_comms; m++) {
+        CUDA_OK(cudaStreamSynchronize(j.nccl[m]));
+        NCCL_OK(ncclCommDestroy(j.comm[m]));
+    }
+    printf("runtime_sched ok: rank %d, %d iterations of %d calls checked\n", j.rank, o->iters, o->calls);
+    return 0;
+}

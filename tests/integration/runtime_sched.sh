@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Schedule mode on 4 emulated ranks with the self-checking loop of runtime_sched.c (every result of
+# every iteration checked on the host against the exact sum or mean over ranks): the consumers that
+# rely on stream order (one end event, a host stream sync, events per call, a query loop), mixed
+# float16/float32 sum/avg and out-of-place calls, and one run per fault of DESIGN.md section 1
+# (a size change on every rank, a barrier between iterations, a capturing stream, a point-to-point
+# group, destroy and exit with blocks pending, two communicators interleaved, calls from a second
+# thread, fork), each ending with correct results; an early host consumer ends in the diagnostic and
+# an abort within 2 s, never a hang (the launcher's timeout is the hang detector).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+SAN=${SAN:-}
+source tests/integration/preload-env.sh
+PROG=$BUILD/tests/integration/runtime_sched
+for f in "$BUILD/libusbyte.so" "$PROG" "$BUILD/emu/emu-run"; do
+    [ -e "$f" ] || { echo "missing $f: build it first (make)"; exit 1; }
+done
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+# A latency-bound link, where the plan merges calls (so blocks are staged and reordered).
+export USBYTE_EMU_ALPHA_US=300 USBYTE_EMU_GBPS=1 USBYTE_WARMUP=2 USBYTE_LOG=info
+unset USBYTE_MODE USBYTE_COMPLETION
+N=4
+
+# run NAME EXPECT(ok|abort) ARGS...: runs the loop with the library; ok: every rank checked every
+# result; the reports go to $WORK/NAME-%r.json.
+run() {
+    local name=$1 expect=$2
+    shift 2
+    local out=$WORK/$name.out start=$(date +%s%N) rc=0
+    LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_REPORT="$WORK/$name-%r.json" \
+        "$BUILD/emu/emu-run" -n $N --timeout 90 -- "$PROG" "$@" >"$out" 2>&1 || rc=$?
+    local ms=$((($(date +%s%N) - start) / 1000000))
+    if [ "$expect" = ok ]; then
+        if [ $rc -ne 0 ] || [ "$(grep -c 'runtime_sched ok' "$out")" -ne $N ]; then
+            sed 's/^/    | /' "$out" | tail -40
+            fail "$name: exit $rc, $(grep -c 'runtime_sched ok' "$out") of $N ranks checked every result"
+        fi
+    fi
+    echo "info: $name: exit $rc in $ms ms"
+    LAST_RC=$rc
+}
+
+# report NAME PYTHON: asserts on every rank's report of NAME (variables: c = first communicator,
+# s = its schedule object or {}, comms, rank).
+report() {
+    local name=$1 code=$2
+    python3 - "$WORK" "$name" $N "$code" <<'PY' || fail "$name: report check failed"
+import json, sys
+work, name, n, code = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+for rank in range(n):
+    doc = json.load(open("%s/%s-%d.json" % (work, name, rank)))
+    comms = doc["comms"]
+    c = comms[0]
+    s = c.get("schedule") or {}
+    try:
+        exec(code)
+    except AssertionError as e:
+        print("FAIL: %s rank %d: %s; state %r (%s), schedule %s" % (name, rank, e, c.get("state"),
+              c.get("state_reason"), json.dumps({k: v for k, v in s.items() if k != "blocks"})))
+        sys.exit(1)
+PY
+}
+
+# Consumers that rely on stream order, and mixed dtypes/ops/out-of-place calls.
+run end-event ok --consumer end-event --mixed
+report end-event '
+assert c["state"] == "schedule", "not scheduled"
+assert s["iterations"] >= 8, "iterations %r" % s["iterations"]
+assert s["deviations"] == 0 and s["flushes"] == 0, "deviations"
+assert s["completion"] == "stream", s["completion"]
+plan = c["plan"]["blocks"]
+assert any(len({g[0] for g in b["segments"]}) > 1 for b in plan), "the plan merges no calls: the test needs a link where it does"
+assert s["staging_bytes"] > 0, "no staging buffer"
+p = c["profile"]["calls"]
+for b in plan:
+    kinds = {(p[g[0]]["dtype"], p[g[0]]["op"]) for g in b["segments"]}
+    assert len(kinds) == 1, "block mixes dtypes or ops: %r" % kinds
+assert {x["dtype"] for x in p} == {"float16", "float32"} and {x["op"] for x in p} == {"sum", "avg"}, "not mixed"
+assert len(s["blocks"]) == len(plan) and all(b["end"] >= b["start"] >= 0 for b in s["blocks"]), s["blocks"]
+assert s["measured_iteration"] > 0 and s["measured_speedup"] > 0 and s["predicted_speedup"] >= 1, "numbers"
+'
+run stream-sync ok --consumer stream-sync --mixed
+report stream-sync 'assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"'
+run query-poll ok --consumer query-poll
+report query-poll 'assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"'
+USBYTE_COMPLETION=call run per-call ok --consumer per-call --mixed
+report per-call 'assert c["state"] == "schedule" and s["completion"] == "call", "not scheduled with call completion"'
+# Per-call completion without an event after every call: refused, stream completion used.
+USBYTE_COMPLETION=call run call-refused ok --consumer end-event
+report call-refused 'assert c["state"] == "schedule" and s["completion"] == "stream" and "refused" in s["completion_note"], "call accepted"'
+
+# Faults: each ends in correct results.
+run size-change ok --iters 30 --size-change-at 10
+report size-change '
+assert s["deviations"] >= 1 and s["flushes"] >= 1, "no deviation counted"
+assert c["state"] in ("schedule", "detect", "profile", "agree", "planned"), "state %s" % c["state"]
+'
+run barrier ok --barrier-at 11
+report barrier 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["iterations"] >= 8, "barrier"'
+run capture ok --capture-at 11
+report capture 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["flushes"] == 1, "capture"'
+run p2p ok --p2p-at 11
+report p2p 'assert c["state"] == "schedule" and s["deviations"] == 1, "p2p group"'
+run two-comms ok --two-comms --calls 16
+report two-comms 'assert [x["state"] for x in comms] == ["schedule", "schedule"], [x["state"] for x in comms]'
+run second-thread ok --second-thread
+report second-thread 'assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"'
+run fork ok --fork-at 11
+report fork 'assert c["state"] == "schedule" and s["deviations"] == 0, "fork"'
+run destroy ok --destroy-at 11
+report destroy 'assert c["state"] == "schedule" and s["flushes"] == 1, "destroy did not flush"'
+run exit any --exit-at 11
+[ "$(grep -c 'exiting with calls pending' "$WORK/exit.out")" -eq $N ] || fail "exit: not every rank exited mid-iteration"
+[ "$LAST_RC" -eq 0 ] || { sed 's/^/    | /' "$WORK/exit.out" | tail -20; fail "exit with calls pending: exit $LAST_RC"; }
+report exit 'assert c["state"] == "schedule" and s["iterations"] >= 4, "exit"'
+
+# An early host consumer: the diagnostic on every rank and an abort, well before the launcher's
+# timeout (within 2 s of the wait: the job's other iterations take about a second here).
+run early abort --early-consumer-at 11
+[ "$LAST_RC" -ne 0 ] || fail "early consumer: the job went on"
+n=$(grep -c 'early consumer: cudaEventSynchronize' "$WORK/early.out" || true)
+[ "$n" -ge 1 ] || { sed 's/^/    | /' "$WORK/early.out" | tail -20; fail "early consumer: no diagnostic"; }
+grep -q 'USBYTE_MODE=observe' "$WORK/early.out" || fail "early consumer: the diagnostic names no way out"
+grep -q 'emu-run: timeout' "$WORK/early.out" && { sed 's/^/    | /' "$WORK/early.out" | tail -20; fail "early consumer: the launcher saw a hang"; }
+echo "runtime schedule: ok"

@@ -1,0 +1,155 @@
+/* Schedule mode's pure rules (usbyte/schedule.h): which blocks an arrival issues (the plan
+ * cursor), the completion counter values in stream and call semantics, the flush rule, and the
+ * plans the cursor must refuse. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "usbyte/schedule.h"
+
+/* A plan from a spec: blocks separated by '|', segments "call:offset:length" separated by ','. */
+static void plan_of(ub_plan *p, const char *spec)
+{
+    ub_plan_init(p, "test");
+    ub_plan_begin_block(p);
+    const char *s = spec;
+    while (*s) {
+        if (*s == '|') {
+            ub_plan_begin_block(p);
+            s++;
+            continue;
+        }
+        if (*s == ',' || *s == ' ') {
+            s++;
+            continue;
+        }
+        char *end;
+        long call = strtol(s, &end, 10);
+        unsigned long long off = strtoull(end + 1, &end, 10), len = strtoull(end + 1, &end, 10);
+        ub_plan_add_segment(p, (int32_t)call, off, len);
+        s = end;
+    }
+}
+
+/* Calls 0..3; block 0 = call 1, block 1 = calls 0 and 2 merged, block 2 = first half of 3,
+ * block 3 = second half of 3. */
+static const char *const SPEC = "1:0:100 | 0:0:50, 2:0:70 | 3:0:512 | 3:512:488";
+
+static void test_cursor(void **state)
+{
+    (void)state;
+    ub_plan p;
+    plan_of(&p, SPEC);
+    ub_sched s;
+    assert_int_equal(ub_sched_build(&p, 4, &s), 0);
+    assert_int_equal(s.n_blocks, 4);
+    /* block 0 waits for call 1, block 1 for call 2, blocks 2 and 3 for call 3 */
+    int expect_issue_at[4] = {1, 2, 3, 3};
+    for (int b = 0; b < 4; b++)
+        assert_int_equal(s.issue_at[b], expect_issue_at[b]);
+    int first, end;
+    ub_sched_issue(&s, 0, 0, &first, &end);
+    assert_int_equal(end - first, 0);         /* call 0 alone issues nothing */
+    ub_sched_issue(&s, 0, 1, &first, &end);
+    assert_int_equal(first, 0);
+    assert_int_equal(end, 1);
+    ub_sched_issue(&s, 1, 2, &first, &end);
+    assert_int_equal(first, 1);
+    assert_int_equal(end, 2);
+    ub_sched_issue(&s, 2, 3, &first, &end);
+    assert_int_equal(first, 2);
+    assert_int_equal(end, 4);                 /* both halves of call 3 */
+    assert_true(s.staged[1]);
+    assert_false(s.staged[0] || s.staged[2] || s.staged[3]);
+    assert_int_equal(s.staging_bytes, 120);
+    ub_sched_free(&s);
+    ub_plan_free(&p);
+}
+
+/* A block that must wait for a later block's call keeps the plan's order: blocks never overtake. */
+static void test_cursor_keeps_plan_order(void **state)
+{
+    (void)state;
+    ub_plan p;
+    plan_of(&p, "2:0:10 | 0:0:10 | 1:0:10");
+    ub_sched s;
+    assert_int_equal(ub_sched_build(&p, 3, &s), 0);
+    for (int b = 0; b < 3; b++)
+        assert_int_equal(s.issue_at[b], 2);
+    int first, end;
+    ub_sched_issue(&s, 0, 1, &first, &end);
+    assert_int_equal(end - first, 0);
+    ub_sched_issue(&s, 0, 2, &first, &end);
+    assert_int_equal(end - first, 3);
+    ub_sched_free(&s);
+    ub_plan_free(&p);
+}
+
+static void test_counter_values(void **state)
+{
+    (void)state;
+    ub_plan p;
+    plan_of(&p, SPEC);
+    ub_sched s;
+    assert_int_equal(ub_sched_build(&p, 4, &s), 0);
+    uint64_t base = 40; /* ten iterations of four blocks before */
+    /* call semantics: the call's own last block */
+    assert_int_equal(ub_sched_done_value(&s, base, 0, false), base + 2);
+    assert_int_equal(ub_sched_done_value(&s, base, 1, false), base + 1);
+    assert_int_equal(ub_sched_done_value(&s, base, 2, false), base + 2);
+    assert_int_equal(ub_sched_done_value(&s, base, 3, false), base + 4);
+    /* stream semantics: calls 0..k, so never below an earlier call's value */
+    assert_int_equal(ub_sched_done_value(&s, base, 0, true), base + 2);
+    assert_int_equal(ub_sched_done_value(&s, base, 1, true), base + 2);
+    assert_int_equal(ub_sched_done_value(&s, base, 2, true), base + 2);
+    assert_int_equal(ub_sched_done_value(&s, base, 3, true), base + 4);
+    ub_sched_free(&s);
+    ub_plan_free(&p);
+}
+
+static void test_flush_segments(void **state)
+{
+    (void)state;
+    ub_plan p;
+    plan_of(&p, SPEC);
+    bool keep[2];
+    /* after calls 0 and 1 arrived, block 1 keeps call 0's segment only */
+    assert_int_equal(ub_sched_flush_segments(&p, 1, 2, keep), 1);
+    assert_true(keep[0]);
+    assert_false(keep[1]);
+    /* nothing of call 3 arrived: its blocks issue nothing (they only write their counter) */
+    assert_int_equal(ub_sched_flush_segments(&p, 2, 3, keep), 0);
+    assert_int_equal(ub_sched_flush_segments(&p, 1, 3, keep), 2);
+    ub_plan_free(&p);
+}
+
+static void test_refuses_bad_plans(void **state)
+{
+    (void)state;
+    ub_plan p;
+    ub_sched s;
+    plan_of(&p, "0:0:10 | 2:0:10");  /* call 1 has no segment */
+    assert_int_equal(ub_sched_build(&p, 3, &s), -1);
+    ub_plan_free(&p);
+    plan_of(&p, "0:0:10 | 3:0:10");  /* a call the iteration does not have */
+    assert_int_equal(ub_sched_build(&p, 3, &s), -1);
+    ub_plan_free(&p);
+    ub_plan_init(&p, "empty");
+    assert_int_equal(ub_sched_build(&p, 1, &s), -1);
+    ub_plan_free(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cursor),
+        cmocka_unit_test(test_cursor_keeps_plan_order),
+        cmocka_unit_test(test_counter_values),
+        cmocka_unit_test(test_flush_segments),
+        cmocka_unit_test(test_refuses_bad_plans),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
