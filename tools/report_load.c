@@ -52,79 +52,100 @@ static const char *place(char *buf, size_t len, const char *base, const char *ke
     return buf;
 }
 
-/* A member that must be there (required) or may be absent/null (then *out untouched, 1 returned). */
-static int member(ctx *x, const json_t *obj, const char *base, const char *key, bool required, const json_t **out)
+/* What a member must hold. */
+typedef enum { K_NUM, K_INT, K_STR, K_OBJ, K_ARR } kind;
+
+static bool is_kind(const json_t *v, kind k)
+{
+    switch (k) {
+    case K_NUM: return json_is_number(v) && isfinite(json_number_value(v)) && json_number_value(v) >= 0;
+    case K_INT: return json_is_integer(v) && json_integer_value(v) >= 0;
+    case K_STR: return json_is_string(v);
+    case K_OBJ: return json_is_object(v);
+    case K_ARR: return json_is_array(v);
+    }
+    return false;
+}
+
+/* Member `key` of obj, of kind k: 0 with *out set; 1 when it is absent or null and not
+ * required (*out untouched); -1 with the message otherwise. */
+static const char *const want[] = {"a non-negative number", "a non-negative integer", "a string", "an object",
+                                   "an array"};
+
+static int member(ctx *x, const json_t *obj, const char *base, const char *key, bool required, kind k,
+                  const json_t **out)
 {
     const json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v)) {
-        if (!required)
-            return 1;
-        char p[256];
-        return fail(x, place(p, sizeof p, base, key), "missing");
+    char p[256];
+    if (!v || json_is_null(v))
+        return required ? fail(x, place(p, sizeof p, base, key), "missing") : 1;
+    if (!is_kind(v, k)) {
+        if (json_is_number(v))
+            return fail(x, place(p, sizeof p, base, key), "must be %s, got %g", want[k], json_number_value(v));
+        return fail(x, place(p, sizeof p, base, key), "must be %s, got %s", want[k], type_name(v));
     }
     *out = v;
     return 0;
 }
 
+/* Optional array member `key`: the array (NULL when absent), its length, and `items`: that many
+ * (at least one) zeroed elements of `size` bytes for the caller to fill.  The place of its
+ * elements ("base.key") goes into p. */
+static int array(ctx *x, const json_t *obj, const char *base, const char *key, const json_t **arr, size_t *n,
+                 void *items, size_t size, char *p, size_t len)
+{
+    *arr = NULL;
+    if (member(x, obj, base, key, false, K_ARR, arr) < 0)
+        return -1;
+    *n = *arr ? json_array_size(*arr) : 0;
+    *(void **)items = ub_xcalloc(*n ? *n : 1, size, "reading %s", x->path);
+    place(p, len, base, key);
+    return 0;
+}
+
+/* Element i of arr, of kind k; NULL with the message (naming "where[i]") otherwise. */
+static const json_t *element(ctx *x, const json_t *arr, const char *where, size_t i, kind k)
+{
+    const json_t *e = json_array_get(arr, i);
+    if (is_kind(e, k))
+        return e;
+    char p[300];
+    snprintf(p, sizeof p, "%s[%zu]", where, i);
+    fail(x, p, "must be %s, got %s", want[k], type_name(e));
+    return NULL;
+}
+
 static int get_num(ctx *x, const json_t *obj, const char *base, const char *key, bool required, double *out)
 {
     const json_t *v;
-    int rc = member(x, obj, base, key, required, &v);
-    if (rc)
-        return rc;
-    char p[256];
-    if (!json_is_number(v))
-        return fail(x, place(p, sizeof p, base, key), "must be a number, got %s", type_name(v));
-    *out = json_number_value(v);
-    if (!isfinite(*out) || *out < 0)
-        return fail(x, place(p, sizeof p, base, key), "must be a non-negative number, got %g", *out);
-    return 0;
+    int rc = member(x, obj, base, key, required, K_NUM, &v);
+    if (rc == 0)
+        *out = json_number_value(v);
+    return rc;
 }
 
 static int get_int(ctx *x, const json_t *obj, const char *base, const char *key, bool required, long *out)
 {
     const json_t *v;
-    int rc = member(x, obj, base, key, required, &v);
-    if (rc)
-        return rc;
-    char p[256];
-    if (!json_is_integer(v) || json_integer_value(v) < 0)
-        return fail(x, place(p, sizeof p, base, key), "must be a non-negative integer, got %s", type_name(v));
-    *out = (long)json_integer_value(v);
-    return 0;
+    int rc = member(x, obj, base, key, required, K_INT, &v);
+    if (rc == 0)
+        *out = (long)json_integer_value(v);
+    return rc;
 }
 
 static int get_str(ctx *x, const json_t *obj, const char *base, const char *key, bool required, const char **out)
 {
     const json_t *v;
-    int rc = member(x, obj, base, key, required, &v);
-    if (rc)
-        return rc;
-    char p[256];
-    if (!json_is_string(v))
-        return fail(x, place(p, sizeof p, base, key), "must be a string, got %s", type_name(v));
-    *out = json_string_value(v);
-    return 0;
-}
-
-static int get_typed(ctx *x, const json_t *obj, const char *base, const char *key, bool required, json_type t,
-                     const json_t **out)
-{
-    int rc = member(x, obj, base, key, required, out);
-    if (rc)
-        return rc;
-    if (json_typeof(*out) != t) {
-        char p[256];
-        return fail(x, place(p, sizeof p, base, key), "must be %s, got %s",
-                    t == JSON_OBJECT ? "an object" : "an array", type_name(*out));
-    }
-    return 0;
+    int rc = member(x, obj, base, key, required, K_STR, &v);
+    if (rc == 0)
+        *out = json_string_value(v);
+    return rc;
 }
 
 static int load_fit(ctx *x, const json_t *c, const char *base, rp_comm *out)
 {
     const json_t *fit;
-    int rc = get_typed(x, c, base, "fit", false, JSON_OBJECT, &fit);
+    int rc = member(x, c, base, "fit", false, K_OBJ, &fit);
     if (rc)
         return rc < 0 ? -1 : 0;
     char b[64];
@@ -134,7 +155,7 @@ static int load_fit(ctx *x, const json_t *c, const char *base, rp_comm *out)
         get_num(x, fit, b, "max_abs", false, &out->max_abs) < 0 ||
         get_int(x, fit, b, "samples", false, &out->samples) < 0 ||
         get_int(x, fit, b, "distinct_sizes", false, &out->distinct_sizes) < 0 ||
-        get_typed(x, fit, b, "flags", false, JSON_ARRAY, &out->fit_flags) < 0)
+        member(x, fit, b, "flags", false, K_ARR, &out->fit_flags) < 0)
         return -1;
     out->have_fit = true;
     return 0;
@@ -145,21 +166,20 @@ static int load_verdict(ctx *x, const json_t *c, const char *base, rp_comm *out)
     const json_t *v, *reasons = NULL, *s;
     char b[64], p[96];
     snprintf(b, sizeof b, "%s.verdict", base);
-    if (get_typed(x, c, base, "verdict", true, JSON_OBJECT, &v) < 0 || member(x, v, b, "schedulable", true, &s) < 0)
+    if (member(x, c, base, "verdict", true, K_OBJ, &v) < 0)
         return -1;
+    s = json_object_get(v, "schedulable");
     if (!json_is_boolean(s))
-        return fail(x, place(p, sizeof p, b, "schedulable"), "must be a boolean, got %s", type_name(s));
+        return fail(x, place(p, sizeof p, b, "schedulable"), s ? "must be a boolean, got %s" : "missing%s",
+                    s ? type_name(s) : "");
     out->schedulable = json_is_true(s);
-    if (get_typed(x, v, b, "reasons", false, JSON_ARRAY, &reasons) < 0)
+    size_t n;
+    if (array(x, v, b, "reasons", &reasons, &n, &out->reasons, sizeof *out->reasons, p, sizeof p) < 0)
         return -1;
-    size_t n = reasons ? json_array_size(reasons) : 0;
-    out->reasons = ub_xcalloc(n ? n : 1, sizeof *out->reasons, "reading %s", x->path);
     for (size_t i = 0; i < n; i++) {
-        const json_t *r = json_array_get(reasons, i);
-        if (!json_is_string(r)) {
-            snprintf(p, sizeof p, "%s.reasons[%zu]", b, i);
-            return fail(x, p, "must be a string, got %s", type_name(r));
-        }
+        const json_t *r = element(x, reasons, p, i, K_STR);
+        if (!r)
+            return -1;
         out->reasons[out->n_reasons++] = json_string_value(r);
     }
     return 0;
@@ -167,17 +187,16 @@ static int load_verdict(ctx *x, const json_t *c, const char *base, rp_comm *out)
 
 static int load_policies(ctx *x, const json_t *c, const char *base, rp_comm *out)
 {
-    const json_t *arr = NULL;
-    if (get_typed(x, c, base, "policies", false, JSON_ARRAY, &arr) < 0)
+    const json_t *arr;
+    char where[96], b[128];
+    size_t n;
+    if (array(x, c, base, "policies", &arr, &n, &out->policies, sizeof *out->policies, where, sizeof where) < 0)
         return -1;
-    size_t n = arr ? json_array_size(arr) : 0;
-    out->policies = ub_xcalloc(n ? n : 1, sizeof *out->policies, "reading %s", x->path);
     for (size_t i = 0; i < n; i++) {
-        const json_t *e = json_array_get(arr, i);
-        char b[96];
-        snprintf(b, sizeof b, "%s.policies[%zu]", base, i);
-        if (!json_is_object(e))
-            return fail(x, b, "must be an object, got %s", type_name(e));
+        const json_t *e = element(x, arr, where, i, K_OBJ);
+        if (!e)
+            return -1;
+        snprintf(b, sizeof b, "%s[%zu]", where, i);
         rp_policy *p = &out->policies[out->n_policies++];
         p->iteration = NAN; /* a policy that failed carries no number */
         if (get_str(x, e, b, "policy", true, &p->name) < 0 || get_num(x, e, b, "iteration", false, &p->iteration) < 0)
@@ -189,7 +208,7 @@ static int load_policies(ctx *x, const json_t *c, const char *base, rp_comm *out
 static int load_plan(ctx *x, const json_t *c, const char *base, rp_comm *out)
 {
     const json_t *pj;
-    int rc = get_typed(x, c, base, "plan", false, JSON_OBJECT, &pj);
+    int rc = member(x, c, base, "plan", false, K_OBJ, &pj);
     if (rc)
         return rc < 0 ? -1 : 0;
     char b[64], origin[1200], err[1024];
@@ -220,10 +239,11 @@ static int load_plan(ctx *x, const json_t *c, const char *base, rp_comm *out)
 static int load_schedule(ctx *x, const json_t *c, const char *base, rp_schedule *s)
 {
     const json_t *sj, *blocks = NULL;
-    int rc = get_typed(x, c, base, "schedule", false, JSON_OBJECT, &sj);
+    int rc = member(x, c, base, "schedule", false, K_OBJ, &sj);
     if (rc)
         return rc < 0 ? -1 : 0;
-    char b[64], p[128];
+    char b[64], p[160], where[96];
+    size_t n = 0;
     snprintf(b, sizeof b, "%s.schedule", base);
     /* A measurement not taken yet (too few scheduled iterations) is null: shown as a dash. */
     s->measured_iteration = s->measured_pass_through = s->measured_speedup = s->predicted_speedup = NAN;
@@ -237,15 +257,13 @@ static int load_schedule(ctx *x, const json_t *c, const char *base, rp_schedule 
         get_int(x, sj, b, "flushes", false, &s->flushes) < 0 ||
         get_int(x, sj, b, "staging_bytes", false, &s->staging_bytes) < 0 ||
         get_str(x, sj, b, "completion", false, &s->completion) < 0 ||
-        get_typed(x, sj, b, "blocks", false, JSON_ARRAY, &blocks) < 0)
+        array(x, sj, b, "blocks", &blocks, &n, &s->blocks, sizeof *s->blocks, where, sizeof where) < 0)
         return -1;
-    size_t n = blocks ? json_array_size(blocks) : 0;
-    s->blocks = ub_xcalloc(n ? n : 1, sizeof *s->blocks, "reading %s", x->path);
     for (size_t i = 0; i < n; i++) {
-        const json_t *e = json_array_get(blocks, i);
-        snprintf(p, sizeof p, "%s.blocks[%zu]", b, i);
-        if (!json_is_object(e))
-            return fail(x, p, "must be an object, got %s", type_name(e));
+        const json_t *e = element(x, blocks, where, i, K_OBJ);
+        if (!e)
+            return -1;
+        snprintf(p, sizeof p, "%s[%zu]", where, i);
         sim_span *sp = &s->blocks[s->n_blocks++];
         if (get_num(x, e, p, "start", true, &sp->start) < 0 || get_num(x, e, p, "end", true, &sp->end) < 0)
             return -1;
@@ -279,7 +297,7 @@ static int load_comm(ctx *x, const json_t *c, int i, rp_comm *out)
     out->rank = (int)rank;
     out->nranks = (int)nranks;
     const json_t *prof;
-    int rc = get_typed(x, c, b, "profile", false, JSON_OBJECT, &prof);
+    int rc = member(x, c, b, "profile", false, K_OBJ, &prof);
     if (rc < 0)
         return -1;
     if (rc == 0) {
@@ -319,12 +337,12 @@ int rp_from_json(json_t *root, const char *path, rp_report *out, char *err, size
     if (json_integer_value(ver) != RP_VERSION)
         return fail(&x, "usbyte_report", "version %lld is not supported (this usbyte-report reads version %d)",
                     (long long)json_integer_value(ver), RP_VERSION);
-    long rank, world;
+    long rank = 0, world = 0;
     const json_t *comms, *cfg = NULL, *vers = NULL;
     if (get_int(&x, root, "", "rank", true, &rank) < 0 || get_int(&x, root, "", "world_size", true, &world) < 0 ||
-        get_typed(&x, root, "", "comms", true, JSON_ARRAY, &comms) < 0 ||
-        get_typed(&x, root, "", "config", false, JSON_OBJECT, &cfg) < 0 ||
-        get_typed(&x, root, "", "versions", false, JSON_OBJECT, &vers) < 0)
+        member(&x, root, "", "comms", true, K_ARR, &comms) < 0 ||
+        member(&x, root, "", "config", false, K_OBJ, &cfg) < 0 ||
+        member(&x, root, "", "versions", false, K_OBJ, &vers) < 0)
         return -1;
     if (world < 1 || rank >= world)
         return fail(&x, "rank", "%ld is not a rank of a job of world_size %ld", rank, world);

@@ -112,7 +112,7 @@ expect_bad "version 2" "^usbyte-report: $B/v2.json: usbyte_report: version 2 is 
 head -c 500 "${DDP[0]}" > "$B/cut.json"
 expect_bad "truncated JSON" "^usbyte-report: $B/cut.json: .*line [0-9]+" "$B/cut.json"
 jq '.comms[0].fit.alpha = "fast"' "${DDP[0]}" > "$B/alpha.json"
-expect_bad "string alpha" "$B/alpha.json: comms\[0\]\.fit\.alpha: must be a number, got a string" "$B/alpha.json"
+expect_bad "string alpha" "$B/alpha.json: comms\[0\]\.fit\.alpha: must be a non-negative number, got a string" "$B/alpha.json"
 jq '.comms[0].profile.calls[1].bytes = -4' "${DDP[0]}" > "$B/bytes.json"
 expect_bad "negative bytes" "$B/bytes.json: comms\[0\]\.profile: calls\[1\]\.bytes" "$B/bytes.json"
 jq '.comms[0].plan.blocks[0].segments[0][0] = 99' "${DDP[0]}" > "$B/plan.json"

@@ -15,10 +15,12 @@ LIBPATH=$(readlink -f "$LIB")
 # Under ASan its runtime must be preloaded first: usbyte-run has to keep it there.
 pre=""
 [ -n "$SAN" ] && [[ "$SAN" == *address* ]] && pre=$(gcc -print-file-name=libasan.so)
+# urun ARGS...: usbyte-run with the sanitizer runtime (if any) already in LD_PRELOAD.
+urun() { LD_PRELOAD="$pre${LD_PRELOAD:+${pre:+ }$LD_PRELOAD}" "$RUN" "$@"; }
 
 run ddp "$WORK/base.out" 4 no -- ddp_like "${ARGS[@]}"
 rc=0
-LD_PRELOAD=$pre "$RUN" --report "$WORK/r" --policy mgwfbp --log info -- \
+urun --report "$WORK/r" --policy mgwfbp --log info -- \
     "$EMU_RUN" -n 4 --timeout 60 -- "$TRAINERS/ddp_like" "${ARGS[@]}" > "$WORK/lib.out" 2> "$WORK/lib.err" || rc=$?
 [ $rc -eq 0 ] || { fail "usbyte-run: exit $rc"; sed 's/^/    | /' "$WORK/lib.err" | tail -30; }
 $CHECK checksums --world 4 "$WORK/base.out" "$WORK/lib.out" || fail "results differ with usbyte-run"
@@ -38,26 +40,26 @@ want=$(jq -r '.comms[0].measured_iteration * 1000 | . * 1000 | round / 1000 | to
 grep -q "measured iteration $(printf '%.3f' "$want") ms" "$WORK/lib.err" || fail "summary's iteration is not $want ms"
 
 # A second run into the same directory: its own files, the earlier job's left alone.
-"$RUN" --report "$WORK/r" -- "$EMU_RUN" -n 2 --timeout 60 -- "$TRAINERS/ddp_like" "${ARGS[@]}" \
+urun --report "$WORK/r" -- "$EMU_RUN" -n 2 --timeout 60 -- "$TRAINERS/ddp_like" "${ARGS[@]}" \
     > /dev/null 2> "$WORK/second.err" || fail "second run: exit $?"
 grep -q "^usbyte: 2 of 2 rank reports" "$WORK/second.err" || fail "second run mixed with the first: $(grep usbyte: "$WORK/second.err")"
 
 # The command's exit status, and no report when there was no NCCL call.
 rc=0
-"$RUN" --report "$WORK/x" -- sh -c 'exit 7' 2> "$WORK/exit.err" || rc=$?
+urun --report "$WORK/x" -- sh -c 'exit 7' 2> "$WORK/exit.err" || rc=$?
 [ $rc -eq 7 ] || fail "exit status $rc, want the command's 7"
 grep -q "no usbyte report" "$WORK/exit.err" || fail "does not say that no report was written"
 rc=0
-"$RUN" --mode off --report "$WORK/off" -- "$EMU_RUN" -n 2 --timeout 60 -- "$TRAINERS/ddp_like" "${ARGS[@]}" \
+urun --mode off --report "$WORK/off" -- "$EMU_RUN" -n 2 --timeout 60 -- "$TRAINERS/ddp_like" "${ARGS[@]}" \
     > /dev/null 2> "$WORK/off.err" || rc=$?
 [ $rc -eq 0 ] || fail "--mode off: exit $rc"
 grep -q "no usbyte report .*USBYTE_MODE=off" "$WORK/off.err" || fail "--mode off: $(tail -2 "$WORK/off.err")"
 
 # The user's LD_PRELOAD entries stay, after ours; ours is not added twice.
-out=$(LD_PRELOAD="/lib/nonexistent-a.so:$LIBPATH" "$RUN" --report "$WORK/x" -- sh -c 'printf %s "$LD_PRELOAD"' 2> /dev/null)
-[ "$out" = "$LIBPATH /lib/nonexistent-a.so" ] || fail "LD_PRELOAD became '$out'"
+out=$(LD_PRELOAD="/lib/nonexistent-a.so:$LIBPATH" urun --report "$WORK/x" -- sh -c 'printf %s "$LD_PRELOAD"' 2> /dev/null)
+[ "$out" = "${pre:+$pre }$LIBPATH /lib/nonexistent-a.so" ] || fail "LD_PRELOAD became '$out'"
 # A USBYTE_REPORT of the user's is kept when --report is not given.
-USBYTE_REPORT="$WORK/own/rep-%r.json" "$RUN" -- "$EMU_RUN" -n 2 --timeout 60 -- "$TRAINERS/ddp_like" "${ARGS[@]}" \
+USBYTE_REPORT="$WORK/own/rep-%r.json" urun -- "$EMU_RUN" -n 2 --timeout 60 -- "$TRAINERS/ddp_like" "${ARGS[@]}" \
     > /dev/null 2> "$WORK/own.err" || fail "own USBYTE_REPORT: exit $?"
 [ -f "$WORK/own/rep-0.json" ] && [ -f "$WORK/own/rep-1.json" ] && [ -s "$WORK/own/usbyte-report.html" ] ||
     fail "own USBYTE_REPORT: $(ls "$WORK/own" 2>&1)"

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "report.h"
+#include "../../tools/report.h" /* tools/ is not on the include path of the tests */
 
 /* One communicator, two calls, a one-block plan: the shape docs/runtime.md gives. */
 #define COMM(RANK, PLAN_SECONDS)                                                                                   \
@@ -88,7 +88,7 @@ static void test_bad_reports(void **state)
     expect_bad("{\"usbyte_report\": 1, \"rank\": 0, \"world_size\": 1}", "bad.json: comms: missing");
     expect_bad("{\"usbyte_report\": 1, \"rank\": 2, \"world_size\": 2, \"comms\": []}",
                "bad.json: rank: 2 is not a rank of a job of world_size 2");
-    expect_bad(REPORT(0, 1, "{\"state\": 3}"), "bad.json: comms[0].state: must be a string, got an integer");
+    expect_bad(REPORT(0, 1, "{\"state\": 3}"), "bad.json: comms[0].state: must be a string, got 3");
     expect_bad(REPORT(0, 1, "{\"state\": \"detect\", \"verdict\": {\"schedulable\": 1}}"),
                "bad.json: comms[0].verdict.schedulable: must be a boolean, got an integer");
     expect_bad(REPORT(0, 1, "{\"state\": \"detect\", \"verdict\": {\"schedulable\": false}, \"measured_iteration\": -1}"),
