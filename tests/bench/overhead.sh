@@ -25,12 +25,16 @@ row() { # NAME WHAT
 }
 run none "" observe
 run off "$USBYTE_PRELOAD" off
+state_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['comms'][0]['state'])" "$WORK/report-0.json" 2>/dev/null || echo "?"; }
 run observe "$USBYTE_PRELOAD" observe
-state=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['comms'][0]['state'])" "$WORK/report-0.json" 2>/dev/null || echo "?")
+observe_state=$(state_of)
+run schedule "$USBYTE_PRELOAD" schedule
+schedule_state=$(state_of)
 echo "host ns per call, median of $REPEAT runs: through the linked symbol, direct to the real function, difference"
-printf '%-34s %-26s %-26s %-26s\n' "" "no library" "preloaded, USBYTE_MODE=off" "preloaded, observe (steady)"
+printf '%-18s %-26s %-26s %-26s %-26s\n' "" "no library" "preloaded, USBYTE_MODE=off" "observe (steady)" "schedule (steady)"
 for what in ncclAllReduce cudaEventRecord; do
-    printf '%-34s %-26s %-26s %-26s\n' "$what" "$(row none $what)" "$(row off $what)" "$(row observe $what)"
+    printf '%-18s %-26s %-26s %-26s %-26s\n' "$what" "$(row none $what)" "$(row off $what)" "$(row observe $what)" "$(row schedule $what)"
 done
-echo "observe: communicator state when timing ran: $state (after warm-up, agreement and plan)"
+echo "communicator state when timing ran: observe $observe_state, schedule $schedule_state (after warm-up, agreement and plan)"
+echo "schedule: an intercepted allreduce is deferred and its iteration's blocks issued from it; the real call is one allreduce"
 echo "cudaEventRecord is on a stream usbyte is not involved with (the wrappers' fast path)"
