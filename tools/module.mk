@@ -30,7 +30,7 @@ $(BUILD)/usbyte-run: tools/usbyte-run
 ALL += $(BUILD)/usbyte-run
 
 # Their tests: the report reader's unit test, the report, doctor, run and install scripts.
-REPORT_TEST_BINS := $(BUILD)/tests/unit/test_report_load
+REPORT_TEST_BINS := $(BUILD)/tests/unit/test_report_load $(BUILD)/tests/unit/test_report_html
 $(REPORT_TEST_BINS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(REPORT_LIB_OBJS) $(PLAN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(REPORT_LIB_OBJS) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm

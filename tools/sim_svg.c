@@ -234,7 +234,7 @@ int sim_svg_emit(FILE *f, const ub_profile *prof, const ub_plan *const *plans, i
     for (size_t i = 0; i < n_legend; i++) {
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>", lx, ly - 10, legend[i].color);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 18, ly, legend[i].text);
-        lx += 18 + 6.8 * (double)strlen(legend[i].text) + 18;
+        lx += 18 + 6.2 * (double)strlen(legend[i].text) + 12; /* about 6.2 px per character at 12 px */
     }
     fputs("</svg>\n", f);
     free(done);

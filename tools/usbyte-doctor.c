@@ -50,6 +50,7 @@ typedef struct elf_facts {
     bool has_dynsym;
     sym_info nccl, cuda;
     char nccl_version[64];  /* from "NCCL version X" in the file's data */
+    bool cudart_names;      /* the CUDA runtime's table of error names is in the file's data */
 } elf_facts;
 
 static const char *NCCL_SYM = "ncclAllReduce", *CUDA_SYM = "cudaEventRecord";
@@ -117,18 +118,21 @@ static void read_verneed(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, vnames *v)
     }
 }
 
-/* Finds "NCCL version <version>" in the file's loaded, read-only data. */
-static void find_nccl_version(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, elf_facts *e)
+/* Finds, in the file's loaded read-only data, "NCCL version <version>" and the CUDA runtime's
+ * error names (cudaGetErrorName's table, which only a runtime linked in carries): what is left of
+ * a static NCCL or CUDA runtime once the symbols are stripped. */
+static void find_strings(Elf_Scn *scn, GElf_Shdr *sh, elf_facts *e)
 {
-    if (sh->sh_type != SHT_PROGBITS || !(sh->sh_flags & SHF_ALLOC) || (sh->sh_flags & SHF_EXECINSTR) || e->nccl_version[0])
+    if (sh->sh_type != SHT_PROGBITS || !(sh->sh_flags & SHF_ALLOC) || (sh->sh_flags & SHF_EXECINSTR))
         return;
     Elf_Data *d = elf_getdata(scn, NULL);
     if (!d || !d->d_buf)
         return;
-    static const char key[] = "NCCL version ";
+    static const char key[] = "NCCL version ", rt[] = "cudaErrorInitializationError";
     const char *p = d->d_buf, *end = p + d->d_size;
-    (void)elf;
-    while ((p = memmem(p, (size_t)(end - p), key, sizeof key - 1)) != NULL) {
+    if (memmem(p, d->d_size, rt, sizeof rt))
+        e->cudart_names = true;
+    while (!e->nccl_version[0] && p < end && (p = memmem(p, (size_t)(end - p), key, sizeof key - 1)) != NULL) {
         const char *v = p + sizeof key - 1;
         size_t n = 0;
         while (v + n < end && n < sizeof e->nccl_version - 1 &&
@@ -226,7 +230,7 @@ static int inspect(const char *path, elf_facts *e, char *why, size_t len)
         }
         default: break;
         }
-        find_nccl_version(elf, scn, &sh, e);
+        find_strings(scn, &sh, e);
     }
     /* .dynsym: imports, exports and their version nodes. */
     size_t nccl_ix = 0, cuda_ix = 0;
@@ -381,7 +385,7 @@ static int diagnose(const char *path)
     if (is_cudart) {
         uses_cuda = true;
         printf("  CUDA runtime: this is the CUDA runtime itself (SONAME %s)\n", e.soname);
-    } else if (is_nccl && c->defined) {
+    } else if (is_nccl && (c->defined || e.cudart_names)) {
         /* NVIDIA links NCCL with its own static runtime: those are NCCL's calls, not the framework's. */
         printf("  CUDA runtime: NCCL's own, linked statically into it (as NVIDIA builds NCCL): its internal calls "
                "are not the framework's and do not matter to usbyte\n");
@@ -408,6 +412,12 @@ static int diagnose(const char *path)
         cuda_problem = "the CUDA runtime is linked statically";
         printf("  CUDA runtime: linked statically (%s defined in the file at 0x%llx): completion cannot be redirected, "
                "so schedule mode is impossible; observe can still measure the NCCL calls\n", CUDA_SYM, c->addr);
+    } else if (e.cudart_names) {
+        uses_cuda = true;
+        cuda_problem = "the CUDA runtime is linked statically";
+        printf("  CUDA runtime: linked statically (the runtime's error names are in the file, its symbols stripped): "
+               "completion cannot be redirected, so schedule mode is impossible; observe can still measure the NCCL "
+               "calls\n");
     } else {
         printf("  CUDA runtime: not used (no %s)\n", CUDA_SYM);
     }

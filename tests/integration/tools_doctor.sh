@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # usbyte-doctor on ELF files this test builds: a program importing NCCL and the CUDA runtime
 # dynamically (against the emulator's libraries, and against CUDA_HOME's real ones when present),
-# one defining its own ncclAllReduce, one linked with libcudart_static.a, a -Bsymbolic shared
+# one defining its own ncclAllReduce, one linked with libcudart_static.a (and stripped), a -Bsymbolic shared
 # library defining ncclAllReduce (and the same library without -Bsymbolic, whose calls go through
 # its PLT), a program importing cudaEventRecord under another version node, a non-ELF file and a
 # truncated ELF; then CUDA_HOME's libnccl.so.2 (its version equals nccl.h's) and --python with a
@@ -115,6 +115,11 @@ if [ -f "$CUDA_HOME/lib64/libcudart_static.a" ]; then
     expect "libcudart_static.a" 1 "$IMPORTED" \
         'CUDA runtime: linked statically \(cudaEventRecord defined in the file at 0x[0-9a-f]+\): completion cannot be redirected' \
         'verdict: observe only: the CUDA runtime is linked statically' -- "$W/static_rt"
+    # Stripped, the runtime is still recognised by the error names it carries.
+    strip -o "$W/static_rt_stripped" "$W/static_rt"
+    expect "libcudart_static.a, stripped" 1 "$IMPORTED" \
+        'CUDA runtime: linked statically \(the runtime.s error names are in the file, its symbols stripped\)' \
+        'verdict: observe only' -- "$W/static_rt_stripped"
 else
     echo "info: $CUDA_HOME/lib64/libcudart_static.a not found: static runtime case skipped"
 fi
