@@ -81,6 +81,14 @@ grep -q 'id="optimal-0">optimal' "$WORK/out-sched/usbyte-report.html" || fail "s
 grep -q '>Scheduled<' "$WORK/out-sched/usbyte-report.html" || fail "schedule: verdict does not say scheduled"
 grep -q '<th>scheduled iteration (ms)</th>' "$WORK/out-sched/usbyte-report.html" || fail "schedule: no per-rank column"
 
+# ---- two communicators: the second a copy of the first under index 1 ----
+mkdir -p "$WORK/two"
+for f in "${DDP[@]}"; do jq '.comms += [.comms[0] | .index = 1]' "$f" > "$WORK/two/$(basename "$f")"; done
+mapfile -t TWO < <(reports "$WORK/two" 4)
+"$REPORT" --quiet "${TWO[@]}" -o "$WORK/out-two" || fail "two communicators: exit $?"
+check "two communicators" "$WORK/out-two" "${TWO[@]}"
+grep -q 'id="comm-1"' "$WORK/out-two/usbyte-report.html" || fail "two communicators: no section for the second"
+
 # ---- ranks that disagree: rank 2's plan and rank 3's verdict changed ----
 mkdir -p "$WORK/diff"
 cp "${DDP[0]}" "${DDP[1]}" "$WORK/diff/"
