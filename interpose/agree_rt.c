@@ -70,6 +70,13 @@ static void verdict(ub_comm *c, const ub_agreed *a)
                                      "synchronises with other streams implicitly: issue collectives on a stream of "
                                      "their own (cudaStreamNonBlocking)");
     }
+    if (a->flags.period_refuted > 0) {
+        r->schedulable = false;
+        ub_comm_report_add_reason(r, "the period found (%u calls) is refuted by the buffer addresses on some rank "
+                                     "(equal-sized calls repeat within an iteration): detection restarts one "
+                                     "iteration after the agreement, needing a longer repeating region",
+                                  c->period);
+    }
     if (a->flags.p2p > 0) {
         r->schedulable = false;
         ub_comm_report_add_reason(r, "point-to-point calls (ncclSend/ncclRecv) in the iteration: their groups must "
@@ -128,6 +135,16 @@ static bool agree_buffers(ub_comm *c)
     return c->agree_host && c->agree_dev && c->agree_done;
 }
 
+/* The period of this rank's full signatures (buffers included), 0 when its detector has none. */
+static double full_period(const ub_comm *c)
+{
+    uint32_t p = 0;
+    uint64_t start;
+    if (!c->det_full || !ub_iterdet_locked(c->det_full, &p, &start))
+        p = 0;
+    return (double)p;
+}
+
 /* Some allreduce had no event recorded right after it: per-call completion cannot be offered. */
 static bool missing_own_end(const ub_comm *c)
 {
@@ -182,6 +199,9 @@ void ub_comm_agree_issue(ub_comm *c)
             .legacy_stream = c->legacy_stream ? 1.0 : 0.0,
             .missing_own_end = missing_own_end(c) ? 1.0 : 0.0,
             .p2p = c->p2p ? 1.0 : 0.0,
+            .period_refuted = c->period_refuted ? 1.0 : 0.0,
+            .addr_period = full_period(c),
+            .neg_addr_period = -full_period(c),
         },
     };
     if (!agree_buffers(c))
@@ -406,7 +426,9 @@ void ub_comm_agree_read(ub_comm *c, bool block)
         ub_comm_stop_profiling(c);
         c->state = UB_COMM_PLANNED;
         c->reason[0] = '\0';
-        if (ub_cfg.mode == UB_MODE_SCHEDULE)
+        c->refuted = agreed.flags.period_refuted > 0;
+        c->addr_period = agreed.flags.addr_period == -agreed.flags.neg_addr_period ? (uint32_t)agreed.flags.addr_period : 0;
+        if (ub_cfg.mode == UB_MODE_SCHEDULE && !c->refuted)
             prepare_schedule(c);
         ub_agreed_free(&agreed);
     }

@@ -16,6 +16,9 @@
 #include "state.h"
 #include "usbyte/types.h"
 
+/* The detector's min_span (usbyte/iteration.h). */
+#define UB_MIN_SPAN 16u
+
 /* Bytes of the device-to-device copy timed in the warm-up (staging's copy_beta). */
 #define COPY_PROBE_BYTES (8u << 20)
 
@@ -124,8 +127,10 @@ static ub_comm *comm_get(ncclComm_t handle, bool create)
     c->rank = c->nranks = -1;
     c->cur_iter = c->cur_call = -1;
     ub_comm_report_init(&c->report);
-    ub_iterdet_config dc = {.min_span = 16};
+    c->min_period = 0;
+    ub_iterdet_config dc = {.min_span = UB_MIN_SPAN};
     c->det = ub_iterdet_new(&dc);
+    c->det_full = ub_iterdet_new(&dc);
     c->state = UB_COMM_DETECT;
     if (!c->det)
         ub_comm_set_state(c, UB_COMM_DISABLED, "out of memory");
@@ -222,9 +227,11 @@ void ub_comm_stop_profiling(ub_comm *c)
     ub_record_free(&c->rec);
     free(c->pos_call);
     free(c->pos_sig);
+    free(c->pos_buf);
     free(c->has_end_event);
     c->pos_call = NULL;
     c->pos_sig = NULL;
+    c->pos_buf = NULL;
     c->has_end_event = NULL;
 }
 
@@ -274,7 +281,9 @@ void ub_comm_ending(ncclComm_t handle, int id)
             c->agree_host = NULL;
             c->copy_buf = NULL;
             ub_iterdet_free(c->det);
+            ub_iterdet_free(c->det_full);
             c->det = NULL;
+            c->det_full = NULL;
             c->handle = NULL; /* kept in all_comms for the report */
         }
     }
@@ -386,11 +395,13 @@ static void start_profiling(ub_comm *c, uint64_t first)
     bool recorder = ub_record_init(&c->rec, ub_cfg.warmup, (int)c->period) == 0;
     c->pos_call = calloc(c->period, sizeof *c->pos_call);
     c->pos_sig = calloc(c->period, sizeof *c->pos_sig);
+    c->pos_buf = calloc(2 * (size_t)c->period, sizeof *c->pos_buf);
     c->has_end_event = calloc(c->period, sizeof *c->has_end_event);
+    c->period_refuted = c->refuted = false;
     c->nccl_stream = NULL;
     c->multi_stream = c->legacy_stream = c->p2p = false;
     c->copy_t0 = c->copy_t1 = NAN;
-    if (!recorder || !c->pos_call || !c->pos_sig || !c->has_end_event)
+    if (!recorder || !c->pos_call || !c->pos_sig || !c->pos_buf || !c->has_end_event)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot allocate the warm-up recorder");
     else if (ub_timing_start(&c->tm) != 0)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot create the timing events or private streams");
@@ -414,8 +425,8 @@ static void start_profiling(ub_comm *c, uint64_t first)
 void ub_comm_redetect(ub_comm *c, const char *why)
 {
     ub_iterdet_free(c->det);
-    ub_iterdet_config dc = {.min_span = 16};
-    c->det = ub_iterdet_new(&dc);
+    ub_iterdet_config dc = {.min_span = UB_MIN_SPAN, .min_period = c->min_period};
+    c->det = ub_iterdet_new(&dc); /* det_full keeps its evidence: it spans the restarts */
     c->deviations = 0;
     c->report.have_plans = false;
     if (!c->det) {
@@ -509,8 +520,18 @@ static int record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint64_t
     }
     if (!rec_ok)
         return -1;
-    ub_stream *st = ub_stream_get(d->stream, c);
     int k = c->pos_call[pos];
+    /* The portable sequence cannot tell equal-sized calls apart (a repeated block of layers looks
+     * like a whole iteration); the buffers can: an allreduce of a true period reduces the same
+     * buffers every iteration (parameters' gradients, DDP's buckets).  Rank-local evidence, which
+     * the agreement combines. */
+    if (k >= 0 && it == 0) {
+        c->pos_buf[2 * pos] = d->send;
+        c->pos_buf[2 * pos + 1] = d->recv;
+    } else if (k >= 0 && (c->pos_buf[2 * pos] != d->send || c->pos_buf[2 * pos + 1] != d->recv)) {
+        c->period_refuted = true;
+    }
+    ub_stream *st = ub_stream_get(d->stream, c);
     if (k < 0 || !st || st->comm != c)
         return -1;
     c->cur_call = k;
@@ -595,6 +616,14 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     }
     ub_iter_result res;
     ub_iterdet_feed(c->det, sig, &res);
+    if (c->det_full) { /* every call before the plan runs (SCHEDULE returned above) */
+        /* Rank-local: only its period goes into the agreement, as evidence. */
+        ub_iter_result full;
+        ub_call_sig fs = cs;
+        fs.sendbuf = (uintptr_t)d->send;
+        fs.recvbuf = (uintptr_t)d->recv;
+        ub_iterdet_feed(c->det_full, ub_sig_full(&fs), &full);
+    }
     if (res.event == UB_ITER_IN_PHASE || res.event == UB_ITER_LOCKED)
         if (res.position == 0 && c->state != UB_COMM_DETECT)
             c->iterations_observed++;
@@ -628,9 +657,24 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         return false;
     }
     if (c->state == UB_COMM_AGREE || c->state == UB_COMM_PLANNED) {
-        if (ub_cfg.mode == UB_MODE_SCHEDULE && res.index == c->agree_at + c->period) {
+        if (res.index == c->agree_at + c->period && (ub_cfg.mode == UB_MODE_SCHEDULE || c->state == UB_COMM_AGREE)) {
             read_agreement_at_switch(c);
-            if (c->state == UB_COMM_PLANNED && c->sched.ready) {
+            if (c->state == UB_COMM_PLANNED && c->refuted) {
+                /* Agreed: the period is refuted by some rank's buffers.  Every rank restarts at
+                 * this same call, looking for a longer period: the one every rank's full
+                 * signatures repeat with, when they all found the same multiple, else twice it. */
+                char why[200];
+                uint32_t next = c->addr_period > c->period && c->addr_period % c->period == 0 ? c->addr_period
+                                                                                              : 2 * c->period;
+                snprintf(why, sizeof why, "a period of %u calls is refuted by the buffer addresses", c->period);
+                if (next > UB_ITER_MAX_PERIOD) {
+                    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
+                } else {
+                    c->min_period = next;
+                    ub_debug("communicator %d: %s; looking for a period of at least %u calls", c->index, why, next);
+                    ub_comm_redetect(c, why);
+                }
+            } else if (c->state == UB_COMM_PLANNED && c->sched.ready) {
                 ub_sched_begin(c);
                 bool held = ub_sched_call(c, d, sig);
                 ub_state_unlock();

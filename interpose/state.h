@@ -110,6 +110,12 @@ struct ub_comm {
     ub_timing tm;
     int *pos_call;            /* position in the period -> allreduce index, -1 other calls */
     uint64_t *pos_sig;        /* position in the period -> portable signature */
+    const void **pos_buf;     /* position -> send and recv buffers of the first profiled iteration */
+    bool period_refuted;      /* this rank: some allreduce's buffers differ one period later */
+    bool refuted;             /* agreed: the period is refuted; detection restarts at agree_at + period */
+    uint32_t min_period;      /* the detector's shortest period: past a period refuted by the buffers */
+    uint32_t addr_period;     /* agreed: the full signatures' period (0: the ranks differ or none) */
+    ub_iterdet *det_full;     /* rank-local: the same detector on full signatures (buffers included) */
     cudaStream_t nccl_stream; /* stream of the first profiled allreduce */
     bool multi_stream;        /* allreduces on more than one stream */
     bool legacy_stream;       /* an allreduce on the legacy or a per-thread default stream */

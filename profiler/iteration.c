@@ -217,7 +217,7 @@ static int search_step(ub_iterdet *d, uint64_t i)
             m = i + 1 - p - lo;
         d->stamp[p] = i + 1;
         d->run[p] = (uint32_t)m;
-        if (m >= p && m + p >= d->cfg.min_span) {
+        if (m >= p && m + p >= d->cfg.min_span && p >= d->cfg.min_period) {
             d->state = LOCKED;
             d->period = (uint32_t)p;
             d->start = i + 1 - m - p;

@@ -66,6 +66,8 @@ typedef struct ub_iterdet_config {
     uint32_t max_period;   /* longest iteration searched, 1..UB_ITER_MAX_PERIOD; 0: the limit */
     uint32_t min_span;     /* calls the repeating region needs before locking (2p at least anyway);
                               0: no more than 2p; clamped to H (see Definition) */
+    uint32_t min_period;   /* shortest period that may lock (0 or 1: any): a period refuted by other
+                              evidence (the buffers) is not found again */
     uint32_t max_chain;    /* earlier occurrences examined per call while searching; 0: 256 */
     uint64_t search_limit; /* calls since the last deviation/reset without a lock before giving
                               up; 0: 4*max_period */

@@ -73,7 +73,10 @@ void ub_summary_free(ub_summary *s);
     X(multi_stream, "1: the allreduces of an iteration were issued on more than one stream")   \
     X(legacy_stream, "1: an allreduce was issued on the legacy or a per-thread default stream") \
     X(missing_own_end, "1: some allreduce had no event recorded right after it")               \
-    X(p2p, "1: point-to-point calls in the iteration")
+    X(p2p, "1: point-to-point calls in the iteration")                                         \
+    X(period_refuted, "1: an allreduce's buffers differ from the same position's one period earlier") \
+    X(addr_period, "the period of the full signatures (buffers included), 0 when none")        \
+    X(neg_addr_period, "its negation: every rank found the same iff max == -max(-x)")
 
 typedef struct ub_agree_flags {
 #define X(field, meaning) double field;
@@ -108,7 +111,7 @@ typedef struct ub_agree_settings {
 #define UB_AGREE_HEADER_FIELDS 12
 #define UB_AGREE_HEADER_LEN (2 * UB_AGREE_HEADER_FIELDS)
 #define UB_AGREE_PER_CALL 7
-#define UB_AGREE_FLAG_COUNT 9
+#define UB_AGREE_FLAG_COUNT 12
 #define UB_AGREE_GLOBALS (UB_AGREE_FLAG_COUNT + 2)
 #define UB_AGREE_MAX_LEN (UB_AGREE_HEADER_LEN + UB_AGREE_PER_CALL * UB_AGREE_CAP + UB_AGREE_GLOBALS)
 #define UB_AGREE_SUM_LEN (UB_AGREE_CAP + 1)

@@ -13,6 +13,8 @@
  *        stream on the host, then read; per-call: an event after each call, waited on per buffer;
  *        query-poll: the issuing thread polls cudaEventQuery on the last call's event.
  *   --mixed                              float16 and float32 calls, sum and avg, out of place
+ *   --repeat-sizes                       sizes repeat every 3 calls (equal-sized layers): only the
+ *                                        buffers tell the true period
  *   --size-change-at IT                  from iteration IT, call M/2 has one element more
  *   --barrier-at IT                      an allreduce of one int32 and a stream sync before IT
  *   --early-consumer-at IT               the issuing thread waits on call 0's event right after
@@ -36,7 +38,7 @@ cudaError_t usbyteEmuSetCapturing(cudaStream_t stream, int capturing) __attribut
 typedef struct opts {
     int iters, calls, elems;
     const char *consumer;
-    bool mixed, two_comms, second_thread;
+    bool mixed, two_comms, second_thread, repeat_sizes;
     int size_change_at, barrier_at, early_at, destroy_at, exit_at, capture_at, p2p_at, fork_at;
 } opts;
 
@@ -106,6 +108,11 @@ static int get_elem(const call *k, const void *buf, size_t i)
     return k->dtype == ncclFloat16 ? int_of_half(((const uint16_t *)buf)[i]) : (int)((const float *)buf)[i];
 }
 
+static size_t count_of(const job *j, int c)
+{
+    return j->o.repeat_sizes ? (size_t)j->o.elems * (size_t)(1 + c % 3) : (size_t)j->o.elems * (size_t)(1 + c % 5) + (size_t)c;
+}
+
 static void setup(job *j)
 {
     int nc = j->o.calls;
@@ -118,7 +125,7 @@ static void setup(job *j)
         k->op = j->o.mixed && c % 4 == 2 ? ncclAvg : ncclSum;
         k->out_of_place = j->o.mixed && c % 2 == 1;
         k->esize = k->dtype == ncclFloat16 ? 2 : 4;
-        k->count = (size_t)j->o.elems * (size_t)(1 + c % 5) + (size_t)c;
+        k->count = count_of(j, c);
         k->cap = k->count + 1;
         CUDA_OK(cudaMallocHost(&k->h_in, k->cap * k->esize));
         CUDA_OK(cudaMallocHost(&k->h_out, k->cap * k->esize));
@@ -138,7 +145,7 @@ static void setup(job *j)
 static void issue(job *j, int m, int c, int it)
 {
     call *k = &j->calls[m * j->o.calls + c];
-    k->count = (size_t)j->o.elems * (size_t)(1 + c % 5) + (size_t)c;
+    k->count = count_of(j, c);
     if (j->o.size_change_at >= 0 && it >= j->o.size_change_at && c == j->o.calls / 2)
         k->count++;
     for (size_t i = 0; i < k->count; i++)
@@ -306,6 +313,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--elems")) o->elems = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--consumer") && i + 1 < argc) o->consumer = argv[++i];
         else if (!strcmp(a, "--mixed")) o->mixed = true;
+        else if (!strcmp(a, "--repeat-sizes")) o->repeat_sizes = true;
         else if (!strcmp(a, "--two-comms")) o->two_comms = true;
         else if (!strcmp(a, "--second-thread")) o->second_thread = true;
         else if (!strcmp(a, "--size-change-at")) o->size_change_at = opt_int(argc, argv, &i);

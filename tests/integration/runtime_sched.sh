@@ -3,7 +3,7 @@
 # every iteration checked on the host against the exact sum or mean over ranks): the consumers that
 # rely on stream order (one end event, a host stream sync, events per call, a query loop), mixed
 # float16/float32 sum/avg and out-of-place calls, and one run per fault of DESIGN.md section 1
-# (a size change on every rank, a barrier between iterations, a capturing stream, a point-to-point
+# (a size change on every rank, a barrier between iterations, equal sizes that hide the period, a capturing stream, a point-to-point
 # group, destroy and exit with blocks pending, two communicators interleaved, calls from a second
 # thread, fork), each ending with correct results; an early host consumer ends in the diagnostic and
 # an abort within 2 s, never a hang (the launcher's timeout is the hang detector).
@@ -91,6 +91,11 @@ report per-call 'assert c["state"] == "schedule" and s["completion"] == "call", 
 # Per-call completion without an event after every call: refused, stream completion used.
 USBYTE_COMPLETION=call run call-refused ok --consumer end-event
 report call-refused 'assert c["state"] == "schedule" and s["completion"] == "stream" and "refused" in s["completion_note"], "call accepted"'
+
+# Equal sizes repeating within the iteration: the portable sequence locks a period of 3, the
+# buffers refute it on every rank, detection restarts and finds the true 24.
+run repeat-sizes ok --iters 40 --repeat-sizes
+report repeat-sizes 'assert c["state"] == "schedule" and c["calls_per_iteration"] == 24 and s["iterations"] >= 8, "period %r" % c.get("calls_per_iteration")'
 
 # Faults: each ends in correct results.
 run size-change ok --iters 30 --size-change-at 10
