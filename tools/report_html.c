@@ -480,7 +480,7 @@ static void plan_table(page *pg, const rp_comm *c, int rank, int pos)
         out(pg, " &middot; <span class=\"diff\">the model gives %.3f ms for this plan</span>", p->iteration * 1e3);
     out(pg, "</p>\n<table class=\"sortable\" id=\"plan-blocks-%d\"><thead><tr><th>block</th><th>start (ms)</th>"
             "<th>end (ms)</th><th>bytes</th><th>segments [call, offset, length]</th>%s</tr></thead><tbody>\n",
-        c->index, s->present ? "<th>measured start (ms)</th><th>measured end (ms)</th>" : "");
+        c->index, s->n_blocks ? "<th>measured start (ms)</th><th>measured end (ms)</th>" : "");
     for (uint32_t b = 0; b < p->n_blocks; b++) {
         const ub_block *blk = &p->blocks[b];
         uint64_t bytes = 0;
@@ -496,7 +496,7 @@ static void plan_table(page *pg, const rp_comm *c, int rank, int pos)
                 (unsigned long long)sg->length);
         }
         out(pg, "</td>");
-        if (s->present) {
+        if (s->n_blocks) {
             if ((int)b < s->n_blocks) {
                 num(pg, "td", "class=\"n\"", rank, 1e3, 3, s->blocks[b].start, "comms/%d/schedule/blocks/%u/start", pos, b);
                 num(pg, "td", "class=\"n\"", rank, 1e3, 3, s->blocks[b].end, "comms/%d/schedule/blocks/%u/end", pos, b);
@@ -507,8 +507,11 @@ static void plan_table(page *pg, const rp_comm *c, int rank, int pos)
         out(pg, "</tr>\n");
     }
     out(pg, "</tbody></table>\n");
-    if (s->present && s->n_blocks != (int)p->n_blocks)
+    /* The runtime measures the blocks it issued; a different count means it did not follow the plan. */
+    if (s->n_blocks && s->n_blocks != (int)p->n_blocks)
         out(pg, "<p class=\"diff\">%d blocks measured, the plan has %u</p>\n", s->n_blocks, p->n_blocks);
+    else if (s->present && !s->n_blocks)
+        out(pg, "<p>The report holds no measured blocks.</p>\n");
 }
 
 static void timeline(page *pg, const rp_comm *c, int rank)
@@ -529,8 +532,8 @@ static void timeline(page *pg, const rp_comm *c, int rank)
              c->nranks);
     out(pg, "<h3>Timelines: %s every policy's plan under the model</h3>\n<div class=\"timeline\" "
             "id=\"timeline-%d\">\n",
-        c->schedule.present ? "the chosen plan with the blocks measured in schedule mode, then" : "", c->index);
-    if (c->schedule.present && chosen >= 0) {
+        c->schedule.n_blocks ? "the chosen plan with the blocks measured in schedule mode, then" : "", c->index);
+    if (c->schedule.n_blocks && chosen >= 0) {
         /* Its own drawing first, so that the measurement sits right under the plan it ran. */
         snprintf(msub, sizeof msub, "%s; measured blocks: rank %d, one steady iteration", sub, rank);
         sim_svg_opts mo = {.title = "chosen plan and measured", .subtitle = msub, .measured = c->schedule.blocks,

@@ -5,9 +5,9 @@
 # timeline lane, plan block, profile call and rank row is there, the page loads nothing from
 # outside, its SVGs are well-formed, the trace's blocks are the report's plan and usbyte-sim's
 # plans of the other policies; the timeline is usbyte-sim --svg's drawing; a schedule-mode report
-# (derived from a real one by adding the runtime's "schedule" object) shows its measurements;
-# ranks that disagree are shown in red and exit 1; another report version and malformed input
-# exit 2 with one line naming the file and the place.  With chromium: the page loads without a
+# (derived from a real one by adding the runtime's "schedule" object, and one the runtime wrote in
+# schedule mode) shows its measurements; ranks that disagree are shown in red and exit 1; another
+# report version and malformed input exit 2 with one line naming the file and the place.  With chromium: the page loads without a
 # console message, a screenshot is not blank, and the DOM's numbers equal the JSON's.
 source "$(dirname "$0")/trainers/observe_lib.sh"
 REPORT=$BUILD/usbyte-report
@@ -80,6 +80,18 @@ check schedule "$WORK/out-sched" "${SCHED[@]}"
 grep -q 'id="optimal-0">optimal' "$WORK/out-sched/usbyte-report.html" || fail "schedule: optimal not shown"
 grep -q '>Scheduled<' "$WORK/out-sched/usbyte-report.html" || fail "schedule: verdict does not say scheduled"
 grep -q '<th>scheduled iteration (ms)</th>' "$WORK/out-sched/usbyte-report.html" || fail "schedule: no per-rank column"
+
+# ---- schedule mode as the runtime writes it (its "schedule" object, whatever it measured) ----
+mkdir -p "$WORK/real-sched"
+USBYTE_MODE=schedule USBYTE_REPORT="$WORK/real-sched/report-%r.json" run ddp-schedule "$WORK/real-sched.out" 4 yes -- \
+    ddp_like --profile "$PROFILES/resnet50-v100-b64-barrier.json" --iters 40 --time-scale 0.2 --bytes-scale 0.01
+mapfile -t RS < <(reports "$WORK/real-sched" 4)
+if jq -e '.comms[0].schedule | type == "object"' "${RS[0]}" > /dev/null; then
+    "$REPORT" --quiet "${RS[@]}" -o "$WORK/out-real-sched" || fail "runtime's schedule mode: exit $?"
+    check "runtime's schedule mode" "$WORK/out-real-sched" "${RS[@]}"
+else
+    echo "info: the runtime wrote no \"schedule\" object in schedule mode: that check skipped"
+fi
 
 # ---- two communicators: the second a copy of the first under index 1 ----
 mkdir -p "$WORK/two"

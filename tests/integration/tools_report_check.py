@@ -228,7 +228,8 @@ def check_html(page_path, report_paths, expect_problems, expect_diff, dom):
             tl = [e for e in pg.elements if inside(e[2], "id", "timeline-%d" % idx)]
             groups = [e[1].get("data-policy") for e in tl if e[0] == "g" and has_class(e[1], "ub-policy")]
             # In schedule mode the chosen plan is drawn first on its own, with the measured blocks.
-            want_groups = ([c["plan"]["policy"]] if c.get("schedule") else []) + [p["policy"] for p in c["policies"]]
+            measured_blocks = (c.get("schedule") or {}).get("blocks") or []
+            want_groups = ([c["plan"]["policy"]] if measured_blocks else []) + [p["policy"] for p in c["policies"]]
             if groups != want_groups:
                 fail("timeline-%d: lanes %s, want %s" % (idx, groups, want_groups))
             ready = sum(1 for e in tl if has_class(e[1], "ub-ready"))
