@@ -8,7 +8,8 @@
 # (derived from a real one by adding the runtime's "schedule" object, and one the runtime wrote in
 # schedule mode) shows its measurements; ranks that disagree are shown in red and exit 1; another
 # report version and malformed input exit 2 with one line naming the file and the place.  With chromium: the page loads without a
-# console message, a screenshot is not blank, and the DOM's numbers equal the JSON's.
+# console message, a screenshot is not blank and shows the verdict, and the DOM's numbers equal
+# the JSON's.
 source "$(dirname "$0")/trainers/observe_lib.sh"
 REPORT=$BUILD/usbyte-report
 SIM=$BUILD/usbyte-sim
@@ -159,16 +160,20 @@ if command -v chromium > /dev/null; then
         timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$WORK/chrome" \
             --enable-logging=stderr --v=0 "$@" 2> "$log"
     }
-    for name in ddp sched; do
+    # The verdict is on the first screen: its box's background (report_html.c's .ok #e8f5e9, .bad
+    # #ffebee) fills a band of the 1280x900 screenshot; on the green pages the ranks' agreement is
+    # the other green band.
+    for name in ddp sched hvd; do
         page="file://$WORK/out-$name/usbyte-report.html"
         browse "$WORK/$name-dom.err" --dump-dom "$page" > "$WORK/$name-dom.html" || fail "chromium --dump-dom $name"
         $CHK console "$WORK/$name-dom.err" || fail "$name: console messages"
-        reps=("${DDP[@]}")
+        reps=("${DDP[@]}") bands=(--band e8f5e9:2)
         [ $name = sched ] && reps=("${SCHED[@]}")
+        [ $name = hvd ] && reps=("${HVD[@]}") bands=(--band ffebee:1)
         $CHK html "$WORK/$name-dom.html" "${reps[@]}" --dom || fail "$name: the browser's DOM"
         browse "$WORK/$name-shot.err" --screenshot="$WORK/$name.png" --window-size=1280,900 "$page" > /dev/null ||
             fail "chromium --screenshot $name"
-        $CHK png "$WORK/$name.png" --min-width 1280 --min-height 900 || fail "$name: screenshot"
+        $CHK png "$WORK/$name.png" --min-width 1280 --min-height 900 "${bands[@]}" || fail "$name: screenshot"
     done
     # The checks can fail: a page that throws, and a blank page.
     printf '<!DOCTYPE html><title>t</title><p>x</p><script>nosuch();</script>\n' > "$WORK/throws.html"

@@ -3,7 +3,7 @@
 
   tools_report_check.py html PAGE REPORT... [--expect-problems N] [--expect-diff RANK:WHAT ...] [--dom]
   tools_report_check.py trace TRACE REPORT... --sim USBYTE_SIM
-  tools_report_check.py png SCREENSHOT --min-width W --min-height H
+  tools_report_check.py png SCREENSHOT --min-width W --min-height H [--band RRGGBB:N ...]
   tools_report_check.py console CHROMIUM_STDERR
 
 Prints one line per failure and exits 1 when there is any; the expected values are all derived
@@ -384,8 +384,25 @@ def png_pixels(path):
     return w, h, rows, bpp
 
 
-def check_png(path, min_w, min_h):
+def colour_bands(rows, w, bpp, rgb, share=0.3):
+    """How many separate runs of rows have `rgb` over at least `share` of their width."""
+    bands, inside_band = 0, False
+    for r in rows:
+        hits = sum(1 for x in range(0, w, 2) if r[x * bpp:x * bpp + 3] == rgb)
+        on = hits >= share * (w // 2)
+        bands += on and not inside_band
+        inside_band = on
+    return bands
+
+
+def check_png(path, min_w, min_h, bands=()):
     w, h, rows, bpp = png_pixels(path)
+    for spec in bands:
+        hexrgb, want = spec.split(":")
+        got = colour_bands(rows, w, bpp, bytes.fromhex(hexrgb))
+        print("info: %d band(s) of #%s on the first screen" % (got, hexrgb))
+        if got < int(want):
+            fail("the first screen shows %d band(s) of #%s, want %s" % (got, hexrgb, want))
     if w < min_w or h < min_h:
         fail("screenshot %dx%d, want at least %dx%d" % (w, h, min_w, min_h))
     counts = {}
@@ -430,7 +447,8 @@ def main(argv):
         rest = argv[2:i] + argv[i + 2:]
         check_trace(rest[0], rest[1:], sim)
     elif mode == "png":
-        check_png(argv[2], int(argv[argv.index("--min-width") + 1]), int(argv[argv.index("--min-height") + 1]))
+        bands = [argv[i + 1] for i, a in enumerate(argv) if a == "--band"]
+        check_png(argv[2], int(argv[argv.index("--min-width") + 1]), int(argv[argv.index("--min-height") + 1]), bands)
     elif mode == "console":
         check_console(argv[2])
     else:
