@@ -38,6 +38,20 @@ static char *slurp(const char *path)
     return buf;
 }
 
+/* The page of `job`, written into a temporary file (its name in path, PATH_LEN bytes). */
+#define PATH_LEN 40
+static char *page_of(const rp_job *job, char *path)
+{
+    snprintf(path, PATH_LEN, "/tmp/test_report_html_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char err[512];
+    if (rp_write_html(job, path, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    return slurp(path);
+}
+
 static void make_job(rp_job *job, const char *const *texts, int n)
 {
     rp_report *rs = calloc((size_t)n, sizeof *rs);
@@ -58,13 +72,8 @@ static void test_page_escapes_and_shows_missing(void **state)
                            REPORT(1, PLANNED(1, "<script>x()</script> & \\\"more\\\"")), REPORT(2, "")};
     rp_job job;
     make_job(&job, texts, 3);
-    char path[] = "/tmp/test_report_html_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    char err[512];
-    assert_int_equal(rp_write_html(&job, path, err, sizeof err), 0);
-    char *page = slurp(path);
+    char path[PATH_LEN], err[512];
+    char *page = page_of(&job, path);
     /* The reason is text, never markup; the page's only script is its own. */
     assert_non_null(strstr(page, "&lt;script&gt;x()&lt;/script&gt; &amp; &quot;more&quot;"));
     assert_null(strstr(page, "<script>x()"));
@@ -97,12 +106,8 @@ static void test_pass_through_shows_state_and_fix(void **state)
                                      " \"verdict\": {\"schedulable\": false, \"reasons\": []}}")};
     rp_job job;
     make_job(&job, texts, 1);
-    char path[] = "/tmp/test_report_html_XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
-    char err[512];
-    assert_int_equal(rp_write_html(&job, path, err, sizeof err), 0);
-    char *page = slurp(path);
+    char path[PATH_LEN];
+    char *page = page_of(&job, path);
     assert_non_null(strstr(page, "class=\"box warn verdict\" id=\"verdict-0\""));
     assert_non_null(strstr(page, "pass-through</b>: signature mismatch"));
     assert_non_null(strstr(page, "Fix: every rank must issue the same allreduce sequence"));
