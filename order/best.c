@@ -51,12 +51,19 @@ static long descend_and_keep(const ub_profile *prof, ub_search *s, double lb, ub
     return s->moves - before;
 }
 
+/* An inner step of the grouping DP (best_starts.c) costs about this fraction of a move
+ * evaluation; the DP's work is charged to the search budget at that rate. */
+#define DP_STEPS_PER_EVAL 32
+
 /* The incumbent *out regrouped exactly (ub_regroup_exact); kept when the evaluator finds it
  * strictly faster.  Returns true then. */
 static bool regroup_and_keep(const ub_profile *prof, ub_search *s, double lb, ub_plan *cand, ub_plan *out,
                              double *best)
 {
-    s->evals += ub_regroup_exact(prof, lb, out, cand) / 32;
+    long steps = ub_regroup_exact(prof, lb, DP_STEPS_PER_EVAL * s->regroup_cap, out, cand);
+    s->evals += (steps < 0 ? -steps - 1 : steps) / DP_STEPS_PER_EVAL;
+    if (steps < 0)
+        return false;
     double t = ub_evaluate_const(prof, cand, NULL);
     if (!(t < *best))
         return false;
@@ -145,7 +152,24 @@ int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *given, int
         ub_policy_run_bounded(UB_POLICY_WFBP, prof, &fallback, lb);
         start[n_start++] = &fallback;
     }
-    int n_extra = ub_ready_need_starts(prof, lb, N_EXTRA, extra);
+    /* A start that meets the bound is optimal: nothing to search. */
+    for (int k = 0; k < n_start; k++)
+        if (ub_meets_bound(start[k]->iteration, lb)) {
+            ub_plan_copy(out, start[k]);
+            snprintf(out->params, sizeof(out->params), "from=%s moves=0 kicks=0 evals=0", start[k]->policy);
+            ub_plan_free(&fallback);
+            for (int q = 0; q < N_EXTRA; q++)
+                ub_plan_free(&extra[q]);
+            return 0;
+        }
+    /* The exact-grouping DPs get a tenth of the budget for the extra starts, and at most a
+     * twentieth per regrouping after that. */
+    long base = base_budget(n), dp_evals = base / 10;
+    double incumbent = start[0]->iteration;
+    for (int k = 1; k < n_start; k++)
+        if (start[k]->iteration < incumbent)
+            incumbent = start[k]->iteration;
+    int n_extra = ub_ready_need_starts(prof, lb, incumbent, DP_STEPS_PER_EVAL * dp_evals, N_EXTRA, extra);
     for (int k = 0; k < n_extra; k++)
         if (ub_plan_validate(prof, &extra[k], err, sizeof(err)) == 0)
             start[n_start++] = &extra[k];
@@ -154,7 +178,8 @@ int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *given, int
     ub_plan regrouped[MAX_START];
     for (int k = 0; k < n_start; k++) {
         ub_plan_init(&regrouped[k], start[k]->policy);
-        ub_regroup_exact(prof, lb, start[k], &regrouped[k]);
+        if (ub_regroup_exact(prof, lb, DP_STEPS_PER_EVAL * dp_evals / (n_start + 1), start[k], &regrouped[k]) < 0)
+            continue;
         ub_evaluate_with_bound(prof, &regrouped[k], lb, NULL);
         if (regrouped[k].iteration < start[k]->iteration && ub_plan_validate(prof, &regrouped[k], err, sizeof(err)) == 0)
             start[k] = &regrouped[k];
@@ -179,7 +204,8 @@ int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *given, int
      * while the incumbent is far from the bound: after each descent it stops once the evaluations
      * reach soft * (1 + gap / 0.5%), at most `hard` (8x soft up to 500 calls, 2x beyond, where
      * each evaluation costs more).  The first plan that meets the bound stops everything. */
-    long base = base_budget(n), for_starts = base * 3 / 10;
+    long for_starts = base * 3 / 10;
+    s.regroup_cap = base / 20;
     double soft = (double)base * (budget_scale > 0 ? budget_scale : 0.0);
     double adapt_max = n <= 500 ? 8.0 : 2.0, hard = soft * adapt_max;
     ub_plan cand;

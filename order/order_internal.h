@@ -38,14 +38,17 @@ int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *starts, in
 
 /* Up to max_plans start plans for layer-wise profiles (best_starts.c): whole calls in ready
  * order up to a cut, the rest by need, grouped by an exact DP for that order; evaluated,
- * best first, into plans[] (initialised by the caller).  Returns how many (0 for barrier
- * profiles). */
-int ub_ready_need_starts(const ub_profile *prof, double lower_bound, int max_plans, ub_plan *plans);
+ * best first, into plans[] (initialised by the caller), within `cap` DP steps in all; an order
+ * whose best grouping is not below `limit` (the best plan known) gives none.
+ * Returns how many (0 for barrier profiles). */
+int ub_ready_need_starts(const ub_profile *prof, double lower_bound, double limit, long cap, int max_plans,
+                         ub_plan *plans);
 
 /* The segments of `in`, in their order, regrouped into consecutive blocks by the exact DP of
- * best_starts.c (the least iteration any grouping of that sequence reaches); written to out.
- * Returns the work done, in move evaluations of the search's budget. */
-long ub_regroup_exact(const ub_profile *prof, double lower_bound, const ub_plan *in, ub_plan *out);
+ * best_starts.c (the least iteration any grouping of that sequence reaches, to 1e-9); written
+ * to out.  Returns the DP's inner-loop steps, or -(steps + 1) with out untouched when more
+ * than `cap` steps would have been needed. */
+long ub_regroup_exact(const ub_profile *prof, double lower_bound, long cap, const ub_plan *in, ub_plan *out);
 
 /* The smallest allowed piece of call k that is at least `want` bytes: `want` rounded up to
  * the call's cut quantum (usbyte/model.h), or the whole call when no such cut exists. */

@@ -92,6 +92,7 @@ typedef struct ub_search {
     ub_wblock h[3]; /* hypothetical blocks: cached quantities only, judged before building */
     const ub_wblock *view[MAX_PAIR + MAX_SHIFT + 4];
     long evals, budget, moves;
+    long regroup_cap; /* the most evaluations one exact regrouping may cost (best.c) */
     long gen; /* bumped whenever the plan changes, so range caches know they are stale */
 } ub_search;
 

@@ -59,7 +59,7 @@ int ub_synthetic_profile(const ub_synthetic_opts *o, ub_profile *out)
     /* Communication vs compute: the backward pass takes `ratio` times the WFBP link time, so
      * most profiles are communication-bound and planning matters. */
     double ratio = 0.2 + 0.8 * ub_uniform01(&st);
-    double total_link = 0.0;
+    double total_link = 0.0, total_bytes = 0.0;
     for (int k = 0; k < n; k++) {
         ub_call *c = &out->calls[k];
         c->dtype = UB_DTYPE_FLOAT32;
@@ -76,6 +76,14 @@ int ub_synthetic_profile(const ub_synthetic_opts *o, ub_profile *out)
         c->merge = !(o->merge_false_fraction > 0 && ub_uniform01(&st) < o->merge_false_fraction);
         c->measured_comm = -1.0;
         total_link += out->alpha + out->beta * (double)c->bytes;
+        total_bytes += (double)c->bytes;
+    }
+    /* WFBP's link time grows with n startups, which merging removes: measured against it, large
+     * profiles become compute-bound and every plan optimal.  Hard instances are measured
+     * against the bytes alone. */
+    if (o->comm_bound) {
+        ratio = 0.3 + 0.6 * ub_uniform01(&st);
+        total_link = out->beta * total_bytes;
     }
     /* Ready times: each call's backward compute is proportional to its size, with noise and a
      * floor (small layers still cost a kernel launch). */

@@ -22,6 +22,7 @@ typedef struct options {
     int synthetic_n;            /* > 0: generate instead of reading a file */
     unsigned long long synthetic_seed;
     int synthetic_layerwise;
+    int synthetic_hard;
     const char *policy;         /* NULL or "all": every policy */
     int ranks;                  /* 0: not given */
     const char *net;
@@ -55,7 +56,7 @@ static void usage(FILE *f)
             "                  [--copy-beta S_PER_BYTE] [--json] [--plan-out FILE] [--svg FILE]\n"
             "                  [--sweep ranks=P1,P2,... --net PRESET]\n"
             "       usbyte-sim PROFILE.json --eval PLAN.json [--json]\n"
-            "       usbyte-sim --synthetic N,SEED[,layerwise] ...   (a generated profile instead of a file)\n"
+            "       usbyte-sim --synthetic N,SEED[,layerwise][,hard] ...   (a generated profile instead of a file)\n"
             "PROFILE.json may also be a usbyte report: its first planned communicator's profile, or --comm N\n"
             "policies: ");
     for (int i = 0; i < UB_POLICY_COUNT; i++)
@@ -104,15 +105,19 @@ static void parse_sweep(options *o, const char *arg)
 
 static void parse_synthetic(options *o, const char *arg)
 {
-    char extra[32] = "";
+    char extra[64] = "";
     int used = 0;
     if (sscanf(arg, "%d,%llu%n", &o->synthetic_n, &o->synthetic_seed, &used) != 2 || o->synthetic_n < 1 ||
-        o->synthetic_n > 10000000 || (arg[used] && (sscanf(arg + used, ",%31s", extra) != 1)))
-        die("--synthetic: expected N,SEED[,layerwise] with N >= 1, got \"%s\"", arg);
-    if (extra[0]) {
-        if (strcmp(extra, "layerwise") != 0)
-            die("--synthetic: unknown variant \"%s\" (only \"layerwise\")", extra);
-        o->synthetic_layerwise = 1;
+        o->synthetic_n > 10000000 || (arg[used] && (sscanf(arg + used, ",%63s", extra) != 1)))
+        die("--synthetic: expected N,SEED[,layerwise][,hard] with N >= 1, got \"%s\"", arg);
+    char *save = NULL;
+    for (char *v = strtok_r(extra, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(v, "layerwise"))
+            o->synthetic_layerwise = 1;
+        else if (!strcmp(v, "hard"))
+            o->synthetic_hard = 1;
+        else
+            die("--synthetic: unknown variant \"%s\" (layerwise, hard)", v);
     }
 }
 
@@ -217,7 +222,7 @@ static void load_profile(const options *o, ub_profile *prof, char *origin, size_
     char err[1024];
     if (o->synthetic_n) {
         ub_synthetic_opts so = {.n_calls = o->synthetic_n, .seed = o->synthetic_seed,
-                                .barrier = !o->synthetic_layerwise};
+                                .barrier = !o->synthetic_layerwise, .comm_bound = o->synthetic_hard};
         ub_profile gen;
         if (ub_synthetic_profile(&so, &gen) != 0)
             die("--synthetic: cannot generate %d calls", o->synthetic_n);
@@ -225,8 +230,8 @@ static void load_profile(const options *o, ub_profile *prof, char *origin, size_
         if (ub_profile_copy(prof, &gen) != 0)
             die("out of memory copying the synthetic profile");
         ub_synthetic_free(&gen);
-        snprintf(origin, origin_len, "synthetic(%d,%llu%s)", o->synthetic_n, o->synthetic_seed,
-                 o->synthetic_layerwise ? ",layerwise" : "");
+        snprintf(origin, origin_len, "synthetic(%d,%llu%s%s)", o->synthetic_n, o->synthetic_seed,
+                 o->synthetic_layerwise ? ",layerwise" : "", o->synthetic_hard ? ",hard" : "");
         if (!prof->name)
             prof->name = strdup(origin);
         /* The generator sets a default net; with a preset or --alpha/--beta those win. */

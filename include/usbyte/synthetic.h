@@ -18,6 +18,9 @@ typedef struct ub_synthetic_opts {
     bool mixed_dtypes;           /* float32 with some float16/bfloat16 calls */
     double alpha, beta;          /* net; 0 = MG-WFBP's 8-node 10GbE figures (523 us, 8.571e-10 s/B) */
     double copy_beta;            /* staging cost, seconds per byte */
+    bool comm_bound;             /* hard instances: the backward pass lasts 0.3-0.9 times the link's
+                                    byte time alone (startups excluded), so even the best merging
+                                    leaves the link the bottleneck at any n */
 } ub_synthetic_opts;
 
 /* Fills *out (overwritten; free with ub_synthetic_free).  Returns 0, or -1 when n_calls < 1.

@@ -165,7 +165,7 @@ expect_bad "bad ranks" "--ranks: must be an integer from 1 to" "$SIM" "$tmp/smal
 expect_bad "sweep without net" "--sweep needs --net PRESET" "$SIM" "$tmp/small.json" --sweep ranks=2,4
 expect_bad "sweep with svg" "--sweep prints a scaling table: it does not combine with --plan-out or --svg" \
     "$SIM" "$tmp/small.json" --sweep ranks=2 --net 10gbe --svg "$tmp/x.svg"
-expect_bad "bad synthetic" "--synthetic: expected N,SEED\[,layerwise\]" "$SIM" --synthetic 0,1
+expect_bad "bad synthetic" "--synthetic: expected N,SEED\[,layerwise\]\[,hard\]" "$SIM" --synthetic 0,1
 expect_bad "eval with policy" "--eval evaluates one given plan" "$SIM" "$tmp/small.json" --eval "$tmp/plan.json" --policy wfbp
 expect_bad "bad sweep" "--sweep: expected ranks=P1,P2" "$SIM" "$tmp/small.json" --sweep 2,4 --net 10gbe
 expect_bad "unknown option" "unknown option --fast" "$SIM" "$tmp/small.json" --fast

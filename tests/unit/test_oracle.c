@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "../../order/order_internal.h"
 #include "oracle.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
@@ -151,12 +152,94 @@ static void test_bound_equals_dp_on_barrier(void **state)
     ub_plan_free(&dp);
 }
 
+/* The exact regrouping of best's starts (order/best_starts.c) against every grouping of the
+ * same sequence of segments: all 2^(m-1) ways to cut m segments into consecutive blocks, the
+ * invalid ones (classes, merge barriers, staging_max) skipped.  Its plan reaches the least
+ * iteration to the DP's 1e-7, on random orders of whole and split calls, layer-wise and
+ * barrier, with staging costs and limits. */
+static void test_regroup_is_exact(void **state)
+{
+    (void)state;
+    ub_plan seq, grouped, trial;
+    ub_plan_init(&seq, "seq");
+    ub_plan_init(&grouped, "grouped");
+    ub_plan_init(&trial, "trial");
+    int strict = 0;
+    for (int i = 0; i < 200; i++) {
+        uint64_t st = 0x5e9 + (uint64_t)i;
+        int n = 2 + (int)(ub_splitmix64(&st) % 6);
+        ub_synthetic_opts o = {.n_calls = n, .seed = 9000 + (uint64_t)i, .barrier = i % 4 == 0,
+                               .merge_false_fraction = i % 5 == 1 ? 0.3 : 0.0, .mixed_dtypes = i % 7 == 3,
+                               .copy_beta = i % 3 == 2 ? 3e-10 : 0.0, .comm_bound = i % 2 == 1};
+        ub_profile p;
+        assert_int_equal(ub_synthetic_profile(&o, &p), 0);
+        if (i % 6 == 5)
+            p.staging_max = p.calls[0].bytes + p.calls[1].bytes;
+        /* a random order of the calls, some cut in two: m segments */
+        int ord[8], m = 0;
+        for (int k = 0; k < n; k++)
+            ord[k] = k;
+        for (int k = n - 1; k > 0; k--) {
+            int r = (int)(ub_splitmix64(&st) % (uint64_t)(k + 1)), t = ord[k];
+            ord[k] = ord[r];
+            ord[r] = t;
+        }
+        ub_plan_clear(&seq);
+        int32_t call[16];
+        uint64_t off[16], len[16];
+        for (int k = 0; k < n; k++) {
+            const ub_call *c = &p.calls[ord[k]];
+            uint64_t half = ub_cut_floor(&p, ord[k], c->bytes / 2);
+            if (ub_splitmix64(&st) % 3 == 0 && half > 0) {
+                call[m] = ord[k], off[m] = 0, len[m++] = half;
+                call[m] = ord[k], off[m] = half, len[m++] = c->bytes - half;
+            } else {
+                call[m] = ord[k], off[m] = 0, len[m++] = c->bytes;
+            }
+        }
+        for (int k = 0; k < m; k++) {
+            ub_plan_begin_block(&seq);
+            ub_plan_add_segment(&seq, call[k], off[k], len[k]);
+        }
+        double lb = ub_lower_bound(&p);
+        assert_true(ub_regroup_exact(&p, lb, 1L << 40, &seq, &grouped) >= 0);
+        char err[256];
+        if (ub_plan_validate(&p, &grouped, err, sizeof(err)) != 0)
+            fail_msg("instance %d: regrouped plan invalid: %s", i, err);
+        double got = ub_evaluate_const(&p, &grouped, NULL), want = INFINITY;
+        for (uint32_t mask = 0; mask < (1u << (m - 1)); mask++) {
+            ub_plan_clear(&trial);
+            ub_plan_begin_block(&trial);
+            for (int k = 0; k < m; k++) {
+                if (k > 0 && (mask >> (k - 1) & 1))
+                    ub_plan_begin_block(&trial);
+                ub_plan_add_segment(&trial, call[k], off[k], len[k]);
+            }
+            if (ub_plan_validate(&p, &trial, err, sizeof(err)) != 0)
+                continue;
+            double t = ub_evaluate_const(&p, &trial, NULL);
+            if (t < want)
+                want = t;
+        }
+        if (!(got <= want * (1 + 1e-7)) || !(got >= want * (1 - 1e-12)))
+            fail_msg("instance %d (%d segments): regrouped %.12g, best grouping %.12g", i, m, got, want);
+        strict += want < ub_evaluate_const(&p, &seq, NULL) * (1 - 1e-9);
+        ub_synthetic_free(&p);
+    }
+    printf("regrouping: exact on 200 sequences, %d of them better than one block per segment\n", strict);
+    assert_true(strict >= 50);
+    ub_plan_free(&seq);
+    ub_plan_free(&grouped);
+    ub_plan_free(&trial);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oracle_by_hand),
         cmocka_unit_test(test_best_vs_oracle),
         cmocka_unit_test(test_bound_equals_dp_on_barrier),
+        cmocka_unit_test(test_regroup_is_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
