@@ -47,3 +47,9 @@ $(RUNTIME_IT_PROGS): $(BUILD)/tests/integration/%: $(BUILD)/obj/tests/integratio
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< -L$(BUILD)/emu -lnccl -lcudart $(LDLIBS_THREAD)
 ALL += $(RUNTIME_IT_PROGS)
+
+# make bench-schedule: measured vs predicted speedups of schedule mode (tests/bench/schedule.py,
+# writes docs/bench-schedule.md).
+.PHONY: bench-schedule
+bench-schedule: $(USBYTE_SO) $(BUILD)/emu/emu-run $(addprefix $(BUILD)/trainers/,ddp_like horovod_like per_layer)
+	BUILD=$(BUILD) python3 tests/bench/schedule.py docs/bench-schedule.md

@@ -450,6 +450,15 @@ def cmd_summary(a):
         if isinstance(lb, (int, float)) and lb > 0 and wfbp:
             print("  lower bound %.3f ms: wfbp is %.1f%% above it, the chosen plan %.1f%%"
                   % (1e3 * lb, 100 * (wfbp / lb - 1), 100 * (plan["iteration"] / lb - 1)))
+        sch = c.get("schedule") or {}
+        if sch.get("measured_iteration"):
+            print("  schedule mode: %d iterations run, %d deviations; measured iteration %.3f ms (steady, device events)"
+                  % (sch.get("iterations", 0), sch.get("deviations", 0), 1e3 * sch["measured_iteration"]))
+            if a.measured_ms is not None:
+                print("  measured speedup %.2fx over the run without usbyte; predicted %.2fx (wfbp over the plan)"
+                      % (a.measured_ms * 1e-3 / sch["measured_iteration"], sch.get("predicted_speedup") or float("nan")))
+            if sch.get("completion_note"):
+                print("  " + sch["completion_note"])
 
 
 def main():

@@ -381,8 +381,9 @@ static void CUDART_CB backward_start_fn(void *arg)
     clock_gettime(CLOCK_MONOTONIC, &now);
     /* Iterations 0 and 1 include start-up and DDP's bucket rebuild: leave them out of the mean. */
     if (tr->iter >= 2) {
-        tr->iter_seconds_sum += (double)(now.tv_sec - tr->backward_t0.tv_sec) +
-                                1e-9 * (double)(now.tv_nsec - tr->backward_t0.tv_nsec);
+        double dt = (double)(now.tv_sec - tr->backward_t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - tr->backward_t0.tv_nsec);
+        tr->iter_seconds_sum += dt;
+        tr->tail_seconds[tr->iter_seconds_n % TR_TAIL] = dt;
         tr->iter_seconds_n++;
     }
     tr->iter++;
@@ -564,9 +565,15 @@ void tr_print_checksum(trainer *tr, const void *extra, size_t extra_bytes)
     uint64_t h = fnv1a(0xcbf29ce484222325ull, tr->h_param, tr->total * sizeof(float));
     if (extra)
         h = fnv1a(h, extra, extra_bytes);
-    if (tr->iter_seconds_n > 0)
+    if (tr->iter_seconds_n > 0) {
         printf("iteration %.3f ms (mean of %d, backward start to backward start)\n",
                1e3 * tr->iter_seconds_sum / tr->iter_seconds_n, tr->iter_seconds_n);
+        int n = tr->iter_seconds_n < TR_TAIL ? tr->iter_seconds_n : TR_TAIL;
+        double sum = 0;
+        for (int i = 0; i < n; i++)
+            sum += tr->tail_seconds[i];
+        printf("last-iterations %.3f ms (mean of the last %d, backward start to backward start)\n", 1e3 * sum / n, n);
+    }
     if (tr->late_n > 0)
         printf("deadline lateness mean %.1f us, max %.1f us (%ld layer host functions)\n",
                1e6 * tr->late_sum / (double)tr->late_n, 1e6 * tr->late_max, tr->late_n);

@@ -46,6 +46,8 @@ enum {
 /* Iterations the host may enqueue ahead of the device (a training loop that logs the loss of an
  * earlier step, or a caching allocator that runs out, bounds this in real frameworks). */
 #define TR_HOST_AHEAD 2
+/* Iterations in the "last iterations" mean (tr_print_checksum). */
+#define TR_TAIL 10
 
 typedef struct tr_options {
     const char *profile;
@@ -110,6 +112,8 @@ typedef struct trainer {
     struct timespec forward_t0;
     double iter_seconds_sum;  /* backward start to backward start, iterations >= 2 */
     int iter_seconds_n;
+    double tail_seconds[TR_TAIL]; /* the last TR_TAIL of them (a library's steady state) */
+    int tail_n;
     double late_sum, late_max;  /* how late layer host functions woke after their deadline */
     long late_n;
     double forward_scaled;    /* total forward seconds (barrier), scaled */
@@ -169,8 +173,9 @@ double tr_scaled(const trainer *tr, double profile_seconds);
 size_t tr_scaled_bytes(const trainer *tr, double profile_mb);   /* rounded to whole floats, >= 4 */
 
 /* "iteration <ms> ms ..." (mean time from one backward start to the next, from the third
- * iteration on, as MODEL.md defines an iteration) and "checksum <16 hex digits>" over the
- * parameters and `extra` (may be NULL) on stdout. */
+ * iteration on, as MODEL.md defines an iteration), "last-iterations <ms> ms ..." (the same over
+ * the last TR_TAIL: a preloaded library's steady state, after its warm-up) and "checksum <16 hex
+ * digits>" over the parameters and `extra` (may be NULL) on stdout. */
 void tr_print_checksum(trainer *tr, const void *extra, size_t extra_bytes);
 
 /* Truth: {"trainer", "rank", "world_size", "time_scale", "bytes_scale", "profile": {MODEL.md profile
