@@ -67,7 +67,9 @@ cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
     X(cudaStreamIsCapturing, CALLONLY, (cudaStream_t stream, enum cudaStreamCaptureStatus *status),\
       (stream, status), ())                                                                       \
     X(cudaStreamCreateWithFlags, CALLONLY, (cudaStream_t *stream, unsigned int flags),            \
-      (stream, flags), ())
+      (stream, flags), ())                                                                        \
+    X(cudaMemsetAsync, CALLONLY, (void *ptr, int value, size_t count, cudaStream_t stream),       \
+      (ptr, value, count, stream), ())
 
 typedef enum {
 #define X(name, cls, params, args, hook) UB_CUDA_##name,

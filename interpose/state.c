@@ -20,7 +20,7 @@
 #define UB_MIN_SPAN 16u
 
 /* Bytes of the device-to-device copy timed in the warm-up (staging's copy_beta). */
-#define COPY_PROBE_BYTES (8u << 20)
+#define COPY_PROBE_BYTES (2u << 20)
 
 atomic_int ub_cuda_tracking;
 
@@ -361,6 +361,9 @@ static void time_staging_copy(ub_comm *c)
         c->copy_buf = NULL;
         return;
     }
+    /* A first touch would time the allocation's page faults (the emulator's) or lazy mapping. */
+    if (UB_REAL(ub_cuda.cudaMemsetAsync(c->copy_buf, 0, 2 * (size_t)COPY_PROBE_BYTES, c->tm.agree)) != cudaSuccess)
+        return;
     ub_timing_mark(&c->tm, c->tm.agree, &c->copy_t0, 1, 0, NULL);
     if (UB_REAL(ub_cuda.cudaMemcpyAsync((char *)c->copy_buf + COPY_PROBE_BYTES, c->copy_buf, COPY_PROBE_BYTES,
                                         cudaMemcpyDeviceToDevice, c->tm.agree)) == cudaSuccess)
