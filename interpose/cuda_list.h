@@ -11,6 +11,9 @@
 #ifndef USBYTE_CUDA_LIST_H
 #define USBYTE_CUDA_LIST_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+
 #include <cuda_runtime_api.h>
 
 /* Declared by cuda_runtime_api.h only under CUDA_API_PER_THREAD_DEFAULT_STREAM. */
@@ -89,5 +92,7 @@ extern const char *const ub_cuda_names[UB_CUDA_COUNT];
 
 /* Resolves the real runtime once (thread-safe); 0 when the wrapped functions are usable. */
 int ub_cuda_resolve(void);
+/* Set (release) once the table is filled: read it only after an acquire load of this. */
+extern atomic_bool ub_cuda_resolved;
 
 #endif

@@ -24,11 +24,12 @@ static inline bool slow_path(void)
 }
 
 #define PROLOGUE(name, args)                                   \
-    if (__builtin_expect(!ub_cuda.name, 0)) {                  \
+    if (__builtin_expect(!atomic_load_explicit(&ub_cuda_resolved, memory_order_acquire), 0)) { \
         ub_runtime_init();                                     \
-        if (ub_cuda_resolve() != 0 || !ub_cuda.name)           \
-            return missing(UB_CUDA_##name);                    \
+        ub_cuda_resolve();                                     \
     }                                                          \
+    if (__builtin_expect(!ub_cuda.name, 0))                    \
+        return missing(UB_CUDA_##name);                        \
     if (__builtin_expect(!slow_path(), 1))                     \
         return ub_cuda.name args;
 

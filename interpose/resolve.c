@@ -95,6 +95,10 @@ static void nccl_resolve_once(void)
 int ub_nccl_resolve(void)
 {
     pthread_once(&nccl_once, nccl_resolve_once);
+    /* The NCCL hooks call the CUDA runtime (events, streams): a program whose first call through
+     * usbyte is an NCCL one must find that table filled too. */
+    if (!atomic_load_explicit(&ub_cuda_resolved, memory_order_acquire))
+        ub_cuda_resolve();
     return nccl_status;
 }
 
@@ -102,6 +106,7 @@ int ub_nccl_resolve(void)
 
 static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
 static int cuda_status = -1;
+atomic_bool ub_cuda_resolved;
 
 static int find_cudart(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -147,6 +152,8 @@ static void cuda_resolve_once(void)
     else
         ub_debug("real CUDA runtime functions from %s", path[0] ? path : "RTLD_NEXT");
     ub_inside--;
+    /* Publishes the table: a wrapper reads it only after seeing this (weakly ordered CPUs too). */
+    atomic_store_explicit(&ub_cuda_resolved, true, memory_order_release);
 }
 
 int ub_cuda_resolve(void)
