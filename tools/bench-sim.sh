@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The planner benchmark behind `make bench-sim`: every profile of ../shared/data/profiles
 # (USBYTE_PROFILES overrides) and a few seeded synthetic ones, at 8, 16, 64 and 128 ranks on the
-# 10gbe and 100gb-ib presets: each policy's predicted iteration time and the speedup of `best`
-# over wfbp, syncea, mgwfbp and bytescheduler; then the time to compute a `best` plan for
-# 100, 1,000 and 10,000 calls.  Writes Markdown to the file given as $1 (default
-# docs/bench-sim.md) and to stdout.  Needs jq.
+# 10gbe and 100gb-ib presets: each policy's predicted iteration time, the speedup of `best`
+# over wfbp, syncea, mgwfbp and bytescheduler, its gap to the MODEL.md lower bound and whether
+# it is proven optimal; a summary of those gaps on barrier and layer-wise rows; the profiles
+# that carry their own measured net under it; then the time to compute a `best` plan for 100,
+# 1,000 and 10,000 calls on synthetic profiles, ordinary and communication-bound ("hard").
+# Writes Markdown to the file given as $1 (default docs/bench-sim.md) and to stdout.  Needs jq.
 set -euo pipefail
 BUILD=${BUILD:-build}
 SIM=$BUILD/usbyte-sim
@@ -12,8 +14,9 @@ OUT=${1:-docs/bench-sim.md}
 PROFILES=${USBYTE_PROFILES:-../shared/data/profiles}
 RANKS=${BENCH_RANKS:-8,16,64,128}
 NETS=${BENCH_NETS:-10gbe 100gb-ib}
-SYNTHETIC=${BENCH_SYNTHETIC-"200,1 200,2,layerwise 1000,3 1000,4,layerwise"}
+SYNTHETIC=${BENCH_SYNTHETIC-"200,1 200,2,layerwise 1000,3 1000,4,layerwise 200,5,hard 200,6,layerwise,hard"}
 PLAN_SIZES=${BENCH_PLAN_SIZES:-100 1000 10000}
+PLAN_SEEDS=${BENCH_PLAN_SEEDS:-1 2 3}
 
 command -v jq > /dev/null || { echo "bench-sim.sh: needs jq" >&2; exit 2; }
 [ -x "$SIM" ] || { echo "bench-sim.sh: missing $SIM (make $SIM)" >&2; exit 2; }
@@ -33,11 +36,18 @@ rows=$tmp/rows.jsonl
 : > "$rows"
 for input in "${inputs[@]}"; do
     kind=${input%%:*} arg=${input#*:}
-    if [ "$kind" = file ]; then src=("$arg") label=$(basename "$arg" .json); else src=(--synthetic "$arg") label="synthetic($arg)"; fi
+    if [ "$kind" = file ]; then
+        src=("$arg") label=$(basename "$arg" .json)
+        layerwise=$(jq '(.forward // [0]) | length > 1' "$arg")
+    else
+        src=(--synthetic "$arg") label="synthetic($arg)"
+        case $arg in *layerwise*) layerwise=true ;; *) layerwise=false ;; esac
+    fi
     for net in $NETS; do
         "$SIM" "${src[@]}" --sweep "ranks=$RANKS" --net "$net" --json |
-            jq -c --arg profile "$label" --arg net "$net" \
-                '{profile: $profile, net: $net, ranks, policy, iteration, lower_bound, plan_seconds, params: (.params // ""), blocks: (.blocks | length)}' >> "$rows"
+            jq -c --arg profile "$label" --arg net "$net" --argjson layerwise "$layerwise" \
+                '{profile: $profile, net: $net, ranks, policy, iteration, lower_bound, optimal, layerwise: $layerwise,
+                  plan_seconds, params: (.params // ""), blocks: (.blocks | length)}' >> "$rows"
     done
 done
 
@@ -57,20 +67,22 @@ policies=$(jq -r -s 'reduce .[].policy as $p ([]; if index([$p]) then . else . +
     echo
     printf '| profile | net | ranks |'
     for p in $policies; do printf ' %s |' "$p"; done
-    echo ' lower bound | best/wfbp | best/syncea | best/mgwfbp | best/bytescheduler | best gap to LB |'
+    echo ' lower bound | best/wfbp | best/syncea | best/mgwfbp | best/bytescheduler | best gap to LB | optimal |'
     printf '|---|---|--:|'
     for p in $policies; do printf -- '--:|'; done
-    echo '--:|--:|--:|--:|--:|--:|'
+    echo '--:|--:|--:|--:|--:|--:|:-:|'
     jq -r -s --arg policies "$policies" '
         ($policies | split(" ")) as $pol
         | group_by([.profile, .net, .ranks]) | sort_by(.[0].profile, .[0].net, .[0].ranks)[]
         | (map({key: .policy, value: .iteration}) | from_entries) as $t
+        | (map(select(.policy == "best"))[0].optimal) as $opt
         | .[0] as $r
         | def ratio($a): if $t[$a] and $t.best then "\($t[$a] / $t.best * 1000 | round / 1000)x" else "-" end;
           "| \($r.profile) | \($r.net) | \($r.ranks) | "
           + ([$pol[] | if $t[.] then ($t[.] * 1e6 | round / 1000 | tostring) else "-" end] | join(" | "))
           + " | \($r.lower_bound * 1e6 | round / 1000) | \(ratio("wfbp")) | \(ratio("syncea")) | \(ratio("mgwfbp")) | \(ratio("bytescheduler")) | "
-          + (if $t.best then "\(($t.best / $r.lower_bound - 1) * 10000 | round / 100)%" else "-" end) + " |"' "$rows"
+          + (if $t.best then "\(($t.best / $r.lower_bound - 1) * 10000 | round / 100 | if . < 0 then 0 else . end)%" else "-" end)
+          + " | " + (if $opt then "yes" else "" end) + " |"' "$rows"
     echo
     echo "## Summary"
     echo
@@ -89,6 +101,27 @@ policies=$(jq -r -s 'reduce .[].policy as $p ([]; if index([$p]) then . else . +
           "- 8 ranks, 10gbe: `best` over wfbp up to \($r8 | map(.wfbp / .best) | max * 1000 | round / 1000)x (mean \($r8 | map(.wfbp / .best) | add / length * 1000 | round / 1000)x); over bytescheduler up to \($r8 | map(select(.bs) | .bs / .best) | max * 1000 | round / 1000)x (mean \($r8 | map(select(.bs) | .bs / .best) | add / length * 1000 | round / 1000)x)",
           "- all rows: `best` over wfbp up to \($rows | map(.wfbp / .best) | max * 1000 | round / 1000)x, over bytescheduler up to \($rows | map(select(.bs) | .bs / .best) | max * 1000 | round / 1000)x"' "$rows"
     echo
+    echo "Gap of \`best\` to the MODEL.md lower bound (rule 6), and the rows where \`best\` is proven optimal"
+    echo "(its iteration meets the bound to 1e-9; the search then stops at once):"
+    echo
+    echo "| rows | count | proven optimal | mean gap | median gap | max gap | row of the max |"
+    echo "|---|--:|--:|--:|--:|--:|---|"
+    jq -r -s '
+        def pct: . * 10000 | round / 100 | tostring + "%";
+        def median: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+        map(select(.policy == "best") | . + {gap: (if .lower_bound > 0 then .iteration / .lower_bound - 1 | if . < 0 then 0 else . end else 0 end),
+                                             synthetic: (.profile | startswith("synthetic"))}) as $b
+        | [["barrier, shared profiles", ($b | map(select((.layerwise | not) and (.synthetic | not))))],
+           ["layer-wise, shared profiles", ($b | map(select(.layerwise and (.synthetic | not))))],
+           ["barrier, synthetic", ($b | map(select((.layerwise | not) and .synthetic)))],
+           ["layer-wise, synthetic", ($b | map(select(.layerwise and .synthetic)))]][]
+        | .[0] as $name | .[1] as $r | select(($r | length) > 0)
+        | ($r | max_by(.gap)) as $w
+        | "| \($name) | \($r | length) | \($r | map(select(.optimal)) | length) | \($r | map(.gap) | add / length | pct) | \($r | map(.gap) | median | pct) | \($w.gap | pct) | \($w.profile) \($w.net) \($w.ranks) |"' "$rows"
+    echo
+    jq -r -s 'map(select(.policy == "best") | .plan_seconds * 1000) | sort
+        | "Planning time of `best` on these rows (it runs every other policy first): median \(.[length / 2 | floor] * 1000 | round / 1000) ms, max \(max * 1000 | round / 1000) ms."' "$rows"
+    echo
     echo "## Profiles that carry their own \`net\` (replayed under it)"
     echo
     echo "| profile | policy | iteration ms | speedup over wfbp | gap to lower bound | blocks |"
@@ -99,21 +132,35 @@ policies=$(jq -r -s 'reduce .[].policy as $p ([]; if index([$p]) then . else . +
         jq -e 'has("net")' "$f" > /dev/null 2>&1 || continue
         "$SIM" "$f" --json | jq -r -s --arg profile "$(basename "$f" .json)" '
             (map(select(.policy == "wfbp"))[0].iteration) as $w | .[]
-            | "| \($profile) | \(.policy) | \(.iteration * 1e6 | round / 1000) | \($w / .iteration * 1000 | round / 1000)x | \((.iteration / .lower_bound - 1) * 10000 | round / 100)% | \(.blocks | length) |"'
+            | "| \($profile) | \(.policy) | \(.iteration * 1e6 | round / 1000) | \($w / .iteration * 1000 | round / 1000)x | \((.iteration / .lower_bound - 1) * 10000 | round / 100 | if . < 0 then 0 else . end)% | \(.blocks | length) |"'
     done
     echo
     echo "## Time to compute a \`best\` plan"
     echo
-    echo "Seeded synthetic barrier profiles (\`usbyte-sim --synthetic N,1 --net 10gbe --ranks 8 --json\`);"
-    echo "the planning time of one run as the simulator measures it (\`plan_seconds\`), wall clock of this machine."
+    echo "Seeded synthetic profiles (\`usbyte-sim --synthetic N,SEED[,layerwise][,hard] --net 10gbe --ranks 8 --json\`,"
+    echo "seeds $PLAN_SEEDS): barrier and layer-wise, ordinary and communication-bound (\`hard\`: the backward pass"
+    echo "lasts 0.3-0.9 times the link's byte time alone, so no merging makes the profile compute-bound). The"
+    echo "planning time of one run as the simulator measures it (\`plan_seconds\`: every policy, then the search),"
+    echo "wall clock of this machine; median and max over the seeds and variants of a size, and per variant."
     echo
-    echo "| calls | best plan ms | blocks | best/wfbp |"
-    echo "|--:|--:|--:|--:|"
+    echo "| calls | variant | runs | median ms | max ms | proven optimal | mean gap to LB | max gap to LB |"
+    echo "|--:|---|--:|--:|--:|--:|--:|--:|"
+    times=$tmp/times.jsonl
+    : > "$times"
     for n in $PLAN_SIZES; do
-        "$SIM" --synthetic "$n,1" --net 10gbe --ranks 8 --json |
-            jq -r -s --arg n "$n" '(map({key: .policy, value: .}) | from_entries) as $p
-                | "| \($n) | \($p.best.plan_seconds * 1e6 | round / 1000) | \($p.best.blocks | length) | \($p.wfbp.iteration / $p.best.iteration * 1000 | round / 1000)x |"'
+        for variant in "" ",hard" ",layerwise" ",layerwise,hard"; do
+            for seed in $PLAN_SEEDS; do
+                "$SIM" --synthetic "$n,$seed$variant" --net 10gbe --ranks 8 --policy best --json |
+                    jq -c --argjson n "$n" --arg v "${variant#,}" 'select(.policy == "best")
+                        | {n: $n, variant: (if $v == "" then "barrier" else $v end), ms: (.plan_seconds * 1000), optimal,
+                           gap: (.iteration / .lower_bound - 1 | if . < 0 then 0 else . end)}' >> "$times"
+            done
+        done
     done
+    jq -r -s '
+        def row($name): (map(.ms) | sort) as $t
+            | "| \(.[0].n) | \($name) | \(length) | \($t[length / 2 | floor] * 1000 | round / 1000) | \($t | max * 1000 | round / 1000) | \(map(select(.optimal)) | length) | \(map(.gap) | add / length * 10000 | round / 100)% | \(map(.gap) | max * 10000 | round / 100)% |";
+        group_by(.n)[] | (group_by(.variant)[] | row(.[0].variant)), row("**all**")' "$times"
 } > "$tmp/out.md"
 mkdir -p "$(dirname "$OUT")"
 cp "$tmp/out.md" "$OUT"
