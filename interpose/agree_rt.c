@@ -261,20 +261,54 @@ static void set_limits(ub_profile *p)
     p->staging_max = ub_cfg.staging_mb > 0 ? (uint64_t)ub_cfg.staging_mb << 20 : 1;
 }
 
-/* The chosen policy's iteration under the other completion semantics (the report says what
- * USBYTE_COMPLETION=call would gain, or what stream completion costs). */
-static double predict_other_completion(const ub_agreed *a, const ub_comm *c, bool stream_sem)
+/* Every policy on the agreed profile, and the chosen one under the other completion semantics
+ * (the report says what USBYTE_COMPLETION=call would gain), computed without the global lock:
+ * `best` may search for a while, and other threads' hooks (a watchdog's) must not wait for it.
+ * The communicator stays in AGREE meanwhile; false when another thread ended it (an abort). */
+static bool plan_unlocked(ub_comm *c, const ub_agreed *a, bool stream_sem)
 {
+    ub_comm_report *r = &c->report;
     ub_profile other;
-    if (ub_derive_profile(a, c->rec.bytes, c->rec.dtype, c->rec.op, !stream_sem, &other, NULL) != 0)
-        return NAN;
-    set_limits(&other);
-    ub_plan plan;
-    ub_plan_init(&plan, ub_policy_name((ub_policy_id)ub_cfg.policy));
-    double t = ub_policy_run((ub_policy_id)ub_cfg.policy, &other, &plan) == 0 ? plan.iteration : NAN;
-    ub_plan_free(&plan);
-    ub_profile_free(&other);
-    return t;
+    bool have_other = ub_derive_profile(a, c->rec.bytes, c->rec.dtype, c->rec.op, !stream_sem, &other, NULL) == 0;
+    if (have_other)
+        set_limits(&other);
+    int chosen = ub_cfg.policy;
+    double iters[UB_POLICY_COUNT];
+    ub_plan plan, plan_other;
+    ub_plan_init(&plan, ub_policy_name((ub_policy_id)chosen));
+    ub_plan_init(&plan_other, ub_policy_name((ub_policy_id)chosen));
+    ub_state_unlock();
+    int rc = ub_plan_all(&r->profile, chosen, iters, &plan);
+    double t_other = have_other && ub_policy_run((ub_policy_id)chosen, &other, &plan_other) == 0 ? plan_other.iteration : NAN;
+    ub_state_lock();
+    ub_plan_free(&plan_other);
+    if (have_other)
+        ub_profile_free(&other);
+    if (c->state != UB_COMM_AGREE) {
+        ub_plan_free(&plan);
+        return false;
+    }
+    r->chosen = chosen;
+    ub_plan_free(&r->plan);
+    r->plan = plan;
+    for (int id = 0; id < UB_POLICY_COUNT; id++)
+        r->policy_iteration[id] = iters[id];
+    r->have_plans = true; /* a failed chosen policy leaves an empty plan: the validation refuses it */
+    (void)rc;
+    ub_sched_rt *s = &c->sched;
+    s->predicted_iteration = iters[chosen];
+    s->predicted_wfbp = iters[UB_POLICY_WFBP];
+    s->predicted_other_completion = t_other;
+    s->completion_note[0] = '\0';
+    if (ub_cfg.completion == UB_COMPLETION_CALL && stream_sem)
+        snprintf(s->completion_note, sizeof s->completion_note,
+                 "USBYTE_COMPLETION=call refused: some allreduce had no event recorded right after it, so a consumer "
+                 "may rely on stream order; stream completion is used");
+    else if (stream_sem && t_other < 0.99 * s->predicted_iteration)
+        snprintf(s->completion_note, sizeof s->completion_note,
+                 "USBYTE_COMPLETION=call would predict %.3f ms (%.2fx over this plan): correct only if the framework "
+                 "waits on each call's own event before touching its data", 1e3 * t_other, s->predicted_iteration / t_other);
+    return true;
 }
 
 /* Schedule mode: a schedulable communicator gets its executor now (the plan runs from call
@@ -386,34 +420,9 @@ void ub_comm_agree_read(ub_comm *c, bool block)
         r->measured_iteration = agreed.iteration;
         fill_pattern(c, &agreed);
         verdict(c, &agreed);
-        if (r->have_profile) {
-            r->chosen = ub_cfg.policy;
-            ub_plan_free(&r->plan);
-            ub_plan_init(&r->plan, ub_policy_name((ub_policy_id)r->chosen));
-            for (int id = 0; id < UB_POLICY_COUNT; id++) {
-                ub_plan plan;
-                ub_plan_init(&plan, ub_policy_name((ub_policy_id)id));
-                if (ub_policy_run((ub_policy_id)id, &r->profile, &plan) == 0) {
-                    r->policy_iteration[id] = plan.iteration;
-                    if (id == r->chosen)
-                        ub_plan_copy(&r->plan, &plan);
-                }
-                ub_plan_free(&plan);
-            }
-            r->have_plans = true;
-            c->sched.predicted_iteration = r->policy_iteration[r->chosen];
-            c->sched.predicted_wfbp = r->policy_iteration[UB_POLICY_WFBP];
-            c->sched.predicted_other_completion = predict_other_completion(&agreed, c, stream_sem);
-            if (ub_cfg.completion == UB_COMPLETION_CALL && stream_sem)
-                snprintf(c->sched.completion_note, sizeof c->sched.completion_note,
-                         "USBYTE_COMPLETION=call refused: some allreduce had no event recorded right after it, so "
-                         "a consumer may rely on stream order; stream completion is used");
-            else if (stream_sem && c->sched.predicted_other_completion < 0.99 * c->sched.predicted_iteration)
-                snprintf(c->sched.completion_note, sizeof c->sched.completion_note,
-                         "USBYTE_COMPLETION=call would predict %.3f ms (%.2fx over this plan): correct only if the "
-                         "framework waits on each call's own event before touching its data",
-                         1e3 * c->sched.predicted_other_completion,
-                         c->sched.predicted_iteration / c->sched.predicted_other_completion);
+        if (r->have_profile && !plan_unlocked(c, &agreed, stream_sem)) {
+            ub_agreed_free(&agreed);
+            return; /* ended by another thread (an abort) while planning */
         }
         /* What schedule mode needs of the warm-up outlives it. */
         free(c->sched.pos_sig);
@@ -435,10 +444,10 @@ void ub_comm_agree_read(ub_comm *c, bool block)
     r->state = ub_comm_state_name(c->state);
     snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
     summary_line(c);
-    ub_state_write_reports();
+    ub_state_write_reports(true);
 }
 
-void ub_state_write_reports(void)
+void ub_state_write_reports(bool unlock_for_io)
 {
     int n;
     ub_comm **all = ub_state_all_comms(&n);
@@ -477,13 +486,27 @@ void ub_state_write_reports(void)
             strncmp(all[i]->report.reasons[0], "not profiled yet", 16) == 0)
             all[i]->report.n_reasons = 0;
     free(reps);
-    char host[256] = "unknown-host", path[1100], err[1300];
+    /* The file itself is written without the global lock (an fsync may take a while; other
+     * threads' hooks must not wait for it), one writer at a time, and a failure is said once
+     * per distinct reason (not again at exit). */
+    static pthread_mutex_t io_mutex = PTHREAD_MUTEX_INITIALIZER;
+    static char last_error[1400];
+    if (unlock_for_io)
+        ub_state_unlock();
+    pthread_mutex_lock(&io_mutex);
+    char host[256] = "unknown-host", path[1100], err[1300], line[1400] = "";
     gethostname(host, sizeof host - 1);
     if (ub_expand_report_path(ub_cfg.report, rank, (long)getpid(), host, path, sizeof path) != 0)
-        ub_error("report path: %s", path);
+        snprintf(line, sizeof line, "report path: %s", path);
     else if (!doc || ub_report_write(path, doc, err, sizeof err) != 0)
-        ub_error("report: %s", doc ? err : "out of memory");
+        snprintf(line, sizeof line, "report: %s", doc ? err : "out of memory");
     else
         ub_debug("report written to %s", path);
+    if (line[0] && strcmp(line, last_error) != 0)
+        ub_error("%s", line);
+    snprintf(last_error, sizeof last_error, "%s", line);
+    pthread_mutex_unlock(&io_mutex);
+    if (unlock_for_io)
+        ub_state_lock();
     json_decref(doc);
 }

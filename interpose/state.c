@@ -1003,7 +1003,7 @@ void ub_state_write_reports_at_exit(void)
     for (int i = 0; i < n_all; i++)
         if (all_comms[i]->state == UB_COMM_SCHEDULE && all_comms[i]->handle)
             ub_sched_summary(all_comms[i]);
-    ub_state_write_reports();
+    ub_state_write_reports(false);
     if (locked)
         ub_state_unlock();
 }

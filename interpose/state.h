@@ -182,7 +182,8 @@ void ub_thread_agree_in_group(void);
 void ub_comm_stop_watching(ub_comm *c);
 void ub_state_lock(void);
 void ub_state_unlock(void);
-void ub_state_write_reports(void);
+/* Lock held on entry and return; unlock_for_io: released while the file is written (never at exit). */
+void ub_state_write_reports(bool unlock_for_io);
 /* Every communicator seen since the start (destroyed ones included), for the report. */
 ub_comm **ub_state_all_comms(int *n);
 void ub_comm_stop_profiling(ub_comm *c);
