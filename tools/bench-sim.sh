@@ -81,7 +81,7 @@ policies=$(jq -r -s 'reduce .[].policy as $p ([]; if index([$p]) then . else . +
           "| \($r.profile) | \($r.net) | \($r.ranks) | "
           + ([$pol[] | if $t[.] then ($t[.] * 1e6 | round / 1000 | tostring) else "-" end] | join(" | "))
           + " | \($r.lower_bound * 1e6 | round / 1000) | \(ratio("wfbp")) | \(ratio("syncea")) | \(ratio("mgwfbp")) | \(ratio("bytescheduler")) | "
-          + (if $t.best then "\(($t.best / $r.lower_bound - 1) * 10000 | round / 100 | if . < 0 then 0 else . end)%" else "-" end)
+          + (if $t.best then "\(($t.best / $r.lower_bound - 1 | if . < 0 then 0 else . end) * 10000 | round / 100)%" else "-" end)
           + " | " + (if $opt then "yes" else "" end) + " |"' "$rows"
     echo
     echo "## Summary"
@@ -132,7 +132,7 @@ policies=$(jq -r -s 'reduce .[].policy as $p ([]; if index([$p]) then . else . +
         jq -e 'has("net")' "$f" > /dev/null 2>&1 || continue
         "$SIM" "$f" --json | jq -r -s --arg profile "$(basename "$f" .json)" '
             (map(select(.policy == "wfbp"))[0].iteration) as $w | .[]
-            | "| \($profile) | \(.policy) | \(.iteration * 1e6 | round / 1000) | \($w / .iteration * 1000 | round / 1000)x | \((.iteration / .lower_bound - 1) * 10000 | round / 100 | if . < 0 then 0 else . end)% | \(.blocks | length) |"'
+            | "| \($profile) | \(.policy) | \(.iteration * 1e6 | round / 1000) | \($w / .iteration * 1000 | round / 1000)x | \((.iteration / .lower_bound - 1 | if . < 0 then 0 else . end) * 10000 | round / 100)% | \(.blocks | length) |"'
     done
     echo
     echo "## Time to compute a \`best\` plan"
