@@ -299,11 +299,17 @@ static void expect_invalid(const ub_profile *p, const ub_plan *plan, const char 
     assert_null(strchr(err, '\n'));
 }
 
+/* Three calls of 100, 200, 300 bytes ready at 0, 1, 2 s (the validator cases). */
+static void setup_three_calls(fixture *f)
+{
+    setup_profile(f, 3, (uint64_t[]){100, 200, 300}, (double[]){0, 1, 2}, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+}
+
 static void test_validator_rejections(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 3, (uint64_t[]){100, 200, 300}, (double[]){0, 1, 2}, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    setup_three_calls(&f);
     ub_plan plan;
     ub_plan_init(&plan, "bad");
 
@@ -365,7 +371,7 @@ static void test_validator_cut_and_staging_rules(void **state)
 {
     (void)state;
     fixture f;
-    setup_profile(&f, 3, (uint64_t[]){100, 200, 300}, (double[]){0, 1, 2}, NULL, 0.5, 0.01, 2.0, 1, one_fwd);
+    setup_three_calls(&f);
     ub_plan plan;
     ub_plan_init(&plan, "cuts");
     /* float32: offsets and ends on 4 bytes; 150 splits an element, 152 does not. */
