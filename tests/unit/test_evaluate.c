@@ -236,6 +236,7 @@ static void test_lower_bound(void **state)
     whole_blocks(&plan, &f.p, 2, (int[]){1, 0});
     near(ub_evaluate(&f.p, &plan, NULL), 7.0);
     near(plan.lower_bound, 7.0);
+    ub_plan_free(&plan);
     whole_blocks(&plan, &f.p, 2, (int[]){0, 1});
     assert_true(ub_evaluate(&f.p, &plan, NULL) >= ub_lower_bound(&f.p));
     f.p.backward_end = 10.0;
