@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuda_list.h"
+#include "guard.h"
 #include "defer.h"
 #include "nccl_list.h"
 #include "runtime.h"
@@ -166,9 +168,20 @@ void ub_comm_agree_issue(ub_comm *c)
     ub_inside++;
     learn_versions();
     /* Waits only for timing events of work already enqueued (never for a collective still held
-     * in an open group: events recorded before its launch do not include it). */
+     * in an open group: events recorded before its launch do not include it), at most
+     * USBYTE_HANG_S, and no longer once another thread aborts the communicator. */
+    c->issuing_agreement = true;
     if (!c->local_failure[0])
         ub_timing_poll(&c->tm, true);
+    if (atomic_load(&c->ending)) {
+        /* Aborted meanwhile (a peer gone, the watchdog): nothing to agree with.  The abort left
+         * the warm-up's resources to this thread; they go without waiting for device work. */
+        ub_inside--;
+        ub_state_lock();
+        c->issuing_agreement = false;
+        ub_comm_stop_profiling(c);
+        return;
+    }
 
     if (ub_log_enabled(UB_LOG_DEBUG) && !c->local_failure[0])
         for (int it = 0; it < c->rec.warmup; it++)
@@ -226,6 +239,7 @@ void ub_comm_agree_issue(ub_comm *c)
         cannot_take_part(c, "ncclAllReduce of the agreement vectors failed");
     ub_inside--;
     ub_state_lock();
+    c->issuing_agreement = false;
     c->agree_issued = true;
     atomic_fetch_add(&ub_agree_unread, 1);
     ub_comm_stop_watching(c);
@@ -335,35 +349,67 @@ static void prepare_schedule(ub_comm *c)
         cannot_take_part(c, why);
 }
 
-void ub_comm_agree_read(ub_comm *c, bool block)
+/* Waits for the agreement's completion, polling (a peer may be gone), until it is there, another
+ * thread ends the communicator (a watchdog's abort), or, when `limited`, USBYTE_HANG_S pass;
+ * says every USBYTE_HANG_S what it waits for. */
+static cudaError_t wait_agreement(ub_comm *c, bool limited)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long ns = 20000;
+    double next_line = ub_cfg.hang_s;
+    for (;;) {
+        cudaError_t e = UB_REAL(ub_cuda.cudaEventQuery(c->agree_done));
+        if (e != cudaErrorNotReady || atomic_load(&c->ending))
+            return e;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double waited = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+        if (limited && waited > ub_cfg.hang_s)
+            return cudaErrorNotReady;
+        if (waited > next_line) {
+            ub_warn("communicator %d: waiting %.0f s for the agreement issued at call %llu (a rank behind or gone?): "
+                    "the plan starts at call %llu on every rank, which needs it; an abort of the communicator "
+                    "releases this wait", c->index, waited, (unsigned long long)c->agree_at,
+                    (unsigned long long)(c->agree_at + c->period));
+            next_line += ub_cfg.hang_s;
+        }
+        struct timespec pause = {0, ns};
+        nanosleep(&pause, NULL);
+        if (ns < 1000000)
+            ns *= 2;
+    }
+}
+
+void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
 {
     if (c->state != UB_COMM_AGREE || !c->agree_issued || c->agree_copy_pending)
         return;
     cudaError_t e;
+    bool block = how != UB_AGREE_POLL;
     if (block) {
         /* Not under the lock: other threads' hooks must not wait for the other ranks. */
         ub_state_unlock();
-        ub_inside++;
-        e = ub_cuda.cudaEventSynchronize(c->agree_done);
-        ub_inside--;
+        e = wait_agreement(c, how == UB_AGREE_WAIT_OR_GIVE_UP);
         ub_state_lock();
         if (c->state != UB_COMM_AGREE)
             return;
     } else {
-        ub_inside++;
-        e = ub_cuda.cudaEventQuery(c->agree_done);
-        ub_inside--;
+        e = UB_REAL(ub_cuda.cudaEventQuery(c->agree_done));
         if (e == cudaErrorNotReady)
             return;
     }
     atomic_fetch_sub(&ub_agree_unread, 1);
-    ub_debug("communicator %d: agreement read%s", c->index, block ? " before the communicator's destroy" : "");
+    ub_debug("communicator %d: agreement read%s", c->index,
+             how == UB_AGREE_WAIT_OR_GIVE_UP ? " before the communicator's destroy"
+             : how == UB_AGREE_WAIT          ? " at the switch to the plan" : "");
     ub_comm_report *r = &c->report;
     ub_agreed agreed;
     ub_agree_outcome outcome = UB_AGREE_NOMEM;
     const char *failure = NULL;
     char why[240];
-    if (e != cudaSuccess) {
+    if (e == cudaErrorNotReady) {
+        failure = "the agreement did not complete within USBYTE_HANG_S (a rank gone?)";
+    } else if (e != cudaSuccess) {
         failure = "the agreement's result could not be read";
     } else {
         outcome = ub_agree_decode(c->agree_host, c->agree_host + UB_AGREE_MAX_LEN, &agreed);

@@ -61,7 +61,7 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
     s->staging_bytes = s->sp.staging_bytes;
     if (e == cudaSuccess && s->staging_bytes)
         e = UB_REAL(ub_cuda.cudaMalloc(&s->staging, s->staging_bytes));
-    if (e == cudaSuccess && ub_timing_start(&s->tm) != 0)
+    if (e == cudaSuccess && ub_timing_start(&s->tm, &c->ending) != 0)
         e = cudaErrorMemoryAllocation;
     if (e != cudaSuccess) {
         snprintf(why, len, "cannot set up the executor (%s)",

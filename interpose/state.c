@@ -243,6 +243,7 @@ void ub_comm_ending(ncclComm_t handle, int id)
     ub_state_lock();
     ub_comm *c = comm_get(handle, false);
     if (c) {
+        atomic_store(&c->ending, true);
         HASH_DEL(comms, c);
         if (c->index < 0) {
             free(c);
@@ -253,7 +254,7 @@ void ub_comm_ending(ncclComm_t handle, int id)
                 if (!abort && c->agree_copy_pending)
                     ub_comm_agree_copy_back(c);
                 if (!abort)
-                    ub_comm_agree_read(c, true);
+                    ub_comm_agree_read(c, UB_AGREE_WAIT_OR_GIVE_UP);
                 if (c->state == UB_COMM_AGREE) {
                     ub_comm_set_state(c, UB_COMM_PASS_THROUGH, abort ? "aborted before the agreement was read"
                                                                    : "destroyed before the agreement could be read");
@@ -263,7 +264,8 @@ void ub_comm_ending(ncclComm_t handle, int id)
             if (c->state == UB_COMM_PROFILE || c->state == UB_COMM_DETECT)
                 ub_comm_set_state(c, UB_COMM_DISABLED, "destroyed before the warm-up ended");
             ub_sched_end(c, abort);
-            ub_comm_stop_profiling(c);
+            if (!c->issuing_agreement) /* else the issuing thread releases them when it sees `ending` */
+                ub_comm_stop_profiling(c);
             if (!abort) {
                 ub_inside++;
                 if (c->agree_done)
@@ -322,7 +324,7 @@ void ub_group_ended(void)
             ub_comm_agree_copy_back(c);
         /* Out of every group now: a rank that issues all its calls inside groups reads here. */
         if (c->state == UB_COMM_AGREE && c->issuer == self)
-            ub_comm_agree_read(c, false);
+            ub_comm_agree_read(c, UB_AGREE_POLL);
     }
     agree_copies_pending = 0;
     ub_state_unlock();
@@ -406,7 +408,7 @@ static void start_profiling(ub_comm *c, uint64_t first)
     c->copy_t0 = c->copy_t1 = NAN;
     if (!recorder || !c->pos_call || !c->pos_sig || !c->pos_buf || !c->has_end_event)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot allocate the warm-up recorder");
-    else if (ub_timing_start(&c->tm) != 0)
+    else if (ub_timing_start(&c->tm, &c->ending) != 0)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot create the timing events or private streams");
     else
         time_staging_copy(c);
@@ -592,7 +594,7 @@ static void read_agreement_at_switch(ub_comm *c)
         if (agree_copies_pending > 0)
             agree_copies_pending--;
     }
-    ub_comm_agree_read(c, true);
+    ub_comm_agree_read(c, UB_AGREE_WAIT);
     if (split)
         ub_group_split_end(depth);
 }
@@ -686,7 +688,7 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         } else if (c->state == UB_COMM_AGREE && group_depth == 0) {
             /* Reading the result early changes nothing that is issued: the plan takes effect
              * at call agree_at + period, read or not. */
-            ub_comm_agree_read(c, false);
+            ub_comm_agree_read(c, UB_AGREE_POLL);
         }
         ub_state_unlock();
         return false;

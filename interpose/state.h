@@ -149,6 +149,8 @@ struct ub_comm {
 
     ub_comm_report report;
     ub_sched_rt sched;        /* schedule mode (defer.c, exec.c, redirect.c) */
+    atomic_bool ending;       /* ncclCommDestroy/Abort/Finalize reached it (read by waits without the lock) */
+    bool issuing_agreement;   /* a thread is in ub_comm_agree_issue without the lock, using the warm-up's record */
 };
 
 /* Called from runtime.c. */
@@ -169,11 +171,16 @@ extern atomic_ullong ub_work_count;
  *   the two fixed-size agreement collectives (never waits for them);
  * ub_comm_agree_copy_back: once the thread is outside any group (at once, or at the outermost
  *   ncclGroupEnd): enqueues the copy of the result to the host and its completion event;
- * ub_comm_agree_read: at a later call from outside a group (block false: only if the result is
- *   there) or before the communicator is destroyed (block true): decodes, plans, reports. */
+ * ub_comm_agree_read: at a later call from outside a group (only if the result is there), at call
+ *   agree_at + period, or before the communicator is destroyed: decodes, plans, reports. */
 void ub_comm_agree_issue(ub_comm *c);
 void ub_comm_agree_copy_back(ub_comm *c);
-void ub_comm_agree_read(ub_comm *c, bool block);
+/* How a read waits: not at all; at most USBYTE_HANG_S, then the communicator goes to pass-through
+ * (destroy: the last chance); until the result is there or another thread ends the communicator
+ * (call agree_at + period: without the result this rank cannot know what the others issue; a
+ * line every USBYTE_HANG_S says what it waits for, and an abort from the watchdog releases it). */
+typedef enum { UB_AGREE_POLL, UB_AGREE_WAIT_OR_GIVE_UP, UB_AGREE_WAIT } ub_agree_wait;
+void ub_comm_agree_read(ub_comm *c, ub_agree_wait how);
 /* The calling thread is inside an NCCL group; it issued an agreement there (copy back pending). */
 bool ub_thread_in_group(void);
 extern atomic_int ub_agree_unread;  /* communicators whose agreement is issued and not read */

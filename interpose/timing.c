@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda_list.h"
 #include "runtime.h"
@@ -32,9 +33,10 @@ static void put_event(ub_timing *t, cudaEvent_t ev)
     t->pool[t->n_pool++] = ev;
 }
 
-int ub_timing_start(ub_timing *t)
+int ub_timing_start(ub_timing *t, const atomic_bool *cancel)
 {
     memset(t, 0, sizeof *t);
+    t->cancel = cancel;
     ub_inside++;
     int lo = 0, hi = 0;
     cudaError_t e = ub_cuda.cudaGetDevice(&t->device);
@@ -126,17 +128,14 @@ static void store(const ub_pending *p, double seconds)
         *p->dest2 = seconds;
 }
 
-static int poll_pending(ub_timing *t, bool block)
+/* Reads every event that completed (never waits). */
+static int poll_pending(ub_timing *t)
 {
     ub_inside++;
     int kept = 0;
     for (int i = 0; i < t->n_pending; i++) {
         ub_pending *p = &t->pending[i];
-        /* An event without destination (a wait after the warm-up, a discarded record) is never
-         * waited for: it may be the producer of the call being issued, which the application's
-         * device work may only reach once the host has gone past that call. */
-        bool wait = block && (p->dest || p->dest2);
-        cudaError_t e = wait ? ub_cuda.cudaEventSynchronize(p->event) : ub_cuda.cudaEventQuery(p->event);
+        cudaError_t e = ub_cuda.cudaEventQuery(p->event);
         if (e == cudaErrorNotReady) {
             t->pending[kept++] = *p;
             continue;
@@ -153,9 +152,42 @@ static int poll_pending(ub_timing *t, bool block)
     return kept;
 }
 
+static bool waits_for_any(const ub_timing *t)
+{
+    for (int i = 0; i < t->n_pending; i++)
+        if (t->pending[i].dest || t->pending[i].dest2)
+            return true;
+    return false;
+}
+
 int ub_timing_poll(ub_timing *t, bool block)
 {
-    return poll_pending(t, block);
+    if (!block)
+        return poll_pending(t);
+    /* A bounded wait: behind a collective that a dead peer never completes, these events never
+     * complete either, and the host call that waits here must return so that the application
+     * reaches its watchdog.  What is still pending then stays unmeasured. */
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long ns = 20000;
+    for (;;) {
+        /* An event without destination (a wait after the warm-up, a discarded record) is never
+         * waited for: it may be the producer of the call being issued, which the application's
+         * device work may only reach once the host has gone past that call. */
+        int left = poll_pending(t);
+        if (left == 0 || !waits_for_any(t) || (t->cancel && atomic_load(t->cancel)))
+            return left;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > (double)ub_cfg.hang_s) {
+            ub_warn("timing events still pending after USBYTE_HANG_S=%d s (a peer gone?): going on without them",
+                    ub_cfg.hang_s);
+            return left;
+        }
+        struct timespec pause = {0, ns};
+        nanosleep(&pause, NULL);
+        if (ns < 1000000)
+            ns *= 2;
+    }
 }
 
 void ub_timing_discard(ub_timing *t)

@@ -5,6 +5,7 @@
 #ifndef USBYTE_TIMING_H
 #define USBYTE_TIMING_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -31,9 +32,12 @@ typedef struct ub_timing {
     ub_pending *pending;
     int n_pending, cap_pending;
     int failed;           /* events whose time could not be read */
+    const atomic_bool *cancel;
 } ub_timing;
 
-int ub_timing_start(ub_timing *t);  /* creates streams and the epoch; -1 with a logged reason */
+/* Creates streams and the epoch; -1 with a logged reason.  cancel (may be NULL): a blocking poll
+ * returns as soon as it is set (the communicator is being aborted). */
+int ub_timing_start(ub_timing *t, const atomic_bool *cancel);
 /* Records an event on stream and files it; returns it (NULL on failure, dest left NAN). */
 cudaEvent_t ub_timing_mark(ub_timing *t, cudaStream_t stream, double *dest, int n, size_t stride, double *dest2);
 /* "Now" on the clock stream. */
@@ -42,9 +46,9 @@ void ub_timing_now(ub_timing *t, double *dest, int n, size_t stride);
  * knows its destination (ub_timing_file); NULL on failure. */
 cudaEvent_t ub_timing_probe(ub_timing *t, cudaEvent_t producer);
 void ub_timing_file(ub_timing *t, cudaEvent_t ev, double *dest, int n, size_t stride, double *dest2);
-/* Reads every completed event (block: waits for every one that has a destination; one without,
- * such as the producer of the call being issued, is only queried).  Returns how many remain
- * pending. */
+/* Reads every completed event.  block: waits, polling, for every one that has a destination, at
+ * most USBYTE_HANG_S (one without, such as the producer of the call being issued, is only
+ * queried).  Returns how many remain pending. */
 int ub_timing_poll(ub_timing *t, bool block);
 /* Forgets every destination (the record they pointed into is going away). */
 void ub_timing_discard(ub_timing *t);

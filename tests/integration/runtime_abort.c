@@ -1,0 +1,113 @@
+/* A peer dies; the survivor's watchdog aborts the communicator (what PyTorch's does): the abort
+ * must return at once whatever usbyte was doing (DESIGN.md section 3: a hook never blocks the
+ * watchdog, ncclCommAbort always returns), and a call of the training thread that waits for the
+ * dead peer must return once the communicator is aborted.  Rank 1 _exits at iteration --die-at;
+ * rank 0 issues --after more iterations without any host synchronisation (its collectives never
+ * complete).  Its watchdog thread (--abort-thread) aborts when the training thread is done or has
+ * been inside one call for 1.5 s; without it the training thread aborts after its loop.  Prints
+ * how long the abort took and how long the training thread's call took to return after it.  Run
+ * by runtime_abort.sh with and without libusbyte.so. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <unistd.h>
+
+#include "emu_common.h"
+
+#define CALLS 6
+
+static ncclComm_t comm;
+static double abort_seconds, aborted_at;
+static _Atomic double call_since;   /* when the training thread entered its current call, 0: none */
+static atomic_bool done, aborted;
+
+static void do_abort(void)
+{
+    double t0 = now_s();
+    NCCL_OK(ncclCommAbort(comm));
+    abort_seconds = now_s() - t0;
+    aborted_at = now_s();
+    atomic_store(&aborted, true);
+}
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&done)) {
+        double since = atomic_load(&call_since);
+        if (since > 0 && now_s() - since > 1.5) {
+            fprintf(stderr, "rank 0: watchdog: the training thread is stuck in a call: aborting\n");
+            break;
+        }
+        usleep(10000);
+    }
+    do_abort();
+    return NULL;
+}
+
+/* Every call of the training thread after the peer's death: timed, and its error ignored once
+ * the communicator is aborted (NCCL then refuses it). */
+#define CALL(expr)                                                                              \
+    do {                                                                                        \
+        atomic_store(&call_since, now_s());                                                     \
+        int r_ = (int)(expr);                                                                   \
+        atomic_store(&call_since, 0.0);                                                         \
+        if (r_ != 0 && !atomic_load(&aborted)) {                                                \
+            fprintf(stderr, "%s failed (%d)\n", #expr, r_);                                     \
+            exit(1);                                                                            \
+        }                                                                                       \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    int die_at = 3, after = 3;
+    bool thread = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--die-at") && i + 1 < argc) die_at = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--after") && i + 1 < argc) after = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--abort-thread")) thread = true;
+        else { fprintf(stderr, "runtime_abort: unknown option %s\n", argv[i]); return 2; }
+    }
+    int rank, world;
+    comm = world_comm(&rank, &world);
+    cudaStream_t s, compute;
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_OK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+    float *buf[CALLS];
+    cudaEvent_t ready[CALLS], end;
+    for (int k = 0; k < CALLS; k++) {
+        CUDA_OK(cudaMalloc((void **)&buf[k], (size_t)(64 * (k + 1)) * sizeof(float)));
+        CUDA_OK(cudaMemsetAsync(buf[k], 0, (size_t)(64 * (k + 1)) * sizeof(float), compute));
+        CUDA_OK(cudaEventCreateWithFlags(&ready[k], cudaEventDisableTiming));
+    }
+    CUDA_OK(cudaEventCreateWithFlags(&end, cudaEventDisableTiming));
+    pthread_t wd;
+    if (thread && rank == 0)
+        EXPECT(pthread_create(&wd, NULL, watchdog, NULL) == 0, "pthread_create");
+    for (int it = 0; it < die_at + after && !atomic_load(&aborted); it++) {
+        if (rank == 1 && it == die_at) {
+            fprintf(stderr, "rank 1: dying at iteration %d\n", it);
+            _exit(0);
+        }
+        for (int k = 0; k < CALLS; k++) {
+            CALL(cudaEventRecord(ready[k], compute));
+            CALL(cudaStreamWaitEvent(s, ready[k], 0));
+            CALL(ncclAllReduce(buf[k], buf[k], (size_t)(64 * (k + 1)), ncclFloat32, ncclSum, comm, s));
+        }
+        CALL(cudaEventRecord(end, s));
+        CALL(cudaStreamWaitEvent(compute, end, 0));
+        if (it < die_at) /* the healthy iterations end with a host wait, like a loss print */
+            CALL(cudaStreamSynchronize(compute));
+    }
+    double released = atomic_load(&aborted) ? now_s() - aborted_at : 0;
+    atomic_store(&done, true);
+    if (thread)
+        pthread_join(wd, NULL);
+    else
+        do_abort();
+    printf("runtime_abort: rank %d: ncclCommAbort returned in %.3f s, the training thread %.3f s after it\n", rank,
+           abort_seconds, released);
+    fflush(stdout);
+    /* The device work behind the dead peer never completes: leave without waiting for it. */
+    _exit(abort_seconds < 1.0 && released < 1.0 ? 0 : 1);
+}

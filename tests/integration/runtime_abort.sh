@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# A peer dies during the warm-up, after the agreement was issued, and after the plan started; the
+# survivor keeps issuing without host syncs, then aborts the communicator (from its training
+# thread, or from a watchdog thread when the training thread is stuck in a call, like PyTorch's):
+# ncclCommAbort returns within 1 s with the library as without it, and the training thread's
+# stuck call returns within 1 s of the abort (usbyte's wait for the agreement at the switch to
+# the plan is released by the abort; its bounded waits for timing events last USBYTE_HANG_S).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+source tests/integration/preload-env.sh
+PROG=$BUILD/tests/integration/runtime_abort
+for f in "$BUILD/libusbyte.so" "$PROG" "$BUILD/emu/emu-run"; do
+    [ -e "$f" ] || { echo "missing $f: build it first (make)"; exit 1; }
+done
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+export USBYTE_EMU_ALPHA_US=200 USBYTE_EMU_GBPS=1 USBYTE_WARMUP=2 USBYTE_HANG_S=2 USBYTE_LOG=debug
+unset USBYTE_MODE
+# With 6 calls per iteration and USBYTE_WARMUP=2 the period locks in iteration 2, the warm-up is
+# iterations 3-4, the agreement goes out at the first call of iteration 5 and the plan runs from
+# iteration 6.
+case_() { # NAME PRELOAD ARGS...
+    local name=$1 pre=$2
+    shift 2
+    local start=$(date +%s%N) rc=0
+    LD_PRELOAD="$pre" USBYTE_REPORT="$WORK/$name-%r.json" "$BUILD/emu/emu-run" -n 2 --timeout 60 -- "$PROG" "$@" \
+        >"$WORK/$name.out" 2>&1 || rc=$?
+    local ms=$((($(date +%s%N) - start) / 1000000))
+    local line
+    line=$(grep -o 'ncclCommAbort returned in .*' "$WORK/$name.out" || true)
+    if [ -z "$line" ] || [ $rc -ne 0 ] || grep -q 'emu-run: timeout' "$WORK/$name.out"; then
+        sed 's/^/    | /' "$WORK/$name.out" | tail -20
+        fail "$name: the survivor did not return from ncclCommAbort (exit $rc, $ms ms)"
+    fi
+    grep -q 'emu-run: rank 0' "$WORK/$name.out" && { sed 's/^/    | /' "$WORK/$name.out" | tail -20; fail "$name: the survivor failed"; }
+    echo "info: $name: $line (whole run $ms ms)"
+}
+for lib in none usbyte; do
+    pre=""
+    [ $lib = usbyte ] && pre=$USBYTE_PRELOAD
+    case_ $lib-warmup "$pre" --die-at 3 --after 2
+    case_ $lib-warmup-thread "$pre" --die-at 3 --after 6 --abort-thread
+    case_ $lib-agreement "$pre" --die-at 5 --after 3 --abort-thread
+    case_ $lib-planned "$pre" --die-at 9 --after 3
+    case_ $lib-planned-thread "$pre" --die-at 9 --after 3 --abort-thread
+done
+grep -q 'rank 0\] usbyte\[0\]: communicator 0: schedule mode from this call on' "$WORK/usbyte-planned.out" \
+    || fail "the plan was not running on the survivor when the peer died"
+echo "runtime abort: ok"
