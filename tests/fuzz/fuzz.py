@@ -37,33 +37,6 @@ EXTREME = [0, -0.0, 1e-320, 5e-324, 1e-30, 1e-12, 1e-6, 1, 1e6, 1e12, 1e30, 1e30
            2 ** 31, 2 ** 32, 2 ** 53, 2 ** 62, 2 ** 63 - 1, 2 ** 63, 2 ** 64, 1.5, 4001, 3]
 
 
-def huge(x, limit):
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and abs(x) >= limit
-
-
-def _calls(doc):
-    prof = doc.get("profile") if isinstance(doc, dict) and "usbyte_report" in doc else doc
-    if isinstance(prof, dict) and "usbyte_report" in prof:
-        comms = prof.get("comms")
-        prof = comms[0].get("profile") if isinstance(comms, list) and comms and isinstance(comms[0], dict) else None
-    if not isinstance(prof, dict) or not isinstance(prof.get("calls"), list):
-        return []
-    return [c for c in prof["calls"] if isinstance(c, dict)]
-
-
-def _opt(case, name):
-    a = case["args"]
-    return float(a[a.index(name) + 1]) if name in a and a.index(name) + 1 < len(a) and _isnum(a[a.index(name) + 1]) else None
-
-
-def _isnum(s):
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return False
-
-
 def _policies(case):
     a = case["args"]
     if "--eval" in a:
@@ -74,43 +47,6 @@ def _policies(case):
     return set(POLICIES) if p == "all" else {p}
 
 
-def _costs(case):
-    """alpha and beta as the run sees them (options override the profile's net)."""
-    prof = case.get("profile_doc")
-    net = prof.get("net") if isinstance(prof, dict) and isinstance(prof.get("net"), dict) else {}
-    alpha, beta = _opt(case, "--alpha"), _opt(case, "--beta")
-    if alpha is None and "--net" not in case["args"]:
-        alpha = net.get("alpha") if isinstance(net.get("alpha"), (int, float)) else None
-    if beta is None and "--net" not in case["args"]:
-        beta = net.get("beta") if isinstance(net.get("beta"), (int, float)) else None
-    return alpha, beta
-
-
-def _time_values(doc):
-    prof = doc
-    if isinstance(doc, dict) and "usbyte_report" in doc:
-        comms = doc.get("comms")
-        prof = None
-        if isinstance(comms, list):
-            for c in comms:
-                if isinstance(c, dict) and isinstance(c.get("profile"), dict):
-                    prof = c["profile"]
-    if not isinstance(prof, dict):
-        return []
-    vals = [prof.get("backward_end"), prof.get("gap")]
-    vals += prof["forward"] if isinstance(prof.get("forward"), list) else []
-    vals += [c.get("ready") for c in _calls(prof)]
-    net = prof.get("net") if isinstance(prof.get("net"), dict) else {}
-    vals += [net.get("alpha"), net.get("beta"), net.get("copy_beta")]
-    return vals
-
-
-def _extreme_values(case):
-    alpha, beta = _costs(case)
-    vals = [alpha, beta, _opt(case, "--copy-beta")] + _time_values(case.get("profile_doc"))
-    return any(huge(v, 1e300) for v in vals)
-
-
 def _control_bytes(case):
     return any(b < 0x20 and b not in (0x09, 0x0a, 0x0d) for b in case.get("text", b""))
 
@@ -119,8 +55,6 @@ def _control_bytes(case):
 # readers, to be fixed there; remove the entry with the fix (the summary counts the cases that
 # match an entry and pass: "now pass").
 KNOWN = [
-    ("extreme-values", "a cost or a time of 1e300 s or more: the tables and --json show inf and nan "
-     "(iteration inf, speedup -nanx, gap -nan%) instead of a clear error or a finite result", _extreme_values),
     ("control-bytes-echoed", "a malformed-JSON error quotes the input's raw control byte (e.g. 0x1c), which "
      "terminals and line readers take for a line break", _control_bytes),
 ]
