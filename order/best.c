@@ -241,9 +241,14 @@ int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *given, int
     }
     /* Iterated local search from the best plan: kick, descend, keep strict improvements. */
     uint64_t rng = 0x6b69636b5eedULL ^ (uint64_t)n;
+    long improved_at = s.evals;
     while ((double)s.evals < hard && !ub_meets_bound(best, lb)) {
         double gap = lb > 0 ? best / lb - 1.0 : 0.0, stretch = 1.0 + gap / 0.005;
         if ((double)s.evals >= soft * (stretch < adapt_max ? stretch : adapt_max))
+            break;
+        /* Past the budget, the stretch is for a search that still gains: it ends after a whole
+         * budget without improvement (the gap then is most likely the bound's). */
+        if ((double)s.evals >= soft && (double)(s.evals - improved_at) >= soft)
             break;
         if (kicks % 2 == 0)
             ub_wplan_load(&s.wp, out); /* odd kicks continue from where the last descent ended */
@@ -258,6 +263,7 @@ int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *given, int
         if (won >= 0) {
             moves += won;
             regroup_and_keep(prof, &s, lb, &cand, out, &best);
+            improved_at = s.evals;
         }
     }
     char from_name[32];
