@@ -158,6 +158,15 @@ static bool missing_own_end(const ub_comm *c)
     return false;
 }
 
+/* After the launch of the group that held the agreement (nothing left when the switch to the
+ * plan launched it early). */
+static void copy_back_after_launch(const void *data)
+{
+    ub_comm *c = *(ub_comm *const *)data;
+    if (c->agree_copy_pending)
+        ub_comm_agree_copy_back(c);
+}
+
 void ub_comm_agree_issue(ub_comm *c)
 {
     c->state = UB_COMM_AGREE;
@@ -249,7 +258,8 @@ void ub_comm_agree_issue(ub_comm *c)
         /* Work enqueued on the private stream now would run before the collectives' launch. */
         c->agree_copy_pending = true;
         c->agree_thread = (unsigned long)pthread_self();
-        ub_thread_agree_in_group();
+        if (!ub_group_after_launch(copy_back_after_launch, &c, sizeof c))
+            cannot_take_part(c, "no room to queue the agreement's copy back after the group's launch");
     } else {
         ub_comm_agree_copy_back(c);
     }

@@ -26,6 +26,7 @@
 #include <uthash.h>
 
 #include "sched_rt.h"
+#include "hooks.h"
 #include "timing.h"
 #include "usbyte/iteration.h"
 #include "usbyte/record.h"
@@ -153,10 +154,76 @@ struct ub_comm {
     bool issuing_agreement;   /* a thread is in ub_comm_agree_issue without the lock, using the warm-up's record */
 };
 
-/* Called from runtime.c. */
-void ub_state_forget_in_child(void);
-void ub_state_write_reports_at_exit(void);
-bool ub_state_exiting(void);  /* the reports are being written at exit: no CUDA call */
+/* The detector's min_span (usbyte/iteration.h): a repeating region of 16 calls before a lock. */
+#define UB_MIN_SPAN 16u
+
+/* ---- tables.c: the tables, the global lock (never held across a real NCCL call) ---- */
+void ub_state_lock(void);
+void ub_state_unlock(void);
+bool ub_state_trylock(void);
+void ub_state_forget_in_child(void);  /* runtime.c, in a forked child */
+bool ub_state_in_child(void);
+bool ub_state_exiting(void);          /* the reports are being written at exit: no CUDA call */
+void ub_state_set_exiting(void);
+void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason);
+/* The communicator's record, created (detection starts) when create is set. */
+ub_comm *ub_comm_get(ncclComm_t handle, bool create);
+void ub_comm_forget(ub_comm *c);      /* out of the live table; the record stays for the report */
+void ub_comm_add_disabled(ncclComm_t handle, const char *why);
+ub_comm *ub_state_live_comms(void);   /* walk with hh.next */
+/* Every communicator seen since the start (destroyed ones included), for the report. */
+ub_comm **ub_state_all_comms(int *n);
+/* The stream's record, created for c when create_for is set. */
+ub_stream *ub_stream_get(cudaStream_t s, ub_comm *create_for);
+void ub_stream_forget(ub_stream *st);
+ub_stream *ub_state_streams(void);    /* walk with hh.next */
+ub_event *ub_event_get(cudaEvent_t e, bool create);
+void ub_event_forget(ub_event *e);
+/* The event records of c; with all, every warm-up record (none profiles any more). */
+void ub_event_forget_for(ub_comm *c, bool all);
+
+/* ---- group.c: the calling thread's NCCL groups ---- */
+void ub_group_enter(void);
+int ub_group_leave(void);             /* the depth left */
+int ub_thread_group_depth(void);
+bool ub_thread_in_group(void);
+/* Work that must follow the launch of this thread's open groups, run (lock held) after the
+ * outermost real ncclGroupEnd; data is copied (at most 48 bytes).  false: no room. */
+typedef void (*ub_after_launch_fn)(const void *data);
+bool ub_group_after_launch(ub_after_launch_fn fn, const void *data, size_t size);
+bool ub_group_pending(void);
+void ub_group_run_after_launch(void);
+/* Ends the calling thread's open groups for real (the operations issued in them are launched) and
+ * reopens them: blocks and the agreement's read may then follow what came before them, in order. */
+void ub_group_split_begin(int depth);
+void ub_group_split_end(int depth);
+
+/* ---- warmup.c: detection restarts, profiling, the CUDA hooks' observation (lock held) ---- */
+void ub_warmup_start(ub_comm *c, uint64_t first);     /* profile from call `first` */
+void ub_warmup_restart(ub_comm *c, const char *why);  /* a deviation during the warm-up */
+/* Restarts detection of the period (schedule mode after too many deviations, a refuted period). */
+void ub_comm_redetect(ub_comm *c, const char *why);
+/* Records call `pos` of profiled iteration `it`; returns its allreduce index or -1. */
+int ub_warmup_record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint64_t it, uint32_t pos);
+void ub_warmup_call_end(ub_comm *c, int iteration, int call, cudaStream_t stream);
+/* Files the stream's (every stream's of c) pending upstream timing event. */
+void ub_warmup_file_ready(ub_comm *c, ub_stream *st);
+void ub_comm_file_ready(ub_comm *c);
+/* Seconds per byte of the warm-up's timed device-to-device copy (0 when unknown). */
+double ub_comm_copy_beta(const ub_comm *c);
+/* Releases the warm-up's CUDA hooks (tracking count, CUPTI, event and stream tables), and with
+ * stop_profiling its record and timing events too. */
+void ub_comm_stop_watching(ub_comm *c);
+void ub_comm_stop_profiling(ub_comm *c);
+void ub_warmup_event_recorded(cudaEvent_t event, cudaStream_t stream);
+void ub_warmup_stream_wait(cudaStream_t stream, cudaEvent_t event);
+void ub_warmup_event_host_wait(cudaEvent_t event, bool poll);
+void ub_warmup_stream_host_wait(cudaStream_t stream, bool poll);
+void ub_warmup_device_wait(void);
+
+/* ---- lifecycle.c ---- */
+void ub_state_write_reports_at_exit(void);  /* runtime.c's destructor */
+extern atomic_int ub_agree_unread;  /* communicators whose agreement is issued and not read */
 
 /* CUPTI (cupti_watch.c): reference-counted subscription while some communicator profiles. */
 bool ub_cupti_acquire(char *detail, size_t len);  /* false: unavailable, detail says why */
@@ -169,8 +236,8 @@ extern atomic_ullong ub_work_count;
 /* agree_rt.c, all called with the global lock held and returning with it held:
  * ub_comm_agree_issue: at call agree_at, before forwarding it, whatever the group depth: issues
  *   the two fixed-size agreement collectives (never waits for them);
- * ub_comm_agree_copy_back: once the thread is outside any group (at once, or at the outermost
- *   ncclGroupEnd): enqueues the copy of the result to the host and its completion event;
+ * ub_comm_agree_copy_back: once the thread is outside any group (at once, or after the outermost
+ *   ncclGroupEnd's launch): enqueues the copy of the result to the host and its completion event;
  * ub_comm_agree_read: at a later call from outside a group (only if the result is there), at call
  *   agree_at + period, or before the communicator is destroyed: decodes, plans, reports. */
 void ub_comm_agree_issue(ub_comm *c);
@@ -181,36 +248,7 @@ void ub_comm_agree_copy_back(ub_comm *c);
  * line every USBYTE_HANG_S says what it waits for, and an abort from the watchdog releases it). */
 typedef enum { UB_AGREE_POLL, UB_AGREE_WAIT_OR_GIVE_UP, UB_AGREE_WAIT } ub_agree_wait;
 void ub_comm_agree_read(ub_comm *c, ub_agree_wait how);
-/* The calling thread is inside an NCCL group; it issued an agreement there (copy back pending). */
-bool ub_thread_in_group(void);
-extern atomic_int ub_agree_unread;  /* communicators whose agreement is issued and not read */
-void ub_thread_agree_in_group(void);
-/* Releases the warm-up's CUDA hooks (tracking count, CUPTI, event and stream tables). */
-void ub_comm_stop_watching(ub_comm *c);
-void ub_state_lock(void);
-void ub_state_unlock(void);
 /* Lock held on entry and return; unlock_for_io: released while the file is written (never at exit). */
 void ub_state_write_reports(bool unlock_for_io);
-/* Every communicator seen since the start (destroyed ones included), for the report. */
-ub_comm **ub_state_all_comms(int *n);
-void ub_comm_stop_profiling(ub_comm *c);
-void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason);
-/* The stream's record, created for c when create_for is set. */
-ub_stream *ub_stream_get(cudaStream_t s, ub_comm *create_for);
-ub_event *ub_event_get(cudaEvent_t e, bool create);
-/* Every stream record (schedule mode walks those of one communicator). */
-ub_stream *ub_state_streams(void);
-/* The calling thread's NCCL group depth. */
-int ub_thread_group_depth(void);
-/* Ends the calling thread's open groups for real (the operations issued in them are launched) and
- * reopens them: blocks and the agreement's read may then follow what came before them, in order. */
-void ub_group_split_begin(int depth);
-void ub_group_split_end(int depth);
-/* Restarts detection of the period (schedule mode, after too many deviations). */
-void ub_comm_redetect(ub_comm *c, const char *why);
-/* Seconds per byte of the warm-up's timed device-to-device copy (0 when unknown). */
-double ub_comm_copy_beta(const ub_comm *c);
-/* Files every stream's pending upstream timing event of c (before the blocking poll). */
-void ub_comm_file_ready(ub_comm *c);
 
 #endif

@@ -1,0 +1,74 @@
+/* The calling thread's NCCL group depth, and what must follow the launch of its open groups: an
+ * operation issued inside a group is launched at the outermost ncclGroupEnd, so device work that
+ * must come after it (a profiled call's end event, the agreement's copy back) waits for then. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guard.h"
+#include "nccl_list.h"
+#include "runtime.h"
+#include "state.h"
+
+#define MAX_AFTER_LAUNCH 64
+#define AFTER_LAUNCH_DATA 48
+
+typedef struct after_launch {
+    ub_after_launch_fn fn;
+    unsigned char data[AFTER_LAUNCH_DATA];
+} after_launch;
+
+static _Thread_local int group_depth;
+static _Thread_local after_launch queue[MAX_AFTER_LAUNCH];
+static _Thread_local int n_queue;
+
+void ub_group_enter(void) { group_depth++; }
+
+int ub_group_leave(void)
+{
+    if (group_depth > 0)
+        group_depth--;
+    return group_depth;
+}
+
+int ub_thread_group_depth(void) { return group_depth; }
+bool ub_thread_in_group(void) { return group_depth > 0; }
+bool ub_group_pending(void) { return n_queue > 0; }
+
+bool ub_group_after_launch(ub_after_launch_fn fn, const void *data, size_t size)
+{
+    if (n_queue == MAX_AFTER_LAUNCH || size > AFTER_LAUNCH_DATA)
+        return false;
+    queue[n_queue].fn = fn;
+    memcpy(queue[n_queue].data, data, size);
+    n_queue++;
+    return true;
+}
+
+void ub_group_run_after_launch(void)
+{
+    /* An action may queue another (it runs outside any group now, so it will not). */
+    int n = n_queue;
+    n_queue = 0;
+    for (int i = 0; i < n; i++)
+        queue[i].fn(queue[i].data);
+}
+
+void ub_group_split_begin(int depth)
+{
+    for (int i = 0; i < depth; i++)
+        if (UB_REAL(ub_nccl.GroupEnd()) != ncclSuccess) {
+            ub_error("ncclGroupEnd failed while usbyte launched the application's open group early: aborting (the "
+                     "other ranks would wait for this one forever)");
+            abort();
+        }
+}
+
+void ub_group_split_end(int depth)
+{
+    for (int i = 0; i < depth; i++)
+        if (UB_REAL(ub_nccl.GroupStart()) != ncclSuccess) {
+            ub_error("ncclGroupStart failed while usbyte reopened the application's group: aborting");
+            abort();
+        }
+}

@@ -1,0 +1,301 @@
+/* The life cycle of a communicator (state.h): creation, every NCCL call (detection, warm-up,
+ * agreement, the switch to the plan at agree_at + period, schedule mode), groups, destroy and
+ * abort, and the reports at exit.  The only place that moves a communicator between the states
+ * of the warm-up, the agreement and the plan. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_list.h"
+#include "defer.h"
+#include "guard.h"
+#include "hooks.h"
+#include "nccl_list.h"
+#include "runtime.h"
+#include "state.h"
+
+atomic_int ub_agree_unread;   /* communicators in AGREE (issued, not read yet) */
+
+void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclResult_t r)
+{
+    if ((r != ncclSuccess && r != ncclInProgress) || !out)
+        return;
+    bool nonblocking = config && config->blocking == 0;
+    ub_state_lock();
+    for (int i = 0; i < n; i++) {
+        if (!out[i])
+            continue;
+        ub_comm *old = ub_comm_get(out[i], false);
+        if (old) /* a handle reused after destroy without our seeing it */
+            ub_comm_forget(old);
+        if (nonblocking) /* calls on it return before they are enqueued: nothing may be measured */
+            ub_comm_add_disabled(out[i], "nonblocking communicator");
+        else if (r == ncclSuccess)
+            ub_comm_get(out[i], true);
+    }
+    ub_state_unlock();
+}
+
+void ub_comm_ending(ncclComm_t handle, int id)
+{
+    /* Abort (a watchdog after a peer died) never waits for device work: the agreement is not
+     * read and nothing is freed that could synchronise behind collectives that never end. */
+    bool abort = id == UB_NCCL_CommAbort || id == UB_NCCL_CommRevoke;
+    ub_state_lock();
+    ub_comm *c = ub_comm_get(handle, false);
+    if (c) {
+        atomic_store(&c->ending, true);
+        ub_comm_forget(c);
+        if (c->index < 0) {
+            free(c);
+        } else {
+            if (c->state == UB_COMM_AGREE) {
+                /* The last chance to read the agreement: every rank issued it before this point
+                 * and NCCL's destroy waits for the communicator's work anyway. */
+                if (!abort && c->agree_copy_pending)
+                    ub_comm_agree_copy_back(c);
+                if (!abort)
+                    ub_comm_agree_read(c, UB_AGREE_WAIT_OR_GIVE_UP);
+                if (c->state == UB_COMM_AGREE) {
+                    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, abort ? "aborted before the agreement was read"
+                                                                   : "destroyed before the agreement could be read");
+                    atomic_fetch_sub(&ub_agree_unread, 1);
+                }
+            }
+            if (c->state == UB_COMM_PROFILE || c->state == UB_COMM_DETECT)
+                ub_comm_set_state(c, UB_COMM_DISABLED, "destroyed before the warm-up ended");
+            ub_sched_end(c, abort);
+            if (!c->issuing_agreement) /* else the issuing thread releases them when it sees `ending` */
+                ub_comm_stop_profiling(c);
+            if (!abort) {
+                ub_inside++;
+                if (c->agree_done)
+                    ub_cuda.cudaEventDestroy(c->agree_done);
+                if (c->agree_dev)
+                    ub_cuda.cudaFree(c->agree_dev);
+                if (c->copy_buf)
+                    ub_cuda.cudaFree(c->copy_buf);
+                if (c->agree_host)
+                    ub_cuda.cudaFreeHost(c->agree_host);
+                ub_inside--;
+            }
+            c->agree_done = NULL;
+            c->agree_dev = NULL;
+            c->agree_host = NULL;
+            c->copy_buf = NULL;
+            ub_iterdet_free(c->det);
+            ub_iterdet_free(c->det_full);
+            c->det = NULL;
+            c->det_full = NULL;
+            c->handle = NULL; /* kept in all_comms for the report */
+        }
+    }
+    ub_state_unlock();
+}
+
+void ub_group_start(void) { ub_group_enter(); }
+void ub_group_end(void) { ub_group_leave(); }
+
+/* After the real ncclGroupEnd: the outermost one launched what this thread issued inside the
+ * group, so the work that must follow it goes now; and a rank that issues all its calls inside
+ * groups reads the agreement here. */
+void ub_group_ended(void)
+{
+    if (ub_thread_group_depth() > 0 || ub_state_in_child() ||
+        (!ub_group_pending() && atomic_load(&ub_agree_unread) == 0))
+        return;
+    ub_state_lock();
+    ub_group_run_after_launch();
+    unsigned long self = (unsigned long)pthread_self();
+    for (ub_comm *c = ub_state_live_comms(), *next; c; c = next) {
+        next = c->hh.next;
+        if (c->state == UB_COMM_AGREE && c->issuer == self)
+            ub_comm_agree_read(c, UB_AGREE_POLL);
+    }
+    ub_state_unlock();
+}
+
+static int portable_kind(int id)
+{
+    return id == UB_NCCL_Bcast ? UB_NCCL_Broadcast : id;
+}
+
+/* The op in the portable signature: a handle from ncclRedOpCreatePreMulSum is a rank-local value
+ * (the lowest free slot of this rank's communicator), so every user-created op is one value. */
+static int portable_op(int op)
+{
+    return op >= (int)ncclNumOps ? (int)ncclNumOps : op;
+}
+
+/* Schedule mode, at call B = agree_at + period on every rank (docs/runtime.md): the agreement's
+ * result is needed now.  Outside a group, or inside one when the agreement was launched by an
+ * earlier ncclGroupEnd, blocking on it cannot deadlock on this communicator; when this thread's
+ * open group still holds it, the group is launched first (ended and reopened). */
+static void read_agreement_at_switch(ub_comm *c)
+{
+    if (c->state != UB_COMM_AGREE)
+        return;
+    int depth = ub_thread_group_depth();
+    bool split = depth > 0 && c->agree_copy_pending && c->agree_thread == (unsigned long)pthread_self();
+    if (split) { /* the copy back queued for after the launch finds nothing left to do */
+        ub_group_split_begin(depth);
+        ub_comm_agree_copy_back(c);
+    }
+    ub_comm_agree_read(c, UB_AGREE_WAIT);
+    if (split)
+        ub_group_split_end(depth);
+}
+
+bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
+{
+    t->comm = NULL;
+    t->call = -1;
+    if (ub_state_in_child())
+        return false;
+    ub_state_lock();
+    ub_comm *c = ub_comm_get(d->comm, true);
+    if (!c || c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH) {
+        ub_state_unlock();
+        return false;
+    }
+    c->issuer = (unsigned long)pthread_self();
+    ub_call_sig cs = {.kind = portable_kind(d->id), .count = d->count, .dtype = d->dtype, .op = portable_op(d->op), .peer = d->root};
+    uint64_t sig = ub_sig_portable(&cs);
+    if (c->state == UB_COMM_SCHEDULE) {
+        bool held = ub_sched_call(c, d, sig);
+        ub_state_unlock();
+        return held;
+    }
+    ub_iter_result res;
+    ub_iterdet_feed(c->det, sig, &res);
+    if (c->det_full) { /* every call before the plan runs (SCHEDULE returned above) */
+        /* Rank-local: only its period goes into the agreement, as evidence. */
+        ub_iter_result full;
+        ub_call_sig fs = cs;
+        fs.sendbuf = (uintptr_t)d->send;
+        fs.recvbuf = (uintptr_t)d->recv;
+        ub_iterdet_feed(c->det_full, ub_sig_full(&fs), &full);
+    }
+    if (res.event == UB_ITER_IN_PHASE || res.event == UB_ITER_LOCKED)
+        if (res.position == 0 && c->state != UB_COMM_DETECT)
+            c->iterations_observed++;
+
+    if (c->state == UB_COMM_PROFILE && res.event != UB_ITER_IN_PHASE) {
+        ub_warmup_restart(c, res.event == UB_ITER_DEVIATION ? "the call sequence deviated" : "the lock was lost");
+        if (c->state != UB_COMM_DETECT) {
+            ub_state_unlock();
+            return false;
+        }
+    }
+    if (c->state == UB_COMM_DETECT) {
+        if (res.event == UB_ITER_LOCKED || res.event == UB_ITER_IN_PHASE) {
+            c->period = res.period;
+            /* Profile whole iterations only: start at the next iteration boundary. */
+            uint64_t next = res.index + (res.period - res.position);
+            c->iterations_observed = 0;
+            ub_warmup_start(c, next);
+            {
+                ub_stream_get(d->stream, c); /* its next upstream waits are the first profiled call's */
+                ub_debug("communicator %d: period %u calls found at call %llu; profiling %d iterations from call %llu",
+                         c->index, res.period, (unsigned long long)res.index, ub_cfg.warmup,
+                         (unsigned long long)next);
+            }
+        } else if (res.event == UB_ITER_GAVE_UP) {
+            char why[256];
+            snprintf(why, sizeof why, "no repeating call sequence found (%s)", ub_iterdet_gave_up_reason(c->det));
+            ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
+        }
+        ub_state_unlock();
+        return false;
+    }
+    if (c->state == UB_COMM_AGREE || c->state == UB_COMM_PLANNED) {
+        if (res.index == c->agree_at + c->period && (ub_cfg.mode == UB_MODE_SCHEDULE || c->state == UB_COMM_AGREE)) {
+            read_agreement_at_switch(c);
+            if (c->state == UB_COMM_PLANNED && c->refuted) {
+                /* Agreed: the period is refuted by some rank's buffers.  Every rank restarts at
+                 * this same call, looking for a longer period: the one every rank's full
+                 * signatures repeat with, when they all found the same multiple, else twice it. */
+                char why[200];
+                uint32_t next = c->addr_period > c->period && c->addr_period % c->period == 0 ? c->addr_period
+                                                                                              : 2 * c->period;
+                snprintf(why, sizeof why, "a period of %u calls is refuted by the buffer addresses", c->period);
+                if (next > UB_ITER_MAX_PERIOD) {
+                    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
+                } else {
+                    c->min_period = next;
+                    ub_debug("communicator %d: %s; looking for a period of at least %u calls", c->index, why, next);
+                    ub_comm_redetect(c, why);
+                }
+            } else if (c->state == UB_COMM_PLANNED && c->sched.ready) {
+                ub_sched_begin(c);
+                bool held = ub_sched_call(c, d, sig);
+                ub_state_unlock();
+                return held;
+            }
+        } else if (c->state == UB_COMM_AGREE && ub_thread_group_depth() == 0) {
+            /* Reading the result early changes nothing that is issued: the plan takes effect
+             * at call agree_at + period, read or not. */
+            ub_comm_agree_read(c, UB_AGREE_POLL);
+        }
+        ub_state_unlock();
+        return false;
+    }
+    if (c->state == UB_COMM_PROFILE) {
+        if (!c->local_failure[0])
+            ub_timing_poll(&c->tm, false);
+        if (res.index >= c->agree_at) {
+            /* The first call after the warm-up: the same call index on every rank, inside a
+             * group or not (the group structure is rank-local). */
+            if (!c->local_failure[0])
+                ub_timing_now(&c->tm, &c->rec.end_clock, 1, 0);
+            ub_comm_agree_issue(c);
+        } else if (res.index < c->profile_start) {
+            /* Before the first profiled iteration: know the stream (so that the next waits on it
+             * count), and let no upstream wait of an unrecorded call leak into a recorded one. */
+            ub_stream *st = c->local_failure[0] ? NULL : ub_stream_get(d->stream, c);
+            if (st && st->comm == c)
+                ub_warmup_file_ready(c, st);
+        } else if (res.index < c->agree_at) {
+            uint64_t it = (res.index - c->profile_start) / c->period;
+            uint32_t pos = (uint32_t)((res.index - c->profile_start) % c->period);
+            int k = ub_warmup_record_call(c, d, sig, it, pos);
+            if (k >= 0) {
+                t->comm = c;
+                t->call = k;
+                t->iteration = it;
+            }
+        }
+    }
+    ub_state_unlock();
+    return false;
+}
+
+void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r)
+{
+    (void)r;
+    if (!t->comm)
+        return;
+    ub_state_lock();
+    ub_comm *c = t->comm;
+    if (c->state == UB_COMM_PROFILE)
+        ub_warmup_call_end(c, (int)t->iteration, t->call, d->stream);
+    ub_state_unlock();
+}
+
+void ub_state_write_reports_at_exit(void)
+{
+    if (ub_state_in_child())
+        return;
+    ub_state_set_exiting();
+    /* trylock: a thread may have died holding it (exit from a signal handler); a report from
+     * slightly inconsistent state beats a hang at exit. */
+    bool locked = ub_state_trylock();
+    int n;
+    ub_comm **all = ub_state_all_comms(&n);
+    for (int i = 0; i < n; i++)
+        if (all[i]->state == UB_COMM_SCHEDULE && all[i]->handle)
+            ub_sched_summary(all[i]);
+    ub_state_write_reports(false);
+    if (locked)
+        ub_state_unlock();
+}

@@ -1,0 +1,169 @@
+/* The runtime's tables (state.h): communicators, streams and events by handle, every
+ * communicator ever seen (for the report), the one process-wide lock that guards them, and the
+ * process-wide flags (forked child, writing at exit).  The bottom of interpose/: it calls only the
+ * real functions (the communicator's rank and size) and the detector's constructor. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_list.h"
+#include "guard.h"
+#include "nccl_list.h"
+#include "runtime.h"
+#include "state.h"
+
+static pthread_mutex_t state_mutex = PTHREAD_MUTEX_INITIALIZER;
+static ub_comm *comms;           /* live communicators by handle */
+static ub_comm **all_comms;      /* every communicator ever seen, for the report */
+static int n_all, cap_all;
+static ub_stream *streams;
+static ub_event *events;
+static bool in_child;
+static bool exiting;
+
+void ub_state_lock(void) { pthread_mutex_lock(&state_mutex); }
+void ub_state_unlock(void) { pthread_mutex_unlock(&state_mutex); }
+bool ub_state_trylock(void) { return pthread_mutex_trylock(&state_mutex) == 0; }
+
+const char *ub_comm_state_name(ub_comm_state s)
+{
+    switch (s) {
+#define X(e, name) case UB_COMM_##e: return name;
+        UB_COMM_STATE_LIST(X)
+#undef X
+    }
+    return "?";
+}
+
+void ub_state_forget_in_child(void) { in_child = true; }
+bool ub_state_in_child(void) { return in_child; }
+bool ub_state_exiting(void) { return exiting; }
+void ub_state_set_exiting(void) { exiting = true; }
+
+void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason)
+{
+    if (c->state != s)
+        ub_debug("communicator %d: %s -> %s%s%s", c->index, ub_comm_state_name(c->state), ub_comm_state_name(s),
+                 reason ? ": " : "", reason ? reason : "");
+    c->state = s;
+    snprintf(c->reason, sizeof c->reason, "%s", reason ? reason : "");
+}
+
+ub_stream *ub_state_streams(void) { return streams; }
+ub_comm *ub_state_live_comms(void) { return comms; }
+
+ub_event *ub_event_get(cudaEvent_t event, bool create)
+{
+    ub_event *e = NULL;
+    HASH_FIND_PTR(events, &event, e);
+    if (!e && create && (e = calloc(1, sizeof *e))) {
+        e->handle = event;
+        HASH_ADD_PTR(events, handle, e);
+    }
+    return e;
+}
+
+void ub_event_forget(ub_event *e)
+{
+    HASH_DEL(events, e);
+    if (e->companion)
+        UB_REAL(ub_cuda.cudaEventDestroy(e->companion));
+    free(e);
+}
+
+/* Every event record of c, and the warm-up's ones of every communicator when no communicator
+ * profiles any more (all: tracking ended); schedule mode's redirected events stay. */
+void ub_event_forget_for(ub_comm *c, bool all)
+{
+    ub_event *e, *te;
+    HASH_ITER(hh, events, e, te) if (e->comm == c || (all && !e->sched_comm))
+        ub_event_forget(e);
+}
+
+ub_stream *ub_stream_get(cudaStream_t s, ub_comm *c)
+{
+    ub_stream *st = NULL;
+    HASH_FIND_PTR(streams, &s, st);
+    if (st || !c)
+        return st;
+    st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    st->handle = s;
+    st->comm = c;
+    HASH_ADD_PTR(streams, handle, st);
+    return st;
+}
+
+void ub_stream_forget(ub_stream *st)
+{
+    HASH_DEL(streams, st);
+    free(st);
+}
+
+ub_comm *ub_comm_get(ncclComm_t handle, bool create)
+{
+    ub_comm *c = NULL;
+    HASH_FIND_PTR(comms, &handle, c);
+    if (c || !create)
+        return c;
+    c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    if (n_all == cap_all) {
+        int cap = cap_all ? 2 * cap_all : 8;
+        ub_comm **p = realloc(all_comms, (size_t)cap * sizeof *p);
+        if (!p) {
+            free(c);
+            return NULL;
+        }
+        all_comms = p;
+        cap_all = cap;
+    }
+    all_comms[n_all] = c;
+    c->index = n_all++;
+    c->handle = handle;
+    c->rank = c->nranks = -1;
+    c->cur_iter = c->cur_call = -1;
+    ub_comm_report_init(&c->report);
+    c->min_period = 0;
+    ub_iterdet_config dc = {.min_span = UB_MIN_SPAN};
+    c->det = ub_iterdet_new(&dc);
+    c->det_full = ub_iterdet_new(&dc);
+    c->state = UB_COMM_DETECT;
+    if (!c->det)
+        ub_comm_set_state(c, UB_COMM_DISABLED, "out of memory");
+    ub_inside++;
+    if (ub_nccl.CommUserRank)
+        ub_nccl.CommUserRank(handle, &c->rank);
+    if (ub_nccl.CommCount)
+        ub_nccl.CommCount(handle, &c->nranks);
+    ub_inside--;
+    if (atomic_load(&ub_rank) < 0 && c->rank >= 0)
+        atomic_store(&ub_rank, c->rank);
+    if (atomic_load(&ub_world) < 0 && c->nranks > 0)
+        atomic_store(&ub_world, c->nranks);
+    HASH_ADD_PTR(comms, handle, c);
+    return c;
+}
+
+void ub_comm_forget(ub_comm *c) { HASH_DEL(comms, c); }
+
+void ub_comm_add_disabled(ncclComm_t handle, const char *why)
+{
+    ub_comm *c = calloc(1, sizeof *c);
+    if (!c)
+        return;
+    c->handle = handle;
+    c->nonblocking = true;
+    c->state = UB_COMM_DISABLED;
+    c->index = -1;
+    snprintf(c->reason, sizeof c->reason, "%s", why);
+    HASH_ADD_PTR(comms, handle, c); /* never reported: no rank known */
+}
+
+ub_comm **ub_state_all_comms(int *n)
+{
+    *n = n_all;
+    return all_comms;
+}
