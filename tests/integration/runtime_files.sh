@@ -88,8 +88,8 @@ mkdir "$WORK/rdir"
 run rdir 2 USBYTE_REPORT="$WORK/rdir"
 [ -d "$WORK/rdir" ] && [ -z "$(ls -A "$WORK/rdir")" ] || fail "the directory report path was changed"
 [ -z "$(ls "$WORK" | grep 'rdir\..*partial' || true)" ] || fail "a temporary was left next to rdir"
-# Once would be enough; the runtime still prints it at planning and again at exit.
-per_rank "$WORK/rdir.out" 2 'error: report: .*rdir: exists and is a directory' 1 2
+# Once per rank: the report is written at planning and again at exit, the same error is said once.
+per_rank "$WORK/rdir.out" 2 'report: .*rdir: exists and is a directory' 1
 echo keep >"$WORK/victim2"
 ln -s "$WORK/victim2" "$WORK/report.link"
 run rlink 2 USBYTE_REPORT="$WORK/report.link"
