@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -144,4 +145,14 @@ int ub_write_file_atomic(const char *path, const void *data, size_t len, char *e
     }
     sync_directory(path);
     return 0;
+}
+
+int ub_write_json_atomic(const char *path, const json_t *doc, size_t flags, char *err, size_t errlen)
+{
+    char *text = doc ? json_dumps(doc, flags) : NULL;
+    if (text == NULL)
+        return fail(err, errlen, "%s: out of memory formatting the JSON", path ? path : "(no path)");
+    int rc = ub_write_file_atomic(path, text, strlen(text), err, errlen);
+    free(text);
+    return rc;
 }

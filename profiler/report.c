@@ -2,7 +2,6 @@
  * tools/usbyte-report: see docs/runtime.md. */
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "usbyte/atomic_write.h"
@@ -129,12 +128,5 @@ json_t *ub_report_json(int rank, int world_size, const ub_config *cfg, const ub_
 
 int ub_report_write(const char *path, const json_t *doc, char *err, size_t errlen)
 {
-    char *text = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
-    if (text == NULL) {
-        snprintf(err, errlen, "%s: out of memory formatting the report", path);
-        return -1;
-    }
-    int rc = ub_write_file_atomic(path, text, strlen(text), err, errlen);
-    free(text);
-    return rc;
+    return ub_write_json_atomic(path, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(17), err, errlen);
 }

@@ -9,12 +9,19 @@
  * a device such as /dev/null, a FIFO): only a regular file or a missing path is replaced.
  * Several processes writing the same path each leave it holding one whole file (the last
  * rename wins).  Returns 0, or -1 with one line in err naming the path and the reason; the
- * temporary is removed on every failure.  Never allocates; safe in exit handlers. */
+ * temporary is removed on every failure.  Never allocates; safe in exit handlers.  A text
+ * built with stdio goes through open_memstream first. */
 #ifndef USBYTE_ATOMIC_WRITE_H
 #define USBYTE_ATOMIC_WRITE_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 int ub_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+
+/* The same for a JSON document formatted with jansson's flags (json_dumps), e.g.
+ * JSON_COMPACT | JSON_REAL_PRECISION(17): what ub_plan_save, ub_profile_save and the tools'
+ * JSON outputs need.  This one allocates (the formatted text). */
+int ub_write_json_atomic(const char *path, const json_t *doc, size_t flags, char *err, size_t errlen);
 
 #endif

@@ -1,7 +1,8 @@
 /* ub_write_file_atomic: a new or regular target is replaced whole; a symbolic link, a directory,
  * a FIFO or a device at the target is refused and left as it was; a symbolic link planted at the
  * temporary's name is never followed; several processes writing one path leave one whole file
- * at every moment; nothing is left behind. */
+ * at every moment; nothing is left behind; ub_write_json_atomic writes a document by the same
+ * rules. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -137,6 +138,28 @@ static void test_writes_and_replaces(void **state)
     assert_int_equal(ub_write_file_atomic(path, "", 0, err, sizeof err), 0);
     assert_int_equal(read_file(path, buf, sizeof buf), 0);
     ASSERT_ONLY("report.json");
+}
+
+static void test_json_document(void **state)
+{
+    (void)state;
+    char path[300], buf[256], err[512] = "";
+    path_in(path, sizeof path, "plan.json");
+    json_t *doc = json_pack("{s:i, s:[f, s]}", "usbyte_plan", 1, "blocks", 0.5, "x");
+    assert_non_null(doc);
+    assert_int_equal(ub_write_json_atomic(path, doc, JSON_COMPACT | JSON_SORT_KEYS, err, sizeof err), 0);
+    read_file(path, buf, sizeof buf);
+    assert_string_equal(buf, "{\"blocks\":[0.5,\"x\"],\"usbyte_plan\":1}");
+    /* The same rules as for bytes: a directory is left alone. */
+    char d[300];
+    path_in(d, sizeof d, "adir");
+    assert_int_equal(mkdir(d, 0755), 0);
+    assert_int_equal(ub_write_json_atomic(d, doc, 0, err, sizeof err), -1);
+    assert_one_line(err, d, "a directory");
+    json_decref(doc);
+    assert_int_equal(ub_write_json_atomic(path, NULL, 0, err, sizeof err), -1);
+    assert_one_line(err, path, "JSON");
+    ASSERT_ONLY("plan.json", "adir");
 }
 
 static void test_refuses_directory(void **state)
@@ -354,6 +377,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_writes_and_replaces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_document, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_symlink_target, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_fifo_without_blocking, setup, teardown),
