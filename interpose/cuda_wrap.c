@@ -91,3 +91,25 @@ static inline bool slow_path(void)
 #define X(name, cls, params, args, hook) WRAP_##cls(name, params, args, hook)
 UB_CUDA_LIST(X)
 #undef X
+
+/* The same wrappers under the CUDA 12 runtime's version node: PyTorch's cu12 wheels load
+ * libcudart.so.12, whose programs reference cudaEventRecord@libcudart.so.12.  Each is a jump to
+ * the wrapper above (through a local alias: no PLT); the default version stays 13's, which
+ * unversioned references take. */
+#define V12_CALLONLY(name, params, args)
+#define V12_WRAPPED(name, params, args)                                              \
+    static __typeof__(name) ub_local_##name __attribute__((alias(#name)));           \
+    UB_EXPORT cudaError_t ub_v12_##name params { return ub_local_##name args; }       \
+    __asm__(".symver ub_v12_" #name ", " #name "@libcudart.so.12");
+#define V12_EVREC V12_WRAPPED
+#define V12_SWAIT V12_WRAPPED
+#define V12_EVSYNC V12_WRAPPED
+#define V12_EVQUERY V12_WRAPPED
+#define V12_SSYNC V12_WRAPPED
+#define V12_SQUERY V12_WRAPPED
+#define V12_DSYNC V12_WRAPPED
+#define V12_SDESTROY V12_WRAPPED
+#define V12_EDESTROY V12_WRAPPED
+#define X(name, cls, params, args, hook) V12_##cls(name, params, args)
+UB_CUDA_LIST(X)
+#undef X

@@ -9,9 +9,19 @@ RUNTIME_PROFILER_SRCS := $(filter-out profiler/profile_io%.c profiler/plan_io%.c
 INTERPOSE_SRCS := $(wildcard interpose/*.c)
 USBYTE_SO := $(BUILD)/libusbyte.so
 
-$(USBYTE_SO): $(call objs,$(INTERPOSE_SRCS) $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB) interpose/libusbyte.map
+# The version script, generated from the one list of wrapped CUDA functions (cuda_list.h): every
+# entry whose class is not CALLONLY.
+USBYTE_MAP := $(BUILD)/libusbyte.map
+$(USBYTE_MAP): interpose/libusbyte.map.in interpose/cuda_list.h
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,--version-script=interpose/libusbyte.map -Wl,--no-undefined $(LDFLAGS) -o $@ \
+	sed -n 's/^ *X(\(cuda[A-Za-z_]*\), *\([A-Z]*\),.*/\2 \1/p' interpose/cuda_list.h | \
+		awk '$$1 != "CALLONLY" {printf "        %s;\n", $$2}' > $@.names
+	sed -e '/@CUDA_WRAPPERS@/{r $@.names' -e 'd}' interpose/libusbyte.map.in > $@
+	rm -f $@.names
+
+$(USBYTE_SO): $(call objs,$(INTERPOSE_SRCS) $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB) $(USBYTE_MAP)
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,--version-script=$(USBYTE_MAP) -Wl,--no-undefined $(LDFLAGS) -o $@ \
 		$(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_THREAD)
 
 ALL += $(USBYTE_SO)

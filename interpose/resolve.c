@@ -31,7 +31,9 @@ const char *const ub_cuda_names[UB_CUDA_COUNT] = {
 #undef X
 };
 
-#define CUDART_VERSION_NODE "libcudart.so.13"
+/* The runtime's version node, from the library the process loaded (libcudart.so.12 -> node
+ * "libcudart.so.12"); CUDA 13's when none is loaded yet. */
+static char cudart_node[64] = "libcudart.so.13";
 
 static bool is_ours(void *fn)
 {
@@ -125,12 +127,12 @@ static void *cuda_lookup(void *handle, const char *name)
 {
     void *fn = NULL;
     if (handle) {
-        fn = checked(dlvsym(handle, name, CUDART_VERSION_NODE));
+        fn = checked(dlvsym(handle, name, cudart_node));
         if (!fn)
             fn = checked(dlsym(handle, name));
     }
     if (!fn)
-        fn = checked(dlvsym(RTLD_NEXT, name, CUDART_VERSION_NODE));
+        fn = checked(dlvsym(RTLD_NEXT, name, cudart_node));
     if (!fn)
         fn = checked(dlsym(RTLD_NEXT, name));
     return fn;
@@ -142,6 +144,11 @@ static void cuda_resolve_once(void)
     char path[600] = "";
     dl_iterate_phdr(find_cudart, path);
     void *handle = path[0] ? dlopen(path, RTLD_NOLOAD | RTLD_LAZY) : NULL;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    unsigned major;
+    if (sscanf(base, "libcudart.so.%u", &major) == 1)
+        snprintf(cudart_node, sizeof cudart_node, "libcudart.so.%u", major);
 #define X(name, cls, params, args, hook) ub_cuda.name = (__typeof__(ub_cuda.name))cuda_lookup(handle, #name);
     UB_CUDA_LIST(X)
 #undef X
@@ -150,7 +157,7 @@ static void cuda_resolve_once(void)
         ub_error("no real CUDA runtime found (%s): CUDA calls through usbyte will fail",
                  path[0] ? path : "no libcudart.so.* loaded");
     else
-        ub_debug("real CUDA runtime functions from %s", path[0] ? path : "RTLD_NEXT");
+        ub_debug("real CUDA runtime functions from %s (version node %s)", path[0] ? path : "RTLD_NEXT", cudart_node);
     ub_inside--;
     /* Publishes the table: a wrapper reads it only after seeing this (weakly ordered CPUs too). */
     atomic_store_explicit(&ub_cuda_resolved, true, memory_order_release);
