@@ -45,10 +45,12 @@ static void *watchdog(void *arg)
     return NULL;
 }
 
-/* Every call of the training thread after the peer's death: timed, and its error ignored once
- * the communicator is aborted (NCCL then refuses it). */
+/* Every call of the training thread: timed, and its error ignored once the communicator is
+ * aborted; no call is made after the abort (an aborted communicator's handle is gone). */
 #define CALL(expr)                                                                              \
     do {                                                                                        \
+        if (atomic_load(&aborted))                                                              \
+            break;                                                                              \
         atomic_store(&call_since, now_s());                                                     \
         int r_ = (int)(expr);                                                                   \
         atomic_store(&call_since, 0.0);                                                         \

@@ -31,7 +31,8 @@ case_() { # NAME PRELOAD ARGS...
     local line
     line=$(grep -o 'ncclCommAbort returned in .*' "$WORK/$name.out" || true)
     if [ -z "$line" ] || [ $rc -ne 0 ] || grep -q 'emu-run: timeout' "$WORK/$name.out"; then
-        sed 's/^/    | /' "$WORK/$name.out" | tail -20
+        grep -E 'ERROR|SUMMARY|^\[rank [0-9]\] +#[0-9]+ |freed by|allocated by' "$WORK/$name.out" | head -40 | sed 's/^/    | /'
+        sed 's/^/    | /' "$WORK/$name.out" | grep -v 'redzone\|addressable\|Shadow\|Poisoned\|Container\|cookie\|ASan internal\|Freed heap\|Global init\|after return\|use after scope' | tail -20
         fail "$name: the survivor did not return from ncclCommAbort (exit $rc, $ms ms)"
     fi
     grep -q 'emu-run: rank 0' "$WORK/$name.out" && { sed 's/^/    | /' "$WORK/$name.out" | tail -20; fail "$name: the survivor failed"; }
