@@ -17,17 +17,18 @@
 #define CALLS 6
 
 static ncclComm_t comm;
-static double abort_seconds, aborted_at;
+static double abort_seconds;
+static _Atomic double aborted_at;
 static _Atomic double call_since;   /* when the training thread entered its current call, 0: none */
 static atomic_bool done, aborted;
 
 static void do_abort(void)
 {
+    atomic_store(&aborted, true); /* before: the training thread released by it makes no more calls */
     double t0 = now_s();
     NCCL_OK(ncclCommAbort(comm));
     abort_seconds = now_s() - t0;
-    aborted_at = now_s();
-    atomic_store(&aborted, true);
+    atomic_store(&aborted_at, now_s());
 }
 
 static void *watchdog(void *arg)
@@ -101,7 +102,9 @@ int main(int argc, char **argv)
         if (it < die_at) /* the healthy iterations end with a host wait, like a loss print */
             CALL(cudaStreamSynchronize(compute));
     }
-    double released = atomic_load(&aborted) ? now_s() - aborted_at : 0;
+    /* How long after the abort returned the stuck call did (0: it returned before). */
+    double t_end = now_s(), t_abort = atomic_load(&aborted_at);
+    double released = atomic_load(&aborted) && t_abort > 0 && t_end > t_abort ? t_end - t_abort : 0;
     atomic_store(&done, true);
     if (thread)
         pthread_join(wd, NULL);
