@@ -6,6 +6,7 @@
  * schedule mode will follow). */
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,51 +39,54 @@ static void learn_versions(void)
     ub_inside--;
 }
 
+/* Each agreed flag that makes a communicator unschedulable, and the reason the report gives (a
+ * %g in it takes the flag's value, a %u the period). */
+static const struct {
+    size_t flag; /* offset in ub_agree_flags */
+    const char *why;
+} unschedulable[] = {
+    {offsetof(ub_agree_flags, stream_ordered),
+     "stream-ordered work on the NCCL stream between collectives (%g operations per warm-up on the busiest rank): it "
+     "consumes results in stream order and cannot be redirected; with Horovod, set HOROVOD_FUSION_THRESHOLD=0 so that "
+     "usbyte does the fusion"},
+    {offsetof(ub_agree_flags, cupti_missing),
+     "CUPTI was not available on every rank: stream-ordered work on the NCCL stream cannot be ruled out"},
+    {offsetof(ub_agree_flags, no_end_records),
+     "neither an event recorded on the NCCL stream after a call nor a host wait on that stream was seen on some rank: "
+     "completion could not be redirected (statically linked CUDA runtime?)"},
+    {offsetof(ub_agree_flags, multi_stream),
+     "the allreduces of an iteration were issued on more than one stream on some rank: one completion order per "
+     "communicator is assumed"},
+    {offsetof(ub_agree_flags, legacy_stream),
+     "an allreduce was issued on the legacy or a per-thread default stream, which synchronises with other streams "
+     "implicitly: issue collectives on a stream of their own (cudaStreamNonBlocking)"},
+    {offsetof(ub_agree_flags, period_refuted),
+     "the period found (%u calls) is refuted by the buffer addresses on some rank (equal-sized calls repeat within an "
+     "iteration): detection restarts one iteration after the agreement, looking for a longer period"},
+    {offsetof(ub_agree_flags, p2p),
+     "point-to-point calls (ncclSend/ncclRecv) in the iteration: their groups must stay intact, so the communicator is "
+     "not re-scheduled"},
+};
+
 static void verdict(ub_comm *c, const ub_agreed *a)
 {
     ub_comm_report *r = &c->report;
     r->schedulable = true;
     r->n_reasons = 0;
-    if (a->flags.stream_ordered > 0) {
+    for (size_t i = 0; i < sizeof unschedulable / sizeof unschedulable[0]; i++) {
+        double v = *(const double *)((const char *)&a->flags + unschedulable[i].flag);
+        if (!(v > 0))
+            continue;
         r->schedulable = false;
-        ub_comm_report_add_reason(r,
-            "stream-ordered work on the NCCL stream between collectives (%.0f operations per warm-up on the "
-            "busiest rank): it consumes results in stream order and cannot be redirected; with Horovod, set "
-            "HOROVOD_FUSION_THRESHOLD=0 so that usbyte does the fusion", a->flags.stream_ordered);
-    }
-    if (a->flags.cupti_missing > 0) {
-        r->schedulable = false;
-        ub_comm_report_add_reason(r, "CUPTI was not available on every rank: stream-ordered work on the NCCL "
-                                     "stream cannot be ruled out");
-    }
-    if (a->flags.no_end_records > 0) {
-        r->schedulable = false;
-        ub_comm_report_add_reason(r, "neither an event recorded on the NCCL stream after a call nor a host wait "
-                                     "on that stream was seen on some rank: completion could not be redirected "
-                                     "(statically linked CUDA runtime?)");
-    }
-    if (a->flags.multi_stream > 0) {
-        r->schedulable = false;
-        ub_comm_report_add_reason(r, "the allreduces of an iteration were issued on more than one stream on some "
-                                     "rank: one completion order per communicator is assumed");
-    }
-    if (a->flags.legacy_stream > 0) {
-        r->schedulable = false;
-        ub_comm_report_add_reason(r, "an allreduce was issued on the legacy or a per-thread default stream, which "
-                                     "synchronises with other streams implicitly: issue collectives on a stream of "
-                                     "their own (cudaStreamNonBlocking)");
-    }
-    if (a->flags.period_refuted > 0) {
-        r->schedulable = false;
-        ub_comm_report_add_reason(r, "the period found (%u calls) is refuted by the buffer addresses on some rank "
-                                     "(equal-sized calls repeat within an iteration): detection restarts one "
-                                     "iteration after the agreement, needing a longer repeating region",
-                                  c->period);
-    }
-    if (a->flags.p2p > 0) {
-        r->schedulable = false;
-        ub_comm_report_add_reason(r, "point-to-point calls (ncclSend/ncclRecv) in the iteration: their groups must "
-                                     "stay intact, so the communicator is not re-scheduled");
+        char why[600];
+        const char *f = unschedulable[i].why;
+        if (strstr(f, "%g"))
+            snprintf(why, sizeof why, f, v);
+        else if (strstr(f, "%u"))
+            snprintf(why, sizeof why, f, c->period);
+        else
+            snprintf(why, sizeof why, "%s", f);
+        ub_comm_report_add_reason(r, "%s", why);
     }
 }
 

@@ -5,17 +5,9 @@
 # ncclCommAbort returns within 1 s with the library as without it, and the training thread's
 # stuck call returns within 1 s of the abort (usbyte's wait for the agreement at the switch to
 # the plan is released by the abort; its bounded waits for timing events last USBYTE_HANG_S).
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-source tests/integration/preload-env.sh
+source "$(dirname "$0")/runtime_lib.sh"
 PROG=$BUILD/tests/integration/runtime_abort
-for f in "$BUILD/libusbyte.so" "$PROG" "$BUILD/emu/emu-run"; do
-    [ -e "$f" ] || { echo "missing $f: build it first (make)"; exit 1; }
-done
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+need "$BUILD/libusbyte.so" "$PROG" "$BUILD/emu/emu-run"
 export USBYTE_EMU_ALPHA_US=200 USBYTE_EMU_GBPS=1 USBYTE_WARMUP=2 USBYTE_HANG_S=2 USBYTE_LOG=debug
 unset USBYTE_MODE
 # With 6 calls per iteration and USBYTE_WARMUP=2 the period locks in iteration 2, the warm-up is

@@ -4,17 +4,9 @@
 # library preloaded, the DDP-like trainer gives the same report as the same trainer built against
 # CUDA 13 (observe: the same verdict, calls, bytes, upstream events and end events seen; schedule:
 # scheduled, bit-identical results), and the real functions come from libcudart.so.12.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-source tests/integration/preload-env.sh
+source "$(dirname "$0")/runtime_lib.sh"
 E12=$BUILD/emu12
-for f in "$BUILD/libusbyte.so" "$E12/emu-run" "$E12/trainers/ddp_like" "$BUILD/emu/emu-run" "$BUILD/trainers/ddp_like"; do
-    [ -e "$f" ] || { echo "missing $f: build it first (make)"; exit 1; }
-done
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+need "$BUILD/libusbyte.so" "$E12/emu-run" "$E12/trainers/ddp_like" "$BUILD/emu/emu-run" "$BUILD/trainers/ddp_like"
 readelf -W --dyn-syms "$E12/trainers/ddp_like" >"$WORK/syms"
 grep -q 'cudaEventRecord@libcudart.so.12' "$WORK/syms" || fail "the CUDA 12 trainer does not reference cudaEventRecord@libcudart.so.12"
 export USBYTE_EMU_ALPHA_US=300 USBYTE_EMU_GBPS=1 USBYTE_WARMUP=2 USBYTE_LOG=debug

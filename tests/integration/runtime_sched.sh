@@ -7,18 +7,9 @@
 # group, destroy and exit with blocks pending, two communicators interleaved, calls from a second
 # thread, fork), each ending with correct results; an early host consumer ends in the diagnostic and
 # an abort within 2 s, never a hang (the launcher's timeout is the hang detector).
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-SAN=${SAN:-}
-source tests/integration/preload-env.sh
+source "$(dirname "$0")/runtime_lib.sh"
 PROG=$BUILD/tests/integration/runtime_sched
-for f in "$BUILD/libusbyte.so" "$PROG" "$BUILD/emu/emu-run"; do
-    [ -e "$f" ] || { echo "missing $f: build it first (make)"; exit 1; }
-done
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+need "$BUILD/libusbyte.so" "$PROG" "$BUILD/emu/emu-run"
 # A latency-bound link, where the plan merges calls (so blocks are staged and reordered).
 export USBYTE_EMU_ALPHA_US=300 USBYTE_EMU_GBPS=1 USBYTE_WARMUP=2 USBYTE_LOG=info
 unset USBYTE_MODE USBYTE_COMPLETION
