@@ -533,10 +533,10 @@ void ub_state_write_reports(bool unlock_for_io)
     }
     int rank = atomic_load(&ub_rank), world = atomic_load(&ub_world);
     json_t *doc = ub_report_json(rank, world, &ub_cfg, &versions, reps, n);
-    /* Schedule mode's measurements, per communicator that ran a plan (never a CUDA call at exit). */
+    /* Schedule mode's measurements, per communicator that ran a plan. */
     json_t *jcomms = doc ? json_object_get(doc, "comms") : NULL;
     for (int i = 0; jcomms && i < n && i < (int)json_array_size(jcomms); i++) {
-        json_t *sj = ub_sched_report_json(all[i], !ub_state_exiting());
+        json_t *sj = ub_sched_report_json(all[i]);
         if (sj)
             json_object_set_new(json_array_get(jcomms, (size_t)i), "schedule", sj);
     }

@@ -190,6 +190,12 @@ void ub_sched_end(ub_comm *c, bool abort)
         s->active = false;
         atomic_fetch_sub(&ub_sched_live, 1);
     }
+    if (!abort) {
+        ub_state_unlock();
+        ub_exec_drain(c);
+        ub_state_lock();
+    }
+    /* Under the lock: other threads' report writers read these times. */
     ub_timing_poll(&s->tm, false);
     ub_sched_summary(c);
     if (!abort) {
@@ -220,13 +226,11 @@ static double measured_iteration(const ub_sched_rt *s, int *n_used)
 
 static json_t *number_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
-json_t *ub_sched_report_json(ub_comm *c, bool poll)
+json_t *ub_sched_report_json(ub_comm *c)
 {
     ub_sched_rt *s = &c->sched;
     if (!s->plan.n_blocks)
         return NULL;
-    if (s->ready && poll)
-        ub_timing_poll(&s->tm, false);
     int n_used;
     double measured = measured_iteration(s, &n_used);
     double pass = c->report.measured_iteration;

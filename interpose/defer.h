@@ -24,9 +24,10 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig);
 void ub_sched_deviation(ub_comm *c, const char *why);
 /* Lock held: the communicator ends.  abort: never waits for device work. */
 void ub_sched_end(ub_comm *c, bool abort);
-/* The report's `schedule` object (NULL before a plan ran); poll: read the timing events that
- * completed (never at exit: no CUDA call may be made then). */
-json_t *ub_sched_report_json(ub_comm *c, bool poll);
+/* The report's `schedule` object (NULL before a plan ran), from the times read so far: only the
+ * issuing thread reads the timing events (it appends to them without the lock while it issues
+ * blocks), at each iteration start and when the communicator ends. */
+json_t *ub_sched_report_json(ub_comm *c);
 /* The summary line (USBYTE_LOG=info): measured speedup next to the predicted one. */
 void ub_sched_summary(ub_comm *c);
 

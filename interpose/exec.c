@@ -167,6 +167,12 @@ void ub_exec_issue(ub_comm *c, int first, int end, int arrived)
         ub_group_split_end(depth);
 }
 
+void ub_exec_drain(ub_comm *c)
+{
+    if (c->sched.ready)
+        UB_REAL(ub_cuda.cudaStreamSynchronize(c->sched.priv));
+}
+
 void ub_exec_release(ub_comm *c, bool wait)
 {
     ub_sched_rt *s = &c->sched;
@@ -184,7 +190,6 @@ void ub_exec_release(ub_comm *c, bool wait)
     }
     ub_inside++;
     ub_cuda.cudaStreamSynchronize(s->priv);
-    ub_timing_poll(&s->tm, true); /* the last blocks' and iterations' times, for the report */
     ub_timing_stop(&s->tm);
     for (int k = 0; k < s->sp.n_calls; k++)
         if (s->ready_ev[k])

@@ -14,6 +14,8 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len);
  * `arrived`, and writes their counter values.  Called WITHOUT the global lock, by the thread that
  * issues the communicator's calls (NCCL forbids concurrent use of a communicator). */
 void ub_exec_issue(ub_comm *c, int first, int end, int arrived);
+/* Waits (without the lock) for the blocks issued so far: their times can then be read. */
+void ub_exec_drain(ub_comm *c);
 /* Releases the executor.  wait: synchronise its stream first (destroy); otherwise (abort, a dead
  * peer) it never waits for device work: the counter is set past every value anyone waits for and
  * the device resources are left to the process's end. */

@@ -286,7 +286,6 @@ void ub_state_write_reports_at_exit(void)
 {
     if (ub_state_in_child())
         return;
-    ub_state_set_exiting();
     /* trylock: a thread may have died holding it (exit from a signal handler); a report from
      * slightly inconsistent state beats a hang at exit. */
     bool locked = ub_state_trylock();

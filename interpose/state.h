@@ -163,8 +163,6 @@ void ub_state_unlock(void);
 bool ub_state_trylock(void);
 void ub_state_forget_in_child(void);  /* runtime.c, in a forked child */
 bool ub_state_in_child(void);
-bool ub_state_exiting(void);          /* the reports are being written at exit: no CUDA call */
-void ub_state_set_exiting(void);
 void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason);
 /* The communicator's record, created (detection starts) when create is set. */
 ub_comm *ub_comm_get(ncclComm_t handle, bool create);

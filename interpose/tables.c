@@ -19,7 +19,6 @@ static int n_all, cap_all;
 static ub_stream *streams;
 static ub_event *events;
 static bool in_child;
-static bool exiting;
 
 void ub_state_lock(void) { pthread_mutex_lock(&state_mutex); }
 void ub_state_unlock(void) { pthread_mutex_unlock(&state_mutex); }
@@ -37,9 +36,6 @@ const char *ub_comm_state_name(ub_comm_state s)
 
 void ub_state_forget_in_child(void) { in_child = true; }
 bool ub_state_in_child(void) { return in_child; }
-bool ub_state_exiting(void) { return exiting; }
-void ub_state_set_exiting(void) { exiting = true; }
-
 void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason)
 {
     if (c->state != s)
