@@ -1,14 +1,14 @@
-/* Extra start plans for `best` on layer-wise profiles (docs/policies-advanced.md): whole calls,
- * first in ready order up to a cut, then the rest by need (what the next forward waits for
- * first), grouped into consecutive blocks by an exact dynamic program for that order.
+/* The exact grouping of a sequence of segments into consecutive blocks, and what `best` builds
+ * on it (docs/policies-advanced.md): the regrouping of every start, and extra start plans for
+ * layer-wise profiles, whole calls in a family of orders (list scheduling by forward priority;
+ * ready order up to a cut, then the rest by need) grouped exactly.
  *
- * For a fixed order the iteration is T = max(B + g + sum(forward), max over blocks of
+ * For a fixed sequence the iteration is T = max(B + g + sum(forward), max over blocks of
  * e_b + W_b) (search.h).  Whether some grouping reaches T <= X is decided exactly by
- *   F[j] = min over groups [i, j] with  e + W(i..j) <= X  of  e = max(F[i-1], r(i..j)) + cost(i..j)
- * because a smaller link end never hurts what follows; the least feasible X is found by
- * bisection (to 1e-12 relative).  A group must be one dtype/op class, one merge group and,
- * when staged, within staging_max; the inner loop stops where longer groups can only be
- * later (their ready, cost and forward gate only grow). */
+ *   F[j] = min over groups [i, j] with  e + W(i..j) <= X  of  e = max(F[i-1], R(i..j)) + cost(i..j)
+ * because a smaller link end never hurts what follows (feasible(), O(n log n) per X); the least
+ * feasible X is bracketed upwards from the lower bound and bisected.  A group must be one
+ * dtype/op class, one merge group and, when staged, within staging_max. */
 #include <float.h>
 #include <math.h>
 #include <limits.h>
