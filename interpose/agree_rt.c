@@ -176,14 +176,15 @@ void ub_comm_agree_issue(ub_comm *c)
     c->state = UB_COMM_AGREE;
     if (!c->local_failure[0])
         ub_comm_file_ready(c);
-    /* The CUDA hooks skip a communicator that is not in PROFILE: the recorder is ours alone now. */
+    /* The CUDA hooks skip a communicator that is not in PROFILE: the recorder is ours alone now
+     * (an abort meanwhile leaves it to this thread). */
+    c->issuing_agreement = true;
     ub_state_unlock();
     ub_inside++;
     learn_versions();
     /* Waits only for timing events of work already enqueued (never for a collective still held
      * in an open group: events recorded before its launch do not include it), at most
      * USBYTE_HANG_S, and no longer once another thread aborts the communicator. */
-    c->issuing_agreement = true;
     if (!c->local_failure[0])
         ub_timing_poll(&c->tm, true);
     if (atomic_load(&c->ending)) {
@@ -366,14 +367,14 @@ static void prepare_schedule(ub_comm *c)
 /* Waits for the agreement's completion, polling (a peer may be gone), until it is there, another
  * thread ends the communicator (a watchdog's abort), or, when `limited`, USBYTE_HANG_S pass;
  * says every USBYTE_HANG_S what it waits for. */
-static cudaError_t wait_agreement(ub_comm *c, bool limited)
+static cudaError_t wait_agreement(ub_comm *c, cudaEvent_t done, bool limited)
 {
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     long ns = 20000;
     double next_line = ub_cfg.hang_s;
     for (;;) {
-        cudaError_t e = UB_REAL(ub_cuda.cudaEventQuery(c->agree_done));
+        cudaError_t e = UB_REAL(ub_cuda.cudaEventQuery(done));
         if (e != cudaErrorNotReady || atomic_load(&c->ending))
             return e;
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -402,8 +403,9 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
     bool block = how != UB_AGREE_POLL;
     if (block) {
         /* Not under the lock: other threads' hooks must not wait for the other ranks. */
+        cudaEvent_t done = c->agree_done; /* an abort meanwhile clears the field, not the event */
         ub_state_unlock();
-        e = wait_agreement(c, how == UB_AGREE_WAIT_OR_GIVE_UP);
+        e = wait_agreement(c, done, how == UB_AGREE_WAIT_OR_GIVE_UP);
         ub_state_lock();
         if (c->state != UB_COMM_AGREE)
             return;

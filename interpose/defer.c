@@ -49,7 +49,12 @@ void ub_sched_begin(ub_comm *c)
     s->consecutive_deviations = 0;
     s->run++;
     ub_comm_set_state(c, UB_COMM_SCHEDULE, NULL);
-    atomic_fetch_add(&ub_sched_live, 1);
+    /* Counted until the communicator ends, not only while it schedules: after a return to the
+     * warm-up its streams' records must still be redirected until the flushed calls complete. */
+    if (!s->live) {
+        s->live = true;
+        atomic_fetch_add(&ub_sched_live, 1);
+    }
     ub_debug("communicator %d: schedule mode from this call on (%d blocks per iteration, staging %llu bytes)",
              c->index, s->sp.n_blocks, (unsigned long long)s->staging_bytes);
 }
@@ -93,7 +98,6 @@ void ub_sched_deviation(ub_comm *c, const char *why)
     ub_debug("communicator %d: deviation from the plan (%s): pass-through until the next iteration start",
              c->index, why);
     if (s->consecutive_deviations > ub_cfg.max_deviations) {
-        atomic_fetch_sub(&ub_sched_live, 1);
         char reason[200];
         snprintf(reason, sizeof reason, "%d deviations from the plan in a row (USBYTE_MAX_DEVIATIONS=%d): profiling again",
                  s->consecutive_deviations, ub_cfg.max_deviations);
@@ -184,10 +188,11 @@ void ub_sched_end(ub_comm *c, bool abort)
     ub_sched_rt *s = &c->sched;
     if (!s->ready)
         return;
-    if (c->state == UB_COMM_SCHEDULE) {
-        if (!abort)
-            flush(c);
-        s->active = false;
+    if (c->state == UB_COMM_SCHEDULE && !abort)
+        flush(c);
+    s->active = false;
+    if (s->live) {
+        s->live = false;
         atomic_fetch_sub(&ub_sched_live, 1);
     }
     if (!abort) {

@@ -26,12 +26,14 @@ typedef struct ub_coll_desc {
 
 /* Carried from before to after the real call. */
 typedef struct ub_coll_token {
+    ncclResult_t result; /* what the wrapper returns when ub_coll_before took the call over */
     void *comm;  /* ub_comm being observed, NULL: nothing to do after the call */
     int call;    /* allreduce index within the iteration, -1 when not profiled */
     unsigned long long iteration;
 } ub_coll_token;
 
-/* True when the call is deferred (schedule mode): the wrapper returns ncclSuccess without
+/* True when the call was taken over: deferred (schedule mode: result ncclSuccess), or refused
+ * (its communicator was aborted while the call waited); the wrapper returns t->result without
  * forwarding it, and ub_coll_after is not called. */
 bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t);
 void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r);

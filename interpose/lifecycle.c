@@ -150,6 +150,7 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
 {
     t->comm = NULL;
     t->call = -1;
+    t->result = ncclSuccess;
     if (ub_state_in_child())
         return false;
     ub_state_lock();
@@ -211,6 +212,14 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     if (c->state == UB_COMM_AGREE || c->state == UB_COMM_PLANNED) {
         if (res.index == c->agree_at + c->period && (ub_cfg.mode == UB_MODE_SCHEDULE || c->state == UB_COMM_AGREE)) {
             read_agreement_at_switch(c);
+            if (atomic_load(&c->ending)) {
+                /* Aborted by another thread while this call waited: NCCL may not see it now. */
+                ub_error("communicator %d: aborted while call %llu waited for the agreement: the call is not issued",
+                         c->index, (unsigned long long)res.index);
+                t->result = ncclInvalidUsage;
+                ub_state_unlock();
+                return true;
+            }
             if (c->state == UB_COMM_PLANNED && c->refuted) {
                 /* Agreed: the period is refuted by some rank's buffers.  Every rank restarts at
                  * this same call, looking for a longer period: the one every rank's full

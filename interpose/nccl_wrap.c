@@ -32,7 +32,7 @@ static ncclResult_t missing(ub_nccl_id id)
         d.id = UB_NCCL_##name;                             \
         ub_coll_token t;                                   \
         if (ub_coll_before(&d, &t))                        \
-            return ncclSuccess;                            \
+            return t.result;                               \
         ncclResult_t r = ub_nccl.name args;                \
         ub_coll_after(&d, &t, r);                          \
         return r;                                          \

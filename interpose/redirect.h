@@ -14,7 +14,7 @@
 
 #include "state.h"
 
-/* Nonzero while some communicator schedules: the CUDA wrappers' slow path then also serves
+/* Communicators that ran a plan and are not ended: the CUDA wrappers' slow path then also serves
  * the streams listed here (read without the lock). */
 extern atomic_int ub_sched_live;
 bool ub_sched_stream_listed(cudaStream_t s);

@@ -30,6 +30,7 @@ typedef struct ub_call_args {
 
 typedef struct ub_sched_rt {
     bool ready;              /* set up at planning time: the executor exists */
+    bool live;               /* counted in ub_sched_live (from the first switch to the end) */
     ub_plan plan;            /* the chosen plan, validated against the profile */
     ub_sched sp;             /* its cursor tables */
     bool stream_semantics;   /* USBYTE_COMPLETION as agreed */

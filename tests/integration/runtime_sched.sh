@@ -104,8 +104,12 @@ run two-comms ok --two-comms --calls 16
 report two-comms 'assert [x["state"] for x in comms] == ["schedule", "schedule"], [x["state"] for x in comms]'
 run second-thread ok --second-thread
 report second-thread 'assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"'
-run fork ok --fork-at 11
-report fork 'assert c["state"] == "schedule" and s["deviations"] == 0, "fork"'
+if [[ "$SAN" == *thread* ]]; then
+    echo "info: fork: skipped under ThreadSanitizer (it kills a child that starts threads after a multi-threaded fork)"
+else
+    run fork ok --fork-at 11
+    report fork 'assert c["state"] == "schedule" and s["deviations"] == 0, "fork"'
+fi
 run destroy ok --destroy-at 11
 report destroy 'assert c["state"] == "schedule" and s["flushes"] == 1, "destroy did not flush"'
 run exit any --exit-at 11
