@@ -1,4 +1,4 @@
-# The LD_PRELOAD runtime, build/libusbyte.so (issue 4), its unit tests, its own integration
+# The LD_PRELOAD runtime, build/libusbyte.so, its unit tests, its own integration
 # tests and `make bench-overhead`.
 #
 # The profiler pieces linked into the runtime: signatures, iteration detection and the cost fit,

@@ -1,19 +1,20 @@
 /* Per-communicator and per-stream state of the runtime, and the communicator's life cycle
- * (DESIGN.md section 1), designed for schedule mode (next issue):
+ * (DESIGN.md section 1):
  *
  *   DETECT --lock--> PROFILE --USBYTE_WARMUP iterations--> AGREE --unanimous--> PLANNED
- *     ^                 |                                    |                   (observe: done;
- *     +---deviation-----+                                    +--mismatch--> PASS_THROUGH   schedule
- *                                                                                 mode: SCHEDULE)
+ *     ^                 |                                    |                    | at agree_at + period,
+ *     +---deviation-----+                                    |                    | schedule mode:
+ *     +---period refuted by the buffers / too many deviations in SCHEDULE ---- SCHEDULE
+ *                                                            +--mismatch, not schedulable--> PASS_THROUGH
  *   DISABLED: never observed again (nonblocking communicator, out of memory, destroyed).
  *   A warm-up set-up failure (recorder, timing events) is rank-local: it does not disable (the
  *   others would issue the agreement alone) but sets local_failure; the rank takes part without
  *   numbers and every rank goes to PASS_THROUGH.
  *
- * Every transition that changes what is issued to NCCL (only AGREE, in this issue) happens at a
- * call index derived from the portable call sequence (the detector's lock and phase plus the
- * warm-up count), never from timing.  All state is guarded by one process-wide mutex, which is
- * never held across a real NCCL call. */
+ * Every transition that changes what is issued to NCCL (the agreement at agree_at, the switch to
+ * the plan at agree_at + period, deviations, restarts) happens at a call index derived from the
+ * portable call sequence and the agreed outcome, never from timing.  All state is guarded by one
+ * process-wide mutex, which is never held across a real NCCL call. */
 #ifndef USBYTE_STATE_H
 #define USBYTE_STATE_H
 

@@ -257,7 +257,7 @@ int ub_warmup_record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint6
             }
         } else {
             /* Another collective, or an allreduce with a reduction op the planner cannot stage
-             * (a PreMulSum op handle): a flush point for the next issue, not a profile call. */
+             * (a PreMulSum op handle): forwarded as it comes, not a profile call. */
             if (rec_ok)
                 c->pos_call[pos] = -1;
             c->other_calls++;
