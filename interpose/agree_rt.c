@@ -214,7 +214,7 @@ void ub_comm_agree_issue(ub_comm *c)
         .period = c->period,
         .seq_hash = ub_seqhash_value(&c->seq),
         .settings = {.policy = ub_cfg.policy, .mode = ub_cfg.mode, .completion = ub_cfg.completion,
-                     .staging_mb = ub_cfg.staging_mb, .align = ub_cfg.align},
+                     .staging_mb = ub_cfg.staging_mb, .align = ub_cfg.align, .min_gain_pct = ub_cfg.min_gain_pct},
         .summary = have_summary ? &sum : NULL,
         .flags = {
             .stream_ordered = c->stream_ordered,
@@ -350,6 +350,15 @@ static void prepare_schedule(ub_comm *c)
     char why[300];
     if (!r->have_plans || !r->schedulable) {
         snprintf(why, sizeof why, "not schedulable: %.200s", r->n_reasons ? r->reasons[0] : "no plan");
+        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
+        return;
+    }
+    /* A plan that gains little is not worth deferring every call (its host cost, its risk): the
+     * same decision on every rank (agreed numbers, agreed threshold). */
+    double gain = c->sched.predicted_wfbp / c->sched.predicted_iteration;
+    if (!(gain >= 1.0 + ub_cfg.min_gain_pct / 100.0)) {
+        snprintf(why, sizeof why, "the plan is predicted %.2fx over wfbp, below USBYTE_MIN_GAIN_PCT=%d%%: "
+                 "not re-scheduled", gain, ub_cfg.min_gain_pct);
         ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
         return;
     }

@@ -97,6 +97,7 @@ static int parse_WARMUP(const char *t, int *out) { return parse_int_range(t, 1, 
 static int parse_STAGING(const char *t, int *out) { return parse_int_range(t, 0, 65536, out); }
 static int parse_SECONDS(const char *t, int *out) { return parse_int_range(t, 1, 86400, out); }
 static int parse_COUNT(const char *t, int *out) { return parse_int_range(t, 0, 1000000, out); }
+static int parse_PERCENT(const char *t, int *out) { return parse_int_range(t, 0, 1000, out); }
 static int parse_ALIGN(const char *t, int *out)
 {
     int v;
@@ -148,6 +149,7 @@ static int parse_PATH(const char *t, char (*out)[512]) { return copy_text(t, *ou
 #define EXPECT_ALIGN "a power of two from 1 to 1048576 (bytes)"
 #define EXPECT_SECONDS "an integer number of seconds from 1 to 86400"
 #define EXPECT_COUNT "an integer from 0 to 1000000"
+#define EXPECT_PERCENT "an integer number of percent from 0 to 1000"
 #define EXPECT_BOOL "0/1, true/false, yes/no or on/off"
 #define EXPECT_PATTERN "a non-empty path with only %%r, %%p, %%h or %%%% escapes, under 512 bytes"
 #define EXPECT_PATH "a path under 512 bytes"
@@ -202,6 +204,7 @@ static void text_int(const int *v, char *buf, size_t len) { snprintf(buf, len, "
 #define text_ALIGN text_int
 #define text_SECONDS text_int
 #define text_COUNT text_int
+#define text_PERCENT text_int
 static void text_BOOL(const bool *v, char *buf, size_t len) { snprintf(buf, len, "%d", *v ? 1 : 0); }
 static void text_PATTERN(const char (*v)[512], char *buf, size_t len) { snprintf(buf, len, "%s", *v); }
 #define text_PATH text_PATTERN

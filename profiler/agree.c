@@ -27,7 +27,7 @@ void ub_agree_header_encode(int n_calls, uint32_t period, uint64_t seq_hash, con
         (double)((seq_hash >> 48) & 0xffff), (double)((seq_hash >> 32) & 0xffff),
         (double)((seq_hash >> 16) & 0xffff), (double)(seq_hash & 0xffff),
         AGREE_FORMAT, (double)set->policy, (double)set->mode, (double)set->completion,
-        (double)set->staging_mb, (double)set->align,
+        (double)set->staging_mb, (double)set->align, (double)set->min_gain_pct,
     };
     for (int i = 0; i < UB_AGREE_HEADER_FIELDS; i++) {
         out[i] = v[i];
@@ -123,7 +123,8 @@ const char *ub_agree_outcome_reason(ub_agree_outcome o)
     switch (o) {
     case UB_AGREE_OK: return "agreed";
     case UB_AGREE_MISMATCH: return "signature mismatch: the ranks saw different call sequences (or run with another "
-                                   "USBYTE_MODE, USBYTE_POLICY, USBYTE_COMPLETION, USBYTE_STAGING_MB or USBYTE_ALIGN)";
+                                   "USBYTE_MODE, USBYTE_POLICY, USBYTE_COMPLETION, USBYTE_STAGING_MB, USBYTE_ALIGN or "
+                                   "USBYTE_MIN_GAIN_PCT)";
     case UB_AGREE_NO_CALLS: return "no allreduce to plan in the iteration";
     case UB_AGREE_TOO_MANY: return "more than " STR(UB_AGREE_CAP) " allreduces per iteration (the agreement's capacity, UB_AGREE_CAP)";
     case UB_AGREE_RANK_FAILED: return "a rank could not measure its warm-up (its log says why)";

@@ -18,10 +18,11 @@ typedef enum { UB_LOG_ERROR, UB_LOG_WARN, UB_LOG_INFO, UB_LOG_DEBUG } ub_log_lev
 /* X(field, NAME without prefix, kind, default text, description).  Kinds: MODE, LOG, COMPLETION
  * (enums), POLICY (a policy name of usbyte/policy.h), WARMUP (integer 1..1000), STAGING (MiB,
  * 0..65536), ALIGN (a power of two, 1..1048576 bytes), SECONDS (1..86400), COUNT (0..1000000),
+ * PERCENT (0..1000),
  * BOOL (0/1/true/false/yes/no/on/off), PATTERN (non-empty path pattern), PATH (any string;
  * empty = unset).  Variables that change what is issued to NCCL (MODE, POLICY, COMPLETION,
- * STAGING_MB, ALIGN) are part of the agreement; WARMUP decides where it is issued and must be
- * the same on every rank. */
+ * STAGING_MB, ALIGN, MIN_GAIN_PCT) are part of the agreement; WARMUP decides where it is issued
+ * and must be the same on every rank. */
 #define UB_CONFIG_LIST(X)                                                                      \
     X(mode, "MODE", MODE, "schedule", "off | observe (measure and plan only) | schedule (run the plan)") \
     X(policy, "POLICY", POLICY, "best", "policy whose plan is chosen (MODEL.md names)")        \
@@ -36,7 +37,8 @@ typedef enum { UB_LOG_ERROR, UB_LOG_WARN, UB_LOG_INFO, UB_LOG_DEBUG } ub_log_lev
     X(staging_mb, "STAGING_MB", STAGING, "256", "largest staging buffer for merged blocks, MiB (0: never merge)") \
     X(align, "ALIGN", ALIGN, "512", "cuts inside a call fall on multiples of this many bytes")  \
     X(hang_s, "HANG_S", SECONDS, "30", "an event polled this long by the issuing thread on a block that cannot be issued is a hang") \
-    X(max_deviations, "MAX_DEVIATIONS", COUNT, "4", "deviations from the plan before the communicator is profiled again")
+    X(max_deviations, "MAX_DEVIATIONS", COUNT, "4", "deviations from the plan before the communicator is profiled again") \
+    X(min_gain_pct, "MIN_GAIN_PCT", PERCENT, "2", "schedule only when the plan is predicted this many percent faster than wfbp")
 
 typedef enum { UB_SRC_DEFAULT, UB_SRC_ENV, UB_SRC_FALLBACK } ub_config_source;
 
@@ -55,6 +57,7 @@ typedef struct ub_config {
     int align;
     int hang_s;
     int max_deviations;
+    int min_gain_pct;
     /* where each value came from, indexed by UB_CFG_<field> */
     ub_config_source source[32];
 } ub_config;

@@ -79,6 +79,9 @@ run query-poll ok --consumer query-poll
 report query-poll 'assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"'
 USBYTE_COMPLETION=call run per-call ok --consumer per-call --mixed
 report per-call 'assert c["state"] == "schedule" and s["completion"] == "call", "not scheduled with call completion"'
+# A plan predicted to gain less than USBYTE_MIN_GAIN_PCT is not run: pass-through, saying why.
+USBYTE_MIN_GAIN_PCT=1000 run min-gain ok --consumer end-event
+report min-gain 'assert c["state"] == "pass-through" and "USBYTE_MIN_GAIN_PCT" in c["state_reason"] and not s, "scheduled"'
 # Per-call completion without an event after every call: refused, stream completion used.
 USBYTE_COMPLETION=call run call-refused ok --consumer end-event
 report call-refused 'assert c["state"] == "schedule" and s["completion"] == "stream" and "refused" in s["completion_note"], "call accepted"'
@@ -100,7 +103,9 @@ run capture ok --capture-at 11
 report capture 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["flushes"] == 1, "capture"'
 run p2p ok --p2p-at 11
 report p2p 'assert c["state"] == "schedule" and s["deviations"] == 1, "p2p group"'
-run two-comms ok --two-comms --calls 16
+# Both scheduled whatever the second one's predicted gain (its calls queue behind the first's on
+# the emulated link), to interleave two running plans.
+USBYTE_MIN_GAIN_PCT=0 run two-comms ok --two-comms --calls 16
 report two-comms 'assert [x["state"] for x in comms] == ["schedule", "schedule"], [x["state"] for x in comms]'
 run second-thread ok --second-thread
 report second-thread 'assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"'

@@ -36,7 +36,8 @@ static void test_header_unanimous_only_when_equal(void **state)
     combine(v, 2, UB_AGREE_HEADER_LEN, false, out);
     assert_true(ub_agree_header_unanimous(out));
     /* any one field different, in either direction, on either rank */
-    ub_agree_settings pol3 = base, observe = base, call = base, staging = base, align = base;
+    ub_agree_settings pol3 = base, observe = base, call = base, staging = base, align = base, gain = base;
+    gain.min_gain_pct = 5;
     pol3.policy = 3;
     observe.mode = 1;
     call.completion = 1;
@@ -47,7 +48,7 @@ static void test_header_unanimous_only_when_equal(void **state)
         {5, 6, 0x0123456789abcdeeull, &base}, {5, 6, 0x8123456789abcdefull, &base}, {0, 6, 0x0123456789abcdefull, &base},
         {5, 6, 0x0123456789abcdefull, &pol3}, {5, 6, 0x0123456789abcdefull, &observe},
         {5, 6, 0x0123456789abcdefull, &call}, {5, 6, 0x0123456789abcdefull, &staging},
-        {5, 6, 0x0123456789abcdefull, &align},
+        {5, 6, 0x0123456789abcdefull, &align}, {5, 6, 0x0123456789abcdefull, &gain},
     };
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
         ub_agree_header_encode(other[i].n, other[i].p, other[i].h, other[i].set, b);
