@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "profile_io_util.h"
+#include "usbyte/atomic_write.h"
 #include "usbyte/io.h"
 
 /* Optional finite number; absent leaves *out unchanged. */
@@ -167,9 +168,8 @@ int ub_plan_save(const char *path, const ub_plan *plan, char *err, size_t errlen
     json_t *root = ub_plan_to_json(plan);
     if (!root)
         return ub_io_fail(&c, "out of memory building the plan JSON");
-    int rc = json_dump_file(root, path, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    /* Never through a planted link, never over a non-regular file, never half-written. */
+    int rc = ub_write_json_atomic(path, root, JSON_COMPACT | JSON_REAL_PRECISION(17), err, errlen);
     json_decref(root);
-    if (rc)
-        return ub_io_fail(&c, "cannot write: %s", strerror(errno));
-    return 0;
+    return rc;
 }

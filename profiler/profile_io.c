@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "profile_io_util.h"
+#include "usbyte/atomic_write.h"
 #include "usbyte/io.h"
 
 /* Largest count of calls or forward segments accepted: keeps every index in an int with room. */
@@ -376,11 +377,9 @@ int ub_profile_save(const char *path, const ub_profile *prof, char *err, size_t 
     json_t *root = ub_profile_to_json(prof);
     if (!root)
         return ub_io_fail(&c, "out of memory building the profile JSON");
-    int rc = json_dump_file(root, path, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    int rc = ub_write_json_atomic(path, root, JSON_INDENT(1) | JSON_REAL_PRECISION(17), err, errlen);
     json_decref(root);
-    if (rc)
-        return ub_io_fail(&c, "cannot write: %s", strerror(errno));
-    return 0;
+    return rc;
 }
 
 void ub_profile_free(ub_profile *p)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "usbyte/atomic_write.h"
 #include "usbyte/alloc.h"
 #include "usbyte/model.h"
 
@@ -635,7 +636,10 @@ static void comm_section(page *pg, int id)
 
 int rp_write_html(const rp_job *job, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "w");
+    /* Built in memory, then written as the report is (ub_write_file_atomic). */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
     if (!f) {
         snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
         return -1;
@@ -657,8 +661,11 @@ int rp_write_html(const rp_job *job, const char *path, char *err, size_t errlen)
              "<script>%s</script>\n</body></html>\n", SCRIPT);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        free(text);
+        snprintf(err, errlen, "%s: cannot write: out of memory", path);
         return -1;
     }
-    return 0;
+    int rc = ub_write_file_atomic(path, text, len, err, errlen);
+    free(text);
+    return rc;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "usbyte/atomic_write.h"
 #include "usbyte/model.h"
 
 #define TRACKS_PER_COMM 100 /* tid = comm index * TRACKS_PER_COMM + track */
@@ -116,11 +117,7 @@ int rp_write_trace(const rp_job *job, const char *path, char *err, size_t errlen
     }
     json_t *doc = json_pack("{s:o, s:s, s:{s:s, s:s}}", "traceEvents", ev, "displayTimeUnit", "ms", "otherData",
                             "generator", "usbyte-report", "time", "microseconds from the start of one iteration");
-    int rc = json_dump_file(doc, path, JSON_COMPACT | JSON_REAL_PRECISION(12));
+    int rc = ub_write_json_atomic(path, doc, JSON_COMPACT | JSON_REAL_PRECISION(12), err, errlen);
     json_decref(doc);
-    if (rc != 0) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
+    return rc;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sim.h"
+#include "usbyte/atomic_write.h"
 #include "usbyte/alloc.h"
 #include "usbyte/model.h"
 
@@ -245,7 +246,10 @@ int sim_svg_emit(FILE *f, const ub_profile *prof, const ub_plan *const *plans, i
 int sim_svg_write(const char *path, const ub_profile *prof, const ub_plan *const *plans, int n, const char *subtitle,
                   char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "w");
+    /* Built in memory, then written as the report is (ub_write_file_atomic). */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
     if (!f) {
         snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
         return -1;
@@ -253,8 +257,11 @@ int sim_svg_write(const char *path, const ub_profile *prof, const ub_plan *const
     sim_svg_opts o = {.subtitle = subtitle};
     int bad = sim_svg_emit(f, prof, plans, n, &o);
     if (fclose(f) != 0 || bad) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        free(text);
+        snprintf(err, errlen, "%s: cannot write: out of memory", path);
         return -1;
     }
-    return 0;
+    int rc = ub_write_file_atomic(path, text, len, err, errlen);
+    free(text);
+    return rc;
 }

@@ -191,8 +191,22 @@ jq '.blocks = [{segments: [[0, 0, 12], [1, 0, 12]]}, {segments: [[2, 0, 12]]}]' 
 expect_bad "plan above staging_max" "$tmp/staged.json: blocks\[0\] stages 24 bytes of several calls, above staging_max 16" \
     "$SIM" "$tmp/constrained.json" --eval "$tmp/staged.json"
 expect_bad "unreadable plan" "$tmp/noplan.json: cannot read" "$SIM" "$tmp/small.json" --eval "$tmp/noplan.json"
-expect_bad "unwritable --plan-out" "/nonexistent/dir/p.json: cannot write" \
+expect_bad "unwritable --plan-out" "/nonexistent/dir/p.json: cannot (write|create)" \
     "$SIM" "$tmp/small.json" --policy wfbp --plan-out /nonexistent/dir/p.json
+
+# Outputs are written like the runtime's report (ub_write_file_atomic): never through a link, never
+# over what is not a regular file, never half-written; a regular file is replaced.
+ln -s "$tmp/victim" "$tmp/link.json"
+echo untouched > "$tmp/victim"
+expect_bad "--plan-out through a symbolic link" 'link\.json.*(symbolic link|not a regular file)' \
+    "$SIM" "$tmp/small.json" --policy wfbp --plan-out "$tmp/link.json"
+[ "$(cat "$tmp/victim")" = untouched ] || fail "--plan-out wrote through a symbolic link"
+mkdir "$tmp/adir.svg"
+expect_bad "--svg onto a directory" 'adir\.svg.*(directory|not a regular file)' "$SIM" "$tmp/small.json" --svg "$tmp/adir.svg"
+echo old > "$tmp/replace.json"
+"$SIM" "$tmp/small.json" --policy wfbp --plan-out "$tmp/replace.json" >/dev/null || fail "--plan-out over a regular file failed"
+jq -e '.usbyte_plan == 1' "$tmp/replace.json" >/dev/null || fail "--plan-out did not replace the regular file with a plan"
+ls "$tmp" | grep -q '\.partial$' && fail "a temporary .partial file was left behind: $(ls "$tmp" | grep partial)"
 
 expect_bad "report, --comm past the end" 'report\.json: comms\[5\]: the report has 2 communicator' "$SIM" "$tmp/report.json" --comm 5
 expect_bad "report, unplanned --comm" 'report\.json: comms\[0\]\.profile: none \(state "detect"' "$SIM" "$tmp/report.json" --comm 0
