@@ -138,6 +138,7 @@ static int parse_PATTERN(const char *t, char (*out)[512])
 }
 
 static int parse_PATH(const char *t, char (*out)[512]) { return copy_text(t, *out, sizeof *out); }
+static int parse_LOGPATH(const char *t, char (*out)[512]) { return *t ? parse_PATTERN(t, out) : parse_PATH(t, out); }
 
 /* What each kind accepts, for the warning text. */
 #define EXPECT_MODE "off, observe or schedule"
@@ -153,6 +154,7 @@ static int parse_PATH(const char *t, char (*out)[512]) { return copy_text(t, *ou
 #define EXPECT_BOOL "0/1, true/false, yes/no or on/off"
 #define EXPECT_PATTERN "a non-empty path with only %%r, %%p, %%h or %%%% escapes, under 512 bytes"
 #define EXPECT_PATH "a path under 512 bytes"
+#define EXPECT_LOGPATH "empty, or a path with only %%r, %%p, %%h or %%%% escapes, under 512 bytes"
 
 void ub_config_defaults(ub_config *cfg)
 {
@@ -208,6 +210,7 @@ static void text_int(const int *v, char *buf, size_t len) { snprintf(buf, len, "
 static void text_BOOL(const bool *v, char *buf, size_t len) { snprintf(buf, len, "%d", *v ? 1 : 0); }
 static void text_PATTERN(const char (*v)[512], char *buf, size_t len) { snprintf(buf, len, "%s", *v); }
 #define text_PATH text_PATTERN
+#define text_LOGPATH text_PATTERN
 
 const char *ub_config_value_text(const ub_config *cfg, ub_config_id id, char *buf, size_t len)
 {

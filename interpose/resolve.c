@@ -81,6 +81,11 @@ static void nccl_resolve_once(void)
             ub_error("USBYTE_NCCL_LIB=\"%s\" cannot be loaded (%s); trying the process's own NCCL", lib,
                      dlerror());
     }
+    if (handle && ub_cfg.nccl_lib[0] && !dlsym(handle, "pncclAllReduce") && !dlsym(handle, "ncclAllReduce")) {
+        ub_error("USBYTE_NCCL_LIB=\"%s\" is not NCCL (it defines no ncclAllReduce); trying the process's own NCCL",
+                 lib);
+        handle = NULL;
+    }
     snprintf(nccl_origin, sizeof nccl_origin, "%s", handle ? lib : "RTLD_NEXT");
 #define X(name, cls, params, args, hook) ub_nccl.name = (__typeof__(ub_nccl.name))nccl_lookup(handle, "nccl" #name);
     UB_NCCL_LIST(X)

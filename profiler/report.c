@@ -2,6 +2,7 @@
  * tools/usbyte-report: see docs/runtime.md. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "usbyte/atomic_write.h"
@@ -96,6 +97,43 @@ json_t *ub_comm_report_json(const ub_comm_report *r)
     return c;
 }
 
+/* A value from the environment as a JSON string: jansson refuses text that is not UTF-8 (and the
+ * key would vanish from the report), so each byte of an invalid sequence becomes U+FFFD. */
+static json_t *text_json(const char *t)
+{
+    json_t *v = json_string(t);
+    if (v)
+        return v;
+    size_t n = strlen(t);
+    char *out = malloc(3 * n + 1);
+    if (!out)
+        return json_null();
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char b = (unsigned char)t[i];
+        size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+        char seq[5] = {0};
+        if (len && i + len <= n) {
+            memcpy(seq, t + i, len);
+            json_t *probe = json_string(seq);
+            if (probe) {
+                json_decref(probe);
+                memcpy(out + o, seq, len);
+                o += len;
+                i += len;
+                continue;
+            }
+        }
+        memcpy(out + o, "\xef\xbf\xbd", 3);
+        o += 3;
+        i++;
+    }
+    out[o] = '\0';
+    v = json_string(out);
+    free(out);
+    return v ? v : json_null();
+}
+
 json_t *ub_report_json(int rank, int world_size, const ub_config *cfg, const ub_versions *v,
                        const ub_comm_report *const *comms, int n)
 {
@@ -112,7 +150,7 @@ json_t *ub_report_json(int rank, int world_size, const ub_config *cfg, const ub_
         else if (id == UB_CFG_dump_config)
             v = json_boolean(cfg->dump_config);
         else
-            v = json_string(ub_config_value_text(cfg, (ub_config_id)id, value, sizeof value));
+            v = text_json(ub_config_value_text(cfg, (ub_config_id)id, value, sizeof value));
         json_object_set_new(config, name, v);
         json_object_set_new(sources, name, json_string(ub_config_source_name(cfg->source[id])));
     }

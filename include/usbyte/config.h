@@ -19,8 +19,8 @@ typedef enum { UB_LOG_ERROR, UB_LOG_WARN, UB_LOG_INFO, UB_LOG_DEBUG } ub_log_lev
  * (enums), POLICY (a policy name of usbyte/policy.h), WARMUP (integer 1..1000), STAGING (MiB,
  * 0..65536), ALIGN (a power of two, 1..1048576 bytes), SECONDS (1..86400), COUNT (0..1000000),
  * PERCENT (0..1000),
- * BOOL (0/1/true/false/yes/no/on/off), PATTERN (non-empty path pattern), PATH (any string;
- * empty = unset).  Variables that change what is issued to NCCL (MODE, POLICY, COMPLETION,
+ * BOOL (0/1/true/false/yes/no/on/off), PATTERN (non-empty path pattern), LOGPATH (a path
+ * pattern or empty = unset), PATH (any string; empty = unset).  Variables that change what is issued to NCCL (MODE, POLICY, COMPLETION,
  * STAGING_MB, ALIGN, MIN_GAIN_PCT) are part of the agreement; WARMUP decides where it is issued
  * and must be the same on every rank. */
 #define UB_CONFIG_LIST(X)                                                                      \
@@ -29,7 +29,7 @@ typedef enum { UB_LOG_ERROR, UB_LOG_WARN, UB_LOG_INFO, UB_LOG_DEBUG } ub_log_lev
     X(warmup, "WARMUP", WARMUP, "5", "whole iterations profiled after the period is found")   \
     X(report, "REPORT", PATTERN, "usbyte-report-%r.json", "report path; %r rank, %p pid, %h host") \
     X(log, "LOG", LOG, "warn", "error | warn | info | debug")                                  \
-    X(log_file, "LOG_FILE", PATH, "", "log destination (default standard error)")            \
+    X(log_file, "LOG_FILE", LOGPATH, "", "log destination, %r rank and %p pid (default standard error)")            \
     X(nccl_lib, "NCCL_LIB", PATH, "", "NCCL library to take the real functions from")         \
     X(cupti, "CUPTI", BOOL, "1", "watch the NCCL streams with CUPTI during warm-up")           \
     X(dump_config, "DUMP_CONFIG", BOOL, "0", "print every setting and where it came from")     \

@@ -63,6 +63,23 @@ for r in reps:
 assert reps[0]["comms"][0]["profile"] == reps[1]["comms"][0]["profile"]
 print("info: versions %s" % json.dumps(reps[0]["versions"]))
 PY
+# 5. Configuration that says what is wrong: a USBYTE_NCCL_LIB that is not NCCL, and a value that
+# is not UTF-8 (still in the report's config, its bad bytes replaced).
+LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_MODE=observe USBYTE_NCCL_LIB=libm.so.6 USBYTE_REPORT="$WORK/r-notnccl-%r.json" \
+    "$BUILD/emu/emu-run" -n 2 --timeout 60 -- "$TRAINER" "${ARGS[@]}" >"$WORK/notnccl.out" 2>&1 \
+    || { sed 's/^/    | /' "$WORK/notnccl.out"; fail "USBYTE_NCCL_LIB=libm.so.6: the run failed"; }
+[ "$(grep -c 'USBYTE_NCCL_LIB="libm.so.6" is not NCCL' "$WORK/notnccl.out")" -eq 2 ] \
+    || fail "USBYTE_NCCL_LIB=libm.so.6: not one line per rank saying it is not NCCL"
+[ "$(sums "$WORK/base.out")" = "$(sums "$WORK/notnccl.out")" ] || fail "USBYTE_NCCL_LIB=libm.so.6 changed the results"
+LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_MODE=observe USBYTE_NCCL_LIB=$'/nonexistent/lib\xffnccl.so' \
+    USBYTE_REPORT="$WORK/r-utf-%r.json" "$BUILD/emu/emu-run" -n 2 --timeout 60 -- "$TRAINER" "${ARGS[@]}" \
+    >"$WORK/utf.out" 2>&1 || { sed 's/^/    | /' "$WORK/utf.out"; fail "a non-UTF-8 value: the run failed"; }
+python3 - "$WORK/r-utf-0.json" <<'PY' || fail "a non-UTF-8 configuration value is missing from the report"
+import json, sys
+v = json.load(open(sys.argv[1]))["config"]["USBYTE_NCCL_LIB"]
+assert v == "/nonexistent/lib\ufffdnccl.so", repr(v)
+PY
+
 if [[ "${SAN:-}" == *thread* ]]; then
     # ThreadSanitizer kills a child that starts threads after a multi-threaded fork.
     echo "info: fork test skipped under ThreadSanitizer"
