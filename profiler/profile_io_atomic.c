@@ -156,3 +156,17 @@ int ub_write_json_atomic(const char *path, const json_t *doc, size_t flags, char
     free(text);
     return rc;
 }
+
+int ub_write_memstream_atomic(const char *path, FILE *mem, char **text, size_t *len, int failed, char *err,
+                              size_t errlen)
+{
+    int closed = fclose(mem);
+    int rc = -1;
+    if (closed != 0 || failed || !*text)
+        snprintf(err, errlen, "%s: cannot write: out of memory", path);
+    else
+        rc = ub_write_file_atomic(path, *text, *len, err, errlen);
+    free(*text);
+    *text = NULL;
+    return rc;
+}

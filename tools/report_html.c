@@ -659,13 +659,5 @@ int rp_write_html(const rp_job *job, const char *path, char *err, size_t errlen)
     }
     out(&pg, ". Click a table's header to sort it; hover a timeline's shape for its numbers.</p></footer>\n"
              "<script>%s</script>\n</body></html>\n", SCRIPT);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        free(text);
-        snprintf(err, errlen, "%s: cannot write: out of memory", path);
-        return -1;
-    }
-    int rc = ub_write_file_atomic(path, text, len, err, errlen);
-    free(text);
-    return rc;
+    return ub_write_memstream_atomic(path, f, &text, &len, ferror(f), err, errlen);
 }

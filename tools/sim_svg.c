@@ -256,12 +256,5 @@ int sim_svg_write(const char *path, const ub_profile *prof, const ub_plan *const
     }
     sim_svg_opts o = {.subtitle = subtitle};
     int bad = sim_svg_emit(f, prof, plans, n, &o);
-    if (fclose(f) != 0 || bad) {
-        free(text);
-        snprintf(err, errlen, "%s: cannot write: out of memory", path);
-        return -1;
-    }
-    int rc = ub_write_file_atomic(path, text, len, err, errlen);
-    free(text);
-    return rc;
+    return ub_write_memstream_atomic(path, f, &text, &len, bad, err, errlen);
 }

@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdio.h>
 
 int ub_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
 
@@ -23,5 +24,11 @@ int ub_write_file_atomic(const char *path, const void *data, size_t len, char *e
  * JSON_COMPACT | JSON_REAL_PRECISION(17): what ub_plan_save, ub_profile_save and the tools'
  * JSON outputs need.  This one allocates (the formatted text). */
 int ub_write_json_atomic(const char *path, const json_t *doc, size_t flags, char *err, size_t errlen);
+
+/* The end of a text built with stdio in memory: closes `mem` (from open_memstream(text, len)),
+ * writes the text to path as ub_write_file_atomic does, and frees it.  `failed`: the builder saw
+ * an error (nothing is written). */
+int ub_write_memstream_atomic(const char *path, FILE *mem, char **text, size_t *len, int failed, char *err,
+                              size_t errlen);
 
 #endif
