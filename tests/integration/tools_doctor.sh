@@ -100,7 +100,10 @@ expect "several files: the worst" 2 '3 files: 1 interposable for schedule mode, 
     "$W/dyn_emu" "$W/own" "$W/text.so"
 
 # The CUDA 12 import: interposable exactly when libusbyte.so defines the version node libcudart.so.12.
-if readelf -V "$BUILD/libusbyte.so" | grep -q 'Name: libcudart.so.12$'; then
+# (readelf into a file first: grep -q stops reading at the first match, and under pipefail
+# readelf's SIGPIPE would take the other branch)
+readelf -V "$BUILD/libusbyte.so" >"$W/usbyte-versions"
+if grep -q 'Name: libcudart.so.12$' "$W/usbyte-versions"; then
     expect "cudaEventRecord@libcudart.so.12" 0 'imported as cudaEventRecord@libcudart\.so\.12: usbyte.s wrappers bind' \
         -- "$W/dyn_cu12"
 else
