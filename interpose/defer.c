@@ -129,6 +129,19 @@ static void mark_iteration_start(ub_comm *c, cudaStream_t st)
     ub_timing_mark(&s->tm, st, &s->iter_start[i], 1, 0, NULL);
 }
 
+static void record_ready(ub_comm *c, int k)
+{
+    ub_sched_rt *s = &c->sched;
+    if (s->ready_stamp[k] == s->base + 1)
+        return;
+    if (UB_REAL(ub_cuda.cudaEventRecord(s->ready_ev[k], s->args[k].stream)) != cudaSuccess) {
+        ub_error("communicator %d: cannot record the readiness of allreduce %d: aborting (the other ranks would "
+                 "wait for this one forever)", c->index, k);
+        abort();
+    }
+    s->ready_stamp[k] = s->base + 1;
+}
+
 bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig)
 {
     ub_sched_rt *s = &c->sched;
@@ -151,11 +164,12 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig)
     if (k >= 0) {
         ub_thread_defers = true;
         s->args[k] = (ub_call_args){d->send, (void *)d->recv, d->count, d->dtype, d->op, d->stream};
-        if (UB_REAL(ub_cuda.cudaEventRecord(s->ready_ev[k], d->stream)) != cudaSuccess) {
-            ub_error("communicator %d: cannot record the readiness of allreduce %d: aborting (the other ranks would "
-                     "wait for this one forever)", c->index, k);
-            abort();
-        }
+        /* Readiness where a block closes; and, when the stream changes, on the stream left (its
+         * last call's readiness then covers that stream's earlier calls). */
+        if (k > 0 && d->stream != s->args[k - 1].stream)
+            record_ready(c, k - 1);
+        if (s->sp.closes[k])
+            record_ready(c, k);
         if (k == 0)
             mark_iteration_start(c, d->stream);
         ub_stream *st = ub_stream_get(d->stream, c);

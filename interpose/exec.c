@@ -32,11 +32,13 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
     }
     s->args = calloc((size_t)n, sizeof *s->args);
     s->ready_ev = calloc((size_t)n, sizeof *s->ready_ev);
+    free(s->ready_stamp);
+    s->ready_stamp = calloc((size_t)n, sizeof *s->ready_stamp);
     free(s->block_start);
     free(s->block_end);
     s->block_start = malloc(s->sp.n_blocks * sizeof *s->block_start);
     s->block_end = malloc(s->sp.n_blocks * sizeof *s->block_end);
-    if (!s->args || !s->ready_ev || !s->block_start || !s->block_end) {
+    if (!s->args || !s->ready_ev || !s->ready_stamp || !s->block_start || !s->block_end) {
         snprintf(why, len, "out of memory for the executor");
         return -1;
     }
@@ -79,6 +81,22 @@ static _Noreturn void cannot_issue(ub_comm *c, int b, const char *what)
     abort();
 }
 
+/* The recorded readiness event that covers call j of this iteration: its own, or a later call's
+ * on the same stream (recorded after j's work was enqueued there); when none is (a flush before
+ * the block's largest call arrived), j's own is recorded now, which covers it too. */
+static int readiness_of(ub_comm *c, int j, int arrived)
+{
+    ub_sched_rt *s = &c->sched;
+    uint64_t stamp = s->base + 1;
+    for (int k = j; k < arrived; k++)
+        if (s->ready_stamp[k] == stamp && s->args[k].stream == s->args[j].stream)
+            return k;
+    if (UB_REAL(ub_cuda.cudaEventRecord(s->ready_ev[j], s->args[j].stream)) != cudaSuccess)
+        cannot_issue(c, -1, "cudaEventRecord of a call's readiness");
+    s->ready_stamp[j] = stamp;
+    return j;
+}
+
 static void issue_block(ub_comm *c, int b, int arrived, bool timed)
 {
     ub_sched_rt *s = &c->sched;
@@ -88,11 +106,14 @@ static void issue_block(ub_comm *c, int b, int arrived, bool timed)
     uint32_t n_keep = ub_sched_flush_segments(&s->plan, (uint32_t)b, arrived, keep);
     cudaStream_t p = s->priv;
     if (n_keep > 0) {
-        int last = -1;
+        int waited = -1;
         for (uint32_t i = 0; i < blk->n_segments; i++)
-            if (keep[i] && seg[i].call != last) {
-                last = seg[i].call;
-                if (UB_REAL(ub_cuda.cudaStreamWaitEvent(p, s->ready_ev[last], 0)) != cudaSuccess)
+            if (keep[i]) {
+                int r = readiness_of(c, seg[i].call, arrived);
+                if (r == waited)
+                    continue;
+                waited = r;
+                if (UB_REAL(ub_cuda.cudaStreamWaitEvent(p, s->ready_ev[r], 0)) != cudaSuccess)
                     cannot_issue(c, b, "cudaStreamWaitEvent on a call's readiness");
             }
         /* Who is reduced: the segments of one call go straight to NCCL, several through staging. */
@@ -202,7 +223,9 @@ void ub_exec_release(ub_comm *c, bool wait)
      * records, released with them); the measured block times stay for the report. */
     free(s->args);
     free(s->ready_ev);
+    free(s->ready_stamp);
     s->args = NULL;
     s->ready_ev = NULL;
+    s->ready_stamp = NULL;
     s->staging = NULL;
 }

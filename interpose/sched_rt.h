@@ -45,7 +45,8 @@ typedef struct ub_sched_rt {
     uint64_t issued;         /* highest counter value whose block is enqueued */
     uint64_t waited;         /* highest counter value a completion stream waits for */
     ub_call_args *args;      /* per call */
-    cudaEvent_t *ready_ev;   /* R_k: recorded on the caller's stream at call k */
+    cudaEvent_t *ready_ev;   /* R_k: recorded on the caller's stream at call k when needed */
+    uint64_t *ready_stamp;   /* per call: base + 1 of the iteration whose R_k is recorded */
     cudaStream_t priv;       /* non-blocking, highest priority */
     int device;
     void *staging;

@@ -10,6 +10,7 @@ void ub_sched_free(ub_sched *s)
     free(s->last_block);
     free(s->prefix_block);
     free(s->staged);
+    free(s->closes);
     memset(s, 0, sizeof *s);
 }
 
@@ -24,7 +25,8 @@ int ub_sched_build(const ub_plan *plan, int n_calls, ub_sched *out)
     out->last_block = malloc((size_t)n_calls * sizeof *out->last_block);
     out->prefix_block = malloc((size_t)n_calls * sizeof *out->prefix_block);
     out->staged = calloc(plan->n_blocks, sizeof *out->staged);
-    if (!out->issue_at || !out->last_block || !out->prefix_block || !out->staged)
+    out->closes = calloc((size_t)n_calls, sizeof *out->closes);
+    if (!out->issue_at || !out->last_block || !out->prefix_block || !out->staged || !out->closes)
         goto bad;
     for (int k = 0; k < n_calls; k++)
         out->last_block[k] = -1;
@@ -46,6 +48,7 @@ int ub_sched_build(const ub_plan *plan, int n_calls, ub_sched *out)
             out->last_block[sg->call] = (int)b;
             bytes += sg->length;
         }
+        out->closes[largest] = true;
         if (largest > issue)
             issue = largest;
         out->issue_at[b] = issue;

@@ -18,7 +18,7 @@ typedef enum { UB_LOG_ERROR, UB_LOG_WARN, UB_LOG_INFO, UB_LOG_DEBUG } ub_log_lev
 /* X(field, NAME without prefix, kind, default text, description).  Kinds: MODE, LOG, COMPLETION
  * (enums), POLICY (a policy name of usbyte/policy.h), WARMUP (integer 1..1000), STAGING (MiB,
  * 0..65536), ALIGN (a power of two, 1..1048576 bytes), SECONDS (1..86400), COUNT (0..1000000),
- * PERCENT (0..1000),
+ * PERCENT (0..100000),
  * BOOL (0/1/true/false/yes/no/on/off), PATTERN (non-empty path pattern), LOGPATH (a path
  * pattern or empty = unset), PATH (any string; empty = unset).  Variables that change what is issued to NCCL (MODE, POLICY, COMPLETION,
  * STAGING_MB, ALIGN, MIN_GAIN_PCT) are part of the agreement; WARMUP decides where it is issued

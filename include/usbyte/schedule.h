@@ -6,6 +6,9 @@
  *   member calls have arrived.  `issue_at[b]` is the call whose arrival issues block b:
  *   max(its largest member, issue_at[b-1]) (monotone, so the blocks issued at one arrival are
  *   consecutive).
+ * - Readiness: a block waits for its members' data; on one stream the readiness of its largest
+ *   member covers the earlier ones (stream order), so only calls that `close` a block need their
+ *   own readiness event.
  * - Completion counter: the private stream writes base + b + 1 into a 64-bit counter after block
  *   b of the iteration whose counter base is `base` (the base grows by n_blocks per iteration,
  *   flushed or not).  Call k is complete once the counter reaches base + last_block[k] + 1; an
@@ -30,6 +33,7 @@ typedef struct ub_sched {
     int *last_block;        /* per call */
     int *prefix_block;      /* per call: max over calls 0..k of last_block */
     bool *staged;           /* per block: holds segments of more than one call */
+    bool *closes;           /* per call: the largest call of some block (its readiness is recorded) */
     uint64_t staging_bytes; /* the largest staged block (the staging buffer's size) */
 } ub_sched;
 

@@ -80,7 +80,7 @@ report query-poll 'assert c["state"] == "schedule" and s["iterations"] >= 8, "no
 USBYTE_COMPLETION=call run per-call ok --consumer per-call --mixed
 report per-call 'assert c["state"] == "schedule" and s["completion"] == "call", "not scheduled with call completion"'
 # A plan predicted to gain less than USBYTE_MIN_GAIN_PCT is not run: pass-through, saying why.
-USBYTE_MIN_GAIN_PCT=1000 run min-gain ok --consumer end-event
+USBYTE_MIN_GAIN_PCT=100000 run min-gain ok --consumer end-event
 report min-gain 'assert c["state"] == "pass-through" and "USBYTE_MIN_GAIN_PCT" in c["state_reason"] and not s, "scheduled"'
 # Per-call completion without an event after every call: refused, stream completion used.
 USBYTE_COMPLETION=call run call-refused ok --consumer end-event

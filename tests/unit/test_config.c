@@ -104,7 +104,7 @@ static void test_bad_values_warn_once_and_fall_back(void **state)
         {"USBYTE_ALIGN", "0", "512"},           {"USBYTE_ALIGN", "2097152", "512"},
         {"USBYTE_HANG_S", "0", "30"},           {"USBYTE_HANG_S", "1.5", "30"},
         {"USBYTE_MAX_DEVIATIONS", "many", "4"}, {"USBYTE_MAX_DEVIATIONS", " 3", "4"},
-        {"USBYTE_MIN_GAIN_PCT", "1001", "2"},   {"USBYTE_MIN_GAIN_PCT", "2%", "2"},
+        {"USBYTE_MIN_GAIN_PCT", "100001", "2"},   {"USBYTE_MIN_GAIN_PCT", "2%", "2"},
         {"USBYTE_LOG_FILE", "/tmp/log-%q", ""},
         {"USBYTE_POLICY", "fastest", "best"},   {"USBYTE_WARMUP", "three", "5"},
         {"USBYTE_WARMUP", "0", "5"},            {"USBYTE_WARMUP", "-2", "5"},

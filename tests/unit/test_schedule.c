@@ -65,6 +65,9 @@ static void test_cursor(void **state)
     assert_true(s.staged[1]);
     assert_false(s.staged[0] || s.staged[2] || s.staged[3]);
     assert_int_equal(s.staging_bytes, 120);
+    /* readiness recorded only where a block's largest call arrives: calls 1, 2, 3 */
+    assert_false(s.closes[0]);
+    assert_true(s.closes[1] && s.closes[2] && s.closes[3]);
     ub_sched_free(&s);
     ub_plan_free(&p);
 }
