@@ -567,6 +567,13 @@ void ub_state_write_reports(bool unlock_for_io)
     pthread_mutex_lock(&io_mutex);
     char host[256] = "unknown-host", path[1100], err[1300], line[1400] = "";
     gethostname(host, sizeof host - 1);
+    /* Several ranks, one file: said once, by rank 0 (changes nothing that is issued). */
+    static bool said_no_rank;
+    if (!said_no_rank && rank == 0 && world > 1 && !strstr(ub_cfg.report, "%r") && !strstr(ub_cfg.report, "%p")) {
+        ub_warn("USBYTE_REPORT \"%s\" has no %%r: the %d ranks write one file and the last one wins (add %%r for one "
+                "report per rank)", ub_cfg.report, world);
+        said_no_rank = true;
+    }
     if (ub_expand_report_path(ub_cfg.report, rank, (long)getpid(), host, path, sizeof path) != 0)
         snprintf(line, sizeof line, "report path: %s", path);
     else if (!doc || ub_report_write(path, doc, err, sizeof err) != 0)

@@ -73,6 +73,8 @@ for n in 8 4 8; do
     rm -rf "$WORK/same" && mkdir "$WORK/same"
     run same-$n "$n" USBYTE_REPORT="$WORK/same/report.json"
     grep -E 'report: .*(cannot|failed)' "$WORK/same-$n.out" && fail "same path, $n ranks: a write failed"
+    [ "$(grep -c 'has no %r: the '"$n"' ranks write one file' "$WORK/same-$n.out")" -eq 1 ] \
+        || fail "same path, $n ranks: not exactly one warning that %r is missing"
     left=$(ls -A "$WORK/same")
     [ "$left" = report.json ] || fail "same path, $n ranks: left $(echo $left)"
     python3 - "$WORK/same/report.json" "$n" <<'PY' || fail "same path: not a whole report"
