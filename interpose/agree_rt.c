@@ -39,31 +39,33 @@ static void learn_versions(void)
     ub_inside--;
 }
 
-/* Each agreed flag that makes a communicator unschedulable, and the reason the report gives (a
- * %g in it takes the flag's value, a %u the period). */
+/* Each agreed flag that makes a communicator unschedulable, and the reason the report gives,
+ * formatted with the flag's value, the period, or nothing. */
+typedef enum { WHY_PLAIN, WHY_VALUE, WHY_PERIOD } why_arg;
 static const struct {
     size_t flag; /* offset in ub_agree_flags */
+    why_arg arg;
     const char *why;
 } unschedulable[] = {
-    {offsetof(ub_agree_flags, stream_ordered),
+    {offsetof(ub_agree_flags, stream_ordered), WHY_VALUE,
      "stream-ordered work on the NCCL stream between collectives (%g operations per warm-up on the busiest rank): it "
      "consumes results in stream order and cannot be redirected; with Horovod, set HOROVOD_FUSION_THRESHOLD=0 so that "
      "usbyte does the fusion"},
-    {offsetof(ub_agree_flags, cupti_missing),
+    {offsetof(ub_agree_flags, cupti_missing), WHY_PLAIN,
      "CUPTI was not available on every rank: stream-ordered work on the NCCL stream cannot be ruled out"},
-    {offsetof(ub_agree_flags, no_end_records),
+    {offsetof(ub_agree_flags, no_end_records), WHY_PLAIN,
      "neither an event recorded on the NCCL stream after a call nor a host wait on that stream was seen on some rank: "
      "completion could not be redirected (statically linked CUDA runtime?)"},
-    {offsetof(ub_agree_flags, multi_stream),
+    {offsetof(ub_agree_flags, multi_stream), WHY_PLAIN,
      "the allreduces of an iteration were issued on more than one stream on some rank: one completion order per "
      "communicator is assumed"},
-    {offsetof(ub_agree_flags, legacy_stream),
+    {offsetof(ub_agree_flags, legacy_stream), WHY_PLAIN,
      "an allreduce was issued on the legacy or a per-thread default stream, which synchronises with other streams "
      "implicitly: issue collectives on a stream of their own (cudaStreamNonBlocking)"},
-    {offsetof(ub_agree_flags, period_refuted),
+    {offsetof(ub_agree_flags, period_refuted), WHY_PERIOD,
      "the period found (%u calls) is refuted by the buffer addresses on some rank (equal-sized calls repeat within an "
      "iteration): detection restarts one iteration after the agreement, looking for a longer period"},
-    {offsetof(ub_agree_flags, p2p),
+    {offsetof(ub_agree_flags, p2p), WHY_PLAIN,
      "point-to-point calls (ncclSend/ncclRecv) in the iteration: their groups must stay intact, so the communicator is "
      "not re-scheduled"},
 };
@@ -78,15 +80,12 @@ static void verdict(ub_comm *c, const ub_agreed *a)
         if (!(v > 0))
             continue;
         r->schedulable = false;
-        char why[600];
         const char *f = unschedulable[i].why;
-        if (strstr(f, "%g"))
-            snprintf(why, sizeof why, f, v);
-        else if (strstr(f, "%u"))
-            snprintf(why, sizeof why, f, c->period);
-        else
-            snprintf(why, sizeof why, "%s", f);
-        ub_comm_report_add_reason(r, "%s", why);
+        switch (unschedulable[i].arg) {
+        case WHY_VALUE: ub_comm_report_add_reason(r, f, v); break;
+        case WHY_PERIOD: ub_comm_report_add_reason(r, f, c->period); break;
+        default: ub_comm_report_add_reason(r, "%s", f); break;
+        }
     }
 }
 

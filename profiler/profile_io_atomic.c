@@ -157,16 +157,26 @@ int ub_write_json_atomic(const char *path, const json_t *doc, size_t flags, char
     return rc;
 }
 
-int ub_write_memstream_atomic(const char *path, FILE *mem, char **text, size_t *len, int failed, char *err,
-                              size_t errlen)
+FILE *ub_memtext_open(ub_memtext *t, const char *path, char *err, size_t errlen)
 {
-    int closed = fclose(mem);
+    t->text = NULL;
+    t->len = 0;
+    t->f = open_memstream(&t->text, &t->len);
+    if (!t->f)
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    return t->f;
+}
+
+int ub_memtext_write(ub_memtext *t, const char *path, int failed, char *err, size_t errlen)
+{
+    int closed = fclose(t->f);
     int rc = -1;
-    if (closed != 0 || failed || !*text)
+    if (closed != 0 || failed || !t->text)
         snprintf(err, errlen, "%s: cannot write: out of memory", path);
     else
-        rc = ub_write_file_atomic(path, *text, *len, err, errlen);
-    free(*text);
-    *text = NULL;
+        rc = ub_write_file_atomic(path, t->text, t->len, err, errlen);
+    free(t->text);
+    t->text = NULL;
+    t->f = NULL;
     return rc;
 }

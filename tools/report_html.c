@@ -637,13 +637,10 @@ static void comm_section(page *pg, int id)
 int rp_write_html(const rp_job *job, const char *path, char *err, size_t errlen)
 {
     /* Built in memory, then written as the report is (ub_write_file_atomic). */
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    ub_memtext t;
+    FILE *f = ub_memtext_open(&t, path, err, errlen);
+    if (!f)
         return -1;
-    }
     page pg = {f, job};
     out(&pg, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>usbyte report: %d rank%s</title>\n"
              "<style>%s</style></head>\n<body>\n",
@@ -659,5 +656,5 @@ int rp_write_html(const rp_job *job, const char *path, char *err, size_t errlen)
     }
     out(&pg, ". Click a table's header to sort it; hover a timeline's shape for its numbers.</p></footer>\n"
              "<script>%s</script>\n</body></html>\n", SCRIPT);
-    return ub_write_memstream_atomic(path, f, &text, &len, ferror(f), err, errlen);
+    return ub_memtext_write(&t, path, ferror(f), err, errlen);
 }

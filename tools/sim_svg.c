@@ -247,14 +247,11 @@ int sim_svg_write(const char *path, const ub_profile *prof, const ub_plan *const
                   char *err, size_t errlen)
 {
     /* Built in memory, then written as the report is (ub_write_file_atomic). */
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    ub_memtext t;
+    FILE *f = ub_memtext_open(&t, path, err, errlen);
+    if (!f)
         return -1;
-    }
     sim_svg_opts o = {.subtitle = subtitle};
     int bad = sim_svg_emit(f, prof, plans, n, &o);
-    return ub_write_memstream_atomic(path, f, &text, &len, bad, err, errlen);
+    return ub_memtext_write(&t, path, bad, err, errlen);
 }

@@ -25,10 +25,15 @@ int ub_write_file_atomic(const char *path, const void *data, size_t len, char *e
  * JSON outputs need.  This one allocates (the formatted text). */
 int ub_write_json_atomic(const char *path, const json_t *doc, size_t flags, char *err, size_t errlen);
 
-/* The end of a text built with stdio in memory: closes `mem` (from open_memstream(text, len)),
- * writes the text to path as ub_write_file_atomic does, and frees it.  `failed`: the builder saw
- * an error (nothing is written). */
-int ub_write_memstream_atomic(const char *path, FILE *mem, char **text, size_t *len, int failed, char *err,
-                              size_t errlen);
+/* A text built with stdio in memory, then written as ub_write_file_atomic does:
+ * ub_memtext_open gives the stream (NULL with the reason in err); ub_memtext_write closes it,
+ * writes the text to path unless `failed` (the builder saw an error), and frees it. */
+typedef struct ub_memtext {
+    FILE *f;
+    char *text;
+    size_t len;
+} ub_memtext;
+FILE *ub_memtext_open(ub_memtext *t, const char *path, char *err, size_t errlen);
+int ub_memtext_write(ub_memtext *t, const char *path, int failed, char *err, size_t errlen);
 
 #endif
