@@ -59,6 +59,7 @@ struct CUstream_st {
     bool stop;
     pthread_t thread;
     bool thread_started;
+    bool worker_ready;        /* under mu: the worker thread runs worker_main (see stream_object) */
 
     /* Activity text, double-buffered so the signal-time dump reads a finished string. */
     char activity[2][EMU_ACTIVITY_LEN];

@@ -46,6 +46,8 @@ static void *worker_main(void *arg)
     struct CUstream_st *s = arg;
     tl_worker = s;
     pthread_mutex_lock(&s->mu);
+    s->worker_ready = true;
+    pthread_cond_broadcast(&s->done_cv);
     for (;;) {
         while (s->head == NULL && !s->stop)
             pthread_cond_wait(&s->work_cv, &s->mu);
@@ -104,6 +106,14 @@ static struct CUstream_st *stream_object(void)
         free(s);
         return NULL;
     }
+    /* A created stream's thread has started before the call returns.  A thread still starting
+     * is inside the C library and the sanitizers' allocators (its stack and TLS set-up): a fork
+     * at that moment gives the child those locks held by a thread it does not have, and its
+     * next thread start or leak check waits forever. */
+    pthread_mutex_lock(&s->mu);
+    while (!s->worker_ready)
+        pthread_cond_wait(&s->done_cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
     s->thread_started = true;
     s->owner = streams_pid;
     s->self = s;
