@@ -33,6 +33,12 @@ int usbyteEmuValidRange(const void *ptr, size_t bytes);
 /* Writes one line per stream (its id, depth and what its worker is doing) to fd. */
 void usbyteEmuDumpStreams(int fd);
 
+/* On a stream worker: stores in *ns when its stream got through its previous operation
+ * (CLOCK_MONOTONIC nanoseconds: what an event recorded after it is stamped with) and returns 1;
+ * returns 0 outside a worker. */
+#include <stdint.h>
+int usbyteEmuWorkerReachedNs(uint64_t *ns);
+
 
 /* ---- Additions (cudart side), used by libcuda.so.1, libcupti.so.13 and the unit tests ---- */
 #include <stdint.h>

@@ -430,6 +430,15 @@ EMU_EXPORT void usbyteEmuSetActivity(const char *what)
         set_activity(tl_worker, what ? what : "");
 }
 
+EMU_EXPORT int usbyteEmuWorkerReachedNs(uint64_t *ns)
+{
+    struct timespec t;
+    if (!emu_worker_reached(&t))
+        return 0;
+    *ns = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+    return 1;
+}
+
 EMU_EXPORT cudaError_t usbyteEmuSetCapturing(cudaStream_t stream, int capturing)
 {
     struct CUstream_st *s;

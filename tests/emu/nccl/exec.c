@@ -8,6 +8,7 @@
 
 #include "dtype.h"
 #include "nccl_emu.h"
+#include "oplog.h"
 
 /* ---- diagnostics ---- */
 
@@ -213,7 +214,9 @@ static bool same_signature(const struct ncclComm *c, const struct emu_sig *s, co
     return s->count == op->count && s->dtype == op->dtype && s->op == op->op;
 }
 
-static void run_collective(struct ncclComm *c, struct emu_coll *op)
+/* Runs one collective that the stream could begin at `queued`; returns when it released the
+ * stream, or 0 when it was cut short (an abort, an error). */
+static uint64_t run_collective(struct ncclComm *c, struct emu_coll *op, uint64_t queued)
 {
     char head[96];
     emu_fmt(head, sizeof head, "%s #%llu comm %s", emu_kind_api_name(op->kind), (unsigned long long)op->index, c->hash);
@@ -256,7 +259,7 @@ static void run_collective(struct ncclComm *c, struct emu_coll *op)
         emu_check_aborted(c);
         if (atomic_load(&c->local_abort)) {
             free(missing);
-            return;
+            return 0;
         }
         if (nmissing != last_reported && missing) {
             char what[160];
@@ -269,9 +272,16 @@ static void run_collective(struct ncclComm *c, struct emu_coll *op)
     free(missing);
     usbyteEmuSetActivity(head);
     if (c->model.payload && coll_data(c, op) != 0)
-        return;
-    double us = emu_model_collective_us(&c->model, op->kind, op->count, emu_dtype_size(op->dtype), c->nranks);
-    emu_sleep_until_ns(last_arrival + (uint64_t)(us * 1000.0));
+        return 0;
+    uint64_t data_end = emu_now_ns();
+    size_t elem = emu_dtype_size(op->dtype);
+    double us = emu_model_collective_us(&c->model, op->kind, op->count, elem, c->nranks);
+    uint64_t model_end = last_arrival + (uint64_t)(us * 1000.0);
+    emu_sleep_until_ns(model_end);
+    uint64_t end = emu_now_ns();
+    emu_oplog_write(c, &(struct emu_oplog_rec){emu_kind_name(op->kind), op->index, op->count * elem, queued,
+                                               mine->arrival_ns, last_arrival, data_end, model_end, end});
+    return end;
 }
 
 /* ---- point-to-point ---- */
@@ -351,7 +361,8 @@ static bool recv_step(struct ncclComm *c, const struct emu_coll *op, struct p2p_
 
 /* All the sends and receives of a batch progress together (a ring of sends and receives in one
  * group completes); operations on the same (peer, direction) go in issue order. */
-static void run_p2p(struct ncclComm *c, const struct emu_unit *u)
+/* Runs the batch's point-to-point part (as run_collective). */
+static uint64_t run_p2p(struct ncclComm *c, const struct emu_unit *u, uint64_t queued)
 {
     char head[96];
     emu_fmt(head, sizeof head, "ncclSend/ncclRecv x%d comm %s", u->np2p, c->hash);
@@ -408,8 +419,15 @@ static void run_p2p(struct ncclComm *c, const struct emu_unit *u)
     }
     free(st);
     free(waiting);
-    if (remaining == 0)
-        emu_sleep_until_ns(t0 + (uint64_t)(emu_model_p2p_us(&c->model, sent, received, with_peer) * 1000.0));
+    if (remaining != 0)
+        return 0;
+    uint64_t data_end = emu_now_ns();
+    uint64_t model_end = t0 + (uint64_t)(emu_model_p2p_us(&c->model, sent, received, with_peer) * 1000.0);
+    emu_sleep_until_ns(model_end);
+    uint64_t end = emu_now_ns();
+    emu_oplog_write(c, &(struct emu_oplog_rec){"p2p", u->p2p[0].index, sent + received, queued, arrival, t0,
+                                               data_end, model_end, end});
+    return end;
 }
 
 /* ---- batches ---- */
@@ -431,11 +449,15 @@ static void wait_turn(struct ncclComm *c, struct emu_unit *u)
 static void execute(struct emu_unit *u)
 {
     struct ncclComm *c = u->comm;
+    /* What an event recorded just before the batch is stamped with (for the op log). */
+    uint64_t queued = u->enqueued_ns, reached;
+    if (emu_oplog_enabled() && usbyteEmuWorkerReachedNs(&reached) && reached > queued)
+        queued = reached;
     wait_turn(c, u);
     for (int i = 0; i < u->ncoll && !atomic_load(&c->local_abort); i++)
-        run_collective(c, &u->coll[i]);
+        queued = run_collective(c, &u->coll[i], queued);
     if (u->np2p > 0 && !atomic_load(&c->local_abort))
-        run_p2p(c, u);
+        run_p2p(c, u, queued);
     pthread_mutex_lock(&c->mu);
     c->run_ticket++;
     pthread_cond_broadcast(&c->cv);

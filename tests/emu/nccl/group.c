@@ -123,6 +123,7 @@ static ncclResult_t issue_batch(struct ncclComm *c, const int *idx, int n)
     }
     describe_batch(u);
     u->nstreams = nstreams;
+    u->enqueued_ns = emu_now_ns();
     int ok = 0;
     cudaError_t err = cudaSuccess;
     for (int s = 0; s < nstreams; s++) {

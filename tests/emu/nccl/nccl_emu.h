@@ -156,6 +156,7 @@ struct emu_unit {
     bool sealed;     /* the host finished enqueueing: nstreams is final */
     bool claimed;    /* a worker is running the batch */
     bool done;
+    uint64_t enqueued_ns;   /* when the host enqueued it (the op log's queued time) */
     char what[96];
 };
 
