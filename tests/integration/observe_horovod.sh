@@ -30,11 +30,11 @@ $CHECK reports "${READY_TOL[@]}" --truth "$WORK/fused/truth-%r.json" --world $N 
 mapfile -t R < <(reports "$WORK/unfused" $N)
 echo "== fusion off"
 $CHECK reports "${READY_TOL[@]}" --truth "$WORK/unfused/truth-%r.json" --world $N --expect-schedulable yes \
-    --alpha-us "$USBYTE_EMU_ALPHA_US" --gbps "$USBYTE_EMU_GBPS" "${R[@]}"
+    --emu-oplog "$WORK/unfused/lib.oplog-%r" --alpha-us "$USBYTE_EMU_ALPHA_US" --gbps "$USBYTE_EMU_GBPS" "${R[@]}"
 mapfile -t R < <(reports "$WORK/finalizer" $N)
 echo "== fusion off, host finalizer thread"
 $CHECK reports "${READY_TOL[@]}" --truth "$WORK/finalizer/truth-%r.json" --world $N --expect-schedulable yes \
-    --alpha-us "$USBYTE_EMU_ALPHA_US" --gbps "$USBYTE_EMU_GBPS" "${R[@]}"
+    --emu-oplog "$WORK/finalizer/lib.oplog-%r" --alpha-us "$USBYTE_EMU_ALPHA_US" --gbps "$USBYTE_EMU_GBPS" "${R[@]}"
 python3 - "${R[@]}" <<'PY'
 import json, sys
 bad = 0

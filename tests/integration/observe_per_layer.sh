@@ -14,4 +14,4 @@ USBYTE_COMPLETION=call USBYTE_REPORT="$WORK/report-%r.json" \
 $CHECK checksums --world $N "$WORK/base.out" "$WORK/lib.out"
 mapfile -t R < <(reports "$WORK" $N)
 $CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth-%r.json" --world $N --expect-schedulable yes --distinct-needs \
-    --alpha-us "$USBYTE_EMU_ALPHA_US" --gbps "$USBYTE_EMU_GBPS" "${R[@]}"
+    --emu-oplog "$WORK/lib.oplog-%r" --alpha-us "$USBYTE_EMU_ALPHA_US" --gbps "$USBYTE_EMU_GBPS" "${R[@]}"

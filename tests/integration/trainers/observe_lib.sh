@@ -53,8 +53,9 @@ preload_value() {
     fi
 }
 
-# run NAME OUT RANKS PRELOAD(yes|no) -- TRAINER ARGS...: output of all ranks in OUT; fails the test
-# with the output shown when the launcher fails.
+# run NAME OUT RANKS PRELOAD(yes|no) -- TRAINER ARGS...: output of all ranks in OUT, the emulator's
+# op logs (what its link really delivered) in OUT without .out, plus .oplog-RANK (check_report.py
+# --emu-oplog); fails the test with the output shown when the launcher fails.
 run() {
     local name=$1 out=$2 ranks=$3 preload=$4
     shift 5
@@ -63,7 +64,8 @@ run() {
     local pre=""
     [ "$preload" = yes ] && pre=$(preload_value)
     local start=$(date +%s%N)
-    if ! LD_PRELOAD="$pre" "$EMU_RUN" -n "$ranks" --timeout 60 -- "$TRAINERS/$trainer" "$@" >"$out" 2>&1; then
+    rm -f "${out%.out}".oplog-*
+    if ! LD_PRELOAD="$pre" USBYTE_EMU_OPLOG="${out%.out}.oplog-%r" "$EMU_RUN" -n "$ranks" --timeout 60 -- "$TRAINERS/$trainer" "$@" >"$out" 2>&1; then
         echo "FAIL: $name: $trainer ${*} (preload $preload) failed:"
         sed 's/^/    | /' "$out" | tail -60
         exit 1
