@@ -9,17 +9,33 @@ int ub_io_fail(const ub_io_where *w, const char *fmt, ...)
 {
     if (!w->err || w->errlen == 0)
         return -1;
-    int n = snprintf(w->err, w->errlen, "%s: ", w->origin);
-    if (n < 0 || (size_t)n >= w->errlen)
+    char msg[2048];
+    int n = snprintf(msg, sizeof msg, "%s: ", w->origin);
+    if (n < 0)
         return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(w->err + n, w->errlen - (size_t)n, fmt, ap);
-    va_end(ap);
-    /* One line, whatever the JSON held (names are echoed in messages). */
-    for (char *p = w->err; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
+    if ((size_t)n < sizeof msg) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    /* One printable line, whatever the JSON held (names and the parser's "near '...'" are
+     * echoed): a line break becomes a space, any other control byte \xNN, which a terminal
+     * or a line reader would otherwise act on. */
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p && o + 1 < w->errlen; p++) {
+        if (*p == '\n' || *p == '\r') {
+            w->err[o++] = ' ';
+        } else if ((*p < 0x20 && *p != '\t') || *p == 0x7f) {
+            if (o + 5 > w->errlen)
+                break;
+            snprintf(w->err + o, 5, "\\x%02x", *p);
+            o += 4;
+        } else {
+            w->err[o++] = (char)*p;
+        }
+    }
+    w->err[o] = '\0';
     return -1;
 }
 

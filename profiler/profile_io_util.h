@@ -14,8 +14,8 @@ typedef struct ub_io_where {
     size_t errlen;
 } ub_io_where;
 
-/* Writes "origin: <message>" into w->err as one line (newlines in echoed JSON become
- * spaces); returns -1 so callers can `return ub_io_fail(...)`. */
+/* Writes "origin: <message>" into w->err as one printable line (line breaks in echoed JSON
+ * become spaces, other control bytes \xNN); returns -1 so callers can `return ub_io_fail(...)`. */
 int ub_io_fail(const ub_io_where *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The type of a JSON value with its article: "an object", "a real number", ... */

@@ -47,17 +47,10 @@ def _policies(case):
     return set(POLICIES) if p == "all" else {p}
 
 
-def _control_bytes(case):
-    return any(b < 0x20 and b not in (0x09, 0x0a, 0x0d) for b in case.get("text", b""))
-
-
 # (name, what is wrong, predicate on the case).  Each names a defect of the simulator or of the
 # readers, to be fixed there; remove the entry with the fix (the summary counts the cases that
-# match an entry and pass: "now pass").
-KNOWN = [
-    ("control-bytes-echoed", "a malformed-JSON error quotes the input's raw control byte (e.g. 0x1c), which "
-     "terminals and line readers take for a line break", _control_bytes),
-]
+# match an entry and pass: "now pass").  None is known today.
+KNOWN = []
 
 
 class Gen:

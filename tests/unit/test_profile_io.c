@@ -271,6 +271,17 @@ static void test_file_errors(void **state)
     fclose(f);
     assert_int_equal(ub_profile_load(path, &p, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "duplicate object key"));
+
+    /* A control byte the parser quotes ("near '\x1c'") is shown escaped: the error stays one
+     * printable line, whatever a terminal or a line reader makes of such bytes. */
+    f = fopen(path, "w");
+    fputs("{\"usbyte_profile\": \x1c 1}", f);
+    fclose(f);
+    assert_int_equal(ub_profile_load(path, &p, err, sizeof(err)), -1);
+    if (strstr(err, "near '\\x1c'") == NULL)
+        fail_msg("got \"%s\", want the control byte shown as \\x1c", err);
+    for (const char *c = err; *c; c++)
+        assert_false((unsigned char)*c < 0x20 || *c == 0x7f);
     unlink(path);
 }
 
