@@ -494,6 +494,15 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
             ub_agreed_free(&agreed);
             return; /* ended by another thread (an abort) while planning */
         }
+        /* Locked mid-backward (after a re-detection the lock falls anywhere): the agreed
+         * profile says where the iteration really begins; it is profiled again from there. */
+        c->phase_pos = 0;
+        int first = r->have_profile && !c->rephased ? ub_iteration_phase(&r->profile, agreed.iteration) : 0;
+        for (uint32_t p = 0; first > 0 && p < c->period; p++)
+            if (c->pos_call[p] == first) {
+                c->phase_pos = p;
+                break;
+            }
         /* What schedule mode needs of the warm-up outlives it. */
         free(c->sched.pos_sig);
         free(c->sched.pos_call);
@@ -507,7 +516,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         c->reason[0] = '\0';
         c->refuted = agreed.flags.period_refuted > 0;
         c->addr_period = agreed.flags.addr_period == -agreed.flags.neg_addr_period ? (uint32_t)agreed.flags.addr_period : 0;
-        if (ub_cfg.mode == UB_MODE_SCHEDULE && !c->refuted)
+        if (ub_cfg.mode == UB_MODE_SCHEDULE && !c->refuted && c->phase_pos == 0)
             prepare_schedule(c);
         ub_agreed_free(&agreed);
     }

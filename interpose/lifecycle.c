@@ -235,6 +235,10 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
                     ub_debug("communicator %d: %s; looking for a period of at least %u calls", c->index, why, next);
                     ub_comm_redetect(c, why);
                 }
+            } else if (c->state == UB_COMM_PLANNED && c->phase_pos > 0) {
+                /* Agreed: the iteration begins phase_pos calls later.  Every rank profiles again
+                 * from that same call, with the same period. */
+                ub_warmup_rephase(c, res.index + c->phase_pos);
             } else if (c->state == UB_COMM_PLANNED && c->sched.ready) {
                 ub_sched_begin(c);
                 bool held = ub_sched_call(c, d, sig);

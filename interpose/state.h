@@ -117,6 +117,9 @@ struct ub_comm {
     bool refuted;             /* agreed: the period is refuted; detection restarts at agree_at + period */
     uint32_t min_period;      /* the detector's shortest period: past a period refuted by the buffers */
     uint32_t addr_period;     /* agreed: the full signatures' period (0: the ranks differ or none) */
+    uint32_t phase_pos;       /* agreed: the profiled iteration began mid-backward; the true one
+                                 begins this many calls after the lock's (ub_iteration_phase) */
+    bool rephased;            /* this lock's warm-up was already moved to its true start once */
     ub_iterdet *det_full;     /* rank-local: the same detector on full signatures (buffers included) */
     cudaStream_t nccl_stream; /* stream of the first profiled allreduce */
     bool multi_stream;        /* allreduces on more than one stream */
@@ -200,6 +203,8 @@ void ub_group_split_end(int depth);
 /* ---- warmup.c: detection restarts, profiling, the CUDA hooks' observation (lock held) ---- */
 void ub_warmup_start(ub_comm *c, uint64_t first);     /* profile from call `first` */
 void ub_warmup_restart(ub_comm *c, const char *why);  /* a deviation during the warm-up */
+/* The agreed profile began mid-iteration (phase_pos): the warm-up again from call `first`. */
+void ub_warmup_rephase(ub_comm *c, uint64_t first);
 /* Restarts detection of the period (schedule mode after too many deviations, a refuted period). */
 void ub_comm_redetect(ub_comm *c, const char *why);
 /* Records call `pos` of profiled iteration `it`; returns its allreduce index or -1. */

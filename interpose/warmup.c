@@ -169,12 +169,28 @@ void ub_comm_redetect(ub_comm *c, const char *why)
     ub_iterdet_config dc = {.min_span = UB_MIN_SPAN, .min_period = c->min_period};
     c->det = ub_iterdet_new(&dc); /* det_full keeps its evidence: it spans the restarts */
     c->deviations = 0;
+    c->rephased = false;
     c->report.have_plans = false;
     if (!c->det) {
         ub_comm_set_state(c, UB_COMM_DISABLED, "out of memory");
         return;
     }
     ub_comm_set_state(c, UB_COMM_DETECT, why);
+}
+
+void ub_warmup_rephase(ub_comm *c, uint64_t first)
+{
+    char why[200];
+    snprintf(why, sizeof why, "the profiled iterations did not begin where an iteration does (the widest gap "
+             "between ready times came %u calls into them): profiling again from call %llu",
+             c->phase_pos, (unsigned long long)first);
+    ub_info("communicator %d: %s", c->index, why);
+    c->rephased = true;
+    c->phase_pos = 0;
+    c->report.have_plans = false;
+    ub_warmup_start(c, first);
+    if (c->state == UB_COMM_PROFILE)
+        snprintf(c->reason, sizeof c->reason, "%.240s", why);
 }
 
 void ub_warmup_restart(ub_comm *c, const char *why)

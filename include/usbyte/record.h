@@ -168,6 +168,16 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
  * none of calls k..n-1 was waited on (own_need < 0). */
 void ub_need_transitive(int n, const double *own_need, int *from);
 
+/* The allreduce an iteration should start from, given a profile whose calls were numbered from
+ * wherever the period was locked and the agreed iteration length (first ready to the next first
+ * ready): the call after the widest silence between ready times when that silence lies inside
+ * the profiled iteration and is more than UB_PHASE_RATIO times the one from the latest ready to
+ * the next iteration's first (and at least UB_PHASE_MIN_GAP seconds); else 0, the profile's own
+ * start.  A pure function of agreed numbers: every rank computes the same (profiler/phase.c). */
+int ub_iteration_phase(const ub_profile *p, double iteration);
+#define UB_PHASE_RATIO 2.0
+#define UB_PHASE_MIN_GAP 1e-3
+
 /* Consecutive waits closer than this (seconds) after the previous call's wait was satisfied
  * belong to one forward segment: max(UB_SEGMENT_MIN_GAP, UB_SEGMENT_REL_GAP * iteration). */
 #define UB_SEGMENT_MIN_GAP 100e-6

@@ -185,6 +185,36 @@ static void test_need_transitive(void **state)
         assert_int_equal(from[k], k);
 }
 
+/* The phase of an iteration: ready times in ms, the agreed iteration length in ms. */
+static int phase_of(const double *ready_ms, int n, double iteration_ms)
+{
+    ub_call calls[8];
+    memset(calls, 0, sizeof calls);
+    for (int k = 0; k < n; k++)
+        calls[k].ready = 1e-3 * ready_ms[k];
+    ub_profile p = {.n_calls = n, .calls = calls};
+    return ub_iteration_phase(&p, 1e-3 * iteration_ms);
+}
+
+static void test_iteration_phase(void **state)
+{
+    (void)state;
+    /* A true iteration: the widest silence is the wrap (the forward pass). */
+    assert_int_equal(phase_of((double[]){0, 1, 2, 3}, 4, 10), 0);
+    /* Locked mid-backward: calls 3 and 4 are the next backward's first ones. */
+    assert_int_equal(phase_of((double[]){0, 0.5, 1.0, 8.0, 8.5}, 5, 10), 3);
+    /* Not clearly wider than the wrap (5 ms against 3): left as it is. */
+    assert_int_equal(phase_of((double[]){0, 5}, 2, 8), 0);
+    assert_int_equal(phase_of((double[]){0, 7}, 2, 10), 1); /* 7 ms against 3 */
+    /* Silences under UB_PHASE_MIN_GAP are noise. */
+    assert_int_equal(phase_of((double[]){0, 0.1, 0.9, 0.95}, 4, 1.0), 0);
+    /* A call ready before an earlier one: the silence counts from the latest ready so far. */
+    assert_int_equal(phase_of((double[]){0, 3, 2, 9}, 4, 10), 3);
+    /* Without an agreed iteration length, or with one call, nothing to decide. */
+    assert_int_equal(phase_of((double[]){0, 0.5, 8.0}, 3, 0), 0);
+    assert_int_equal(phase_of((double[]){0}, 1, 10), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -195,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_stream_semantics_is_transitive),
         cmocka_unit_test(test_one_wait_one_segment),
         cmocka_unit_test(test_need_transitive),
+        cmocka_unit_test(test_iteration_phase),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# A lock that falls mid-iteration.  ResNet-50's per-layer calls repeat a 9-call block (a
+# bottleneck's conv and norm tensors), so the detector first locks on 9 calls; the buffers refute
+# it and detection restarts where that was agreed, in the middle of a backward pass.  The next
+# lock, on the true 161 calls, then numbers its iterations from there: half of each profiled
+# "iteration" is the next backward pass, and its profile says the calls are ready over a whole
+# iteration (every plan would have been wfbp).  The agreed profile shows where the widest gap
+# between ready times lies, every rank profiles again from that call, and the report describes
+# a real iteration: its backward pass spans a fraction of the iteration and the plan merges.
+# Observe and schedule mode; results bit-identical without the library.
+source "$(dirname "$0")/trainers/observe_lib.sh"
+N=2
+export USBYTE_WARMUP=3 USBYTE_EMU_ALPHA_US=100 USBYTE_EMU_GBPS=10
+ARGS=(--profile "$PROFILES/resnet50-v100-b64.json" --iters 16 --time-scale 0.05 --bytes-scale 0.002)
+run phase "$WORK/base.out" $N no -- per_layer "${ARGS[@]}"
+for mode in observe schedule; do
+    mkdir -p "$WORK/$mode"
+    USBYTE_MODE=$mode USBYTE_REPORT="$WORK/$mode/report-%r.json" \
+        run phase-$mode "$WORK/$mode/lib.out" $N yes -- per_layer "${ARGS[@]}"
+    $CHECK checksums --world $N "$WORK/base.out" "$WORK/$mode/lib.out"
+    grep -q "did not begin where an iteration does" "$WORK/$mode/lib.out" ||
+        { sed 's/^/    | /' "$WORK/$mode/lib.out" | grep usbyte | tail -20; echo "FAIL: $mode: no new start of the iteration"; exit 1; }
+    python3 - "$mode" "$WORK/$mode"/report-*.json <<'PY'
+import json, sys
+mode, paths = sys.argv[1], sys.argv[2:]
+for p in paths:
+    c = json.load(open(p))["comms"][0]
+    prof, plan = c["profile"], c["plan"]
+    span, it = prof["backward_end"], c["measured_iteration"]
+    blocks = len(plan["blocks"])
+    print("info: %s %s: %s, backward %.3f ms of a %.3f ms iteration, %d blocks for %d calls"
+          % (mode, p.rsplit("/", 1)[1], c["state"], 1e3 * span, 1e3 * it, blocks, len(prof["calls"])))
+    assert len(prof["calls"]) == 161, "%d calls" % len(prof["calls"])
+    # Ready over the whole iteration is the mis-phased profile; a real backward is a fraction.
+    assert span < 0.5 * it, "backward spans %.3f of the iteration: still mis-phased" % (span / it)
+    assert blocks < 161 // 4, "%d blocks: the plan hardly merges" % blocks
+    if mode == "schedule":
+        assert c["state"] == "schedule", c["state"]
+PY
+done
+echo "phase: ok"
