@@ -146,6 +146,20 @@ static void read_agreement_at_switch(ub_comm *c)
         ub_group_split_end(depth);
 }
 
+/* After a wait that another thread's ncclCommAbort releases: the communicator is gone (NCCL
+ * freed it, or is freeing it), so the call must not reach NCCL.  Returns true (the call is
+ * answered, with an error, and the global lock released) when it was aborted. */
+static bool aborted_while_waiting(ub_comm *c, uint64_t index, const char *what, ub_coll_token *t)
+{
+    if (!atomic_load(&c->ending))
+        return false;
+    ub_error("communicator %d: aborted while call %llu waited %s: the call is not issued", c->index,
+             (unsigned long long)index, what);
+    t->result = ncclInvalidUsage;
+    ub_state_unlock();
+    return true;
+}
+
 bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
 {
     t->comm = NULL;
@@ -212,14 +226,8 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     if (c->state == UB_COMM_AGREE || c->state == UB_COMM_PLANNED) {
         if (res.index == c->agree_at + c->period && (ub_cfg.mode == UB_MODE_SCHEDULE || c->state == UB_COMM_AGREE)) {
             read_agreement_at_switch(c);
-            if (atomic_load(&c->ending)) {
-                /* Aborted by another thread while this call waited: NCCL may not see it now. */
-                ub_error("communicator %d: aborted while call %llu waited for the agreement: the call is not issued",
-                         c->index, (unsigned long long)res.index);
-                t->result = ncclInvalidUsage;
-                ub_state_unlock();
+            if (aborted_while_waiting(c, res.index, "for the agreement", t))
                 return true;
-            }
             if (c->state == UB_COMM_PLANNED && c->refuted) {
                 /* Agreed: the period is refuted by some rank's buffers.  Every rank restarts at
                  * this same call, looking for a longer period: the one every rank's full
@@ -262,6 +270,8 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
             if (!c->local_failure[0])
                 ub_timing_now(&c->tm, &c->rec.end_clock, 1, 0);
             ub_comm_agree_issue(c);
+            if (aborted_while_waiting(c, res.index, "for the warm-up's timing events", t))
+                return true;
         } else if (res.index < c->profile_start) {
             /* Before the first profiled iteration: know the stream (so that the next waits on it
              * count), and let no upstream wait of an unrecorded call leak into a recorded one. */

@@ -42,4 +42,10 @@ for lib in none usbyte; do
 done
 grep -q 'rank 0\] usbyte\[0\]: communicator 0: schedule mode from this call on' "$WORK/usbyte-planned.out" \
     || fail "the plan was not running on the survivor when the peer died"
+# The watchdog aborted while the training thread's call waited for the warm-up's timing events
+# (behind the dead peer's collectives): that call must not reach NCCL, whose communicator is gone
+# (ASan saw the emulator's freed communicator used when it did).
+grep -q 'rank 0\] usbyte\[0\]: error: communicator 0: aborted while call [0-9]* waited for the warm-up.s timing events: the call is not issued' \
+    "$WORK/usbyte-warmup-thread.out" || { grep usbyte "$WORK/usbyte-warmup-thread.out" | tail -8 | sed 's/^/    | /';
+    fail "usbyte-warmup-thread: the call released by the abort did not say it was not issued"; }
 echo "runtime abort: ok"
