@@ -253,6 +253,12 @@ void ub_comm_agree_issue(ub_comm *c)
     ub_inside--;
     ub_state_lock();
     c->issuing_agreement = false;
+    if (atomic_load(&c->ending)) {
+        /* Aborted while the collectives went out without the lock: nothing will read them, and
+         * the abort left the warm-up's resources to this thread. */
+        ub_comm_stop_profiling(c);
+        return;
+    }
     c->agree_issued = true;
     atomic_fetch_add(&ub_agree_unread, 1);
     ub_comm_stop_watching(c);
@@ -423,6 +429,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
             return;
     }
     atomic_fetch_sub(&ub_agree_unread, 1);
+    c->agree_issued = false;
     ub_debug("communicator %d: agreement read%s", c->index,
              how == UB_AGREE_WAIT_OR_GIVE_UP ? " before the communicator's destroy"
              : how == UB_AGREE_WAIT          ? " at the switch to the plan" : "");

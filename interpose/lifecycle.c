@@ -59,7 +59,9 @@ void ub_comm_ending(ncclComm_t handle, int id)
                 if (c->state == UB_COMM_AGREE) {
                     ub_comm_set_state(c, UB_COMM_PASS_THROUGH, abort ? "aborted before the agreement was read"
                                                                    : "destroyed before the agreement could be read");
-                    atomic_fetch_sub(&ub_agree_unread, 1);
+                    if (c->agree_issued) /* not while its issue is under way on another thread */
+                        atomic_fetch_sub(&ub_agree_unread, 1);
+                    c->agree_issued = false;
                 }
             }
             if (c->state == UB_COMM_PROFILE || c->state == UB_COMM_DETECT)
@@ -208,6 +210,7 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
             /* Profile whole iterations only: start at the next iteration boundary. */
             uint64_t next = res.index + (res.period - res.position);
             c->iterations_observed = 0;
+            c->rephased = false; /* a new lock may start mid-iteration again: one move each */
             ub_warmup_start(c, next);
             {
                 ub_stream_get(d->stream, c); /* its next upstream waits are the first profiled call's */
@@ -224,7 +227,9 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         return false;
     }
     if (c->state == UB_COMM_AGREE || c->state == UB_COMM_PLANNED) {
-        if (res.index == c->agree_at + c->period && (ub_cfg.mode == UB_MODE_SCHEDULE || c->state == UB_COMM_AGREE)) {
+        /* Whatever was decided at the agreement takes effect at this call on every rank, in
+         * every mode, whether this rank read the result early (a poll: timing) or reads it now. */
+        if (res.index == c->agree_at + c->period) {
             read_agreement_at_switch(c);
             if (aborted_while_waiting(c, res.index, "for the agreement", t))
                 return true;
@@ -247,6 +252,7 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
                 /* Agreed: the iteration begins phase_pos calls later.  Every rank profiles again
                  * from that same call, with the same period. */
                 ub_warmup_rephase(c, res.index + c->phase_pos);
+                ub_stream_get(d->stream, c); /* as at a lock: its next upstream waits count */
             } else if (c->state == UB_COMM_PLANNED && c->sched.ready) {
                 ub_sched_begin(c);
                 bool held = ub_sched_call(c, d, sig);
@@ -257,6 +263,9 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
             /* Reading the result early changes nothing that is issued: the plan takes effect
              * at call agree_at + period, read or not. */
             ub_comm_agree_read(c, UB_AGREE_POLL);
+            /* The read plans and writes the report without the global lock. */
+            if (aborted_while_waiting(c, res.index, "while the agreement was read", t))
+                return true;
         }
         ub_state_unlock();
         return false;

@@ -125,7 +125,9 @@ struct ub_comm {
     bool multi_stream;        /* allreduces on more than one stream */
     bool legacy_stream;       /* an allreduce on the legacy or a per-thread default stream */
     bool p2p;                 /* point-to-point calls in the period */
-    double copy_t0, copy_t1;  /* the staging copy timed in the warm-up (timing epoch seconds) */
+    double copy_t0, copy_t1;  /* the staging copy timed in the first warm-up (timing epoch
+                                 seconds; NAN until read) */
+    bool copy_probed;         /* that copy was issued (once per communicator) */
     void *copy_buf;           /* its device buffers */
     ub_seqhash seq;
     int n_ar;                 /* allreduces per iteration */
@@ -145,7 +147,8 @@ struct ub_comm {
     double *agree_host;        /* pinned: max vector, then sum vector (UB_AGREE_*_LEN) */
     void *agree_dev;           /* the same on the device: the collectives run in place */
     cudaEvent_t agree_done;    /* recorded on tm.agree after the copy back to agree_host */
-    bool agree_issued;         /* the collectives were issued (state AGREE until read) */
+    bool agree_issued;         /* this warm-up's collectives were issued and not read yet (each
+                                  such communicator counts once in ub_agree_unread) */
     bool agree_copy_pending;   /* issued inside a group: the copy back waits for its ncclGroupEnd */
     unsigned long agree_thread;/* the thread whose group holds them */
     char local_failure[160];   /* rank-local: why this rank has no numbers (still takes part) */

@@ -2,6 +2,7 @@
  * communicator ever seen (for the report), the one process-wide lock that guards them, and the
  * process-wide flags (forked child, writing at exit).  The bottom of interpose/: it calls only the
  * real functions (the communicator's rank and size) and the detector's constructor. */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,7 @@ ub_comm *ub_comm_get(ncclComm_t handle, bool create)
     c->handle = handle;
     c->rank = c->nranks = -1;
     c->cur_iter = c->cur_call = -1;
+    c->copy_t0 = c->copy_t1 = NAN;
     ub_comm_report_init(&c->report);
     c->min_period = 0;
     ub_iterdet_config dc = {.min_span = UB_MIN_SPAN};

@@ -221,5 +221,7 @@ void ub_timing_stop(ub_timing *t)
     t->pool = NULL;
     t->pending = NULL;
     t->n_pool = t->cap_pool = t->n_pending = t->cap_pending = 0;
+    t->epoch = NULL;
+    t->clock = t->probe = t->agree = NULL; /* a later warm-up that cannot start them sees none */
     t->ok = false;
 }

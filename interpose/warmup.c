@@ -95,6 +95,12 @@ void ub_comm_stop_profiling(ub_comm *c)
  * unknown (0, like the profiles without copy_beta). */
 static void time_staging_copy(ub_comm *c)
 {
+    /* Once per communicator: the copy's cost does not change between warm-ups, and a second
+     * probe would write the same buffer as a first one still running on the old private stream
+     * (a restart or a new start of the iteration destroys that stream, not its work). */
+    if (c->copy_probed)
+        return;
+    c->copy_probed = true;
     if (!c->copy_buf && UB_REAL(ub_cuda.cudaMalloc(&c->copy_buf, 2 * (size_t)COPY_PROBE_BYTES)) != cudaSuccess) {
         c->copy_buf = NULL;
         return;
@@ -132,6 +138,7 @@ void ub_warmup_start(ub_comm *c, uint64_t first)
     c->local_failure[0] = '\0';
     c->consumers_host_other = 0;
     c->profile_gen++;
+    c->agree_issued = false;
     memset(&c->seq, 0, sizeof c->seq);
     bool recorder = ub_record_init(&c->rec, ub_cfg.warmup, (int)c->period) == 0;
     c->pos_call = calloc(c->period, sizeof *c->pos_call);
@@ -141,7 +148,6 @@ void ub_warmup_start(ub_comm *c, uint64_t first)
     c->period_refuted = c->refuted = false;
     c->nccl_stream = NULL;
     c->multi_stream = c->legacy_stream = c->p2p = false;
-    c->copy_t0 = c->copy_t1 = NAN;
     if (!recorder || !c->pos_call || !c->pos_sig || !c->pos_buf || !c->has_end_event)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot allocate the warm-up recorder");
     else if (ub_timing_start(&c->tm, &c->ending) != 0)
@@ -169,7 +175,6 @@ void ub_comm_redetect(ub_comm *c, const char *why)
     ub_iterdet_config dc = {.min_span = UB_MIN_SPAN, .min_period = c->min_period};
     c->det = ub_iterdet_new(&dc); /* det_full keeps its evidence: it spans the restarts */
     c->deviations = 0;
-    c->rephased = false;
     c->report.have_plans = false;
     if (!c->det) {
         ub_comm_set_state(c, UB_COMM_DISABLED, "out of memory");

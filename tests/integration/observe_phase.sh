@@ -7,10 +7,13 @@
 # iteration (every plan would have been wfbp).  The agreed profile shows where the widest gap
 # between ready times lies, every rank profiles again from that call, and the report describes
 # a real iteration: its backward pass spans a fraction of the iteration and the plan merges.
+# Every rank must move at the same call, whether it read the agreement early or at the switch.
 # Observe and schedule mode; results bit-identical without the library.
 source "$(dirname "$0")/trainers/observe_lib.sh"
 N=2
-export USBYTE_WARMUP=3 USBYTE_EMU_ALPHA_US=100 USBYTE_EMU_GBPS=10
+# Latency-bound (0.8 ms per call, 161 calls), so that merging pays even when sanitizers slow the
+# backward pass to 60 ms.
+export USBYTE_WARMUP=3 USBYTE_EMU_ALPHA_US=400 USBYTE_EMU_GBPS=10
 ARGS=(--profile "$PROFILES/resnet50-v100-b64.json" --iters 16 --time-scale 0.05 --bytes-scale 0.002)
 run phase "$WORK/base.out" $N no -- per_layer "${ARGS[@]}"
 for mode in observe schedule; do
@@ -18,8 +21,11 @@ for mode in observe schedule; do
     USBYTE_MODE=$mode USBYTE_REPORT="$WORK/$mode/report-%r.json" \
         run phase-$mode "$WORK/$mode/lib.out" $N yes -- per_layer "${ARGS[@]}"
     $CHECK checksums --world $N "$WORK/base.out" "$WORK/$mode/lib.out"
-    grep -q "did not begin where an iteration does" "$WORK/$mode/lib.out" ||
-        { sed 's/^/    | /' "$WORK/$mode/lib.out" | grep usbyte | tail -20; echo "FAIL: $mode: no new start of the iteration"; exit 1; }
+    # Every rank moves, at the same call: a rank that read the agreement early (a poll, which
+    # depends on timing) once skipped the move, and the next agreement met an application call.
+    moved=$(grep -c "did not begin where an iteration does" "$WORK/$mode/lib.out" || true)
+    [ "$moved" -eq $N ] ||
+        { sed 's/^/    | /' "$WORK/$mode/lib.out" | grep usbyte | tail -20; echo "FAIL: $mode: $moved of $N ranks moved the iteration's start"; exit 1; }
     python3 - "$mode" "$WORK/$mode"/report-*.json <<'PY'
 import json, sys
 mode, paths = sys.argv[1], sys.argv[2:]
@@ -31,8 +37,9 @@ for p in paths:
     print("info: %s %s: %s, backward %.3f ms of a %.3f ms iteration, %d blocks for %d calls"
           % (mode, p.rsplit("/", 1)[1], c["state"], 1e3 * span, 1e3 * it, blocks, len(prof["calls"])))
     assert len(prof["calls"]) == 161, "%d calls" % len(prof["calls"])
-    # Ready over the whole iteration is the mis-phased profile; a real backward is a fraction.
-    assert span < 0.5 * it, "backward spans %.3f of the iteration: still mis-phased" % (span / it)
+    # Ready over the whole iteration is the mis-phased profile (0.99 of it); a real backward is a
+    # fraction (0.1 here, 0.4 under ThreadSanitizer).
+    assert span < 0.75 * it, "backward spans %.3f of the iteration: still mis-phased" % (span / it)
     assert blocks < 161 // 4, "%d blocks: the plan hardly merges" % blocks
     if mode == "schedule":
         assert c["state"] == "schedule", c["state"]
