@@ -38,6 +38,10 @@ void usbyteEmuDumpStreams(int fd);
  * returns 0 outside a worker. */
 #include <stdint.h>
 int usbyteEmuWorkerReachedNs(uint64_t *ns);
+/* On a stream worker: the running operation ends, in the stream's time, at ns (CLOCK_MONOTONIC
+ * nanoseconds) instead of when its function returns (what it does after that, such as logging,
+ * takes no device time); no-op outside a worker. */
+void usbyteEmuWorkerOpEndsAtNs(uint64_t ns);
 
 
 /* ---- Additions (cudart side), used by libcuda.so.1, libcupti.so.13 and the unit tests ---- */

@@ -4,17 +4,18 @@
  *   emu_timing nopayload  run with USBYTE_EMU_PAYLOAD=0: results untouched, time still modelled
  *
  * For a tiny and a large allreduce, the median over REPS of the event-measured stream time,
- * less what the emulated device itself says it added beyond the model, must match
- * 2(p-1)*alpha + 2(p-1)/p * M/bw within 10% + 2 ms.  What it added comes from its op log
- * (USBYTE_EMU_OPLOG, tests/emu/nccl/oplog.h): a late peer (start - queued) and data movement
- * slower than the modelled link (data_end - model_end, as under ThreadSanitizer).  The sleep's
- * own wake-up lateness is not subtracted (an emulator that overslept would hide there): the 2 ms
- * absorbs it and the event's stamping; 10% bounds everything proportional.  Without the log
- * nothing is subtracted.  Each measured allreduce
- * follows a small allreduce, which ends at the same instant on every rank (all ranks sleep until
- * the same modelled end), so a peer is rarely late.  ncclGroupSimulateEnd must return the same
- * formula (in microseconds) and launch nothing.  A ring of send/recv in one group must take
- * alpha + bytes/bw (same tolerance). */
+ * less what the emulator's op log (USBYTE_EMU_OPLOG, tests/emu/nccl/oplog.h) says was added
+ * beyond the model, must match 2(p-1)*alpha + 2(p-1)/p * M/bw within 10% + 2 ms.  Added: the
+ * stream waiting for this host to issue the call or to record the end event (a descheduled
+ * thread), a late peer, data movement slower than the modelled link (as under ThreadSanitizer)
+ * and the worker waking late from its sleep (a busy machine).  So that an emulator that overslept
+ * cannot hide in the last, the smallest wake-up lateness over all the operations this rank ran
+ * must stay under 1 ms: a busy machine delays some wake-ups, a wrong sleep delays them all.
+ * Without the log nothing is taken out.  The 2 ms absorbs the event's own stamping; 10% bounds
+ * everything proportional.  Each measured allreduce follows a small allreduce, which ends at the
+ * same instant on every rank (all ranks sleep until the same modelled end), so a peer is rarely
+ * late.  ncclGroupSimulateEnd must return the same formula (in microseconds) and launch nothing.
+ * A ring of send/recv in one group must take alpha + bytes/bw (same tolerance). */
 #include <math.h>
 #include <stdint.h>
 
@@ -28,13 +29,19 @@ static double env_or(const char *name, double def)
     return s ? atof(s) : def;
 }
 
-/* What the emulated device added beyond its model to the last operation of `kind` in this
- * rank's op log, in ms (0 without a log). */
-static double last_excess_ms(int rank, const char *kind)
+static long long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* This rank's op log, or NULL without one. */
+static FILE *open_oplog(int rank)
 {
     const char *pattern = getenv("USBYTE_EMU_OPLOG");
     if (pattern == NULL || *pattern == '\0')
-        return 0;
+        return NULL;
     char path[1024], rank_text[16];
     snprintf(rank_text, sizeof rank_text, "%d", rank);
     size_t n = 0;
@@ -49,18 +56,70 @@ static double last_excess_ms(int rank, const char *kind)
     path[n] = '\0';
     FILE *f = fopen(path, "r");
     EXPECT(f != NULL, "cannot open the op log %s", path);
-    char line[512], k[32];
-    long long queued, arrival, start, data_end, model_end;
+    return f;
+}
+
+struct oprec {
+    char kind[32];
+    long long queued, arrival, start, data_end, model_end, end;
+};
+
+static int next_rec(FILE *f, struct oprec *r)
+{
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%*s %*d %*d %*u %31s %*u %lld %lld %lld %lld %lld %lld", r->kind, &r->queued, &r->arrival,
+                   &r->start, &r->data_end, &r->model_end, &r->end) == 7)
+            return 1;
+    return 0;
+}
+
+static double pos_ms(long long ns) { return ns > 0 ? (double)ns / 1e6 : 0.0; }
+
+/* What the emulator and this host added beyond the model to the last operation of `kind`, in ms
+ * (0 without a log).  The start event, recorded at host time `recorded` (the log's clock) right
+ * after the operation before it, is stamped at the later of that and that operation's end; the
+ * end event, recorded at `end_recorded`, at the later of that and this operation's end. */
+static double last_excess_ms(int rank, const char *kind, long long recorded, long long end_recorded)
+{
+    FILE *f = open_oplog(rank);
+    if (f == NULL)
+        return 0;
+    struct oprec r;
+    long long prev_end = 0;
     double excess = -1;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "%*s %*d %*d %*u %31s %*u %lld %lld %lld %lld %lld", k, &queued, &arrival, &start, &data_end,
-                   &model_end) == 6 && strcmp(k, kind) == 0)
-            excess = ((double)(start > queued ? start - queued : 0) +
-                      (double)(data_end > model_end ? data_end - model_end : 0)) / 1e6;
+    while (next_rec(f, &r)) {
+        if (strcmp(r.kind, kind) == 0) {
+            long long stamped = recorded > prev_end ? recorded : prev_end;
+            excess = pos_ms(r.queued - stamped)        /* the host issued the call late */
+                     + pos_ms(r.start - r.queued)      /* a late peer */
+                     + pos_ms(r.end - r.model_end)     /* slow data, a late wake-up */
+                     + pos_ms(end_recorded - r.end);   /* the host recorded the end late */
+        }
+        prev_end = r.end;
     }
     fclose(f);
-    EXPECT(excess >= 0, "no %s in the op log %s", kind, path);
+    EXPECT(excess >= 0, "no %s in the op log", kind);
     return excess;
+}
+
+/* The smallest wake-up lateness (end past the later of model_end and data_end) over every
+ * operation of this rank's log, in ms, and how many there were; -1 without a log. */
+static double min_wake_ms(int rank, int *count)
+{
+    FILE *f = open_oplog(rank);
+    *count = 0;
+    if (f == NULL)
+        return -1;
+    struct oprec r;
+    double least = INFINITY;
+    while (next_rec(f, &r)) {
+        long long due = r.model_end > r.data_end ? r.model_end : r.data_end;
+        least = fmin(least, (double)(r.end - due) / 1e6);
+        (*count)++;
+    }
+    fclose(f);
+    return least;
 }
 
 static int cmp(const void *a, const void *b)
@@ -96,13 +155,15 @@ int main(int argc, char **argv)
         for (int r = 0; r < REPS; r++) {
             CUDA_OK(cudaMemcpy(buf, fill, n * sizeof(float), cudaMemcpyHostToDevice));
             NCCL_OK(ncclAllReduce(sync, sync, 1, ncclFloat32, ncclSum, comm, s));
+            long long recorded = now_ns();
             CUDA_OK(cudaEventRecord(start, s));
             NCCL_OK(ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm, s));
+            long long end_recorded = now_ns();
             CUDA_OK(cudaEventRecord(end, s));
             CUDA_OK(cudaEventSynchronize(end));
             float t;
             CUDA_OK(cudaEventElapsedTime(&t, start, end));
-            excess[r] = last_excess_ms(rank, "allreduce");
+            excess[r] = last_excess_ms(rank, "allreduce", recorded, end_recorded);
             ms[r] = t - excess[r];
             float got[2], want = payload ? (float)p * (p + 1) / 2 : (float)(rank + 1);
             CUDA_OK(cudaMemcpy(&got[0], buf, sizeof(float), cudaMemcpyDeviceToHost));
@@ -130,16 +191,18 @@ int main(int argc, char **argv)
             CUDA_OK(cudaMemcpy(buf, fill, n * sizeof(float), cudaMemcpyHostToDevice));
             CUDA_OK(cudaMemcpy(out, fill, n * sizeof(float), cudaMemcpyHostToDevice));
             NCCL_OK(ncclAllReduce(sync, sync, 1, ncclFloat32, ncclSum, comm, s));
+            long long recorded = now_ns();
             CUDA_OK(cudaEventRecord(start, s));
             NCCL_OK(ncclGroupStart());
             NCCL_OK(ncclSend(buf, n, ncclFloat32, (rank + 1) % p, comm, s));
             NCCL_OK(ncclRecv(out, n, ncclFloat32, (rank + p - 1) % p, comm, s));
             NCCL_OK(ncclGroupEnd());
+            long long end_recorded = now_ns();
             CUDA_OK(cudaEventRecord(end, s));
             CUDA_OK(cudaEventSynchronize(end));
             float t, got;
             CUDA_OK(cudaEventElapsedTime(&t, start, end));
-            excess[r] = last_excess_ms(rank, "p2p");
+            excess[r] = last_excess_ms(rank, "p2p", recorded, end_recorded);
             ms[r] = t - excess[r];
             CUDA_OK(cudaMemcpy(&got, out + n - 1, sizeof got, cudaMemcpyDeviceToHost));
             float want = payload ? (float)((rank + p - 1) % p + 1) : (float)(rank + 1);
@@ -175,6 +238,13 @@ int main(int argc, char **argv)
     CUDA_OK(cudaStreamSynchronize(s));
     CUDA_OK(cudaMemcpy(&one, sync, sizeof one, cudaMemcpyDeviceToHost));
     EXPECT(one == (payload ? (float)p : 1.0f), "allreduce after the simulated group: %g", one);
+    int ops;
+    double wake = min_wake_ms(rank, &ops);
+    if (wake >= 0) {
+        printf("timing: smallest wake-up lateness over %d operations %.3f ms\n", ops, wake);
+        EXPECT(wake < 1.0, "every one of %d operations ended at least %.3f ms after its modelled end: the emulator "
+               "oversleeps", ops, wake);
+    }
     NCCL_OK(ncclCommDestroy(comm));
     free(fill);
     printf("timing: done\n");

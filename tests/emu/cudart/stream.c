@@ -439,6 +439,13 @@ EMU_EXPORT int usbyteEmuWorkerReachedNs(uint64_t *ns)
     return 1;
 }
 
+EMU_EXPORT void usbyteEmuWorkerOpEndsAtNs(uint64_t ns)
+{
+    if (tl_worker != NULL)
+        emu_worker_op_ends_at((struct timespec){.tv_sec = (time_t)(ns / 1000000000ull),
+                                                .tv_nsec = (long)(ns % 1000000000ull)});
+}
+
 EMU_EXPORT cudaError_t usbyteEmuSetCapturing(cudaStream_t stream, int capturing)
 {
     struct CUstream_st *s;

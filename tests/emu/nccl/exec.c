@@ -279,6 +279,7 @@ static uint64_t run_collective(struct ncclComm *c, struct emu_coll *op, uint64_t
     uint64_t model_end = last_arrival + (uint64_t)(us * 1000.0);
     emu_sleep_until_ns(model_end);
     uint64_t end = emu_now_ns();
+    usbyteEmuWorkerOpEndsAtNs(end); /* the log line below takes no device time */
     emu_oplog_write(c, &(struct emu_oplog_rec){emu_kind_name(op->kind), op->index, op->count * elem, queued,
                                                mine->arrival_ns, last_arrival, data_end, model_end, end});
     return end;
@@ -425,6 +426,7 @@ static uint64_t run_p2p(struct ncclComm *c, const struct emu_unit *u, uint64_t q
     uint64_t model_end = t0 + (uint64_t)(emu_model_p2p_us(&c->model, sent, received, with_peer) * 1000.0);
     emu_sleep_until_ns(model_end);
     uint64_t end = emu_now_ns();
+    usbyteEmuWorkerOpEndsAtNs(end);
     emu_oplog_write(c, &(struct emu_oplog_rec){"p2p", u->p2p[0].index, sent + received, queued, arrival, t0,
                                                data_end, model_end, end});
     return end;
@@ -454,8 +456,10 @@ static void execute(struct emu_unit *u)
     if (emu_oplog_enabled() && usbyteEmuWorkerReachedNs(&reached) && reached > queued)
         queued = reached;
     wait_turn(c, u);
-    for (int i = 0; i < u->ncoll && !atomic_load(&c->local_abort); i++)
-        queued = run_collective(c, &u->coll[i], queued);
+    for (int i = 0; i < u->ncoll && !atomic_load(&c->local_abort); i++) {
+        uint64_t end = run_collective(c, &u->coll[i], queued);
+        queued = end ? end : emu_now_ns();
+    }
     if (u->np2p > 0 && !atomic_load(&c->local_abort))
         run_p2p(c, u, queued);
     pthread_mutex_lock(&c->mu);

@@ -207,7 +207,7 @@ def cmd_reports(a):
     # against what the emulated link really delivered.
     net = prof.get("net") or {}
     if a.alpha_us is not None:
-        check_fit(a, c0, calls, net)
+        check_fit(a, c0, calls, net, reports[0].get("config"))
 
     # Verdict, pattern, policies, plan.
     verdict = c0.get("verdict") or {}
@@ -315,7 +315,7 @@ def delivered_iterations(comms, sizes):
     return best
 
 
-def check_fit(a, c0, calls, net):
+def check_fit(a, c0, calls, net, config):
     p = a.world
     alpha = 2 * (p - 1) * a.alpha_us * 1e-6
     beta = 2.0 * (p - 1) / p / (a.gbps * 1e9)
@@ -333,12 +333,13 @@ def check_fit(a, c0, calls, net):
         # check) is a candidate; the report passes with the window whose delivered fit is nearest.
         # When the emulator kept its model (a quiet machine) this is the model; when it did not
         # (ThreadSanitizer's data movement, a descheduled worker) it is what the link delivered.
-        w = config_value(c0.get("config") or {}, "warmup")
-        w = int(w) if isinstance(w, (int, float, str)) and str(w).isdigit() else None
+        w = warmup_of(c0, config)
+        if w is None:
+            fail("fit: the report says neither warmup_iterations nor its warm-up setting")
+            return
         per_rank = [delivered_iterations(read_oplog(a.emu_oplog.replace("%r", str(r))), [int(x) for x in xs])
                     for r in range(p)]
         n_it = min(len(its) for its in per_rank) if per_rank else 0
-        w = w or 5
         if n_it < w + 2:
             fail("fit: the op logs hold %d iterations of the profiled calls on some rank, fewer than warm-up %d + 2"
                  % (n_it, w))
