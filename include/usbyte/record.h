@@ -175,7 +175,7 @@ void ub_need_transitive(int n, const double *own_need, int *from);
  * the next iteration's first (and at least UB_PHASE_MIN_GAP seconds); else 0, the profile's own
  * start.  A pure function of agreed numbers: every rank computes the same (profiler/phase.c). */
 int ub_iteration_phase(const ub_profile *p, double iteration);
-#define UB_PHASE_RATIO 2.0
+#define UB_PHASE_RATIO 4.0
 #define UB_PHASE_MIN_GAP 1e-3
 
 /* Consecutive waits closer than this (seconds) after the previous call's wait was satisfied

@@ -203,9 +203,11 @@ static void test_iteration_phase(void **state)
     assert_int_equal(phase_of((double[]){0, 1, 2, 3}, 4, 10), 0);
     /* Locked mid-backward: calls 3 and 4 are the next backward's first ones. */
     assert_int_equal(phase_of((double[]){0, 0.5, 1.0, 8.0, 8.5}, 5, 10), 3);
-    /* Not clearly wider than the wrap (5 ms against 3): left as it is. */
+    /* Not clearly wider than the wrap: left as it is (DDP's two buckets, the second ready at the
+     * end of a backward twice as long as the forward). */
     assert_int_equal(phase_of((double[]){0, 5}, 2, 8), 0);
-    assert_int_equal(phase_of((double[]){0, 7}, 2, 10), 1); /* 7 ms against 3 */
+    assert_int_equal(phase_of((double[]){0, 7}, 2, 10), 0);   /* 7 ms against 3 */
+    assert_int_equal(phase_of((double[]){0, 9}, 2, 11), 1);   /* 9 ms against 2 */
     /* Silences under UB_PHASE_MIN_GAP are noise. */
     assert_int_equal(phase_of((double[]){0, 0.1, 0.9, 0.95}, 4, 1.0), 0);
     /* A call ready before an earlier one: the silence counts from the latest ready so far. */
