@@ -72,7 +72,11 @@ cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
     X(cudaStreamCreateWithFlags, CALLONLY, (cudaStream_t *stream, unsigned int flags),            \
       (stream, flags), ())                                                                        \
     X(cudaMemsetAsync, CALLONLY, (void *ptr, int value, size_t count, cudaStream_t stream),       \
-      (ptr, value, count, stream), ())
+      (ptr, value, count, stream), ())                                                            \
+    X(cudaMemcpyBatchAsync, CALLONLY,                                                             \
+      (void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,             \
+       struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream),\
+      (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream), ())
 
 typedef enum {
 #define X(name, cls, params, args, hook) UB_CUDA_##name,

@@ -60,6 +60,24 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
         e = UB_REAL(ub_cuda.cudaHostGetDevicePointer(&dev, s->counter_host, 0));
         s->counter_dev = (CUdeviceptr)(uintptr_t)dev;
     }
+    uint32_t most = 1;
+    for (int b = 0; b < s->sp.n_blocks; b++)
+        if (s->plan.blocks[b].n_segments > most)
+            most = s->plan.blocks[b].n_segments;
+    int version = 0;
+    /* 12.8 has the function with another signature (a failIdx before the stream). */
+    s->batch_copies = ub_cuda.cudaMemcpyBatchAsync && ub_cuda.cudaRuntimeGetVersion &&
+                      UB_REAL(ub_cuda.cudaRuntimeGetVersion(&version)) == cudaSuccess && version >= 13000;
+    free(s->batch_dst);
+    free(s->batch_src);
+    free(s->batch_size);
+    s->batch_dst = malloc(most * sizeof *s->batch_dst);
+    s->batch_src = malloc(most * sizeof *s->batch_src);
+    s->batch_size = malloc(most * sizeof *s->batch_size);
+    if (!s->batch_dst || !s->batch_src || !s->batch_size)
+        s->batch_copies = false;
+    ub_debug("communicator %d: a merged block's staging copies go %s", c->index,
+             s->batch_copies ? "as one cudaMemcpyBatchAsync each way" : "one cudaMemcpyAsync per segment");
     s->staging_bytes = s->sp.staging_bytes;
     if (e == cudaSuccess && s->staging_bytes)
         e = UB_REAL(ub_cuda.cudaMalloc(&s->staging, s->staging_bytes));
@@ -95,6 +113,43 @@ static int readiness_of(ub_comm *c, int j, int arrived)
         cannot_issue(c, -1, "cudaEventRecord of a call's readiness");
     s->ready_stamp[j] = stamp;
     return j;
+}
+
+/* The kept segments of block b into the staging buffer (in) or back to their calls' receive
+ * buffers, in segment order: one batched copy where the runtime has it, else one copy each. */
+static void staging_copies(ub_comm *c, int b, const ub_segment *seg, uint32_t n_seg, const bool *keep, bool in)
+{
+    ub_sched_rt *s = &c->sched;
+    char *stage = s->staging;
+    uint64_t at = 0;
+    size_t n = 0;
+    for (uint32_t i = 0; i < n_seg; i++) {
+        if (!keep[i])
+            continue;
+        const ub_call_args *a = &s->args[seg[i].call];
+        void *dst = in ? (void *)(stage + at) : (void *)((char *)a->recv + seg[i].offset);
+        const void *src = in ? (const void *)((const char *)a->send + seg[i].offset) : (const void *)(stage + at);
+        at += seg[i].length;
+        if (s->batch_copies) {
+            s->batch_dst[n] = dst;
+            s->batch_src[n] = src;
+            s->batch_size[n] = seg[i].length;
+            n++;
+        } else if (UB_REAL(ub_cuda.cudaMemcpyAsync(dst, src, seg[i].length, cudaMemcpyDeviceToDevice, s->priv)) !=
+                   cudaSuccess) {
+            cannot_issue(c, b, in ? "the copy into the staging buffer" : "the copy out of the staging buffer");
+        }
+    }
+    if (n == 0)
+        return;
+    /* Sources in stream order: the waits on the calls' readiness and the allreduce come first. */
+    struct cudaMemcpyAttributes attr = {.srcAccessOrder = cudaMemcpySrcAccessOrderStream,
+                                        .srcLocHint = {.type = cudaMemLocationTypeDevice, .id = s->device},
+                                        .dstLocHint = {.type = cudaMemLocationTypeDevice, .id = s->device}};
+    size_t first = 0;
+    if (UB_REAL(ub_cuda.cudaMemcpyBatchAsync((void *const *)s->batch_dst, (const void *const *)s->batch_src,
+                                             s->batch_size, n, &attr, &first, 1, s->priv)) != cudaSuccess)
+        cannot_issue(c, b, in ? "the batched copy into the staging buffer" : "the batched copy out of the staging buffer");
 }
 
 static void issue_block(ub_comm *c, int b, int arrived, bool timed)
@@ -144,27 +199,11 @@ static void issue_block(ub_comm *c, int b, int arrived, bool timed)
             if (total > s->staging_bytes || !s->staging)
                 cannot_issue(c, b, "a merged block larger than the staging buffer (a planner bug)");
             char *stage = s->staging;
-            uint64_t at = 0;
-            for (uint32_t i = 0; i < blk->n_segments; i++)
-                if (keep[i]) {
-                    const ub_call_args *a = &s->args[seg[i].call];
-                    if (UB_REAL(ub_cuda.cudaMemcpyAsync(stage + at, (const char *)a->send + seg[i].offset, seg[i].length,
-                                                        cudaMemcpyDeviceToDevice, p)) != cudaSuccess)
-                        cannot_issue(c, b, "the copy into the staging buffer");
-                    at += seg[i].length;
-                }
+            staging_copies(c, b, seg, blk->n_segments, keep, true);
             if (UB_REAL(ub_nccl.AllReduce(stage, stage, total / esize, (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op,
                                           c->handle, p)) != ncclSuccess)
                 cannot_issue(c, b, "ncclAllReduce of the staging buffer");
-            at = 0;
-            for (uint32_t i = 0; i < blk->n_segments; i++)
-                if (keep[i]) {
-                    const ub_call_args *a = &s->args[seg[i].call];
-                    if (UB_REAL(ub_cuda.cudaMemcpyAsync((char *)a->recv + seg[i].offset, stage + at, seg[i].length,
-                                                        cudaMemcpyDeviceToDevice, p)) != cudaSuccess)
-                        cannot_issue(c, b, "the copy out of the staging buffer");
-                    at += seg[i].length;
-                }
+            staging_copies(c, b, seg, blk->n_segments, keep, false);
         }
         if (timed)
             ub_timing_mark(&s->tm, p, &s->block_end[b], 1, 0, NULL);
@@ -224,6 +263,12 @@ void ub_exec_release(ub_comm *c, bool wait)
     free(s->args);
     free(s->ready_ev);
     free(s->ready_stamp);
+    free(s->batch_dst);
+    free(s->batch_src);
+    free(s->batch_size);
+    s->batch_dst = NULL;
+    s->batch_src = NULL;
+    s->batch_size = NULL;
     s->args = NULL;
     s->ready_ev = NULL;
     s->ready_stamp = NULL;

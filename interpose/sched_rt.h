@@ -51,6 +51,12 @@ typedef struct ub_sched_rt {
     int device;
     void *staging;
     uint64_t staging_bytes;
+    /* A merged block's copies in and out of staging, one cudaMemcpyBatchAsync each way where
+     * the runtime has it with CUDA 13's signature; room for the plan's largest block. */
+    bool batch_copies;
+    void **batch_dst;
+    const void **batch_src;
+    size_t *batch_size;
     uint64_t *counter_host;  /* pinned, mapped: written by the private stream */
     CUdeviceptr counter_dev;
     int consecutive_deviations;

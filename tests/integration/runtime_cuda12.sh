@@ -20,6 +20,13 @@ run base12 "$E12" "$E12/trainers" "" observe
 run observe12 "$E12" "$E12/trainers" "$USBYTE_PRELOAD" observe
 run observe13 "$BUILD/emu" "$BUILD/trainers" "$USBYTE_PRELOAD" observe
 USBYTE_MIN_GAIN_PCT=0 run schedule12 "$E12" "$E12/trainers" "$USBYTE_PRELOAD" schedule
+USBYTE_MIN_GAIN_PCT=0 run schedule13 "$BUILD/emu" "$BUILD/trainers" "$USBYTE_PRELOAD" schedule
+# Staging: CUDA 13's batched copy where the runtime has it, one copy per segment where it has not
+# (CUDA 12 before 12.8; 12.8's has another signature); both give the results without the library.
+grep -q 'staging copies go one cudaMemcpyAsync per segment' "$WORK/schedule12.out" || fail "CUDA 12: not one copy per segment"
+grep -q 'staging copies go as one cudaMemcpyBatchAsync each way' "$WORK/schedule13.out" || fail "CUDA 13: no batched copies"
+[ "$(grep -o 'checksum [0-9a-f]\{16\}' "$WORK/schedule13.out" | sort)" = "$(grep -o 'checksum [0-9a-f]\{16\}' "$WORK/base12.out" | sort)" ] \
+    || fail "schedule mode with batched staging copies changed the results"
 sums() { grep -o 'checksum [0-9a-f]\{16\}' "$1" | sort; }
 [ "$(sums "$WORK/base12.out")" = "$(sums "$WORK/observe12.out")" ] || fail "observe changed the CUDA 12 results"
 [ "$(sums "$WORK/base12.out")" = "$(sums "$WORK/schedule12.out")" ] || fail "schedule mode changed the CUDA 12 results"

@@ -100,6 +100,49 @@ static void test_async_copy_is_stream_ordered(void **state)
     CHECK(cudaFree(d));
 }
 
+/* cudaMemcpyBatchAsync: every copy done in stream order as one operation; CUDA's refusals. */
+static void test_batch_copy(void **state)
+{
+    (void)state;
+    cudaStream_t s;
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    unsigned char *d;
+    assert_int_equal(cudaMalloc((void **)&d, 4096), cudaSuccess);
+    unsigned char host[3][100];
+    for (int i = 0; i < 3; i++)
+        memset(host[i], 'a' + i, sizeof host[i]);
+    void *dsts[3] = {d, d + 1000, d + 2000};
+    const void *srcs[3] = {host[0], host[1], host[2]};
+    size_t sizes[3] = {100, 50, 100};
+    struct cudaMemcpyAttributes attr = {.srcAccessOrder = cudaMemcpySrcAccessOrderStream};
+    size_t first = 0;
+    assert_int_equal(cudaMemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &first, 1, s), cudaSuccess);
+    /* Back to the host through a second batch, behind the first on the stream. */
+    unsigned char back[3][100];
+    memset(back, 0, sizeof back);
+    void *bdst[3] = {back[0], back[1], back[2]};
+    const void *bsrc[3] = {d, d + 1000, d + 2000};
+    assert_int_equal(cudaMemcpyBatchAsync(bdst, bsrc, sizes, 3, &attr, &first, 1, s), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    assert_memory_equal(back[0], host[0], 100);
+    assert_memory_equal(back[1], host[1], 50);
+    assert_int_equal(back[1][50], 0);
+    assert_memory_equal(back[2], host[2], 100);
+    /* Refused: no copies, an unknown access order, an index list not starting at 0, the legacy
+     * stream, a zero size. */
+    assert_int_equal(cudaMemcpyBatchAsync(dsts, srcs, sizes, 0, &attr, &first, 1, s), cudaErrorInvalidValue);
+    struct cudaMemcpyAttributes bad = {.srcAccessOrder = cudaMemcpySrcAccessOrderInvalid};
+    assert_int_equal(cudaMemcpyBatchAsync(dsts, srcs, sizes, 3, &bad, &first, 1, s), cudaErrorInvalidValue);
+    size_t one = 1;
+    assert_int_equal(cudaMemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &one, 1, s), cudaErrorInvalidValue);
+    assert_int_equal(cudaMemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &first, 1, NULL), cudaErrorInvalidValue);
+    size_t zero[3] = {100, 0, 100};
+    assert_int_equal(cudaMemcpyBatchAsync(dsts, srcs, zero, 3, &attr, &first, 1, s), cudaErrorInvalidValue);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    assert_int_equal(cudaFree(d), cudaSuccess);
+    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+}
+
 static void test_unknown_pointers_rejected(void **state)
 {
     (void)state;
@@ -177,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_malloc_free_and_valid_ranges),
         cmocka_unit_test(test_copies_round_trip),
         cmocka_unit_test(test_async_copy_is_stream_ordered),
+        cmocka_unit_test(test_batch_copy),
         cmocka_unit_test(test_unknown_pointers_rejected),
         cmocka_unit_test(test_free_waits_for_pending_work),
         cmocka_unit_test(test_bad_free_does_not_wait),

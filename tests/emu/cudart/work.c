@@ -95,6 +95,71 @@ EMU_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t c
                copy(dst, src, count, kind, stream, true, false));
 }
 
+/* cudaMemcpyBatchAsync (CUDA 13's signature): the copies run as one stream operation.  What CUDA
+ * refuses is refused: no copies, no attributes or more than copies, an index list that does not
+ * start at 0 or does not increase, an unknown source access order, the legacy stream, a zero
+ * size or a NULL pointer. */
+struct batch_op {
+    size_t n;
+    struct copy_op c[];
+};
+
+static void batch_run(void *arg)
+{
+    struct batch_op *b = arg;
+    for (size_t i = 0; i < b->n; i++)
+        memmove(b->c[i].dst, b->c[i].src, b->c[i].count);
+    free(b);
+}
+
+static cudaError_t copy_batch(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+                              const struct cudaMemcpyAttributes *attrs, const size_t *idxs, size_t n_attrs,
+                              cudaStream_t stream, bool ptsz)
+{
+    if (count == 0 || !dsts || !srcs || !sizes || !attrs || !idxs || n_attrs == 0 || n_attrs > count || idxs[0] != 0)
+        return cudaErrorInvalidValue;
+    for (size_t a = 0; a < n_attrs; a++) {
+        if ((a > 0 && idxs[a] <= idxs[a - 1]) || idxs[a] >= count)
+            return cudaErrorInvalidValue;
+        if (attrs[a].srcAccessOrder != cudaMemcpySrcAccessOrderStream &&
+            attrs[a].srcAccessOrder != cudaMemcpySrcAccessOrderDuringApiCall &&
+            attrs[a].srcAccessOrder != cudaMemcpySrcAccessOrderAny)
+            return cudaErrorInvalidValue;
+    }
+    if (stream == NULL && !ptsz)
+        return cudaErrorInvalidValue;   /* "the legacy NULL stream is not supported" */
+    struct CUstream_st *s;
+    cudaError_t err = emu_stream_resolve(stream, ptsz, &s);
+    if (err != cudaSuccess)
+        return err;
+    struct batch_op *b = malloc(sizeof *b + count * sizeof b->c[0]);
+    if (b == NULL)
+        return cudaErrorMemoryAllocation;
+    b->n = count;
+    for (size_t i = 0; i < count; i++) {
+        if (sizes[i] == 0 || check_copy(dsts[i], srcs[i], sizes[i], cudaMemcpyDefault) != cudaSuccess) {
+            free(b);
+            return cudaErrorInvalidValue;
+        }
+        b->c[i] = (struct copy_op){dsts[i], srcs[i], sizes[i]};
+    }
+    char what[80];
+    snprintf(what, sizeof what, "cudaMemcpyBatchAsync %zu copies", count);
+    err = emu_enqueue(s, batch_run, b, what, NULL);
+    if (err != cudaSuccess)
+        free(b);
+    return err;
+}
+
+EMU_EXPORT cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+                                            struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                            cudaStream_t stream)
+{
+    cudaMemcpyBatchAsync_v13000_params p = {dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream};
+    EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000, "cudaMemcpyBatchAsync", &p,
+               copy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream, false));
+}
+
 EMU_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
     cudaMemcpy_v3020_params p = {dst, src, count, kind};
