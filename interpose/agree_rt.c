@@ -33,9 +33,9 @@ static void learn_versions(void)
     if (!versions.nccl && ub_nccl.GetVersion)
         ub_nccl.GetVersion(&versions.nccl);
     if (!versions.cuda_runtime && ub_cuda.cudaRuntimeGetVersion)
-        ub_cuda.cudaRuntimeGetVersion(&versions.cuda_runtime);
+        UB_CUDA(ub_cuda.cudaRuntimeGetVersion(&versions.cuda_runtime));
     if (!versions.cuda_driver && ub_cuda.cudaDriverGetVersion)
-        ub_cuda.cudaDriverGetVersion(&versions.cuda_driver);
+        UB_CUDA(ub_cuda.cudaDriverGetVersion(&versions.cuda_driver));
     ub_inside--;
 }
 
@@ -131,11 +131,11 @@ static _Noreturn void cannot_take_part(ub_comm *c, const char *what)
 static bool agree_buffers(ub_comm *c)
 {
     size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
-    if (!c->agree_host && ub_cuda.cudaMallocHost((void **)&c->agree_host, bytes) != cudaSuccess)
+    if (!c->agree_host && UB_CUDA(ub_cuda.cudaMallocHost((void **)&c->agree_host, bytes)) != cudaSuccess)
         c->agree_host = NULL;
-    if (!c->agree_dev && ub_cuda.cudaMalloc(&c->agree_dev, bytes) != cudaSuccess)
+    if (!c->agree_dev && UB_CUDA(ub_cuda.cudaMalloc(&c->agree_dev, bytes)) != cudaSuccess)
         c->agree_dev = NULL;
-    if (!c->agree_done && ub_cuda.cudaEventCreateWithFlags(&c->agree_done, cudaEventDisableTiming) != cudaSuccess)
+    if (!c->agree_done && UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&c->agree_done, cudaEventDisableTiming)) != cudaSuccess)
         c->agree_done = NULL;
     return c->agree_host && c->agree_dev && c->agree_done;
 }
@@ -240,12 +240,12 @@ void ub_comm_agree_issue(ub_comm *c)
      * NCCL launches them at the outermost ncclGroupEnd, so nothing may wait for them here. */
     double *dmax = c->agree_dev, *dsum = dmax + UB_AGREE_MAX_LEN;
     cudaStream_t s = c->tm.agree ? c->tm.agree : NULL;
-    if (!s && ub_cuda.cudaStreamCreateWithPriority(&c->tm.agree, cudaStreamNonBlocking, 0) == cudaSuccess)
+    if (!s && UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&c->tm.agree, cudaStreamNonBlocking, 0)) == cudaSuccess)
         s = c->tm.agree;
     if (!s)
         cannot_take_part(c, "cannot create the private stream");
-    if (ub_cuda.cudaMemcpyAsync(dmax, maxv, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double),
-                                cudaMemcpyHostToDevice, s) != cudaSuccess)
+    if (UB_CUDA(ub_cuda.cudaMemcpyAsync(dmax, maxv, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double),
+                                cudaMemcpyHostToDevice, s)) != cudaSuccess)
         cannot_take_part(c, "cudaMemcpyAsync of the agreement vectors failed");
     if (ub_nccl.AllReduce(dmax, dmax, UB_AGREE_MAX_LEN, ncclFloat64, ncclMax, c->handle, s) != ncclSuccess ||
         ub_nccl.AllReduce(dsum, dsum, UB_AGREE_SUM_LEN, ncclFloat64, ncclSum, c->handle, s) != ncclSuccess)
@@ -281,8 +281,8 @@ void ub_comm_agree_copy_back(ub_comm *c)
     ub_inside++;
     cudaStream_t s = c->tm.agree;
     size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
-    if (ub_cuda.cudaMemcpyAsync(c->agree_host, c->agree_dev, bytes, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
-        ub_cuda.cudaEventRecord(c->agree_done, s) != cudaSuccess)
+    if (UB_CUDA(ub_cuda.cudaMemcpyAsync(c->agree_host, c->agree_dev, bytes, cudaMemcpyDeviceToHost, s)) != cudaSuccess ||
+        UB_CUDA(ub_cuda.cudaEventRecord(c->agree_done, s)) != cudaSuccess)
         cannot_take_part(c, "cannot copy the agreement's result back");
     ub_inside--;
 }
@@ -388,7 +388,7 @@ static cudaError_t wait_agreement(ub_comm *c, cudaEvent_t done, bool limited)
     long ns = 20000;
     double next_line = ub_cfg.hang_s;
     for (;;) {
-        cudaError_t e = UB_REAL(ub_cuda.cudaEventQuery(done));
+        cudaError_t e = UB_CUDA(ub_cuda.cudaEventQuery(done));
         if (e != cudaErrorNotReady || atomic_load(&c->ending))
             return e;
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -424,7 +424,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         if (c->state != UB_COMM_AGREE)
             return;
     } else {
-        e = UB_REAL(ub_cuda.cudaEventQuery(c->agree_done));
+        e = UB_CUDA(ub_cuda.cudaEventQuery(c->agree_done));
         if (e == cudaErrorNotReady)
             return;
     }

@@ -51,6 +51,10 @@ void ub_sched_begin(ub_comm *c)
     ub_comm_set_state(c, UB_COMM_SCHEDULE, NULL);
     /* Counted until the communicator ends, not only while it schedules: after a return to the
      * warm-up its streams' records must still be redirected until the flushed calls complete. */
+    if (!s->counting) {
+        s->counting = true;
+        s->cuda_calls_at_begin = atomic_load_explicit(&ub_cuda_calls, memory_order_relaxed);
+    }
     if (!s->live) {
         s->live = true;
         atomic_fetch_add(&ub_sched_live, 1);
@@ -109,7 +113,7 @@ void ub_sched_deviation(ub_comm *c, const char *why)
 static bool capturing(cudaStream_t st)
 {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (!ub_cuda.cudaStreamIsCapturing || UB_REAL(ub_cuda.cudaStreamIsCapturing(st, &cs)) != cudaSuccess)
+    if (!ub_cuda.cudaStreamIsCapturing || UB_CUDA(ub_cuda.cudaStreamIsCapturing(st, &cs)) != cudaSuccess)
         return false;
     return cs != cudaStreamCaptureStatusNone;
 }
@@ -134,7 +138,7 @@ static void record_ready(ub_comm *c, int k)
     ub_sched_rt *s = &c->sched;
     if (s->ready_stamp[k] == s->base + 1)
         return;
-    if (UB_REAL(ub_cuda.cudaEventRecord(s->ready_ev[k], s->args[k].stream)) != cudaSuccess) {
+    if (UB_CUDA(ub_cuda.cudaEventRecord(s->ready_ev[k], s->args[k].stream)) != cudaSuccess) {
         ub_error("communicator %d: cannot record the readiness of allreduce %d: aborting (the other ranks would "
                  "wait for this one forever)", c->index, k);
         abort();
@@ -163,6 +167,7 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig)
     bool held = false;
     if (k >= 0) {
         ub_thread_defers = true;
+        s->deferred_calls++;
         s->args[k] = (ub_call_args){d->send, (void *)d->recv, d->count, d->dtype, d->op, d->stream};
         /* Readiness where a block closes; and, when the stream changes, on the stream left (its
          * last call's readiness then covers that stream's earlier calls). */
@@ -266,6 +271,11 @@ json_t *ub_sched_report_json(ub_comm *c)
     json_object_set_new(o, "deviations", json_integer((json_int_t)s->deviations));
     json_object_set_new(o, "flushes", json_integer((json_int_t)s->flushes));
     json_object_set_new(o, "staging_bytes", json_integer((json_int_t)s->staging_bytes));
+    unsigned long long calls = atomic_load_explicit(&ub_cuda_calls, memory_order_relaxed) - s->cuda_calls_at_begin;
+    json_object_set_new(o, "deferred_calls", json_integer((json_int_t)s->deferred_calls));
+    json_object_set_new(o, "cuda_calls", json_integer((json_int_t)calls));
+    json_object_set_new(o, "cuda_calls_per_deferred_call",
+                        number_or_null(s->deferred_calls ? (double)calls / (double)s->deferred_calls : NAN));
     json_object_set_new(o, "completion", json_string(s->stream_semantics ? "stream" : "call"));
     if (s->completion_note[0])
         json_object_set_new(o, "completion_note", json_string(s->completion_note));

@@ -45,19 +45,19 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
     for (int b = 0; b < s->sp.n_blocks; b++)
         s->block_start[b] = s->block_end[b] = NAN;
     int lo = 0, hi = 0;
-    cudaError_t e = UB_REAL(ub_cuda.cudaGetDevice(&s->device));
-    if (e == cudaSuccess && UB_REAL(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
+    cudaError_t e = UB_CUDA(ub_cuda.cudaGetDevice(&s->device));
+    if (e == cudaSuccess && UB_CUDA(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
         hi = 0;
     if (e == cudaSuccess)
-        e = UB_REAL(ub_cuda.cudaStreamCreateWithPriority(&s->priv, cudaStreamNonBlocking, hi));
+        e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&s->priv, cudaStreamNonBlocking, hi));
     for (int k = 0; e == cudaSuccess && k < n; k++)
-        e = UB_REAL(ub_cuda.cudaEventCreateWithFlags(&s->ready_ev[k], cudaEventDisableTiming));
+        e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&s->ready_ev[k], cudaEventDisableTiming));
     if (e == cudaSuccess)
-        e = UB_REAL(ub_cuda.cudaHostAlloc((void **)&s->counter_host, sizeof *s->counter_host, cudaHostAllocMapped));
+        e = UB_CUDA(ub_cuda.cudaHostAlloc((void **)&s->counter_host, sizeof *s->counter_host, cudaHostAllocMapped));
     void *dev = NULL;
     if (e == cudaSuccess) {
         *s->counter_host = 0;
-        e = UB_REAL(ub_cuda.cudaHostGetDevicePointer(&dev, s->counter_host, 0));
+        e = UB_CUDA(ub_cuda.cudaHostGetDevicePointer(&dev, s->counter_host, 0));
         s->counter_dev = (CUdeviceptr)(uintptr_t)dev;
     }
     uint32_t most = 1;
@@ -67,7 +67,7 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
     int version = 0;
     /* 12.8 has the function with another signature (a failIdx before the stream). */
     s->batch_copies = ub_cuda.cudaMemcpyBatchAsync && ub_cuda.cudaRuntimeGetVersion &&
-                      UB_REAL(ub_cuda.cudaRuntimeGetVersion(&version)) == cudaSuccess && version >= 13000;
+                      UB_CUDA(ub_cuda.cudaRuntimeGetVersion(&version)) == cudaSuccess && version >= 13000;
     free(s->batch_dst);
     free(s->batch_src);
     free(s->batch_size);
@@ -80,12 +80,12 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
              s->batch_copies ? "as one cudaMemcpyBatchAsync each way" : "one cudaMemcpyAsync per segment");
     s->staging_bytes = s->sp.staging_bytes;
     if (e == cudaSuccess && s->staging_bytes)
-        e = UB_REAL(ub_cuda.cudaMalloc(&s->staging, s->staging_bytes));
+        e = UB_CUDA(ub_cuda.cudaMalloc(&s->staging, s->staging_bytes));
     if (e == cudaSuccess && ub_timing_start(&s->tm, &c->ending) != 0)
         e = cudaErrorMemoryAllocation;
     if (e != cudaSuccess) {
         snprintf(why, len, "cannot set up the executor (%s)",
-                 ub_cuda.cudaGetErrorString ? ub_cuda.cudaGetErrorString(e) : "CUDA error");
+                 ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "CUDA error");
         return -1;
     }
     return 0;
@@ -109,7 +109,7 @@ static int readiness_of(ub_comm *c, int j, int arrived)
     for (int k = j; k < arrived; k++)
         if (s->ready_stamp[k] == stamp && s->args[k].stream == s->args[j].stream)
             return k;
-    if (UB_REAL(ub_cuda.cudaEventRecord(s->ready_ev[j], s->args[j].stream)) != cudaSuccess)
+    if (UB_CUDA(ub_cuda.cudaEventRecord(s->ready_ev[j], s->args[j].stream)) != cudaSuccess)
         cannot_issue(c, -1, "cudaEventRecord of a call's readiness");
     s->ready_stamp[j] = stamp;
     return j;
@@ -135,7 +135,7 @@ static void staging_copies(ub_comm *c, int b, const ub_segment *seg, uint32_t n_
             s->batch_src[n] = src;
             s->batch_size[n] = seg[i].length;
             n++;
-        } else if (UB_REAL(ub_cuda.cudaMemcpyAsync(dst, src, seg[i].length, cudaMemcpyDeviceToDevice, s->priv)) !=
+        } else if (UB_CUDA(ub_cuda.cudaMemcpyAsync(dst, src, seg[i].length, cudaMemcpyDeviceToDevice, s->priv)) !=
                    cudaSuccess) {
             cannot_issue(c, b, in ? "the copy into the staging buffer" : "the copy out of the staging buffer");
         }
@@ -147,7 +147,7 @@ static void staging_copies(ub_comm *c, int b, const ub_segment *seg, uint32_t n_
                                         .srcLocHint = {.type = cudaMemLocationTypeDevice, .id = s->device},
                                         .dstLocHint = {.type = cudaMemLocationTypeDevice, .id = s->device}};
     size_t first = 0;
-    if (UB_REAL(ub_cuda.cudaMemcpyBatchAsync((void *const *)s->batch_dst, (const void *const *)s->batch_src,
+    if (UB_CUDA(ub_cuda.cudaMemcpyBatchAsync((void *const *)s->batch_dst, (const void *const *)s->batch_src,
                                              s->batch_size, n, &attr, &first, 1, s->priv)) != cudaSuccess)
         cannot_issue(c, b, in ? "the batched copy into the staging buffer" : "the batched copy out of the staging buffer");
 }
@@ -168,7 +168,7 @@ static void issue_block(ub_comm *c, int b, int arrived, bool timed)
                 if (r == waited)
                     continue;
                 waited = r;
-                if (UB_REAL(ub_cuda.cudaStreamWaitEvent(p, s->ready_ev[r], 0)) != cudaSuccess)
+                if (UB_CUDA(ub_cuda.cudaStreamWaitEvent(p, s->ready_ev[r], 0)) != cudaSuccess)
                     cannot_issue(c, b, "cudaStreamWaitEvent on a call's readiness");
             }
         /* Who is reduced: the segments of one call go straight to NCCL, several through staging. */
@@ -208,7 +208,7 @@ static void issue_block(ub_comm *c, int b, int arrived, bool timed)
         if (timed)
             ub_timing_mark(&s->tm, p, &s->block_end[b], 1, 0, NULL);
     }
-    if (UB_REAL(ub_driver.write_value64((CUstream)p, s->counter_dev, s->base + (uint64_t)b + 1, 0)) != CUDA_SUCCESS)
+    if (UB_CUDA(ub_driver.write_value64((CUstream)p, s->counter_dev, s->base + (uint64_t)b + 1, 0)) != CUDA_SUCCESS)
         cannot_issue(c, b, "cuStreamWriteValue64 of the completion counter");
 }
 
@@ -230,7 +230,7 @@ void ub_exec_issue(ub_comm *c, int first, int end, int arrived)
 void ub_exec_drain(ub_comm *c)
 {
     if (c->sched.ready)
-        UB_REAL(ub_cuda.cudaStreamSynchronize(c->sched.priv));
+        UB_CUDA(ub_cuda.cudaStreamSynchronize(c->sched.priv));
 }
 
 void ub_exec_release(ub_comm *c, bool wait)
@@ -249,14 +249,14 @@ void ub_exec_release(ub_comm *c, bool wait)
         return;
     }
     ub_inside++;
-    ub_cuda.cudaStreamSynchronize(s->priv);
+    UB_CUDA(ub_cuda.cudaStreamSynchronize(s->priv));
     ub_timing_stop(&s->tm);
     for (int k = 0; k < s->sp.n_calls; k++)
         if (s->ready_ev[k])
-            ub_cuda.cudaEventDestroy(s->ready_ev[k]);
+            UB_CUDA(ub_cuda.cudaEventDestroy(s->ready_ev[k]));
     if (s->staging)
-        ub_cuda.cudaFree(s->staging);
-    ub_cuda.cudaStreamDestroy(s->priv);
+        UB_CUDA(ub_cuda.cudaFree(s->staging));
+    UB_CUDA(ub_cuda.cudaStreamDestroy(s->priv));
     ub_inside--;
     /* The pinned counter stays: completion streams may still read it (they are the streams'
      * records, released with them); the measured block times stay for the report. */

@@ -5,6 +5,8 @@
 #ifndef USBYTE_GUARD_H
 #define USBYTE_GUARD_H
 
+#include <stdatomic.h>
+
 #include "runtime.h"
 
 #define UB_REAL(expr)                   \
@@ -14,5 +16,10 @@
         ub_inside--;                    \
         ub_real_r_;                     \
     })
+
+/* A call to a real CUDA runtime function, counted: the report gives schedule mode's CUDA calls per
+ * deferred allreduce from this count (host cost measured by counting, not timing). */
+extern atomic_ullong ub_cuda_calls;
+#define UB_CUDA(expr) UB_REAL((atomic_fetch_add_explicit(&ub_cuda_calls, 1, memory_order_relaxed), (expr)))
 
 #endif

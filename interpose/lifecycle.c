@@ -72,13 +72,13 @@ void ub_comm_ending(ncclComm_t handle, int id)
             if (!abort) {
                 ub_inside++;
                 if (c->agree_done)
-                    ub_cuda.cudaEventDestroy(c->agree_done);
+                    UB_CUDA(ub_cuda.cudaEventDestroy(c->agree_done));
                 if (c->agree_dev)
-                    ub_cuda.cudaFree(c->agree_dev);
+                    UB_CUDA(ub_cuda.cudaFree(c->agree_dev));
                 if (c->copy_buf)
-                    ub_cuda.cudaFree(c->copy_buf);
+                    UB_CUDA(ub_cuda.cudaFree(c->copy_buf));
                 if (c->agree_host)
-                    ub_cuda.cudaFreeHost(c->agree_host);
+                    UB_CUDA(ub_cuda.cudaFreeHost(c->agree_host));
                 ub_inside--;
             }
             c->agree_done = NULL;

@@ -46,8 +46,12 @@ $(BUILD)/tests/bench/overhead: $(call objs,tests/bench/overhead.c) | $(BUILD)/em
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(BUILD)/emu -lnccl -lcudart $(LDLIBS_THREAD)
 
+$(BUILD)/tests/bench/calls: $(call objs,tests/bench/calls.c) | $(BUILD)/emu/libnccl.so $(BUILD)/emu/libcudart.so
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(BUILD)/emu -lnccl -lcudart $(LDLIBS_THREAD)
+
 .PHONY: bench-overhead
-bench-overhead: $(USBYTE_SO) $(BUILD)/tests/bench/overhead $(BUILD)/emu/emu-run
+bench-overhead: $(USBYTE_SO) $(BUILD)/tests/bench/overhead $(BUILD)/tests/bench/calls $(BUILD)/emu/emu-run
 	BUILD=$(BUILD) SAN=$(SAN) tests/bench/overhead.sh
 
 # The runtime's own multi-rank test programs (tests/integration/runtime_*.c), linked like any

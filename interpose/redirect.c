@@ -91,7 +91,7 @@ static int pick_completion_stream(ub_stream_sched *sc, uint64_t value)
     if (best >= 0)
         return best;
     if (sc->n_comp < UB_COMPLETION_STREAMS &&
-        UB_REAL(ub_cuda.cudaStreamCreateWithFlags(&sc->comp[sc->n_comp], cudaStreamNonBlocking)) == cudaSuccess)
+        UB_CUDA(ub_cuda.cudaStreamCreateWithFlags(&sc->comp[sc->n_comp], cudaStreamNonBlocking)) == cudaSuccess)
         return sc->n_comp++;
     best = 0;
     for (int i = 1; i < sc->n_comp; i++)
@@ -120,21 +120,21 @@ bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, cudaError_t *r)
     int i = pick_completion_stream(sc, v);
     cudaError_t e = i < 0 ? cudaErrorMemoryAllocation : cudaSuccess;
     if (e == cudaSuccess && !sc->progress)
-        e = UB_REAL(ub_cuda.cudaEventCreateWithFlags(&sc->progress, cudaEventDisableTiming));
+        e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&sc->progress, cudaEventDisableTiming));
     if (e == cudaSuccess)
-        e = UB_REAL(ub_cuda.cudaEventRecord(sc->progress, s));
+        e = UB_CUDA(ub_cuda.cudaEventRecord(sc->progress, s));
     if (e == cudaSuccess)
-        e = UB_REAL(ub_cuda.cudaStreamWaitEvent(sc->comp[i], sc->progress, 0));
+        e = UB_CUDA(ub_cuda.cudaStreamWaitEvent(sc->comp[i], sc->progress, 0));
     if (e == cudaSuccess &&
-        UB_REAL(ub_driver.wait_value64((CUstream)sc->comp[i], c->sched.counter_dev, v, CU_STREAM_WAIT_VALUE_GEQ)) !=
+        UB_CUDA(ub_driver.wait_value64((CUstream)sc->comp[i], c->sched.counter_dev, v, CU_STREAM_WAIT_VALUE_GEQ)) !=
             CUDA_SUCCESS)
         e = cudaErrorLaunchFailure;
     if (e == cudaSuccess)
-        e = UB_REAL(ub_cuda.cudaEventRecord(ev, sc->comp[i]));
+        e = UB_CUDA(ub_cuda.cudaEventRecord(ev, sc->comp[i]));
     if (e != cudaSuccess) {
         /* Recorded on S it would complete before the deferred calls: the error is the truth. */
         ub_error("communicator %d: cannot redirect an event recorded on a stream with deferred calls (%s)",
-                 c->index, ub_cuda.cudaGetErrorString ? ub_cuda.cudaGetErrorString(e) : "?");
+                 c->index, ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "?");
         *r = e;
         ub_state_unlock();
         return true;

@@ -12,6 +12,7 @@ atomic_bool ub_passthrough_all = true;  /* until the configuration says otherwis
 _Thread_local int ub_inside;
 atomic_int ub_rank = -1;
 atomic_int ub_world = -1;
+atomic_ullong ub_cuda_calls;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static atomic_bool init_done;

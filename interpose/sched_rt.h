@@ -60,6 +60,11 @@ typedef struct ub_sched_rt {
     uint64_t *counter_host;  /* pinned, mapped: written by the private stream */
     CUdeviceptr counter_dev;
     int consecutive_deviations;
+    /* host cost: CUDA calls made by the process (ub_cuda_calls) since the first switch to the
+     * plan, and the allreduces deferred since then */
+    bool counting;
+    unsigned long long cuda_calls_at_begin;
+    uint64_t deferred_calls;
     /* report */
     uint64_t iterations, deviations, flushes;
     double predicted_iteration, predicted_wfbp, predicted_other_completion;

@@ -64,7 +64,7 @@ void ub_event_forget(ub_event *e)
 {
     HASH_DEL(events, e);
     if (e->companion)
-        UB_REAL(ub_cuda.cudaEventDestroy(e->companion));
+        UB_CUDA(ub_cuda.cudaEventDestroy(e->companion));
     free(e);
 }
 
