@@ -1,14 +1,13 @@
 /* The executor (see exec.h).  A block of one call's segment is an allreduce of that byte range
  * (send+off -> recv+off; in place when the call is); a block of several calls is copied into the
- * staging buffer, reduced in place there and copied back to each call's receive buffer.  After
- * every block the private stream writes base + b + 1 into the completion counter, which the
- * completion streams wait for (redirect.c). */
+ * staging buffer, reduced in place there and copied back to each call's receive buffer.  The
+ * private stream waits only for readiness events recorded on the callers' streams when their
+ * calls arrived: work already submitted. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_list.h"
-#include "driver.h"
 #include "exec.h"
 #include "guard.h"
 #include "nccl_list.h"
@@ -26,10 +25,6 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
 {
     ub_sched_rt *s = &c->sched;
     int n = s->sp.n_calls;
-    if (ub_driver_resolve() != 0) {
-        snprintf(why, len, "the driver's stream memory operations are not available");
-        return -1;
-    }
     s->args = calloc((size_t)n, sizeof *s->args);
     s->ready_ev = calloc((size_t)n, sizeof *s->ready_ev);
     free(s->ready_stamp);
@@ -52,14 +47,6 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
         e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&s->priv, cudaStreamNonBlocking, hi));
     for (int k = 0; e == cudaSuccess && k < n; k++)
         e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&s->ready_ev[k], cudaEventDisableTiming));
-    if (e == cudaSuccess)
-        e = UB_CUDA(ub_cuda.cudaHostAlloc((void **)&s->counter_host, sizeof *s->counter_host, cudaHostAllocMapped));
-    void *dev = NULL;
-    if (e == cudaSuccess) {
-        *s->counter_host = 0;
-        e = UB_CUDA(ub_cuda.cudaHostGetDevicePointer(&dev, s->counter_host, 0));
-        s->counter_dev = (CUdeviceptr)(uintptr_t)dev;
-    }
     uint32_t most = 1;
     for (int b = 0; b < s->sp.n_blocks; b++)
         if (s->plan.blocks[b].n_segments > most)
@@ -152,7 +139,7 @@ static void staging_copies(ub_comm *c, int b, const ub_segment *seg, uint32_t n_
         cannot_issue(c, b, in ? "the batched copy into the staging buffer" : "the batched copy out of the staging buffer");
 }
 
-static void issue_block(ub_comm *c, int b, int arrived, bool timed)
+void ub_exec_issue_block(ub_comm *c, int b, int arrived, bool timed)
 {
     ub_sched_rt *s = &c->sched;
     const ub_block *blk = &s->plan.blocks[b];
@@ -208,23 +195,6 @@ static void issue_block(ub_comm *c, int b, int arrived, bool timed)
         if (timed)
             ub_timing_mark(&s->tm, p, &s->block_end[b], 1, 0, NULL);
     }
-    if (UB_CUDA(ub_driver.write_value64((CUstream)p, s->counter_dev, s->base + (uint64_t)b + 1, 0)) != CUDA_SUCCESS)
-        cannot_issue(c, b, "cuStreamWriteValue64 of the completion counter");
-}
-
-void ub_exec_issue(ub_comm *c, int first, int end, int arrived)
-{
-    ub_sched_rt *s = &c->sched;
-    /* Inside the application's group the blocks would be launched only at its ncclGroupEnd, after
-     * the copies and counter writes enqueued around them: the group is ended and reopened. */
-    int depth = ub_thread_group_depth();
-    if (depth > 0)
-        ub_group_split_begin(depth);
-    bool timed = s->measured_iter >= 0 && s->n_starts - 1 == s->measured_iter;
-    for (int b = first; b < end; b++)
-        issue_block(c, b, arrived, timed);
-    if (depth > 0)
-        ub_group_split_end(depth);
 }
 
 void ub_exec_drain(ub_comm *c)
@@ -240,15 +210,12 @@ void ub_exec_release(ub_comm *c, bool wait)
         return;
     s->ready = false;
     if (!wait) {
-        /* Nothing may wait for device work here (a dead peer's collectives never complete):
-         * every completion stream is released from the host, the rest is left to the process's
-         * end (cudaFree and cudaStreamDestroy could synchronise behind those collectives). */
-        if (s->counter_host)
-            __atomic_store_n(s->counter_host, UINT64_MAX, __ATOMIC_RELEASE);
+        /* Nothing may wait for device work here (a dead peer's collectives never complete): the
+         * device resources are left to the process's end (cudaFree could synchronise behind
+         * those collectives). */
         ub_timing_discard(&s->tm);
         return;
     }
-    ub_inside++;
     UB_CUDA(ub_cuda.cudaStreamSynchronize(s->priv));
     ub_timing_stop(&s->tm);
     for (int k = 0; k < s->sp.n_calls; k++)
@@ -257,9 +224,7 @@ void ub_exec_release(ub_comm *c, bool wait)
     if (s->staging)
         UB_CUDA(ub_cuda.cudaFree(s->staging));
     UB_CUDA(ub_cuda.cudaStreamDestroy(s->priv));
-    ub_inside--;
-    /* The pinned counter stays: completion streams may still read it (they are the streams'
-     * records, released with them); the measured block times stay for the report. */
+    /* The measured block times stay for the report. */
     free(s->args);
     free(s->ready_ev);
     free(s->ready_stamp);

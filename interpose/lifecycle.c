@@ -11,6 +11,7 @@
 #include "guard.h"
 #include "hooks.h"
 #include "nccl_list.h"
+#include "redirect.h"
 #include "runtime.h"
 #include "state.h"
 
@@ -45,6 +46,8 @@ void ub_comm_ending(ncclComm_t handle, int id)
     ub_comm *c = ub_comm_get(handle, false);
     if (c) {
         atomic_store(&c->ending, true);
+        if (abort)
+            atomic_store(&c->aborted, true);
         ub_comm_forget(c);
         if (c->index < 0) {
             free(c);
@@ -300,6 +303,12 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     }
     ub_state_unlock();
     return false;
+}
+
+void ub_coll_forwarded(const ub_coll_desc *d)
+{
+    if (atomic_load_explicit(&ub_sched_live, memory_order_relaxed) && !ub_state_in_child())
+        ub_redirect_stream_work(d->stream);
 }
 
 void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r)

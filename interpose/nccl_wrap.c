@@ -33,6 +33,7 @@ static ncclResult_t missing(ub_nccl_id id)
         ub_coll_token t;                                   \
         if (ub_coll_before(&d, &t))                        \
             return t.result;                               \
+        ub_coll_forwarded(&d);                             \
         ncclResult_t r = ub_nccl.name args;                \
         ub_coll_after(&d, &t, r);                          \
         return r;                                          \

@@ -79,13 +79,20 @@ typedef struct ub_event {
     int iteration;
     int call;
     cudaEvent_t companion;
-    /* Schedule mode: the event's latest record was redirected to a completion stream and waits
-     * for sched_value of sched_comm's counter; first_poll: when the issuing thread started
-     * polling it (0: not polling). */
+    /* Schedule mode (redirect.c).  pending: the application recorded the event on a stream with
+     * deferred calls whose blocks are not all issued yet, so nothing is recorded on it yet; it
+     * is recorded (materialized) once the block of value sched_value is issued.  progress: an
+     * event recorded on that stream at the application's record when the stream had other work
+     * since its last deferred call (NULL otherwise). */
+    bool pending;
     ub_comm *sched_comm;
     uint64_t sched_value;
     int sched_call;
-    double first_poll;
+    cudaStream_t sched_stream;
+    cudaEvent_t progress;
+    struct ub_event *pnext, *pprev;  /* sched_comm's pending list, by sched_value */
+    double first_poll;       /* the issuing thread's first query of it while pending (0: none) */
+    bool warned;             /* the query loop's diagnostic was printed */
     UT_hash_handle hh;
 } ub_event;
 
@@ -158,6 +165,7 @@ struct ub_comm {
     ub_comm_report report;
     ub_sched_rt sched;        /* schedule mode (defer.c, exec.c, redirect.c) */
     atomic_bool ending;       /* ncclCommDestroy/Abort/Finalize reached it (read by waits without the lock) */
+    atomic_bool aborted;      /* ncclCommAbort/Revoke reached it: nothing may be issued on it any more */
     bool issuing_agreement;   /* a thread is in ub_comm_agree_issue without the lock, using the warm-up's record */
 };
 
@@ -168,6 +176,10 @@ struct ub_comm {
 void ub_state_lock(void);
 void ub_state_unlock(void);
 bool ub_state_trylock(void);
+/* Lock held: sleeps until ub_state_wake_all or `seconds` pass (spurious wake-ups too); the lock
+ * is held again on return. */
+void ub_state_wait(double seconds);
+void ub_state_wake_all(void);
 void ub_state_forget_in_child(void);  /* runtime.c, in a forked child */
 bool ub_state_in_child(void);
 void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason);
@@ -184,7 +196,8 @@ void ub_stream_forget(ub_stream *st);
 ub_stream *ub_state_streams(void);    /* walk with hh.next */
 ub_event *ub_event_get(cudaEvent_t e, bool create);
 void ub_event_forget(ub_event *e);
-/* The event records of c; with all, every warm-up record (none profiles any more). */
+/* The event records of c; with all, every warm-up record (none profiles any more).  An event
+ * pending in schedule mode stays. */
 void ub_event_forget_for(ub_comm *c, bool all);
 
 /* ---- group.c: the calling thread's NCCL groups ---- */

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda_list.h"
 #include "guard.h"
@@ -14,6 +15,7 @@
 #include "state.h"
 
 static pthread_mutex_t state_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t state_changed = PTHREAD_COND_INITIALIZER;
 static ub_comm *comms;           /* live communicators by handle */
 static ub_comm **all_comms;      /* every communicator ever seen, for the report */
 static int n_all, cap_all;
@@ -24,6 +26,18 @@ static bool in_child;
 void ub_state_lock(void) { pthread_mutex_lock(&state_mutex); }
 void ub_state_unlock(void) { pthread_mutex_unlock(&state_mutex); }
 bool ub_state_trylock(void) { return pthread_mutex_trylock(&state_mutex) == 0; }
+
+void ub_state_wait(double seconds)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    double at = (double)t.tv_nsec * 1e-9 + seconds;
+    t.tv_sec += (time_t)at;
+    t.tv_nsec = (long)((at - (double)(time_t)at) * 1e9);
+    pthread_cond_timedwait(&state_changed, &state_mutex, &t);
+}
+
+void ub_state_wake_all(void) { pthread_cond_broadcast(&state_changed); }
 
 const char *ub_comm_state_name(ub_comm_state s)
 {
@@ -73,7 +87,7 @@ void ub_event_forget(ub_event *e)
 void ub_event_forget_for(ub_comm *c, bool all)
 {
     ub_event *e, *te;
-    HASH_ITER(hh, events, e, te) if (e->comm == c || (all && !e->sched_comm))
+    HASH_ITER(hh, events, e, te) if (!e->pending && (e->comm == c || all))
         ub_event_forget(e);
 }
 

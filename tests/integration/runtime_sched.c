@@ -18,7 +18,7 @@
  *   --size-change-at IT                  from iteration IT, call M/2 has one element more
  *   --barrier-at IT                      an allreduce of one int32 and a stream sync before IT
  *   --early-consumer-at IT               the issuing thread waits on call 0's event right after
- *                                        issuing it (an early consumer: usbyte must abort)
+ *                                        issuing it (an early consumer: usbyte flushes)
  *   --destroy-at IT / --exit-at IT       ncclCommDestroy / exit(0) after half of iteration IT
  *   --capture-at IT                      call M/2 of iteration IT on a capturing stream
  *   --p2p-at IT                          a group of ncclSend/ncclRecv around the ring before IT
