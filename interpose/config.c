@@ -97,7 +97,8 @@ static int parse_WARMUP(const char *t, int *out) { return parse_int_range(t, 1, 
 static int parse_STAGING(const char *t, int *out) { return parse_int_range(t, 0, 65536, out); }
 static int parse_SECONDS(const char *t, int *out) { return parse_int_range(t, 1, 86400, out); }
 static int parse_COUNT(const char *t, int *out) { return parse_int_range(t, 0, 1000000, out); }
-static int parse_PERCENT(const char *t, int *out) { return parse_int_range(t, 0, 100000, out); }
+/* Negative: a plan predicted slower than wfbp runs too (experiments, tests of a given policy). */
+static int parse_PERCENT(const char *t, int *out) { return parse_int_range(t, -100, 100000, out); }
 static int parse_ALIGN(const char *t, int *out)
 {
     int v;
@@ -150,7 +151,7 @@ static int parse_LOGPATH(const char *t, char (*out)[512]) { return *t ? parse_PA
 #define EXPECT_ALIGN "a power of two from 1 to 1048576 (bytes)"
 #define EXPECT_SECONDS "an integer number of seconds from 1 to 86400"
 #define EXPECT_COUNT "an integer from 0 to 1000000"
-#define EXPECT_PERCENT "an integer number of percent from 0 to 100000"
+#define EXPECT_PERCENT "an integer number of percent from -100 to 100000"
 #define EXPECT_BOOL "0/1, true/false, yes/no or on/off"
 #define EXPECT_PATTERN "a non-empty path with only %%r, %%p, %%h or %%%% escapes, under 512 bytes"
 #define EXPECT_PATH "a path under 512 bytes"

@@ -266,12 +266,17 @@ void ub_redirect_end(ub_comm *c, bool release)
 bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaError_t *r)
 {
     /* An external record inside a graph capture is a node of the graph, not a completion. */
-    if (!ub_sched_stream_listed(s) || (flags & cudaEventRecordExternal))
+    bool listed_stream = ub_sched_stream_listed(s) && !(flags & cudaEventRecordExternal);
+    if (!listed_stream && atomic_load_explicit(&ub_events_pending, memory_order_relaxed) == 0)
         return false;
     ub_state_lock();
     ub_event *e = ub_event_get(ev, false);
-    if (e && e->pending) /* re-recorded: the new record replaces the pending one */
+    if (e && e->pending) /* re-recorded, anywhere: the new record replaces the pending one */
         pending_remove(e->sched_comm, e);
+    if (!listed_stream) {
+        ub_state_unlock();
+        return false;
+    }
     ub_stream *st = ub_stream_get(s, NULL);
     ub_comm *c = st ? st->sch.comm : NULL;
     if (!c || !c->sched.ready || st->sch.settled) {

@@ -97,6 +97,13 @@ report size-change '
 assert s["deviations"] >= 1 and s["flushes"] >= 1, "no deviation counted"
 assert c["state"] in ("schedule", "detect", "profile", "agree", "planned"), "state %s" % c["state"]
 '
+# Half of the layers frozen for good: deviations, a new warm-up and a second plan for the 12 calls
+# left, every result exact across the change (block values keep growing across plans).
+run freeze ok --iters 44 --freeze-at 11
+report freeze '
+assert c["state"] == "schedule" and c["calls_per_iteration"] == 12, "state %s, %r calls" % (c["state"], c.get("calls_per_iteration"))
+assert s["deviations"] >= 1 and s["iterations"] >= 16, "deviations %r, iterations %r" % (s["deviations"], s["iterations"])
+'
 run barrier ok --barrier-at 11
 report barrier 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["iterations"] >= 8, "barrier"'
 run capture ok --capture-at 11
@@ -126,7 +133,7 @@ report exit 'assert c["state"] == "schedule" and s["iterations"] >= 4, "exit"'
 # call 1.  syncea: one block holds every call, so the event is pending (its block needs every
 # call).  The wait is a point of the thread's program order, the same on every rank: a flush of
 # what arrived, as at a deviation; every result exact, the plan resumes at the next iteration.
-USBYTE_POLICY=syncea run early ok --early-consumer-at 11
+USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 run early ok --early-consumer-at 11
 report early '
 assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"
 assert s["consumer_flushes"] == 1 and s["deviations"] == 1 and s["flushes"] == 1, "consumer flushes %r, deviations %r" % (s["consumer_flushes"], s["deviations"])

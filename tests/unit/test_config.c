@@ -66,7 +66,7 @@ static void test_every_variable_from_env(void **state)
                          "USBYTE_REPORT", "/tmp/r-%h-%p-%r.json", "USBYTE_LOG", "debug", "USBYTE_LOG_FILE",
                          "/tmp/log", "USBYTE_NCCL_LIB", "/opt/nccl/libnccl.so.2", "USBYTE_CUPTI", "no",
                          "USBYTE_DUMP_CONFIG", "1", "USBYTE_COMPLETION", "call", "USBYTE_STAGING_MB", "0",
-                         "USBYTE_ALIGN", "4096", "USBYTE_HANG_S", "7", "USBYTE_MAX_DEVIATIONS", "0", "USBYTE_MIN_GAIN_PCT", "0", NULL};
+                         "USBYTE_ALIGN", "4096", "USBYTE_HANG_S", "7", "USBYTE_MAX_DEVIATIONS", "0", "USBYTE_MIN_GAIN_PCT", "-100", NULL};
     fake_env f = {env, 0, ""};
     ub_config c;
     assert_int_equal(ub_config_parse(&c, lookup, warn, &f), 0);
@@ -85,7 +85,7 @@ static void test_every_variable_from_env(void **state)
     assert_int_equal(c.align, 4096);
     assert_int_equal(c.hang_s, 7);
     assert_int_equal(c.max_deviations, 0);
-    assert_int_equal(c.min_gain_pct, 0);
+    assert_int_equal(c.min_gain_pct, -100);
     for (int i = 0; i < UB_CFG_COUNT; i++)
         assert_int_equal(c.source[i], UB_SRC_ENV);
     char line[1200];
@@ -104,7 +104,7 @@ static void test_bad_values_warn_once_and_fall_back(void **state)
         {"USBYTE_ALIGN", "0", "512"},           {"USBYTE_ALIGN", "2097152", "512"},
         {"USBYTE_HANG_S", "0", "30"},           {"USBYTE_HANG_S", "1.5", "30"},
         {"USBYTE_MAX_DEVIATIONS", "many", "4"}, {"USBYTE_MAX_DEVIATIONS", " 3", "4"},
-        {"USBYTE_MIN_GAIN_PCT", "100001", "2"},   {"USBYTE_MIN_GAIN_PCT", "2%", "2"},
+        {"USBYTE_MIN_GAIN_PCT", "100001", "2"},   {"USBYTE_MIN_GAIN_PCT", "2%", "2"}, {"USBYTE_MIN_GAIN_PCT", "-101", "2"},
         {"USBYTE_LOG_FILE", "/tmp/log-%q", ""},
         {"USBYTE_POLICY", "fastest", "best"},   {"USBYTE_WARMUP", "three", "5"},
         {"USBYTE_WARMUP", "0", "5"},            {"USBYTE_WARMUP", "-2", "5"},
