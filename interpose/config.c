@@ -82,7 +82,8 @@ static int parse_POLICY(const char *t, int *out)
 /* A plain decimal integer in [lo, hi] (no sign, no blanks, no trailing text). */
 static int parse_int_range(const char *t, long lo, long hi, int *out)
 {
-    if (*t < '0' || *t > '9')
+    const char *digits = lo < 0 && *t == '-' ? t + 1 : t; /* no '+', spaces or empty text */
+    if (*digits < '0' || *digits > '9')
         return -1;
     char *end;
     errno = 0;
