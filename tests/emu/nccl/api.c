@@ -440,10 +440,12 @@ EMU_EXPORT ncclResult_t pncclBroadcast(const void *sendbuff, void *recvbuff, siz
 }
 EMU_NCCL_ALIAS(ncclBroadcast);
 
+/* As NCCL 2.28's: the legacy in-place broadcast calls ncclBroadcast through the PLT, so that an
+ * interposer preloaded in front of the library sees that inner call too. */
 EMU_EXPORT ncclResult_t pncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                    cudaStream_t stream)
 {
-    return issue(EMU_BROADCAST, buff, buff, count, datatype, 0, root, comm, stream);
+    return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
 }
 EMU_NCCL_ALIAS(ncclBcast);
 
