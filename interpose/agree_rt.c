@@ -31,7 +31,7 @@ static void learn_versions(void)
 {
     ub_inside++;
     if (!versions.nccl && ub_nccl.GetVersion)
-        ub_nccl.GetVersion(&versions.nccl);
+        UB_NCCL(ub_nccl.GetVersion(&versions.nccl));
     if (!versions.cuda_runtime && ub_cuda.cudaRuntimeGetVersion)
         UB_CUDA(ub_cuda.cudaRuntimeGetVersion(&versions.cuda_runtime));
     if (!versions.cuda_driver && ub_cuda.cudaDriverGetVersion)
@@ -247,8 +247,8 @@ void ub_comm_agree_issue(ub_comm *c)
     if (UB_CUDA(ub_cuda.cudaMemcpyAsync(dmax, maxv, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double),
                                 cudaMemcpyHostToDevice, s)) != cudaSuccess)
         cannot_take_part(c, "cudaMemcpyAsync of the agreement vectors failed");
-    if (ub_nccl.AllReduce(dmax, dmax, UB_AGREE_MAX_LEN, ncclFloat64, ncclMax, c->handle, s) != ncclSuccess ||
-        ub_nccl.AllReduce(dsum, dsum, UB_AGREE_SUM_LEN, ncclFloat64, ncclSum, c->handle, s) != ncclSuccess)
+    if (UB_NCCL(ub_nccl.AllReduce(dmax, dmax, UB_AGREE_MAX_LEN, ncclFloat64, ncclMax, c->handle, s)) != ncclSuccess ||
+        UB_NCCL(ub_nccl.AllReduce(dsum, dsum, UB_AGREE_SUM_LEN, ncclFloat64, ncclSum, c->handle, s)) != ncclSuccess)
         cannot_take_part(c, "ncclAllReduce of the agreement vectors failed");
     ub_inside--;
     ub_state_lock();

@@ -178,7 +178,7 @@ void ub_exec_issue_block(ub_comm *c, int b, int arrived, bool timed)
             for (uint32_t i = 0; i < blk->n_segments && !g; i++)
                 if (keep[i])
                     g = &seg[i];
-            if (UB_REAL(ub_nccl.AllReduce((const char *)a0->send + g->offset, (char *)a0->recv + g->offset,
+            if (UB_NCCL(ub_nccl.AllReduce((const char *)a0->send + g->offset, (char *)a0->recv + g->offset,
                                           g->length / esize, (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op,
                                           c->handle, p)) != ncclSuccess)
                 cannot_issue(c, b, "ncclAllReduce");
@@ -187,7 +187,7 @@ void ub_exec_issue_block(ub_comm *c, int b, int arrived, bool timed)
                 cannot_issue(c, b, "a merged block larger than the staging buffer (a planner bug)");
             char *stage = s->staging;
             staging_copies(c, b, seg, blk->n_segments, keep, true);
-            if (UB_REAL(ub_nccl.AllReduce(stage, stage, total / esize, (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op,
+            if (UB_NCCL(ub_nccl.AllReduce(stage, stage, total / esize, (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op,
                                           c->handle, p)) != ncclSuccess)
                 cannot_issue(c, b, "ncclAllReduce of the staging buffer");
             staging_copies(c, b, seg, blk->n_segments, keep, false);

@@ -17,24 +17,37 @@
 
 atomic_int ub_agree_unread;   /* communicators in AGREE (issued, not read yet) */
 
+/* The communicator's rank and size, from NCCL (never with the global lock held). */
+static void comm_identity(ncclComm_t handle, int *rank, int *nranks)
+{
+    *rank = *nranks = -1;
+    if (ub_nccl.CommUserRank)
+        UB_NCCL(ub_nccl.CommUserRank(handle, rank));
+    if (ub_nccl.CommCount)
+        UB_NCCL(ub_nccl.CommCount(handle, nranks));
+}
+
 void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclResult_t r)
 {
     if ((r != ncclSuccess && r != ncclInProgress) || !out)
         return;
     bool nonblocking = config && config->blocking == 0;
-    ub_state_lock();
     for (int i = 0; i < n; i++) {
         if (!out[i])
             continue;
-        ub_comm *old = ub_comm_get(out[i], false);
+        int rank = -1, nranks = -1;
+        if (!nonblocking && r == ncclSuccess)
+            comm_identity(out[i], &rank, &nranks);
+        ub_state_lock();
+        ub_comm *old = ub_comm_get(out[i]);
         if (old) /* a handle reused after destroy without our seeing it */
             ub_comm_forget(old);
         if (nonblocking) /* calls on it return before they are enqueued: nothing may be measured */
             ub_comm_add_disabled(out[i], "nonblocking communicator");
         else if (r == ncclSuccess)
-            ub_comm_get(out[i], true);
+            ub_comm_create(out[i], rank, nranks);
+        ub_state_unlock();
     }
-    ub_state_unlock();
 }
 
 void ub_comm_ending(ncclComm_t handle, int id)
@@ -43,7 +56,7 @@ void ub_comm_ending(ncclComm_t handle, int id)
      * read and nothing is freed that could synchronise behind collectives that never end. */
     bool abort = id == UB_NCCL_CommAbort || id == UB_NCCL_CommRevoke;
     ub_state_lock();
-    ub_comm *c = ub_comm_get(handle, false);
+    ub_comm *c = ub_comm_get(handle);
     if (c) {
         atomic_store(&c->ending, true);
         if (abort)
@@ -143,12 +156,19 @@ static void read_agreement_at_switch(ub_comm *c)
     int depth = ub_thread_group_depth();
     bool split = depth > 0 && c->agree_copy_pending && c->agree_thread == (unsigned long)pthread_self();
     if (split) { /* the copy back queued for after the launch finds nothing left to do */
+        ub_state_unlock(); /* never held across a real NCCL call */
         ub_group_split_begin(depth);
-        ub_comm_agree_copy_back(c);
+        ub_state_lock();
+        if (c->agree_copy_pending)
+            ub_comm_agree_copy_back(c);
     }
-    ub_comm_agree_read(c, UB_AGREE_WAIT);
-    if (split)
+    if (c->state == UB_COMM_AGREE) /* not aborted while the lock was released */
+        ub_comm_agree_read(c, UB_AGREE_WAIT);
+    if (split) {
+        ub_state_unlock();
         ub_group_split_end(depth);
+        ub_state_lock();
+    }
 }
 
 /* After a wait that another thread's ncclCommAbort releases: the communicator is gone (NCCL
@@ -173,7 +193,15 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     if (ub_state_in_child())
         return false;
     ub_state_lock();
-    ub_comm *c = ub_comm_get(d->comm, true);
+    ub_comm *c = ub_comm_get(d->comm);
+    if (!c) { /* not seen at its creation */
+        ub_state_unlock();
+        int rank, nranks;
+        comm_identity(d->comm, &rank, &nranks);
+        ub_state_lock();
+        if (!(c = ub_comm_get(d->comm)))
+            c = ub_comm_create(d->comm, rank, nranks);
+    }
     if (!c || c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH) {
         ub_state_unlock();
         return false;

@@ -28,7 +28,7 @@ static ncclResult_t missing(ub_nccl_id id)
     if (ub_bypass())                                       \
         return ub_nccl.name args;
 /* The application's call, forwarded. */
-#define REAL(name, args) UB_REAL(ub_nccl.name args)
+#define REAL(name, args) UB_NCCL(ub_nccl.name args)
 
 #define WRAP_COLL(name, params, args, hook)                \
     UB_EXPORT ncclResult_t nccl##name params               \

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "guard.h"
 #include "runtime.h"
 #include "state.h"
 
@@ -13,6 +14,14 @@ _Thread_local int ub_inside;
 atomic_int ub_rank = -1;
 atomic_int ub_world = -1;
 atomic_ullong ub_cuda_calls;
+_Thread_local bool ub_holds_state_lock;
+
+void ub_nccl_called_locked(const char *call)
+{
+    ub_error("internal error: %s called with the global lock held; aborting (USBYTE_MODE=off runs the job "
+             "without usbyte)", call);
+    abort();
+}
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static atomic_bool init_done;

@@ -13,8 +13,16 @@
  *
  * Every transition that changes what is issued to NCCL (the agreement at agree_at, the switch to
  * the plan at agree_at + period, deviations, restarts) happens at a call index derived from the
- * portable call sequence and the agreed outcome, never from timing.  All state is guarded by one
- * process-wide mutex, which is never held across a real NCCL call. */
+ * portable call sequence and the agreed outcome, never from timing.
+ *
+ * Locking.  All state is guarded by one process-wide mutex (tables.c), the runtime's only lock.
+ * - It is never held across a real NCCL call (UB_NCCL stops the process if it would be): NCCL may
+ *   block for as long as its peers take, and other threads' hooks need the lock meanwhile.
+ * - CUDA calls made with it held go through UB_CUDA: the reentrancy guard makes a CUPTI callback
+ *   they trigger on this thread return at once, so no callback takes the lock again.  CUDA's own
+ *   locks are therefore always taken after this one, never before.
+ * - A wait for another thread (a pending event, deferred calls not yet issued) releases it
+ *   (ub_state_wait); so does the agreement's issue and planning. */
 #ifndef USBYTE_STATE_H
 #define USBYTE_STATE_H
 
@@ -183,8 +191,10 @@ void ub_state_wake_all(void);
 void ub_state_forget_in_child(void);  /* runtime.c, in a forked child */
 bool ub_state_in_child(void);
 void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason);
-/* The communicator's record, created (detection starts) when create is set. */
-ub_comm *ub_comm_get(ncclComm_t handle, bool create);
+/* The communicator's record (NULL: unknown). */
+ub_comm *ub_comm_get(ncclComm_t handle);
+/* A new record: detection starts.  rank and nranks come from NCCL, asked without the lock. */
+ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks);
 void ub_comm_forget(ub_comm *c);      /* out of the live table; the record stays for the report */
 void ub_comm_add_disabled(ncclComm_t handle, const char *why);
 ub_comm *ub_state_live_comms(void);   /* walk with hh.next */
