@@ -33,7 +33,7 @@ const char *ub_config_source_name(ub_config_source src)
 {
     switch (src) {
     case UB_SRC_ENV: return "env";
-    case UB_SRC_FALLBACK: return "default, bad value ignored";
+    case UB_SRC_FALLBACK: return "bad value ignored";
     default: return "default";
     }
 }
@@ -169,6 +169,14 @@ void ub_config_defaults(ub_config *cfg)
 #undef X
 }
 
+/* What a bad value falls back to: the default, except where the default is not the safe side.
+ * USBYTE_MODE's default runs the plan; a value nobody meant must not: observe changes nothing of
+ * what is issued and still reports what schedule mode would do. */
+static const char *fallback_text(ub_config_id id, const char *def)
+{
+    return id == UB_CFG_mode ? "observe" : def;
+}
+
 int ub_config_parse(ub_config *cfg, ub_config_lookup lookup, ub_config_warn warn, void *ctx)
 {
     int warnings = 0;
@@ -180,10 +188,13 @@ int ub_config_parse(ub_config *cfg, ub_config_lookup lookup, ub_config_warn warn
             if (parse_##kind(text, &cfg->field) == 0) {                                          \
                 cfg->source[UB_CFG_##field] = UB_SRC_ENV;                                        \
             } else {                                                                             \
+                const char *used = fallback_text(UB_CFG_##field, def);                           \
+                if (parse_##kind(used, &cfg->field) != 0)                                        \
+                    abort(); /* a bad fallback is a programming error */                         \
                 char line[1400];                                                                 \
                 snprintf(line, sizeof line,                                                      \
                          "USBYTE_" name "=\"%.600s\" is not valid (expected " EXPECT_##kind      \
-                         "); using the default \"%s\"", text, def);                              \
+                         "); using %s \"%s\"", text, strcmp(used, def) ? "the safe value" : "the default", used); \
                 for (char *p = line; *p; p++)                                                    \
                     if (*p == '\n' || *p == '\r') *p = ' ';                                      \
                 if (warn) warn(line, ctx);                                                       \
