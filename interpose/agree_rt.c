@@ -595,7 +595,8 @@ void ub_state_write_reports(bool unlock_for_io)
         snprintf(line, sizeof line, "report: %s", doc ? err : "out of memory");
     else
         ub_debug("report written to %s", path);
-    if (line[0] && strcmp(line, last_error) != 0)
+    /* A directory found missing or read-only at start-up was said then, naming it. */
+    if (line[0] && strcmp(line, last_error) != 0 && !atomic_load(&ub_report_dir_bad))
         ub_error("%s", line);
     snprintf(last_error, sizeof last_error, "%s", line);
     pthread_mutex_unlock(&io_mutex);
