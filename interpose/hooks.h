@@ -42,7 +42,8 @@ void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r
 void ub_group_start(void);
 void ub_group_end(void);    /* before the real ncclGroupEnd */
 void ub_group_ended(void);  /* after it */
-void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclResult_t r);
+/* After a communicator's creation; parent: the communicator it was split or shrunk from. */
+void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclComm_t parent, ncclResult_t r);
 void ub_comm_ending(ncclComm_t comm, int id);
 
 /* Nonzero while some stream or event is involved: the CUDA wrappers' fast path reads only this. */

@@ -27,11 +27,31 @@ static void comm_identity(ncclComm_t handle, int *rank, int *nranks)
         UB_NCCL(ub_nccl.CommCount(handle, nranks));
 }
 
-void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclResult_t r)
+/* Whether a new communicator is nonblocking, as NCCL 2.28 decides it (init.cc: the config's
+ * blocking field, blocking when undefined; a split or shrink without a config copies its parent's;
+ * NCCL_COMM_BLOCKING=0 or 1 overrides both).  NCCL offers no call that tells. */
+static bool nonblocking_comm(const ncclConfig_t *config, ncclComm_t parent)
+{
+    bool nonblocking = false;
+    if (config) {
+        nonblocking = config->blocking == 0;
+    } else if (parent) {
+        ub_state_lock();
+        ub_comm *p = ub_comm_get(parent);
+        nonblocking = p && p->nonblocking;
+        ub_state_unlock();
+    }
+    const char *env = getenv("NCCL_COMM_BLOCKING");
+    if (env && (!strcmp(env, "0") || !strcmp(env, "1")))
+        nonblocking = env[0] == '0';
+    return nonblocking;
+}
+
+void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclComm_t parent, ncclResult_t r)
 {
     if ((r != ncclSuccess && r != ncclInProgress) || !out)
         return;
-    bool nonblocking = config && config->blocking == 0;
+    bool nonblocking = nonblocking_comm(config, parent);
     for (int i = 0; i < n; i++) {
         if (!out[i])
             continue;
@@ -42,8 +62,12 @@ void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclRes
         ub_comm *old = ub_comm_get(out[i]);
         if (old) /* a handle reused after destroy without our seeing it */
             ub_comm_forget(old);
-        if (nonblocking) /* calls on it return before they are enqueued: nothing may be measured */
+        if (nonblocking) { /* calls on it return before they are enqueued: nothing may be measured */
+            ub_debug("nonblocking communicator %p (%s): passed through, not observed", (void *)out[i],
+                     config ? "its config" : parent ? "inherited from the communicator it was split from"
+                                                    : "NCCL_COMM_BLOCKING=0");
             ub_comm_add_disabled(out[i], "nonblocking communicator");
+        }
         else if (r == ncclSuccess)
             ub_comm_create(out[i], rank, nranks);
         ub_state_unlock();
