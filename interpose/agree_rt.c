@@ -16,6 +16,7 @@
 #include "cuda_list.h"
 #include "guard.h"
 #include "defer.h"
+#include "device.h"
 #include "nccl_list.h"
 #include "runtime.h"
 #include "state.h"
@@ -131,12 +132,14 @@ static _Noreturn void cannot_take_part(ub_comm *c, const char *what)
 static bool agree_buffers(ub_comm *c)
 {
     size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
+    int previous = ub_device_enter(c->device);
     if (!c->agree_host && UB_CUDA(ub_cuda.cudaMallocHost((void **)&c->agree_host, bytes)) != cudaSuccess)
         c->agree_host = NULL;
     if (!c->agree_dev && UB_CUDA(ub_cuda.cudaMalloc(&c->agree_dev, bytes)) != cudaSuccess)
         c->agree_dev = NULL;
     if (!c->agree_done && UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&c->agree_done, cudaEventDisableTiming)) != cudaSuccess)
         c->agree_done = NULL;
+    ub_device_leave(previous);
     return c->agree_host && c->agree_dev && c->agree_done;
 }
 

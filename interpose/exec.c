@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cuda_list.h"
+#include "device.h"
 #include "exec.h"
 #include "guard.h"
 #include "nccl_list.h"
@@ -40,6 +41,7 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
     for (int b = 0; b < s->sp.n_blocks; b++)
         s->block_start[b] = s->block_end[b] = NAN;
     int lo = 0, hi = 0;
+    int previous = ub_device_enter(c->device);
     cudaError_t e = UB_CUDA(ub_cuda.cudaGetDevice(&s->device));
     if (e == cudaSuccess && UB_CUDA(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
         hi = 0;
@@ -68,7 +70,8 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
     s->staging_bytes = s->sp.staging_bytes;
     if (e == cudaSuccess && s->staging_bytes)
         e = UB_CUDA(ub_cuda.cudaMalloc(&s->staging, s->staging_bytes));
-    if (e == cudaSuccess && ub_timing_start(&s->tm, &c->ending) != 0)
+    ub_device_leave(previous);
+    if (e == cudaSuccess && ub_timing_start(&s->tm, c->device, &c->ending) != 0)
         e = cudaErrorMemoryAllocation;
     if (e != cudaSuccess) {
         snprintf(why, len, "cannot set up the executor (%s)",

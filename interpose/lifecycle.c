@@ -17,14 +17,16 @@
 
 atomic_int ub_agree_unread;   /* communicators in AGREE (issued, not read yet) */
 
-/* The communicator's rank and size, from NCCL (never with the global lock held). */
-static void comm_identity(ncclComm_t handle, int *rank, int *nranks)
+/* The communicator's rank, size and device, from NCCL (never with the global lock held). */
+static void comm_identity(ncclComm_t handle, int *rank, int *nranks, int *device)
 {
-    *rank = *nranks = -1;
+    *rank = *nranks = *device = -1;
     if (ub_nccl.CommUserRank)
         UB_NCCL(ub_nccl.CommUserRank(handle, rank));
     if (ub_nccl.CommCount)
         UB_NCCL(ub_nccl.CommCount(handle, nranks));
+    if (ub_nccl.CommCuDevice)
+        UB_NCCL(ub_nccl.CommCuDevice(handle, device));
 }
 
 /* Whether a new communicator is nonblocking, as NCCL 2.28 decides it (init.cc: the config's
@@ -55,9 +57,9 @@ void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclCom
     for (int i = 0; i < n; i++) {
         if (!out[i])
             continue;
-        int rank = -1, nranks = -1;
+        int rank = -1, nranks = -1, device = -1;
         if (!nonblocking && r == ncclSuccess)
-            comm_identity(out[i], &rank, &nranks);
+            comm_identity(out[i], &rank, &nranks, &device);
         ub_state_lock();
         ub_comm *old = ub_comm_get(out[i]);
         if (old) /* a handle reused after destroy without our seeing it */
@@ -69,7 +71,7 @@ void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclCom
             ub_comm_add_disabled(out[i], "nonblocking communicator");
         }
         else if (r == ncclSuccess)
-            ub_comm_create(out[i], rank, nranks);
+            ub_comm_create(out[i], rank, nranks, device);
         ub_state_unlock();
     }
 }
@@ -220,11 +222,11 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     ub_comm *c = ub_comm_get(d->comm);
     if (!c) { /* not seen at its creation */
         ub_state_unlock();
-        int rank, nranks;
-        comm_identity(d->comm, &rank, &nranks);
+        int rank, nranks, device;
+        comm_identity(d->comm, &rank, &nranks, &device);
         ub_state_lock();
         if (!(c = ub_comm_get(d->comm)))
-            c = ub_comm_create(d->comm, rank, nranks);
+            c = ub_comm_create(d->comm, rank, nranks, device);
     }
     if (!c || c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH) {
         ub_state_unlock();

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cuda_list.h"
+#include "device.h"
 #include "guard.h"
 #include "redirect.h"
 
@@ -97,13 +98,17 @@ static void pending_insert(ub_comm *c, ub_event *e)
 
 /* Progress events: one per pending event whose stream had other work; reused once the
  * completion stream's wait on it is enqueued (a wait binds to the record current at the call). */
-static cudaError_t spare_take(ub_sched_rt *s, cudaEvent_t *out)
+static cudaError_t spare_take(ub_comm *c, cudaEvent_t *out)
 {
+    ub_sched_rt *s = &c->sched;
     if (s->n_spare > 0) {
         *out = s->spare[--s->n_spare];
         return cudaSuccess;
     }
-    return UB_CUDA(ub_cuda.cudaEventCreateWithFlags(out, cudaEventDisableTiming));
+    int previous = ub_device_enter(c->device);
+    cudaError_t e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(out, cudaEventDisableTiming));
+    ub_device_leave(previous);
+    return e;
 }
 
 static void spare_give(ub_sched_rt *s, cudaEvent_t ev)
@@ -166,10 +171,14 @@ static cudaError_t record_behind(ub_comm *c, cudaEvent_t ev, cudaEvent_t progres
 {
     ub_sched_rt *s = &c->sched;
     cudaError_t e = cudaSuccess;
-    if (!s->comp)
-        e = UB_CUDA(ub_cuda.cudaStreamCreateWithFlags(&s->comp, cudaStreamNonBlocking));
-    if (e == cudaSuccess && !s->block_done)
-        e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&s->block_done, cudaEventDisableTiming));
+    if (!s->comp || !s->block_done) {
+        int previous = ub_device_enter(c->device);
+        if (!s->comp)
+            e = UB_CUDA(ub_cuda.cudaStreamCreateWithFlags(&s->comp, cudaStreamNonBlocking));
+        if (e == cudaSuccess && !s->block_done)
+            e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&s->block_done, cudaEventDisableTiming));
+        ub_device_leave(previous);
+    }
     if (e == cudaSuccess && !*block_done) {
         e = UB_CUDA(ub_cuda.cudaEventRecord(s->block_done, s->priv));
         *block_done = e == cudaSuccess;
@@ -216,8 +225,11 @@ void ub_redirect_block_issued(ub_comm *c, bool iteration_end)
     }
     if (iteration_end) {
         cudaError_t e = cudaSuccess;
-        if (!s->iter_done)
+        if (!s->iter_done) {
+            int previous = ub_device_enter(c->device);
             e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&s->iter_done, cudaEventDisableTiming));
+            ub_device_leave(previous);
+        }
         if (e == cudaSuccess)
             e = UB_CUDA(ub_cuda.cudaEventRecord(s->iter_done, s->priv));
         /* Without it the streams' records keep going through the private stream: correct, slower. */
@@ -296,7 +308,7 @@ bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaErro
             res = cudaErrorMemoryAllocation;
         } else {
             e->progress = NULL;
-            if (sc->dirty && (res = spare_take(sr, &e->progress)) == cudaSuccess) {
+            if (sc->dirty && (res = spare_take(c, &e->progress)) == cudaSuccess) {
                 res = UB_CUDA(ub_cuda.cudaEventRecord(e->progress, s));
                 if (res != cudaSuccess) {
                     spare_give(sr, e->progress);
@@ -326,7 +338,7 @@ bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaErro
     } else {
         cudaEvent_t progress = NULL;
         bool block_done = false;
-        res = spare_take(sr, &progress);
+        res = spare_take(c, &progress);
         if (res == cudaSuccess)
             res = UB_CUDA(ub_cuda.cudaEventRecord(progress, s));
         if (res == cudaSuccess)

@@ -109,6 +109,7 @@ struct ub_comm {
     UT_hash_handle hh;
     int index;
     int rank, nranks;
+    int device;               /* ncclCommCuDevice: where its streams, events and buffers live */
     bool nonblocking;
     ub_comm_state state;
     char reason[256];
@@ -193,8 +194,9 @@ bool ub_state_in_child(void);
 void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason);
 /* The communicator's record (NULL: unknown). */
 ub_comm *ub_comm_get(ncclComm_t handle);
-/* A new record: detection starts.  rank and nranks come from NCCL, asked without the lock. */
-ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks);
+/* A new record: detection starts.  rank, nranks and device come from NCCL, asked without the
+ * lock. */
+ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device);
 void ub_comm_forget(ub_comm *c);      /* out of the live table; the record stays for the report */
 void ub_comm_add_disabled(ncclComm_t handle, const char *why);
 ub_comm *ub_state_live_comms(void);   /* walk with hh.next */

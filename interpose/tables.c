@@ -135,7 +135,7 @@ ub_comm *ub_comm_get(ncclComm_t handle)
     return c;
 }
 
-ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks)
+ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device)
 {
     ub_comm *c = calloc(1, sizeof *c);
     if (!c)
@@ -155,6 +155,7 @@ ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks)
     c->handle = handle;
     c->rank = rank;
     c->nranks = nranks;
+    c->device = device;
     c->cur_iter = c->cur_call = -1;
     c->copy_t0 = c->copy_t1 = NAN;
     ub_comm_report_init(&c->report);

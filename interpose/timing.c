@@ -5,8 +5,9 @@
 #include <time.h>
 
 #include "cuda_list.h"
-#include "runtime.h"
+#include "device.h"
 #include "guard.h"
+#include "runtime.h"
 #include "timing.h"
 
 static cudaEvent_t get_event(ub_timing *t)
@@ -14,8 +15,10 @@ static cudaEvent_t get_event(ub_timing *t)
     if (t->n_pool)
         return t->pool[--t->n_pool];
     cudaEvent_t ev = NULL;
+    int previous = ub_device_enter(t->device);
     if (UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&ev, cudaEventDefault)) != cudaSuccess)
-        return NULL;
+        ev = NULL;
+    ub_device_leave(previous);
     return ev;
 }
 
@@ -34,12 +37,13 @@ static void put_event(ub_timing *t, cudaEvent_t ev)
     t->pool[t->n_pool++] = ev;
 }
 
-int ub_timing_start(ub_timing *t, const atomic_bool *cancel)
+int ub_timing_start(ub_timing *t, int device, const atomic_bool *cancel)
 {
     memset(t, 0, sizeof *t);
     t->cancel = cancel;
     ub_inside++;
     int lo = 0, hi = 0;
+    int previous = ub_device_enter(device);
     cudaError_t e = UB_CUDA(ub_cuda.cudaGetDevice(&t->device));
     if (e == cudaSuccess)
         e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&t->clock, cudaStreamNonBlocking, 0));
@@ -53,6 +57,7 @@ int ub_timing_start(ub_timing *t, const atomic_bool *cancel)
         e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&t->epoch, cudaEventDefault));
     if (e == cudaSuccess)
         e = UB_CUDA(ub_cuda.cudaEventRecord(t->epoch, t->clock));
+    ub_device_leave(previous);
     ub_inside--;
     if (e != cudaSuccess) {
         ub_warn("cannot set up timing events (%s): this communicator is not profiled",
