@@ -137,6 +137,11 @@ def cmd_reports(a):
         if c.get("calls_per_iteration") not in (n_calls, n_calls + n_other):
             fail("rank %s: calls_per_iteration %r, the trainer issues %d allreduces (+%d other calls)"
                  % (r.get("rank"), c.get("calls_per_iteration"), n_calls, n_other))
+        # Every NCCL call of the iteration counted once (an ncclBcast that NCCL turns into an inner
+        # ncclBroadcast through its PLT is one call).
+        if "nccl_calls_per_iteration" in c and c["nccl_calls_per_iteration"] != n_calls + n_other:
+            fail("rank %s: nccl_calls_per_iteration %r, the trainer makes %d NCCL calls per iteration"
+                 % (r.get("rank"), c["nccl_calls_per_iteration"], n_calls + n_other))
         if not isinstance(c.get("iterations_observed"), int) or c["iterations_observed"] < 1:
             fail("rank %s: iterations_observed %r" % (r.get("rank"), c.get("iterations_observed")))
 
