@@ -28,7 +28,7 @@ SLACK=1.5
 [ -n "$SAN" ] && SLACK=2.0
 EMU_RUN=$BUILD/emu/emu-run
 TR=$BUILD/trainers
-PROFILES=examples/profiles
+PROFILES=data/profiles
 SIM=$BUILD/usbyte-sim
 export USBYTE_EMU_ALPHA_US=200 USBYTE_EMU_GBPS=0.2
 WORK=$(mktemp -d)
