@@ -1,4 +1,4 @@
-/* The MODEL.md timeline, exactly: a serial link, blocks in plan order, forward segments gated
+/* The docs/model.md timeline, exactly: a serial link, blocks in plan order, forward segments gated
  * by the completion of the calls they need.  Everything that judges a plan calls this. */
 #include <float.h>
 #include <stdbool.h>
@@ -130,7 +130,7 @@ double ub_evaluate_const(const ub_profile *prof, const ub_plan *plan, double *ca
     return timeline(prof, plan, NULL, NULL, call_completion);
 }
 
-/* E of MODEL.md rule 6 for the calls idx[0..m) (in ready order): the earliest time a link that
+/* E of docs/model.md rule 6 for the calls idx[0..m) (in ready order): the earliest time a link that
  * carries only them, in consecutive groups of that order, finishes them all:
  *   F[j] = min over 1 <= i <= j of  max(F[i-1], r_j) + alpha + beta*(P[j] - P[i-1]),  F[0] = 0,
  * with r_j the j-th ready time (the latest of its group) and P the prefix sums of bytes.  F is

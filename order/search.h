@@ -22,7 +22,7 @@ typedef struct ub_wblock {
     int32_t call0; /* the call of the first segment (the block's dtype, op and merge group) */
 } ub_wblock;
 
-/* MODEL.md rules 1-5 rewritten per block: with e_b the end of block b,
+/* docs/model.md rules 1-5 rewritten per block: with e_b the end of block b,
  *   e_b = max(e_{b-1}, r_b) + cost_b,   T = max(B + g + sum(forward), max_b (e_b + W_b)),
  * because forward segment s starts no earlier than the completion of each of its calls and
  * the forward segments from s on follow it back to back. */

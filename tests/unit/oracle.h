@@ -1,4 +1,4 @@
-/* Exhaustive optimum of small profiles under the MODEL.md timeline (test code only). */
+/* Exhaustive optimum of small profiles under the docs/model.md timeline (test code only). */
 #ifndef USBYTE_TEST_ORACLE_H
 #define USBYTE_TEST_ORACLE_H
 

@@ -8,7 +8,7 @@
  * ORACLE_MIN_EXACT of the profiles are solved to within 1e-9 (or beaten).  Measured: 295 of
  * 300 at the optimum, 5 below it, none above.
  *
- * The lower bound (MODEL.md rule 6) is checked against the same optimum: never above it (nor
+ * The lower bound (docs/model.md rule 6) is checked against the same optimum: never above it (nor
  * above best, which may cut off the grid), on profiles with split plans, several dtypes,
  * merge barriers and staging costs; and equal to mgwfbp-dp on barrier profiles of one class
  * without staging cost, where the bound is the optimum. */
