@@ -1,4 +1,4 @@
-/* The agreement at the first call after the warm-up, the planner and the report (DESIGN.md
+/* The agreement at the first call after the warm-up, the planner and the report (docs/design.md
  * sections 1, 5 and 8).  The collectives issued here depend only on the call sequence: they
  * are issued at the same call index on every rank, inside an NCCL group or not, and their sizes
  * are constants (UB_AGREE_MAX_LEN, UB_AGREE_SUM_LEN), whatever each rank measured.  Nothing

@@ -1,4 +1,4 @@
-/* The CUDA runtime functions usbyte wraps (DESIGN.md section 4) or only calls, once.  The list
+/* The CUDA runtime functions usbyte wraps (docs/design.md section 4) or only calls, once.  The list
  * generates the table of real functions, the name table and the wrappers (cuda_wrap.c).
  *
  * X(name, CLASS, (parameters), (arguments), (hook arguments))

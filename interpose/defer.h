@@ -1,4 +1,4 @@
-/* Schedule mode's cursor (DESIGN.md section 1): which call of the plan's iteration this is, the
+/* Schedule mode's cursor (docs/design.md section 1): which call of the plan's iteration this is, the
  * deferral of allreduces, what each arrival issues, deviations and their flush.  Every decision
  * here depends only on the call sequence and the agreed plan (usbyte/schedule.h). */
 #ifndef USBYTE_DEFER_H

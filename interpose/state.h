@@ -1,5 +1,5 @@
 /* Per-communicator and per-stream state of the runtime, and the communicator's life cycle
- * (DESIGN.md section 1):
+ * (docs/design.md section 1):
  *
  *   DETECT --lock--> PROFILE --USBYTE_WARMUP iterations--> AGREE --unanimous--> PLANNED
  *     ^                 |                                    |                    | at agree_at + period,
@@ -62,7 +62,7 @@ const char *ub_comm_state_name(ub_comm_state s);
 typedef struct ub_comm ub_comm;
 
 /* A CUDA stream the runtime cares about: an NCCL stream of a communicator being profiled.
- * Schedule mode adds its completion stream and the deferred calls' counters here. */
+ * Schedule mode adds the deferred calls' completion here (sched_rt.h). */
 typedef struct ub_stream {
     cudaStream_t handle;
     ub_comm *comm;

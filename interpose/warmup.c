@@ -1,4 +1,4 @@
-/* The warm-up (DESIGN.md section 5): detection restarts, profiling whole iterations, the timing
+/* The warm-up (docs/design.md section 5): detection restarts, profiling whole iterations, the timing
  * events of each profiled call (ready, start, end, need), merge barriers, the CUDA hooks' part that
  * watches producers and consumers, and the staging copy's timing.  Called by the life cycle
  * (lifecycle.c) and the CUDA hooks (cuda_hooks.c), with the global lock held. */

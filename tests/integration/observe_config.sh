@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # docs/design.md section 7: bad configuration values each give one warning per rank naming the
 # variable and the value, fall back to their defaults, USBYTE_MODE to the safe observe (the job
-# still runs, writes its reports, and computes bit-identical results); USBYTE_DUMP_CONFIG=1 prints every variable; USBYTE_MODE=off
+# still runs, writes its reports, and computes bit-identical results); USBYTE_DUMP_CONFIG=1 prints
+# every variable; USBYTE_MODE=off
 # observes nothing; without USBYTE_MODE the job runs in schedule mode (the default) and says once
 # per rank what it measured.
 source "$(dirname "$0")/trainers/observe_lib.sh"
@@ -47,7 +48,7 @@ sys.exit(bad)
 PY
 $CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth-%r.json" --world $N "${R[@]}" >"$WORK/check.out" || { cat "$WORK/check.out"; status=1; }
 
-# USBYTE_DUMP_CONFIG=1 names every variable of DESIGN.md section 7.
+# USBYTE_DUMP_CONFIG=1 names every variable of docs/design.md section 7.
 rm -f "$WORK"/report-*.json
 USBYTE_DUMP_CONFIG=1 USBYTE_REPORT="$WORK/report-%r.json" \
     run config "$WORK/dump.out" $N yes -- ddp_like "${ARGS[@]}"

@@ -17,7 +17,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 export USBYTE_EMU_ALPHA_US=200 USBYTE_EMU_GBPS=0.2 USBYTE_WARMUP=2 USBYTE_MODE=observe
-ARGS=(--profile examples/profiles/resnet50-v100-b64-barrier.json --iters 9 --time-scale 0.1 --bytes-scale 0.01)
+ARGS=(--profile data/profiles/resnet50-v100-b64-barrier.json --iters 9 --time-scale 0.1 --bytes-scale 0.01)
 run() { # NAME RANKS ENV...: runs the trainer with the variables, output in $WORK/NAME.out
     local name=$1 n=$2
     shift 2

@@ -1,4 +1,4 @@
-/* A self-checking training loop for schedule mode, with the faults DESIGN.md section 1 names.
+/* A self-checking training loop for schedule mode, with the faults docs/design.md section 1 names.
  * Every iteration, every rank produces M gradients on a compute stream (small integers, so every
  * sum is exact in float32 and float16), the NCCL stream waits for each one's ready event and
  * allreduces it, and the results are consumed by one of the patterns frameworks use; at the end of

@@ -2,7 +2,7 @@
 # Schedule mode on 4 emulated ranks with the self-checking loop of runtime_sched.c (every result of
 # every iteration checked on the host against the exact sum or mean over ranks): the consumers that
 # rely on stream order (one end event, a host stream sync, events per call, a query loop), mixed
-# float16/float32 sum/avg and out-of-place calls, and one run per fault of DESIGN.md section 1
+# float16/float32 sum/avg and out-of-place calls, and one run per fault of docs/design.md section 1
 # (a size change on every rank, a barrier between iterations, equal sizes that hide the period, a capturing stream, a point-to-point
 # group, destroy and exit with blocks pending, two communicators interleaved, calls from a second
 # thread, fork), each ending with correct results; an early host consumer on the issuing thread is a
