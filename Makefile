@@ -7,6 +7,7 @@
 #   make demo       the main job on the CPU emulator
 #   make deps       check and install what the build needs (Debian packages, CUDA headers)
 #   make install    PREFIX=/usr/local, DESTDIR=; make uninstall; make dist (mk/install.mk)
+#   make gpu-kit    build/gpu-kit/, what a GPU machine runs to check usbyte (mk/gpu-kit.mk)
 
 CUDA_HOME ?= /usr/local/cuda
 export CUDA_HOME
@@ -85,6 +86,7 @@ ALL += $(PLAN_LIB)
 
 include $(sort $(wildcard */module.mk */*/module.mk */*/*/module.mk))
 include mk/install.mk
+include mk/gpu-kit.mk
 
 all: $(ALL)
 
