@@ -43,6 +43,13 @@ CFLAGS := -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror -fvisibility=hidden -MM
 # from PREFIX/lib and from PREFIX/bin alike.  In the build tree it names nothing, and the system's
 # copies are used.
 LDFLAGS := -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/../lib/usbyte'
+# DEPS_PREFIX=DIR: jansson, libelf, uthash (and cmocka, for the tests) installed under DIR rather
+# than by the system's packages (a build without root; README.md, "Install on a cluster").
+ifneq ($(DEPS_PREFIX),)
+CPPFLAGS += -I$(DEPS_PREFIX)/include
+LDFLAGS += -L$(DEPS_PREFIX)/lib -Wl,-rpath-link,$(DEPS_PREFIX)/lib
+export LD_LIBRARY_PATH := $(DEPS_PREFIX)/lib$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH))
+endif
 ifneq ($(SAN),)
 CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SAN)

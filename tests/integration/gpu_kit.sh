@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make gpu-kit and its rehearsal: the kit builds (under 40 MiB, with what it must carry), and
+# make gpu-kit and its rehearsal: the kit builds (under 40 MiB, with what it must carry, its
+# programs needing nothing of the emulator's own), and
 # check.sh --rehearse runs steps 1-3 on the CPU emulator the kit carries, passing every check that
 # runs, recording every check of steps 1-3, and skipping steps 4-6 with their reason.  Then a copy
 # of the kit whose ddp_like prints another checksum under usbyte: the rehearsal must fail that
@@ -24,6 +25,11 @@ for f in check.sh README.md MANIFEST.json lib/libusbyte.so lib/usbyte/libjansson
     emu/libcuda.so.1 emu/libcupti.so.13 py/check.py py/kit_run.py py/torch_facts.py py/torch_faults.py \
     examples/pytorch_ddp.py examples/per_layer.py examples/common_gpu.py; do
     [ -e "$KIT/$f" ] || fail "not in the kit: $f"
+done
+# On the GPU machine the programs load the real libcudart.so.13 and libnccl.so.2: they may need no
+# symbol version that only the emulator defines.
+for f in "$KIT"/libexec/*; do
+    LC_ALL=C readelf -V "$f" | grep -q USBYTE_EMU && fail "libexec/$(basename "$f") needs the emulator's USBYTE_EMU symbols"
 done
 bytes=$(du -sb "$KIT" | cut -f1)
 [ "$bytes" -lt 41943040 ] || fail "the kit is $bytes bytes, over 40 MiB"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Where the build takes nccl.h from (mk/find-nccl.sh, used by the Makefile): NCCL_HOME first, then
-# CUDA_HOME, then the nvidia-nccl wheel of python3, then /usr/include; the Makefile compiles with
-# the chosen include folder, says once which it used, and stops with one line naming every place
-# it looked at when none has nccl.h.  Fake trees stand in for the real ones.
+# Where the build takes its headers and libraries from.  nccl.h (mk/find-nccl.sh, used by the
+# Makefile): NCCL_HOME first, then CUDA_HOME, then the nvidia-nccl wheel of python3, then
+# /usr/include; the Makefile compiles with the chosen include folder, says once which it used, and
+# stops with one line naming every place it looked at when none has nccl.h.  DEPS_PREFIX=DIR adds
+# DIR/include and DIR/lib (jansson, libelf, uthash installed without root).  Fake trees stand in
+# for the real ones.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -68,5 +70,12 @@ if [ $nowhere = yes ]; then
         fail "no clear error without nccl.h: $(cat "$WORK/none.out")"
 fi
 
+# DEPS_PREFIX: its include folder for the compiler, its lib folder for the linker.
+"${M[@]}" -n DEPS_PREFIX="$WORK/deps" "$WORK/build/obj/partition/plan.o" "$WORK/build/usbyte-sim" > "$WORK/deps.out" 2>&1 ||
+    fail "make -n DEPS_PREFIX: $(tail -2 "$WORK/deps.out")"
+grep -q -- " -I$WORK/deps/include .*-c partition/plan.c" "$WORK/deps.out" || fail "DEPS_PREFIX: no -I$WORK/deps/include: $(grep -m1 ' -c ' "$WORK/deps.out")"
+grep -q -- "-L$WORK/deps/lib -Wl,-rpath-link,$WORK/deps/lib .*-o $WORK/build/usbyte-sim" "$WORK/deps.out" ||
+    fail "DEPS_PREFIX: no -L$WORK/deps/lib: $(grep -m1 'usbyte-sim ' "$WORK/deps.out")"
+
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "build_nccl: all checks passed"
+echo "build_paths: all checks passed"
