@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "../../order/order_internal.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
 #include "usbyte/reference.h"
@@ -352,8 +353,9 @@ static void test_bad_input(void **state)
     ub_plan_free(&plan);
 }
 
-/* `best` starts from every policy, these two included, so it is never slower than either; on
- * seeded random profiles (barrier and layer-wise, barriers, mixed dtypes, staging cost) with
+/* `best` is floored by both references (they are not search starts), so it is never slower
+ * than either, through ub_plan_every as the runtime plans and through ub_policy_run; on seeded
+ * random profiles (barrier and layer-wise, barriers, mixed dtypes, staging cost) with
  * caps small enough that the references really merge. */
 static void test_best_not_worse(void **state)
 {
@@ -373,16 +375,62 @@ static void test_best_not_worse(void **state)
         char err[512];
         if (ub_plan_every(&p, plans, err, sizeof(err)) != 0)
             fail_msg("profile %d: %s", i, err);
+        ub_plan alone;
+        ub_plan_init(&alone, "");
+        assert_int_equal(ub_policy_run(UB_POLICY_BEST, &p, &alone), 0);
         double best = plans[UB_POLICY_BEST].iteration;
         for (int id = UB_POLICY_DDP; id <= UB_POLICY_HOROVOD; id++)
-            if (!(best <= plans[id].iteration * (1 + 1e-12)))
-                fail_msg("profile %d: best %.12g slower than %s %.12g", i, best, ub_policy_name(id),
-                         plans[id].iteration);
+            if (!(best <= plans[id].iteration * (1 + 1e-12)) || !(alone.iteration <= plans[id].iteration * (1 + 1e-12)))
+                fail_msg("profile %d: best %.12g (alone %.12g) slower than %s %.12g", i, best, alone.iteration,
+                         ub_policy_name(id), plans[id].iteration);
+        ub_plan_free(&alone);
         for (int id = 0; id < UB_POLICY_COUNT; id++)
             ub_plan_free(&plans[id]);
         ub_synthetic_free(&p);
     }
     ub_reference_set(NULL);
+}
+
+/* The floor: a reference plan strictly faster than the search's result replaces it, keeping the
+ * name `best` and saying where it came from; one that is not strictly faster leaves it alone;
+ * an empty (failed) reference is ignored. */
+static void test_best_floor(void **state)
+{
+    (void)state;
+    fixture f;
+    const uint64_t bytes[] = {100, 100};
+    setup(&f, 2, bytes, NULL);
+    ub_plan out, ref;
+    ub_plan_init(&out, "best");
+    ub_plan_init(&ref, "ddp");
+    assert_int_equal(ub_policy_run(UB_POLICY_WFBP, &f.p, &out), 0); /* 2 blocks: 2 + 2 s */
+    memcpy(out.policy, "best", 5);
+    snprintf(out.params, sizeof(out.params), "from=wfbp moves=0");
+    assert_int_equal(ub_ddp_plan(&f.p, 1000, 1000, &ref), 0); /* 1 block: 1 + 2 s */
+    ub_evaluate(&f.p, &ref, NULL);
+    assert_true(ref.iteration < out.iteration);
+    ub_plan same;
+    ub_plan_init(&same, "horovod");
+    ub_plan_copy(&same, &out);
+    memcpy(same.policy, "horovod", 8);
+    ub_best_floor(&same, &out); /* as fast, not faster: kept */
+    assert_string_equal(out.params, "from=wfbp moves=0");
+    ub_plan empty;
+    ub_plan_init(&empty, "horovod");
+    empty.iteration = NAN;
+    ub_best_floor(&empty, &out);
+    assert_int_equal(out.n_blocks, 2);
+    ub_best_floor(&ref, &out);
+    assert_int_equal(out.n_blocks, 1);
+    assert_true(fabs(out.iteration - 3.0) < 1e-12);
+    assert_string_equal(out.policy, "best");
+    assert_string_equal(out.params, "from=ddp (faster than the search's from=wfbp moves=0)");
+    assert_true(ub_policy_is_reference(UB_POLICY_DDP) && ub_policy_is_reference(UB_POLICY_HOROVOD));
+    assert_false(ub_policy_is_reference(UB_POLICY_MGWFBP_DP) || ub_policy_is_reference(UB_POLICY_BEST));
+    ub_plan_free(&out);
+    ub_plan_free(&ref);
+    ub_plan_free(&same);
+    ub_plan_free(&empty);
 }
 
 int main(void)
@@ -395,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_horovod_lookahead), cmocka_unit_test(test_horovod_barrier),
         cmocka_unit_test(test_horovod_staging),   cmocka_unit_test(test_horovod_defaults),
         cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_best_not_worse),
+        cmocka_unit_test(test_best_floor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
