@@ -1,4 +1,4 @@
-/* The MODEL.md timeline, exactly: a serial link, blocks in plan order, forward segments gated
+/* The docs/model.md timeline, exactly: a serial link, blocks in plan order, forward segments gated
  * by the completion of the calls they need.  Everything that judges a plan calls this. */
 #include <float.h>
 #include <stdbool.h>
@@ -130,7 +130,7 @@ double ub_evaluate_const(const ub_profile *prof, const ub_plan *plan, double *ca
     return timeline(prof, plan, NULL, NULL, call_completion);
 }
 
-/* E of MODEL.md rule 6 for the calls idx[0..m) (in ready order): the earliest time a link that
+/* E of docs/model.md rule 6 for the calls idx[0..m) (in ready order): the earliest time a link that
  * carries only them, in consecutive groups of that order, finishes them all:
  *   F[j] = min over 1 <= i <= j of  max(F[i-1], r_j) + alpha + beta*(P[j] - P[i-1]),  F[0] = 0,
  * with r_j the j-th ready time (the latest of its group) and P the prefix sums of bytes.  F is
@@ -252,8 +252,11 @@ bool ub_staging_fits(const ub_profile *prof, double bytes)
     return prof->staging_max == 0 || bytes <= (double)prof->staging_max;
 }
 
-/* Validity (MODEL.md): every byte of every call exactly once, homogeneous blocks, no block
- * spanning a call marked "merge": false. */
+/* Validity (docs/model.md): every byte of every call exactly once, homogeneous blocks, no block
+ * spanning a call marked "merge": false, and the regions those calls end in order: a block of
+ * region r never comes after a block of a later region.  Then when a merge:false call i arrives,
+ * every block up to the last one holding a call <= i holds only calls <= i, so the runtime can
+ * issue them all at once (a consumer of call i never waits for a call that has not arrived). */
 typedef struct {
     uint64_t offset, length;
     uint32_t block;
@@ -280,6 +283,8 @@ int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, siz
     covered *cov = malloc(sizeof(covered) * referenced);
     uint32_t *fill = calloc((size_t)n + 1, sizeof(uint32_t));
     int rc = -1;
+    int max_region = 0, max_call = -1; /* the latest region of the blocks so far, and one of its calls */
+    uint32_t max_block = 0;
     if (!barrier_before || !count || !cov || !fill) {
         snprintf(err, errlen, "out of memory validating the plan");
         goto out;
@@ -350,6 +355,23 @@ int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, siz
             snprintf(err, errlen, "blocks[%u] merges calls %d and %d across a call marked \"merge\": false", b, lo,
                      hi);
             goto out;
+        }
+        int region = barrier_before[lo];
+        if (region < max_region) {
+            /* the merge:false call that ends this block's region */
+            int end = hi;
+            while (end < n - 1 && prof->calls[end].merge)
+                end++;
+            snprintf(err, errlen,
+                     "blocks[%u] holds call %d after blocks[%u] holds call %d: call %d is marked \"merge\": false, so "
+                     "the blocks up to its last one may hold only calls up to %d (issuable when it arrives)",
+                     b, lo, max_block, max_call, end, end);
+            goto out;
+        }
+        if (region > max_region || max_call < 0) {
+            max_region = region;
+            max_block = b;
+            max_call = lo;
         }
         if (staged && prof->staging_max && block_bytes > prof->staging_max) {
             snprintf(err, errlen,

@@ -29,6 +29,7 @@ void ub_wplan_init(ub_wplan *wp, const ub_profile *prof)
         if (!prof->calls[k].merge)
             g++;
     }
+    wp->ordered = n > 0 && wp->group[n - 1] > 0;
     free(suffix);
 }
 
@@ -193,10 +194,25 @@ void ub_wplan_exchange(ub_wplan *wp, int pos, ub_wblock *w)
     *w = t;
 }
 
+bool ub_wplan_in_order(const ub_wplan *wp, int i, int n_old, const ub_wblock *const *fresh, int n_new)
+{
+    if (!wp->ordered)
+        return true;
+    int g = i > 0 ? wp->group[wp->b[i - 1].call0] : 0;
+    for (int k = 0; k < n_new; k++) {
+        if (fresh[k]->call0 < 0 || wp->group[fresh[k]->call0] < g)
+            return false;
+        g = wp->group[fresh[k]->call0];
+    }
+    return i + n_old >= wp->nb || wp->group[wp->b[i + n_old].call0] >= g;
+}
+
 bool ub_wplan_improves(const ub_wplan *wp, int i, int n_old, const ub_wblock *const *fresh, int n_new)
 {
     if (wp->BgF >= wp->thr)
         return false; /* compute-bound: nothing the link does can help */
+    if (!ub_wplan_in_order(wp, i, n_old, fresh, n_new))
+        return false;
     double thr = wp->thr;
     if (i > 0 && i > wp->first_crit && wp->first_crit >= 0)
         return false; /* a critical block before the move keeps T */

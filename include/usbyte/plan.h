@@ -1,4 +1,4 @@
-/* A plan: the ordered list of blocks that covers every byte of every call once (MODEL.md).
+/* A plan: the ordered list of blocks that covers every byte of every call once (docs/model.md).
  * Segments of a block are stored contiguously, so a plan is two flat arrays. */
 #ifndef USBYTE_PLAN_H
 #define USBYTE_PLAN_H

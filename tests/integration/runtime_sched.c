@@ -1,4 +1,4 @@
-/* A self-checking training loop for schedule mode, with the faults DESIGN.md section 1 names.
+/* A self-checking training loop for schedule mode, with the faults docs/design.md section 1 names.
  * Every iteration, every rank produces M gradients on a compute stream (small integers, so every
  * sum is exact in float32 and float16), the NCCL stream waits for each one's ready event and
  * allreduces it, and the results are consumed by one of the patterns frameworks use; at the end of
@@ -16,9 +16,11 @@
  *   --repeat-sizes                       sizes repeat every 3 calls (equal-sized layers): only the
  *                                        buffers tell the true period
  *   --size-change-at IT                  from iteration IT, call M/2 has one element more
+ *   --freeze-at IT                       from iteration IT only the even calls are made (half of
+ *                                        the layers frozen: a new call sequence for good)
  *   --barrier-at IT                      an allreduce of one int32 and a stream sync before IT
  *   --early-consumer-at IT               the issuing thread waits on call 0's event right after
- *                                        issuing it (an early consumer: usbyte must abort)
+ *                                        issuing it (an early consumer: usbyte flushes)
  *   --destroy-at IT / --exit-at IT       ncclCommDestroy / exit(0) after half of iteration IT
  *   --capture-at IT                      call M/2 of iteration IT on a capturing stream
  *   --p2p-at IT                          a group of ncclSend/ncclRecv around the ring before IT
@@ -39,7 +41,7 @@ typedef struct opts {
     int iters, calls, elems;
     const char *consumer;
     bool mixed, two_comms, second_thread, repeat_sizes;
-    int size_change_at, barrier_at, early_at, destroy_at, exit_at, capture_at, p2p_at, fork_at;
+    int size_change_at, barrier_at, early_at, destroy_at, exit_at, capture_at, p2p_at, fork_at, freeze_at;
 } opts;
 
 typedef struct call {
@@ -167,6 +169,12 @@ static void issue(job *j, int m, int c, int it)
     }
 }
 
+/* Whether call c is made in iteration it. */
+static bool made(const job *j, int c, int it)
+{
+    return j->o.freeze_at < 0 || it < j->o.freeze_at || c % 2 == 0;
+}
+
 static void consume_and_check(job *j, int it, int n_issued)
 {
     for (int m = 0; m < j->n_comms; m++) {
@@ -184,6 +192,8 @@ static void consume_and_check(job *j, int it, int n_issued)
         }
         for (int c = 0; c < n_issued; c++) {
             call *k = &j->calls[m * j->o.calls + c];
+            if (!made(j, c, it))
+                continue;
             if (!strcmp(j->o.consumer, "per-call"))
                 CUDA_OK(cudaStreamWaitEvent(j->compute, k->end, 0));
             CUDA_OK(cudaMemcpyAsync(k->h_out, k->d_recv, k->count * k->esize, cudaMemcpyDeviceToHost, j->compute));
@@ -193,6 +203,8 @@ static void consume_and_check(job *j, int it, int n_issued)
     for (int m = 0; m < j->n_comms; m++)
         for (int c = 0; c < n_issued; c++) {
             call *k = &j->calls[m * j->o.calls + c];
+            if (!made(j, c, it))
+                continue;
             for (size_t i = 0; i < k->count; i++) {
                 int got = get_elem(k, k->h_out, i), want = expected(j, it, c, i);
                 if (got != want) {
@@ -262,7 +274,8 @@ static void iteration(job *j, int it)
                    "the forked child failed");
         }
         for (int m = 0; m < j->n_comms; m++)
-            issue(j, m, c, it);
+            if (made(j, c, it))
+                issue(j, m, c, it);
     }
     if (it == j->o.exit_at) {
         printf("rank %d: exiting with calls pending in iteration %d\n", j->rank, it);
@@ -305,7 +318,7 @@ int main(int argc, char **argv)
     opts *o = &j.o;
     *o = (opts){.iters = 16, .calls = 24, .elems = 256, .consumer = "end-event", .size_change_at = -1,
                 .barrier_at = -1, .early_at = -1, .destroy_at = -1, .exit_at = -1, .capture_at = -1,
-                .p2p_at = -1, .fork_at = -1};
+                .p2p_at = -1, .fork_at = -1, .freeze_at = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--iters")) o->iters = opt_int(argc, argv, &i);
@@ -324,6 +337,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--capture-at")) o->capture_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--p2p-at")) o->p2p_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--fork-at")) o->fork_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--freeze-at")) o->freeze_at = opt_int(argc, argv, &i);
         else {
             fprintf(stderr, "runtime_sched: unknown option %s\n", a);
             return 2;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make install DESTDIR=... PREFIX=...: lib/libusbyte.so, bin/ with the four tools and
-# share/doc/usbyte with the docs; the installed usbyte-run and usbyte-doctor use the installed
+# make install DESTDIR=... PREFIX=...: lib/libusbyte.so, bin/ with the four tools,
+# share/doc/usbyte with the docs and share/usbyte/profiles with the benchmark profiles; the installed usbyte-run and usbyte-doctor use the installed
 # library (not the build tree's), the installed usbyte-run runs a 2-rank job and writes its page
 # with the installed usbyte-report; make uninstall leaves no file behind; PREFIX defaults to
 # /usr/local.
@@ -19,6 +19,9 @@ for f in lib/libusbyte.so bin/usbyte-run bin/usbyte-report bin/usbyte-doctor bin
 done
 for f in README.md $(cd "$ROOT" && ls docs/*.md); do
     [ -f "$I/share/doc/usbyte/$(basename "$f")" ] || fail "doc not installed: $f"
+done
+for f in README.md $(cd "$ROOT/data/profiles" && ls *.json); do
+    cmp -s "$I/share/usbyte/profiles/$f" "$ROOT/data/profiles/$f" || fail "profile not installed: $f"
 done
 cmp -s "$I/lib/libusbyte.so" "$ROOT/$LIB" || fail "the installed library is not the build's"
 

@@ -1,6 +1,6 @@
-/* The MODEL.md evaluator, validator and lower bound on cases computed by hand (the arithmetic
+/* The docs/model.md evaluator, validator and lower bound on cases computed by hand (the arithmetic
  * is in each test's comment).  Numbers are chosen to be exact in binary where it matters, and
- * compared to 1e-9 relative as MODEL.md promises. */
+ * compared to 1e-9 relative as docs/model.md promises. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
