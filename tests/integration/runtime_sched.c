@@ -27,6 +27,7 @@
  *   --two-comms                          a second communicator, its calls interleaved
  *   --second-thread                      odd iterations are issued by another thread
  *   --fork-at IT                         fork a child (which exits at once) in iteration IT */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -35,7 +36,11 @@
 
 #include "emu_common.h"
 
-cudaError_t usbyteEmuSetCapturing(cudaStream_t stream, int capturing) __attribute__((weak));
+/* The emulator's switch for a capturing stream, looked up at run time: a weak reference would bind
+ * to the emulator's symbol version, which a real libcudart.so.13 lacks, and the program would not
+ * load there (the GPU kit runs it on real CUDA). */
+typedef cudaError_t (*set_capturing_fn)(cudaStream_t stream, int capturing);
+static set_capturing_fn set_capturing;   /* set in main, before any thread starts */
 
 typedef struct opts {
     int iters, calls, elems;
@@ -155,12 +160,12 @@ static void issue(job *j, int m, int c, int it)
     CUDA_OK(cudaMemcpyAsync(k->d_send, k->h_in, k->count * k->esize, cudaMemcpyHostToDevice, j->compute));
     CUDA_OK(cudaEventRecord(k->ready, j->compute));
     CUDA_OK(cudaStreamWaitEvent(j->nccl[m], k->ready, 0));
-    bool capture = it == j->o.capture_at && c == j->o.calls / 2 && usbyteEmuSetCapturing;
+    bool capture = it == j->o.capture_at && c == j->o.calls / 2 && set_capturing;
     if (capture)
-        CUDA_OK(usbyteEmuSetCapturing(j->nccl[m], 1));
+        CUDA_OK(set_capturing(j->nccl[m], 1));
     NCCL_OK(ncclAllReduce(k->d_send, k->d_recv, k->count, k->dtype, k->op, j->comm[m], j->nccl[m]));
     if (capture)
-        CUDA_OK(usbyteEmuSetCapturing(j->nccl[m], 0));
+        CUDA_OK(set_capturing(j->nccl[m], 0));
     if (!strcmp(j->o.consumer, "per-call") || (it == j->o.early_at && c == 0))
         CUDA_OK(cudaEventRecord(k->end, j->nccl[m]));
     if (it == j->o.early_at && c == 0) {
@@ -348,6 +353,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "runtime_sched: unknown consumer %s\n", o->consumer);
         return 2;
     }
+    set_capturing = (set_capturing_fn)dlsym(RTLD_DEFAULT, "usbyteEmuSetCapturing");
     j.n_comms = o->two_comms ? 2 : 1;
     j.comm[0] = world_comm(&j.rank, &j.world);
     if (o->two_comms) {
