@@ -161,29 +161,25 @@ void ub_exec_issue_block(ub_comm *c, int b, int arrived, bool timed)
                 if (UB_CUDA(ub_cuda.cudaStreamWaitEvent(p, s->ready_ev[r], 0)) != cudaSuccess)
                     cannot_issue(c, b, "cudaStreamWaitEvent on a call's readiness");
             }
-        /* Who is reduced: the segments of one call go straight to NCCL, several through staging. */
+        /* Who is reduced: one contiguous range of one call goes straight to NCCL, anything else
+         * through staging (ub_segments_staged, the model's rule). */
         int first_call = -1;
-        bool one_call = true;
-        uint64_t total = 0;
+        uint64_t total = 0, lo = UINT64_MAX;
         for (uint32_t i = 0; i < blk->n_segments; i++)
             if (keep[i]) {
                 if (first_call < 0)
                     first_call = seg[i].call;
-                one_call &= seg[i].call == first_call;
                 total += seg[i].length;
+                if (seg[i].offset < lo)
+                    lo = seg[i].offset;
             }
         const ub_call_args *a0 = &s->args[first_call];
         size_t esize = nccl_dtype_size(a0->dtype);
         if (timed)
             ub_timing_mark(&s->tm, p, &s->block_start[b], 1, 0, NULL);
-        if (one_call && n_keep == 1) {
-            const ub_segment *g = NULL;
-            for (uint32_t i = 0; i < blk->n_segments && !g; i++)
-                if (keep[i])
-                    g = &seg[i];
-            if (UB_NCCL(ub_nccl.AllReduce((const char *)a0->send + g->offset, (char *)a0->recv + g->offset,
-                                          g->length / esize, (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op,
-                                          c->handle, p)) != ncclSuccess)
+        if (!ub_segments_staged(seg, blk->n_segments, keep)) {
+            if (UB_NCCL(ub_nccl.AllReduce((const char *)a0->send + lo, (char *)a0->recv + lo, total / esize,
+                                          (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op, c->handle, p)) != ncclSuccess)
                 cannot_issue(c, b, "ncclAllReduce");
         } else {
             if (total > s->staging_bytes || !s->staging)

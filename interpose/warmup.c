@@ -117,10 +117,11 @@ static void time_staging_copy(ub_comm *c)
         ub_timing_mark(&c->tm, c->tm.agree, &c->copy_t1, 1, 0, NULL);
 }
 
+/* A staged byte is copied twice (in, and back out): copy_beta covers both (docs/model.md). */
 double ub_comm_copy_beta(const ub_comm *c)
 {
     double dt = c->copy_t1 - c->copy_t0;
-    return isfinite(dt) && dt > 0 ? dt / COPY_PROBE_BYTES : 0.0;
+    return isfinite(dt) && dt > 0 ? 2.0 * dt / COPY_PROBE_BYTES : 0.0;
 }
 
 /* Failures here are rank-local, so they must not change what this rank issues: the

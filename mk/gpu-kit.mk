@@ -14,7 +14,7 @@ KIT_PROGS := $(TRAINER_BINS) $(BUILD)/tests/integration/runtime_sched $(GPU_PROG
 KIT_EMU := $(addprefix $(BUILD)/emu/,libcudart.so.13 libcuda.so.1 libnccl.so.2 libcupti.so.13)
 KIT_PY := gpu/check.py gpu/kit_run.py gpu/torch_facts.py gpu/torch_faults.py
 KIT_EXAMPLES := $(wildcard examples/*.py)
-KIT_PROFILE_DIR := $(firstword $(wildcard data/profiles examples/profiles))
+KIT_PROFILE_DIR := data/profiles
 KIT_PROFILES := $(addprefix $(KIT_PROFILE_DIR)/,resnet50-v100-b64-barrier.json vgg16-v100-b64-barrier.json vgg16-v100-b64.json)
 
 .PHONY: gpu-kit

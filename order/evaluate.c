@@ -38,14 +38,12 @@ static double timeline(const ub_profile *prof, const ub_plan *plan, double *bloc
         const ub_block *blk = &plan->blocks[b];
         const ub_segment *seg = &plan->segments[blk->first_segment];
         double start = link, bytes = 0.0;
-        bool staged = false;
+        bool staged = ub_segments_staged(seg, blk->n_segments, NULL);
         for (uint32_t i = 0; i < blk->n_segments; i++) {
             double r = prof->calls[seg[i].call].ready;
             if (r > start)
                 start = r;
             bytes += (double)seg[i].length;
-            if (seg[i].call != seg[0].call)
-                staged = true;
         }
         double end = start + ub_block_cost(prof, bytes, staged);
         for (uint32_t i = 0; i < blk->n_segments; i++)
@@ -305,7 +303,7 @@ int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, siz
         const ub_segment *seg = &plan->segments[blk->first_segment];
         int lo = n, hi = -1;
         uint64_t block_bytes = 0;
-        bool staged = false;
+        bool staged = ub_segments_staged(seg, blk->n_segments, NULL);
         for (uint32_t i = 0; i < blk->n_segments; i++) {
             const ub_segment *s = &seg[i];
             if (s->call < 0 || s->call >= n) {
@@ -336,8 +334,6 @@ int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, siz
                 goto out;
             }
             block_bytes = s->length > UINT64_MAX - block_bytes ? UINT64_MAX : block_bytes + s->length;
-            if (s->call != seg[0].call)
-                staged = true;
             const ub_call *c0 = &prof->calls[seg[0].call];
             if (c->dtype != c0->dtype || c->op != c0->op) {
                 snprintf(err, errlen, "blocks[%u] mixes %s/%s (call %d) with %s/%s (call %d)", b,
@@ -375,7 +371,8 @@ int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, siz
         }
         if (staged && prof->staging_max && block_bytes > prof->staging_max) {
             snprintf(err, errlen,
-                     "blocks[%u] stages %llu bytes of several calls, above staging_max %llu (the runtime's staging "
+                     "blocks[%u] stages %llu bytes (several calls, or ranges of one call that do not touch), above "
+                     "staging_max %llu (the runtime's staging "
                      "buffer)",
                      b, (unsigned long long)block_bytes, (unsigned long long)prof->staging_max);
             goto out;

@@ -31,7 +31,7 @@ typedef struct ub_sched {
     int *issue_at;          /* per block */
     int *last_block;        /* per call */
     int *prefix_block;      /* per call: max over calls 0..k of last_block */
-    bool *staged;           /* per block: holds segments of more than one call */
+    bool *staged;           /* per block: goes through staging (ub_segments_staged) */
     bool *closes;           /* per call: the largest call of some block (its readiness is recorded) */
     uint64_t staging_bytes; /* the largest staged block (the staging buffer's size) */
 } ub_sched;
