@@ -84,7 +84,8 @@ for b in plan:
     assert len(kinds) == 1, "block mixes dtypes or ops: %r" % kinds
 assert {x["dtype"] for x in p} == {"float16", "float32"} and {x["op"] for x in p} == {"sum", "avg"}, "not mixed"
 assert len(s["blocks"]) == len(plan) and all(b["end"] >= b["start"] >= 0 for b in s["blocks"]), s["blocks"]
-assert s["measured_iteration"] > 0 and s["measured_speedup"] > 0 and s["predicted_speedup"] >= 1, "numbers"
+assert s["measured_iteration"] > 0 and s["measured_speedup"] > 0 and s["predicted_speedup"] > 0, "numbers"
+assert s["predicted_speedup"] >= 1 or c["plan"]["policy"] != "best", "best predicted slower than wfbp"
 '
 run stream-sync ok --consumer stream-sync --mixed
 report stream-sync 'assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"'
