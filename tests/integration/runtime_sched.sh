@@ -118,11 +118,11 @@ report freeze '
 assert c["state"] == "schedule" and c["calls_per_iteration"] == 12, "state %s, %r calls" % (c["state"], c.get("calls_per_iteration"))
 assert s["deviations"] >= 1 and s["iterations"] >= 16, "deviations %r, iterations %r" % (s["deviations"], s["iterations"])
 '
-run barrier ok --barrier-at 11
+run barrier ok --iters 24 --barrier-at 11
 report barrier 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["iterations"] >= 8, "barrier"'
-run capture ok --capture-at 11
+run capture ok --iters 24 --capture-at 11
 report capture 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["flushes"] == 1, "capture"'
-run p2p ok --p2p-at 11
+run p2p ok --iters 24 --p2p-at 11
 report p2p 'assert c["state"] == "schedule" and s["deviations"] == 1, "p2p group"'
 # Both scheduled whatever the second one's predicted gain (its calls queue behind the first's on
 # the emulated link), to interleave two running plans.
