@@ -128,7 +128,7 @@ report p2p 'assert c["state"] == "schedule" and s["deviations"] == 1, "p2p group
 # the emulated link), to interleave two running plans.
 run two-comms ok --two-comms --calls 16
 report two-comms 'assert [x["state"] for x in comms] == ["schedule", "schedule"], [x["state"] for x in comms]'
-run second-thread ok --second-thread
+run second-thread ok --iters 24 --second-thread
 report second-thread 'assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"'
 if [[ "$SAN" == *thread* ]]; then
     echo "info: fork: skipped under ThreadSanitizer (it kills a child that starts threads after a multi-threaded fork)"
@@ -136,9 +136,9 @@ else
     run fork ok --fork-at 11
     report fork 'assert c["state"] == "schedule" and s["deviations"] == 0, "fork"'
 fi
-run destroy ok --destroy-at 11
+run destroy ok --iters 20 --destroy-at 16
 report destroy 'assert c["state"] == "schedule" and s["flushes"] == 1, "destroy did not flush"'
-run exit any --exit-at 11
+run exit any --iters 20 --exit-at 16
 [ "$(grep -c 'exiting with calls pending' "$WORK/exit.out")" -eq $N ] || fail "exit: not every rank exited mid-iteration"
 [ "$LAST_RC" -eq 0 ] || { sed 's/^/    | /' "$WORK/exit.out" | tail -20; fail "exit with calls pending: exit $LAST_RC"; }
 report exit 'assert c["state"] == "schedule" and s["iterations"] >= 4, "exit"'
