@@ -2,6 +2,7 @@
  * constructor) or at the first wrapped call if that comes earlier. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime.h"
@@ -11,6 +12,7 @@ ub_config ub_cfg;
 atomic_bool ub_passthrough_all = true;  /* until the configuration says otherwise */
 _Thread_local int ub_inside;
 atomic_int ub_rank = -1;
+double ub_started_unix;
 atomic_int ub_world = -1;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -50,6 +52,9 @@ static void fork_child(void)
 static void init_once_fn(void)
 {
     ub_inside++;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    ub_started_unix = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
     atomic_store(&ub_rank, env_int("RANK"));
     atomic_store(&ub_world, env_int("WORLD_SIZE"));
     ub_config_defaults(&ub_cfg);

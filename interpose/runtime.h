@@ -22,6 +22,8 @@ extern _Thread_local int ub_inside;
 
 /* Process rank for log prefixes and %r: RANK from the environment, else the first
  * communicator's rank; -1 while unknown. */
+/* CLOCK_REALTIME seconds when usbyte started in this process (the report's start time). */
+extern double ub_started_unix;
 extern atomic_int ub_rank;
 extern atomic_int ub_world;
 

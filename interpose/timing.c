@@ -52,6 +52,9 @@ int ub_timing_start(ub_timing *t, const atomic_bool *cancel)
         e = ub_cuda.cudaEventCreateWithFlags(&t->epoch, cudaEventDefault);
     if (e == cudaSuccess)
         e = ub_cuda.cudaEventRecord(t->epoch, t->clock);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    t->epoch_unix = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
     ub_inside--;
     if (e != cudaSuccess) {
         ub_warn("cannot set up timing events (%s): this communicator is not profiled",
