@@ -30,13 +30,23 @@ $(BUILD)/usbyte-run: tools/usbyte-run
 
 ALL += $(BUILD)/usbyte-run
 
-# Their tests: the report reader's unit test, the report, doctor, run and install scripts.
-REPORT_TEST_BINS := $(BUILD)/tests/unit/test_report_load $(BUILD)/tests/unit/test_report_html
+# Their tests: the report reader's unit tests, the report, doctor, run and install scripts.
+REPORT_TEST_BINS := $(patsubst %,$(BUILD)/tests/unit/test_report_%,load html job)
 $(REPORT_TEST_BINS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(REPORT_LIB_OBJS) $(PLAN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(REPORT_LIB_OBJS) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
 
 UNIT_TESTS += $(REPORT_TEST_BINS)
+
+# The runtime's side of the report (profiler/report.c, the agreement's mismatch text).
+ifneq ($(wildcard interpose/module.mk),)
+$(BUILD)/tests/unit/test_report_runtime: $(call objs,tests/unit/test_report_runtime.c interpose/config.c \
+		$(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
+
+UNIT_TESTS += $(BUILD)/tests/unit/test_report_runtime
+endif
 ifneq ($(wildcard interpose/module.mk),)
 INTEGRATION_TESTS += tests/integration/tools_report.sh tests/integration/tools_doctor.sh \
 	tests/integration/tools_run.sh

@@ -424,6 +424,11 @@ rp_outcome rp_comm_outcome(const rp_report *r, const rp_comm *c, const char **wh
                    : "not schedulable (below)";
         return RP_NOT_SCHEDULED;
     }
+    if (!c->schedulable) {
+        *bad = 1;
+        *why = "not schedulable (below)";
+        return RP_NOT_SCHEDULED;
+    }
     *why = "the plan had not started when the report was written (the job ended within an iteration of the "
            "agreement, or the profile is being taken again)";
     return RP_NOT_SCHEDULED;
