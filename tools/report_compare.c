@@ -29,17 +29,30 @@ static bool same_text(const char *a, const char *b)
     return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
-/* A row "what | A | B" of texts, marked when they differ; returns whether they do. */
-static bool text_row(rp_page *pg, const char *id, const char *what, const char *a, const char *b)
+/* A row "what | A | B" of texts, marked when they differ (unless `noted` is false: a start time
+ * always differs), with an empty fourth cell in the communicators' tables; returns whether they
+ * differ and are noted. */
+static bool text_row4(rp_page *pg, const char *id, const char *what, const char *a, const char *b, bool noted, bool four)
 {
-    bool differs = !same_text(a, b);
+    bool differs = noted && !same_text(a, b);
     rp_out(pg, "<tr id=\"%s\"%s><th>", id, differs ? " class=\"changed\"" : "");
     esc(pg->f, what);
     rp_out(pg, "</th>");
     text_cell(pg, a, false);
     text_cell(pg, b, differs);
-    rp_out(pg, "</tr>\n");
+    rp_out(pg, "%s</tr>\n", four ? "<td></td>" : "");
     return differs;
+}
+
+static bool text_row(rp_page *pg, const char *id, const char *what, const char *a, const char *b)
+{
+    return text_row4(pg, id, what, a, b, true, false);
+}
+
+/* Settings that change nothing the job does or measures: where the report and the log go. */
+static bool incidental(const char *key)
+{
+    return !strcmp(key, "USBYTE_REPORT") || !strcmp(key, "USBYTE_LOG_FILE") || !strcmp(key, "USBYTE_DUMP_CONFIG");
 }
 
 /* A row of numbers shown times scale with dec decimals, and B's change relative to A. */
@@ -101,7 +114,7 @@ static void what_changed(rp_page *pg, const rp_job *a, const rp_job *b)
     changed += text_row(pg, "chg-hosts", "hosts", ha, hb);
     free(ha);
     free(hb);
-    changed += text_row(pg, "chg-started", "started (UTC, rank 0)", ra->run.started, rb->run.started);
+    text_row4(pg, "chg-started", "started (UTC, rank 0)", ra->run.started, rb->run.started, false, false);
     changed += text_row(pg, "chg-command", "command (rank 0)", ra->run.command, rb->run.command);
     changed += text_row(pg, "chg-gpu", "GPU (rank 0)", ra->run.gpu, rb->run.gpu);
     char *va = versions_text(ra), *vb = versions_text(rb);
@@ -115,7 +128,8 @@ static void what_changed(rp_page *pg, const rp_job *a, const rp_job *b)
         const char *key;
         json_t *val;
         json_object_foreach((json_t *)cfgs[side], key, val) {
-            if (strncmp(key, "USBYTE_", 7) != 0 || (side == 1 && cfgs[0] && json_object_get(cfgs[0], key)))
+            if (strncmp(key, "USBYTE_", 7) != 0 || incidental(key) ||
+                (side == 1 && cfgs[0] && json_object_get(cfgs[0], key)))
                 continue;
             char x[600], y[600], id[128];
             const char *sa = rp_setting(ra, key, x, sizeof x), *sb = rp_setting(rb, key, y, sizeof y);
@@ -126,7 +140,8 @@ static void what_changed(rp_page *pg, const rp_job *a, const rp_job *b)
         }
     }
     rp_out(pg, "</tbody></table>\n<p id=\"changes-count\" data-changed=\"%d\">%s</p>\n", changed,
-           changed ? "Rows in red differ; settings that are the same in both runs are not listed."
+           changed ? "Rows in red differ; settings that are the same in both runs (and where the reports and logs "
+                     "went) are not listed."
                    : "Nothing in the runs' details differs.");
 }
 
@@ -171,9 +186,9 @@ static void comm_compare(rp_page *pg, const rp_job *a, const rp_job *b, int id)
     rp_out(pg, "<table id=\"cmp-%d\"><thead><tr><th></th><th>A</th><th>B</th><th>B vs A</th></tr></thead><tbody>\n", id);
     char idt[64];
     snprintf(idt, sizeof idt, "cmp-%d-outcome", id);
-    text_row(pg, idt, "outcome", outcome_word(a, ca), outcome_word(b, cb));
+    text_row4(pg, idt, "outcome", outcome_word(a, ca), outcome_word(b, cb), true, true);
     snprintf(idt, sizeof idt, "cmp-%d-state", id);
-    text_row(pg, idt, "state", ca->state, cb->state);
+    text_row4(pg, idt, "state", ca->state, cb->state, true, true);
     num_row(pg, id, "calls", "allreduces per iteration", (double)ca->calls_per_iteration, (double)cb->calls_per_iteration,
             1, 0);
     num_row(pg, id, "measured", "measured iteration, no plan (ms)", ca->measured_iteration > 0 ? ca->measured_iteration : NAN,
@@ -190,7 +205,8 @@ static void comm_compare(rp_page *pg, const rp_job *a, const rp_job *b, int id)
             ca->have_plan ? pol(ca, "wfbp") / ca->plan_reported : NAN,
             cb->have_plan ? pol(cb, "wfbp") / cb->plan_reported : NAN, 1, 3);
     snprintf(idt, sizeof idt, "cmp-%d-policy", id);
-    text_row(pg, idt, "chosen policy", ca->have_plan ? ca->plan.policy : NULL, cb->have_plan ? cb->plan.policy : NULL);
+    text_row4(pg, idt, "chosen policy", ca->have_plan ? ca->plan.policy : NULL, cb->have_plan ? cb->plan.policy : NULL,
+              true, true);
     num_row(pg, id, "blocks", "blocks of the plan", ca->have_plan ? (double)ca->plan.n_blocks : NAN,
             cb->have_plan ? (double)cb->plan.n_blocks : NAN, 1, 0);
     num_row(pg, id, "bytes", "bytes per iteration (MiB)", total_bytes(ca), total_bytes(cb), 1.0 / MIB, 3);

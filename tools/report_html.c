@@ -23,6 +23,7 @@ const char rp_style[] =
     "body{font:14px/1.4 sans-serif;margin:0;color:#212121;background:#fafafa}"
     "header,section,footer{max-width:1240px;margin:0 auto;padding:6px 16px}"
     "header{background:#263238;color:#eceff1;max-width:none}header>*{max-width:1240px;margin:4px auto}"
+    "header code{color:#212121}"
     "h1{font-size:20px;margin:6px auto}h2{font-size:18px;margin:16px 0 6px;border-bottom:2px solid #90a4ae}"
     "h3{font-size:15px;margin:12px 0 4px}"
     ".ok{background:#e8f5e9;border-left:6px solid #2e7d32}.bad{background:#ffebee;border-left:6px solid #c62828}"
@@ -321,21 +322,39 @@ static void settings_row(rp_page *pg)
             rp_out(pg, "all defaults (none set in the environment)");
     }
     rp_out(pg, "</td></tr>\n");
-    /* Refused values, per rank: shown where they cannot be missed. */
+    /* Refused values: shown where they cannot be missed, once per variable and value with the
+     * ranks that gave it. */
+    bool *on = ub_xcalloc((size_t)job->n, sizeof *on, "writing the page");
     for (int i = 0; i < job->n; i++) {
         const json_t *ign = job->r[i].config ? json_object_get(job->r[i].config, "ignored") : NULL;
         json_object_foreach((json_t *)ign, key, val) {
+            const char *given = json_is_string(val) ? json_string_value(val) : "?";
+            bool earlier = false;
+            for (int j = 0; j < job->n; j++) {
+                const json_t *g = job->r[j].config ? json_object_get(json_object_get(job->r[j].config, "ignored"), key)
+                                                   : NULL;
+                on[j] = g && !strcmp(json_is_string(g) ? json_string_value(g) : "?", given);
+                earlier |= on[j] && j < i;
+            }
+            if (earlier)
+                continue;
             char buf[600];
-            rp_out(pg, "<tr class=\"ignored\"><th class=\"diff\">refused</th><td class=\"diff\">rank %d: <code>",
-                   job->r[i].rank);
+            int count = 0;
+            for (int j = 0; j < job->n; j++)
+                count += on[j];
+            rp_out(pg, "<tr class=\"ignored\"><th class=\"diff\">refused</th><td class=\"diff\">rank%s ",
+                   count > 1 ? "s" : "");
+            rp_rank_list(pg, on);
+            rp_out(pg, ": <code>");
             esc(pg->f, key);
             rp_out(pg, "=");
-            esc(pg->f, json_is_string(val) ? json_string_value(val) : "?");
+            esc(pg->f, given);
             rp_out(pg, "</code> is not a valid value: the default <code>");
             esc(pg->f, rp_setting(&job->r[i], key, buf, sizeof buf) ? buf : "?");
             rp_out(pg, "</code> was used</td></tr>\n");
         }
     }
+    free(on);
 }
 
 static void run_details(rp_page *pg)

@@ -80,9 +80,15 @@ static void exposure(rp_page *pg, const rp_comm *c, rp_outcome o)
     if (o == RP_SCHEDULED && isfinite(s->measured_iteration)) {
         rp_out(pg, " With the plan the iteration takes ");
         rp_derived(pg, "span", NULL, 1e3, 3, s->measured_iteration);
-        rp_out(pg, " ms: schedule mode hid <b>");
-        rp_derived(pg, "span", "class=\"hidden-measured\"", 100, 1, (measured - s->measured_iteration) / exposed);
-        rp_out(pg, "%%</b> of it (measured).");
+        if (s->measured_iteration <= measured) {
+            rp_out(pg, " ms: schedule mode hid <b>");
+            rp_derived(pg, "span", "class=\"hidden-measured\"", 100, 1, (measured - s->measured_iteration) / exposed);
+            rp_out(pg, "%%</b> of it (measured).");
+        } else {
+            rp_out(pg, " ms: <b>");
+            rp_derived(pg, "span", "class=\"slower-by\"", 1e3, 3, s->measured_iteration - measured);
+            rp_out(pg, " ms slower</b> than without it (measured).");
+        }
     }
     /* The model's view, on its own scale: what wfbp leaves exposed and what the plan hides. */
     double pexp = wfbp - compute;
@@ -114,9 +120,12 @@ static void headline(rp_page *pg, const rp_report *r, const rp_comm *c, int rank
     int bad;
     rp_outcome o = rp_comm_outcome(r, c, &why, &bad);
     const char *word = o == RP_SCHEDULED ? "Scheduled" : o == RP_OBSERVED ? "Observed" : "Not scheduled";
-    const char *cls = o == RP_SCHEDULED ? "ok" : bad ? "bad" : o == RP_OBSERVED && c->schedulable && c->have_plan ? "ok"
-                                                                                                               : "warn";
     const rp_schedule *s = &c->schedule;
+    bool slower = o == RP_SCHEDULED && s->measured_speedup < 1.0; /* false when not measured (NAN) */
+    const char *cls = o == RP_SCHEDULED ? (slower ? "warn" : "ok")
+                      : bad                                                    ? "bad"
+                      : o == RP_OBSERVED && c->schedulable && c->have_plan     ? "ok"
+                                                                               : "warn";
     rp_out(pg, "<div class=\"box %s verdict\" id=\"verdict-%d\" data-outcome=\"%s\"><span class=\"big headline\">%s</span>",
            cls, c->index, word, word);
     if (o == RP_SCHEDULED) {
@@ -125,6 +134,9 @@ static void headline(rp_page *pg, const rp_report *r, const rp_comm *c, int rank
         rp_out(pg, "x over the warm-up without a plan (predicted ");
         rp_num(pg, "span", NULL, rank, 1, 2, s->predicted_speedup, "comms/%d/schedule/predicted_speedup", pos);
         rp_out(pg, "x over wfbp)");
+        if (slower)
+            rp_out(pg, " &middot; <b class=\"slower\">slower than without a plan</b>: the host cost of deferring "
+                       "every call outweighs what the plan gains (set USBYTE_MIN_GAIN_PCT to leave such plans alone)");
     } else if (why) {
         rp_out(pg, ": <span class=\"why\">");
         esc(pg->f, why);
@@ -729,7 +741,7 @@ static void profile_table(rp_page *pg, const rp_comm *c, int rank, int pos)
         rp_out(pg, "<tr><td class=\"n\">%d</td><td>", k);
         esc(pg->f, call->name ? call->name : "");
         rp_out(pg, "</td>");
-        rp_num(pg, "td", "class=\"n\"", rank, 1.0 / 1024, 1, (double)call->bytes, "comms/%d/profile/calls/%d/bytes", pos, k);
+        rp_num(pg, "td", "class=\"n\"", rank, 1.0 / 1024, 3, (double)call->bytes, "comms/%d/profile/calls/%d/bytes", pos, k);
         rp_out(pg, "<td>");
         esc(pg->f, json_string_value(json_object_get(cj, "dtype")) ? json_string_value(json_object_get(cj, "dtype"))
                                                                    : "float32");

@@ -40,19 +40,28 @@ static void meta(json_t *ev, int pid, int tid, const char *what, const char *nam
                                         "tid", tid, "args", "sort_index", sort));
 }
 
+/* Microseconds on the trace's clock.  Since the epoch a double resolves a quarter of a
+ * microsecond: whole microseconds (as the PyTorch profiler writes) keep the order of adjacent
+ * events, so that one ending where the next starts never appears to overlap it. */
+static double us(double seconds)
+{
+    double v = seconds * 1e6;
+    return fabs(v) > 1e12 ? rint(v) : v;
+}
+
 /* A complete event from start to end (seconds on the trace's clock). */
 static void complete(json_t *ev, int pid, int tid, const char *cat, const char *name, double start, double end,
                      json_t *args)
 {
     json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:o}", "ph", "X", "cat", cat, "name", name,
-                                        "pid", pid, "tid", tid, "ts", start * 1e6, "dur", (end - start) * 1e6, "args",
+                                        "pid", pid, "tid", tid, "ts", us(start), "dur", us(end) - us(start), "args",
                                         args ? args : json_object()));
 }
 
 static void instant(json_t *ev, int pid, int tid, const char *cat, const char *name, double at, json_t *args)
 {
     json_array_append_new(ev, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:f, s:o}", "ph", "i", "s", "t", "cat", cat,
-                                        "name", name, "pid", pid, "tid", tid, "ts", at * 1e6, "args",
+                                        "name", name, "pid", pid, "tid", tid, "ts", us(at), "args",
                                         args ? args : json_object()));
 }
 
