@@ -49,7 +49,8 @@ UNIT_TESTS += $(BUILD)/tests/unit/test_report_runtime
 endif
 ifneq ($(wildcard interpose/module.mk),)
 INTEGRATION_TESTS += tests/integration/tools_report.sh tests/integration/tools_report_modes.sh \
-	tests/integration/tools_report_jobs.sh tests/integration/tools_doctor.sh tests/integration/tools_run.sh
+	tests/integration/tools_report_jobs.sh tests/integration/tools_report_fuzz.sh tests/integration/tools_doctor.sh \
+	tests/integration/tools_run.sh
 endif
 
 # usbyte-doctor: can usbyte reach a framework's NCCL and CUDA calls?  (libelf, the design's
