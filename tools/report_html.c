@@ -71,7 +71,7 @@ void rp_num(rp_page *pg, const char *tag, const char *attrs, int rank, double sc
         rp_out(pg, "<%s%s%s>&#8211;</%s>", tag, attrs ? " " : "", attrs ? attrs : "", tag);
         return;
     }
-    rp_out(pg, "<%s%s%s data-r=\"%d\" data-p=\"%s\" data-x=\"%g\">", tag, attrs ? " " : "", attrs ? attrs : "", rank,
+    rp_out(pg, "<%s%s%s data-r=\"%d\" data-p=\"%s\" data-x=\"%.17g\">", tag, attrs ? " " : "", attrs ? attrs : "", rank,
            p, scale);
     if (dec < 0)
         rp_out(pg, "%.4e", v * scale);
@@ -86,7 +86,7 @@ void rp_derived(rp_page *pg, const char *tag, const char *attrs, double scale, i
         rp_out(pg, "<%s%s%s>&#8211;</%s>", tag, attrs ? " " : "", attrs ? attrs : "", tag);
         return;
     }
-    rp_out(pg, "<%s%s%s data-v=\"%.17g\" data-x=\"%g\">%.*f</%s>", tag, attrs ? " " : "", attrs ? attrs : "", v,
+    rp_out(pg, "<%s%s%s data-v=\"%.17g\" data-x=\"%.17g\">%.*f</%s>", tag, attrs ? " " : "", attrs ? attrs : "", v,
            scale, dec, v * scale, tag);
 }
 
