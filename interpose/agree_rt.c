@@ -26,6 +26,9 @@
 
 #define USBYTE_VERSION "0.4.0"
 
+/* Learnt once by the first agreement (several threads may issue one), read by report writers:
+ * both under versions_mutex. */
+static pthread_mutex_t versions_mutex = PTHREAD_MUTEX_INITIALIZER;
 static ub_versions versions = {USBYTE_VERSION, 0, 0, 0, NULL, NULL};
 static char nccl_library[1024], cudart_library[1024], gpu_name[256];
 static int gpu_device = -1;
@@ -66,6 +69,7 @@ static void learn_gpu(void)
 
 static void learn_versions(void)
 {
+    pthread_mutex_lock(&versions_mutex);
     ub_inside++;
     if (!versions.nccl && ub_nccl.GetVersion)
         ub_nccl.GetVersion(&versions.nccl);
@@ -79,6 +83,7 @@ static void learn_versions(void)
         versions.cudart_library = cudart_library;
     learn_gpu();
     ub_inside--;
+    pthread_mutex_unlock(&versions_mutex);
 }
 
 /* What this rank measured itself in the warm-up (before the agreement takes the maximum over the
@@ -754,15 +759,21 @@ void ub_state_write_reports(bool unlock_for_io)
     int rank = atomic_load(&ub_rank), world = atomic_load(&ub_world);
     char host[256] = "unknown-host";
     gethostname(host, sizeof host - 1);
+    pthread_mutex_lock(&versions_mutex);
+    ub_versions vers = versions;
+    char gpu[sizeof gpu_name];
+    memcpy(gpu, gpu_name, sizeof gpu);
+    int device = gpu_device;
+    pthread_mutex_unlock(&versions_mutex);
     ub_run_info run = {.started = ub_started_unix > 0 ? ub_started_unix : NAN, .host = host, .pid = (long)getpid(),
-                       .command = command_line(), .gpu = gpu_name[0] ? gpu_name : NULL, .device = gpu_device};
+                       .command = command_line(), .gpu = gpu[0] ? gpu : NULL, .device = device};
     /* A refused value is still in the environment: the report shows what was given. */
     for (int id = 0; id < UB_CFG_COUNT && run.n_ignored < 32; id++)
         if (ub_cfg.source[id] == UB_SRC_FALLBACK) {
             run.ignored_name[run.n_ignored] = ub_config_name((ub_config_id)id);
             run.ignored_value[run.n_ignored++] = getenv(ub_config_name((ub_config_id)id));
         }
-    json_t *doc = ub_report_json(rank, world, &ub_cfg, &versions, &run, reps, n);
+    json_t *doc = ub_report_json(rank, world, &ub_cfg, &vers, &run, reps, n);
     /* Schedule mode's measurements, per communicator that ran a plan. */
     json_t *jcomms = doc ? json_object_get(doc, "comms") : NULL;
     for (int i = 0; jcomms && i < n && i < (int)json_array_size(jcomms); i++) {
