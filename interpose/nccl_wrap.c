@@ -59,8 +59,8 @@ static ncclResult_t missing(ub_nccl_id id)
         return r;                                          \
     }
 
-#define INIT_HOOK(out, config, ids, n, parent)      \
-    ub_comm_created((out), 1, (config), r);              \
+#define INIT_HOOK(out, config, ids, n, parent)             \
+    ub_comm_created((out), 1, (config), r);                \
     ub_comm_identify((out), (ids), (n), (parent), r)
 #define WRAP_INIT(name, params, args, hook)                \
     UB_EXPORT ncclResult_t nccl##name params               \
@@ -71,8 +71,8 @@ static ncclResult_t missing(ub_nccl_id id)
         return r;                                          \
     }
 
-#define INITALL_HOOK(out, n)                         \
-    ub_comm_created((out), (n), NULL, r);                \
+#define INITALL_HOOK(out, n)                               \
+    ub_comm_created((out), (n), NULL, r);                  \
     ub_comm_identify_all((out), (n), r)
 #define WRAP_INITALL(name, params, args, hook)             \
     UB_EXPORT ncclResult_t nccl##name params               \
