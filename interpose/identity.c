@@ -28,7 +28,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 
 static void set_identity(ncclComm_t handle, uint64_t id)
 {
-    ub_comm *c = handle ? ub_comm_get(handle, false) : NULL;
+    ub_comm *c = handle ? ub_comm_get(handle) : NULL;
     if (c)
         c->report.id = id ? id : 1; /* 0 means unknown */
 }
@@ -41,7 +41,7 @@ void ub_comm_identify(ncclComm_t *out, const ncclUniqueId *ids, int n, ncclComm_
         id = fnv1a(FNV_BASIS, ids, sizeof *ids * (size_t)n);
     } else if (parent) {
         /* Counted on every rank of the parent, also where the split gives no communicator. */
-        ub_comm *p = ub_comm_get(parent, false);
+        ub_comm *p = ub_comm_get(parent);
         if (p && p->report.id) {
             unsigned child = p->report.children++;
             id = fnv1a(FNV_BASIS, &p->report.id, sizeof p->report.id);

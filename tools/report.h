@@ -177,7 +177,7 @@ const char *rp_hint(const char *reason);
 /* One line about what a policy does, or NULL for a name this tool does not know. */
 const char *rp_policy_about(const char *name);
 
-/* Compute alone in one iteration: backward_end + gap + the forward segments (MODEL.md's
+/* Compute alone in one iteration: backward_end + gap + the forward segments (docs/model.md's
  * iteration with free communication); NAN without a profile. */
 double rp_compute_alone(const rp_comm *c);
 

@@ -349,9 +349,9 @@ static void settings_row(rp_page *pg)
             esc(pg->f, key);
             rp_out(pg, "=");
             esc(pg->f, given);
-            rp_out(pg, "</code> is not a valid value: the default <code>");
+            rp_out(pg, "</code> is not a valid value: <code>");
             esc(pg->f, rp_setting(&job->r[i], key, buf, sizeof buf) ? buf : "?");
-            rp_out(pg, "</code> was used</td></tr>\n");
+            rp_out(pg, "</code> was used instead</td></tr>\n");
         }
     }
     free(on);

@@ -1,6 +1,6 @@
-/* The per-rank report of the runtime (DESIGN.md section 8): what was measured per communicator,
- * what every policy would gain and the chosen plan, who ran it where, and this rank's own
- * measurements beside the agreed ones.  Pure JSON building and an atomic file write
+/* The per-rank report of the runtime (docs/design.md section 8): what was measured per
+ * communicator, what every policy would gain and the chosen plan, who ran it where, and this
+ * rank's own measurements beside the agreed ones.  Pure JSON building and an atomic file write
  * (usbyte/atomic_write.h); no CUDA, so it is safe at exit.  Texts are never cut: the reasons are
  * allocated to their length. */
 #ifndef USBYTE_REPORT_H

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usbyte-sim's command line (MODEL.md): good runs of every option, the --plan-out / --eval
+# usbyte-sim's command line (docs/model.md): good runs of every option, the --plan-out / --eval
 # round trip, and each class of bad input with its one-line message and exit status 2.
 set -euo pipefail
 BUILD=${BUILD:-build}
@@ -101,7 +101,7 @@ jq -n --slurpfile p "$tmp/small.json" '{usbyte_report: 1, rank: 0, world_size: 2
 "$SIM" "$tmp/report.json" | grep -Eq '^mgwfbp-dp +1200\.000 +2\.500x' || fail "report: first planned communicator"
 "$SIM" "$tmp/report.json" --comm 1 --policy wfbp --json | jq -e '.iteration == 3' > /dev/null || fail "report --comm 1"
 
-# The lower bound (MODEL.md rule 6) and proofs of optimality: here one merged block is optimal.
+# The lower bound (docs/model.md rule 6) and proofs of optimality: here one merged block is optimal.
 "$SIM" "$tmp/small.json" --json > "$tmp/all.jsonl"
 jq -e -s 'map(select(.policy == "best"))[0] | .optimal == true and (.lower_bound - 1.2 | fabs) < 1e-12' \
     "$tmp/all.jsonl" > /dev/null || fail "best on small.json: not proven optimal at 1.2: $(cat "$tmp/all.jsonl")"
@@ -188,7 +188,7 @@ jq '.blocks[1].segments = [[1, 0, 6], [1, 6, 6]]' "$tmp/plan.json" > "$tmp/eleme
 expect_bad "plan splitting an element" "$tmp/element.json: blocks\[1\]\.segments\[0\]: end 6 of call 1 is not a cut the runtime can issue \(multiples of 4 bytes: whole float32 elements\)" \
     "$SIM" "$tmp/small.json" --eval "$tmp/element.json"
 jq '.blocks = [{segments: [[0, 0, 12], [1, 0, 12]]}, {segments: [[2, 0, 12]]}]' "$tmp/plan.json" > "$tmp/staged.json"
-expect_bad "plan above staging_max" "$tmp/staged.json: blocks\[0\] stages 24 bytes of several calls, above staging_max 16" \
+expect_bad "plan above staging_max" "$tmp/staged.json: blocks\[0\] stages 24 bytes \(several calls, or ranges of one call that do not touch\), above staging_max 16" \
     "$SIM" "$tmp/constrained.json" --eval "$tmp/staged.json"
 expect_bad "unreadable plan" "$tmp/noplan.json: cannot read" "$SIM" "$tmp/small.json" --eval "$tmp/noplan.json"
 expect_bad "unwritable --plan-out" "/nonexistent/dir/p.json: cannot (write|create)" \
