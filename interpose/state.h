@@ -136,6 +136,8 @@ struct ub_comm {
     uint32_t phase_pos;       /* agreed: the profiled iteration began mid-backward; the true one
                                  begins this many calls after the lock's (ub_iteration_phase) */
     bool rephased;            /* this lock's warm-up was already moved to its true start once */
+    bool reprofile;           /* agreed: some rank had no complete iteration; profile again at agree_at + period */
+    int extra_warmup;         /* agreed: iterations added to USBYTE_WARMUP for this lock's warm-ups */
     ub_iterdet *det_full;     /* rank-local: the same detector on full signatures (buffers included) */
     cudaStream_t nccl_stream; /* stream of the first profiled allreduce */
     bool multi_stream;        /* allreduces on more than one stream */
@@ -175,8 +177,13 @@ struct ub_comm {
     ub_sched_rt sched;        /* schedule mode (defer.c, exec.c, redirect.c) */
     atomic_bool ending;       /* ncclCommDestroy/Abort/Finalize reached it (read by waits without the lock) */
     atomic_bool aborted;      /* ncclCommAbort/Revoke reached it: nothing may be issued on it any more */
+    atomic_int peer_error;    /* ncclResult_t: NCCL's asynchronous error seen by a wait of the runtime */
     bool issuing_agreement;   /* a thread is in ub_comm_agree_issue without the lock, using the warm-up's record */
 };
+
+/* Warm-ups lengthened by one iteration each after an agreement without a complete iteration on
+ * some rank, before the communicator goes to pass-through. */
+#define UB_MAX_EXTRA_WARMUP 3
 
 /* The detector's min_span (usbyte/iteration.h): a repeating region of 16 calls before a lock. */
 #define UB_MIN_SPAN 16u

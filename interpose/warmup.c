@@ -130,7 +130,7 @@ double ub_comm_copy_beta(const ub_comm *c)
 void ub_warmup_start(ub_comm *c, uint64_t first)
 {
     c->profile_start = first;
-    c->agree_at = first + (uint64_t)ub_cfg.warmup * c->period;
+    c->agree_at = first + (uint64_t)(ub_cfg.warmup + c->extra_warmup) * c->period;
     c->n_ar = 0;
     c->other_calls = 0;
     c->cur_iter = c->cur_call = -1;
@@ -144,7 +144,7 @@ void ub_warmup_start(ub_comm *c, uint64_t first)
     c->profile_gen++;
     c->agree_issued = false;
     memset(&c->seq, 0, sizeof c->seq);
-    bool recorder = ub_record_init(&c->rec, ub_cfg.warmup, (int)c->period) == 0;
+    bool recorder = ub_record_init(&c->rec, ub_cfg.warmup + c->extra_warmup, (int)c->period) == 0;
     c->pos_call = calloc(c->period, sizeof *c->pos_call);
     c->pos_sig = calloc(c->period, sizeof *c->pos_sig);
     c->pos_buf = calloc(2 * (size_t)c->period, sizeof *c->pos_buf);

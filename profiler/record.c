@@ -1,5 +1,6 @@
 /* The warm-up recorder and its per-rank summary (see usbyte/record.h). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,21 @@ typedef struct { double sum; int n; } mean_acc;
 static void acc(mean_acc *m, double v) { if (isfinite(v)) { m->sum += v; m->n++; } }
 static double mean_or(const mean_acc *m, double none) { return m->n ? m->sum / m->n : none; }
 
+/* An iteration whose every timing value has been read: each call's ready, start and end, and its
+ * need when something waited on it.  Only those are summarised: the agreement is issued without
+ * waiting for the rest (an iteration still in flight, a peer gone). */
+static bool complete(ub_record *r, int it)
+{
+    if (it < 0 || it >= r->warmup)
+        return false;
+    for (int c = 0; c < r->n_calls; c++) {
+        const ub_rec_call *k = ub_record_at(r, it, c);
+        if (!isfinite(k->ready) || !isfinite(k->start) || !isfinite(k->end) || (k->needed && !isfinite(k->need)))
+            return false;
+    }
+    return r->n_calls > 0;
+}
+
 int ub_record_summarize(const ub_record *r, ub_summary *out)
 {
     memset(out, 0, sizeof *out);
@@ -72,17 +88,14 @@ int ub_record_summarize(const ub_record *r, ub_summary *out)
     ub_record *rr = (ub_record *)r;  /* ub_record_at does not modify */
     mean_acc iter = {0, 0};
     for (int it = 0; it < r->warmup; it++) {
-        double t0 = ub_record_at(rr, it, 0)->ready;
-        if (!isfinite(t0))
+        if (!complete(rr, it))
             continue;
+        double t0 = ub_record_at(rr, it, 0)->ready;
         out->iterations_used++;
         if (it + 1 < r->warmup)
             acc(&iter, ub_record_at(rr, it + 1, 0)->ready - t0);
-    }
-    if (iter.n == 0 && r->warmup >= 1) {
-        /* One iteration only: its end is the host clock at the next iteration's first call. */
-        double t0 = ub_record_at(rr, r->warmup - 1, 0)->ready;
-        acc(&iter, r->end_clock - t0);
+        else if (r->warmup == 1)  /* one iteration only: it ends at the host clock of the next call */
+            acc(&iter, r->end_clock - t0);
     }
     out->iteration = mean_or(&iter, 0.0);
     for (int c = 0; c < n; c++) {
@@ -90,10 +103,10 @@ int ub_record_summarize(const ub_record *r, ub_summary *out)
         double comm_min = INFINITY;
         ub_summary_call *s = &out->calls[c];
         for (int it = 0; it < r->warmup; it++) {
+            if (!complete(rr, it))
+                continue;
             double t0 = ub_record_at(rr, it, 0)->ready;
             const ub_rec_call *k = ub_record_at(rr, it, c);
-            if (!isfinite(t0))
-                continue;
             acc(&ready, k->ready - t0);
             acc(&done, k->end - t0);
             if (k->needed)
