@@ -295,8 +295,16 @@ void ub_comm_agree_issue(ub_comm *c)
                          x->end, x->need, x->upstream ? "" : " fallback");
             }
     ub_summary sum;
-    bool have_summary = !c->local_failure[0] && c->n_ar > 0 && c->n_ar <= UB_AGREE_CAP &&
-                        ub_record_summarize(&c->rec, &sum) == 0;
+    bool *settled = calloc((size_t)c->rec.warmup + 1, sizeof *settled);
+    if (settled && !c->local_failure[0])
+        ub_warmup_settled(c, settled);
+    bool have_summary = !c->local_failure[0] && c->n_ar > 0 && c->n_ar <= UB_AGREE_CAP && settled &&
+                        ub_record_summarize(&c->rec, settled, &sum) == 0;
+    free(settled);
+    uint64_t used_bits[16] = {0};
+    for (int it = 0; have_summary && it < c->rec.warmup && it < 1024; it++)
+        if (sum.used[it])
+            used_bits[it / 64] |= 1ull << (it % 64);
     if (!c->local_failure[0] && c->n_ar > 0 && c->n_ar <= UB_AGREE_CAP && !have_summary)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot summarise the warm-up (out of memory)");
     ub_agree_local local = {
@@ -347,6 +355,7 @@ void ub_comm_agree_issue(ub_comm *c)
     ub_inside--;
     ub_state_lock();
     c->issuing_agreement = false;
+    memcpy(c->report.warmup_used, used_bits, sizeof used_bits);
     if (have_mine)
         ub_comm_report_set_local(&c->report, &mine);
     if (atomic_load(&c->ending)) {
@@ -565,24 +574,25 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
             }
         } else if (outcome != UB_AGREE_OK) {
             failure = ub_agree_outcome_reason(outcome);
-        } else if (-agreed.flags.neg_iterations < 0.5 && ++c->extra_warmup > UB_MAX_EXTRA_WARMUP) {
-            snprintf(why, sizeof why, "no warm-up iteration had all its timing events complete on every rank when "
-                     "the agreement was issued, %d warm-ups in a row (the device far behind the host?)",
-                     UB_MAX_EXTRA_WARMUP + 1);
+        } else if (-agreed.flags.neg_iterations < 0.5 && agreed.flags.period_refuted <= 0 &&
+                   ++c->agree_tries > UB_MAX_AGREE_TRIES) {
+            snprintf(why, sizeof why, "no warm-up iteration had all its timing events complete on every rank, %d "
+                     "iterations after the warm-up (the device far behind the host)", UB_MAX_AGREE_TRIES + 1);
             failure = why;
         }
     }
-    /* Some rank contributed no iteration (none had completed when the agreement went out: one
-     * in flight, a slow device): every rank profiles again, one iteration longer, from call
-     * agree_at + period, as the agreed numbers say (lifecycle.c). */
-    if (!failure && -agreed.flags.neg_iterations < 0.5) {
+    /* Some rank contributed no iteration (none had completed when the agreement went out: the
+     * device behind the host): every rank issues the agreement again, with the same warm-up and
+     * whatever more of its timing has completed by then, at call agree_at + period, where the
+     * switch was to be, as the agreed numbers say (lifecycle.c).  A refuted period needs no timing:
+     * detection restarts instead, as below. */
+    if (!failure && -agreed.flags.neg_iterations < 0.5 && agreed.flags.period_refuted <= 0) {
         ub_agreed_free(&agreed);
-        ub_comm_stop_profiling(c);
-        c->reprofile = true;
+        c->agree_again = true;
         c->state = UB_COMM_PLANNED;
         snprintf(c->reason, sizeof c->reason, "no warm-up iteration had completed on some rank when the agreement "
-                 "was issued: profiling again with %d iterations", ub_cfg.warmup + c->extra_warmup);
-        ub_info("communicator %d: %s", c->index, c->reason);
+                 "was issued: issued again one iteration later (try %d)", c->agree_tries + 1);
+        ub_debug("communicator %d: %s", c->index, c->reason);
         r->state = ub_comm_state_name(c->state);
         snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
         return;
@@ -592,7 +602,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
     r->nranks = c->nranks;
     r->calls_per_iteration = c->n_ar;
     r->nccl_calls_per_iteration = c->period;
-    r->warmup = ub_cfg.warmup + c->extra_warmup;
+    r->warmup = ub_cfg.warmup;
     r->other_calls = c->other_calls;
     r->end_records = c->end_records;
     r->consumers_stream = c->consumers_stream;

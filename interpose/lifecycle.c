@@ -278,7 +278,6 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
             uint64_t next = res.index + (res.period - res.position);
             c->iterations_observed = 0;
             c->rephased = false; /* a new lock may start mid-iteration again: one move each */
-            c->extra_warmup = 0;
             ub_warmup_start(c, next);
             {
                 ub_stream_get(d->stream, c); /* its next upstream waits are the first profiled call's */
@@ -316,12 +315,15 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
                     ub_debug("communicator %d: %s; looking for a period of at least %u calls", c->index, why, next);
                     ub_comm_redetect(c, why);
                 }
-            } else if (c->state == UB_COMM_PLANNED && c->reprofile) {
-                /* Agreed: some rank had no complete iteration.  Every rank profiles again from
-                 * this same call, with the same period and one iteration more. */
-                c->reprofile = false;
-                ub_warmup_start(c, res.index);
-                ub_stream_get(d->stream, c); /* as at a lock: its next upstream waits count */
+            } else if (c->state == UB_COMM_PLANNED && c->agree_again) {
+                /* Agreed: some rank had no complete iteration.  Every rank issues the agreement
+                 * again at this same call, from the same warm-up (more of its timing complete
+                 * by now), before forwarding it. */
+                c->agree_again = false;
+                c->agree_at = res.index;
+                ub_comm_agree_issue(c);
+                if (aborted_while_waiting(c, res.index, "while the agreement was issued again", t))
+                    return true;
             } else if (c->state == UB_COMM_PLANNED && c->phase_pos > 0) {
                 /* Agreed: the iteration begins phase_pos calls later.  Every rank profiles again
                  * from that same call, with the same period. */

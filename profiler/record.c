@@ -60,38 +60,34 @@ typedef struct { double sum; int n; } mean_acc;
 static void acc(mean_acc *m, double v) { if (isfinite(v)) { m->sum += v; m->n++; } }
 static double mean_or(const mean_acc *m, double none) { return m->n ? m->sum / m->n : none; }
 
-/* An iteration whose every timing value has been read: each call's ready, start and end, and its
- * need when something waited on it.  Only those are summarised: the agreement is issued without
- * waiting for the rest (an iteration still in flight, a peer gone). */
-static bool complete(ub_record *r, int it)
-{
-    if (it < 0 || it >= r->warmup)
-        return false;
-    for (int c = 0; c < r->n_calls; c++) {
-        const ub_rec_call *k = ub_record_at(r, it, c);
-        if (!isfinite(k->ready) || !isfinite(k->start) || !isfinite(k->end) || (k->needed && !isfinite(k->need)))
-            return false;
-    }
-    return r->n_calls > 0;
-}
-
-int ub_record_summarize(const ub_record *r, ub_summary *out)
+int ub_record_summarize(const ub_record *r, const bool *settled, ub_summary *out)
 {
     memset(out, 0, sizeof *out);
     int n = r->n_calls;
     if (n < 1)
         return -1;
     out->calls = calloc((size_t)n, sizeof *out->calls);
-    if (!out->calls)
+    out->used = calloc((size_t)r->warmup, sizeof *out->used);
+    if (!out->calls || !out->used) {
+        ub_summary_free(out);
         return -1;
+    }
     out->n_calls = n;
     ub_record *rr = (ub_record *)r;  /* ub_record_at does not modify */
+    /* The iterations summarised: those whose timing has settled (every timing event recorded for
+     * them has completed; the agreement is issued without waiting for the rest) and whose first
+     * ready is known.  A value never measured (a wait before the warm-up watched) is left out of
+     * its call's means alone. */
+    for (int it = 0; it < r->warmup; it++)
+        if ((!settled || settled[it]) && isfinite(ub_record_at(rr, it, 0)->ready)) {
+            out->used[it] = true;
+            out->iterations_used++;
+        }
     mean_acc iter = {0, 0};
     for (int it = 0; it < r->warmup; it++) {
-        if (!complete(rr, it))
+        if (!out->used[it])
             continue;
         double t0 = ub_record_at(rr, it, 0)->ready;
-        out->iterations_used++;
         if (it + 1 < r->warmup)
             acc(&iter, ub_record_at(rr, it + 1, 0)->ready - t0);
         else if (r->warmup == 1)  /* one iteration only: it ends at the host clock of the next call */
@@ -103,7 +99,7 @@ int ub_record_summarize(const ub_record *r, ub_summary *out)
         double comm_min = INFINITY;
         ub_summary_call *s = &out->calls[c];
         for (int it = 0; it < r->warmup; it++) {
-            if (!complete(rr, it))
+            if (!out->used[it])
                 continue;
             double t0 = ub_record_at(rr, it, 0)->ready;
             const ub_rec_call *k = ub_record_at(rr, it, c);
@@ -139,5 +135,6 @@ int ub_record_summarize(const ub_record *r, ub_summary *out)
 void ub_summary_free(ub_summary *s)
 {
     free(s->calls);
+    free(s->used);
     memset(s, 0, sizeof *s);
 }

@@ -61,10 +61,13 @@ typedef struct ub_summary {
     int n_calls;
     ub_summary_call *calls;
     double iteration;          /* mean iteration length (first ready to next first ready) */
-    int iterations_used;       /* iterations whose every timing value was read */
+    int iterations_used;       /* how many of the warm-up's iterations it covers */
+    bool *used;                /* per warm-up iteration: covered */
 } ub_summary;
 
-int ub_record_summarize(const ub_record *r, ub_summary *out);  /* -1: out of memory or no calls */
+/* settled (NULL: all): per warm-up iteration, whether every timing event recorded for it has
+ * completed.  -1: out of memory or no calls. */
+int ub_record_summarize(const ub_record *r, const bool *settled, ub_summary *out);
 void ub_summary_free(ub_summary *s);
 
 /* Facts about the communicator every rank must agree on, combined with max: X(field, meaning). */
