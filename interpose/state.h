@@ -171,6 +171,8 @@ struct ub_comm {
     bool agree_copy_pending;   /* issued inside a group: the copy back waits for its ncclGroupEnd */
     unsigned long agree_thread;/* the thread whose group holds them */
     char local_failure[160];   /* rank-local: why this rank has no numbers (still takes part) */
+    char exec_failure[240];    /* rank-local: why its executor could not be reserved (still takes part) */
+    uint64_t staging_agreed;   /* agreed: the staging bytes every rank holds, the planner's limit */
     bool watching;             /* counted in ub_cuda_tracking, CUPTI held: the warm-up's CUDA hooks */
     int consumers_host_other;  /* host waits from threads that do not issue the calls (ignored) */
 
@@ -286,6 +288,9 @@ extern atomic_ullong ub_work_count;
  * ub_comm_agree_read: at a later call from outside a group (only if the result is there), at call
  *   agree_at + period, or before the communicator is destroyed: decodes, plans, reports. */
 void ub_comm_agree_issue(ub_comm *c);
+/* The agreement's buffers, made when a warm-up starts (lock held): the memory the agreement needs
+ * is taken before the warm-up's end, when the executor's is (a failure there is a flag). */
+bool ub_comm_agree_buffers(ub_comm *c);
 void ub_comm_agree_copy_back(ub_comm *c);
 /* How a read waits: not at all; at most USBYTE_HANG_S, then the communicator goes to pass-through
  * (destroy: the last chance); until the result is there or another thread ends the communicator

@@ -84,7 +84,9 @@ void ub_summary_free(ub_summary *s);
     X(period_refuted, "1: an allreduce's buffers differ from the same position's one period earlier") \
     X(addr_period, "the period of the full signatures (buffers included), 0 when none")        \
     X(neg_addr_period, "its negation: every rank found the same iff max == -max(-x)")            \
-    X(neg_iterations, "minus the warm-up iterations whose timing events this rank had read: -max is the least over ranks")
+    X(neg_iterations, "minus the warm-up iterations whose timing events this rank had read: -max is the least over ranks") \
+    X(exec_failed_rank, "1 + the rank that could not set up schedule mode's executor before the agreement, 0: none") \
+    X(neg_staging, "minus the staging bytes this rank holds for a plan: -max is the least over ranks")
 
 typedef struct ub_agree_flags {
 #define X(field, meaning) double field;

@@ -118,6 +118,14 @@ report freeze '
 assert c["state"] == "schedule" and c["calls_per_iteration"] == 12, "state %s, %r calls" % (c["state"], c.get("calls_per_iteration"))
 assert s["deviations"] >= 1 and s["iterations"] >= 16, "deviations %r, iterations %r" % (s["deviations"], s["iterations"])
 '
+# Device memory runs out on rank 1 during the warm-up (a 64 MiB device, filled to 16 KiB): the
+# executor's reservation before the agreement fails there, which the agreement carries, so every
+# rank stays in pass-through (no rank-local abort) and says that rank 1 could not set it up.
+USBYTE_EMU_DEVICE_MEM_MB=64 run nomem ok --fill-at 4 --fill-rank 1 --fill-free-kb 16
+report nomem '
+assert c["state"] == "pass-through" and "rank 1" in c.get("state_reason", "") and "executor" in c.get("state_reason", ""), c.get("state_reason")
+assert not s, "a plan ran"
+'
 run barrier ok --iters 24 --barrier-at 11
 report barrier 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["iterations"] >= 8, "barrier"'
 run capture ok --iters 24 --capture-at 11
