@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../emu/emu_internal.h"
+#include "../emu/testing/queues.h"
 #include "../emu/testing/sync.h"
 
 #define CHECK(call) assert_int_equal((call), cudaSuccess)
@@ -243,6 +244,7 @@ static void test_driver_entry_points(void **state)
 
 int main(void)
 {
+    emu_test_own_queues();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_event_waits_for_write_issued_later),
         cmocka_unit_test(test_wait_conditions_block_and_release),
@@ -250,5 +252,6 @@ int main(void)
         cmocka_unit_test(test_memop_errors),
         cmocka_unit_test(test_driver_entry_points),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    return emu_test_queues_were_own() ? failed : failed + 1;
 }

@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../emu/emu_internal.h"
+#include "../emu/testing/queues.h"
 #include "../emu/testing/sync.h"
 
 /* The _ptsz entry points, as a program built with CUDA_API_PER_THREAD_DEFAULT_STREAM calls them. */
@@ -581,6 +582,7 @@ static void test_streams_in_forked_child(void **state)
 
 int main(int argc, char **argv)
 {
+    emu_test_own_queues();
     if (argc > 1 && strcmp(argv[1], "--child-sigusr2") == 0)
         return child_sigusr2();
     if (argc > 1 && strcmp(argv[1], "--child-exit-blocked") == 0)
@@ -602,5 +604,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_exit_with_blocked_worker),
         cmocka_unit_test(test_streams_in_forked_child),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    return emu_test_queues_were_own() ? failed : failed + 1;
 }
