@@ -258,6 +258,14 @@ static int child_cycle(void)
     int found = deadlocks(buf, sizeof buf);
     if (usbyteEmuStreamQueue(x) == usbyteEmuStreamQueue(z) && usbyteEmuStreamQueue(x) != usbyteEmuStreamQueue(y)) {
         REQUIRE(found == 2);
+        /* And it is held: Z's record waits for its turn behind X's wait. */
+        char want[160], seen[8192];
+        snprintf(want, sizeof want, "] stream %llu non-blocking queue %d depth 1: cudaEventRecord event 1: waiting for its turn",
+                 stream_id(z), usbyteEmuStreamQueue(z));
+        if (!dump_shows(want, seen, sizeof seen)) {
+            fprintf(stderr, "child: dump lacks \"%s\":\n%s", want, seen);
+            return 1;
+        }
         return report_and_exit(buf, found, false);
     }
     REQUIRE(found == 0);
@@ -289,6 +297,14 @@ static int child_legacy(void)
     char buf[4096];
     int found = deadlocks(buf, sizeof buf);
     REQUIRE(found == 2);
+    /* And it is held: T's write waits for its turn behind the implicit wait. */
+    char want[160], seen[8192];
+    snprintf(want, sizeof want, "] stream %llu non-blocking queue 0 depth 1: cuStreamWriteValue64 %p = 1: waiting for its turn",
+             stream_id(t), (void *)word);
+    if (!dump_shows(want, seen, sizeof seen)) {
+        fprintf(stderr, "child: dump lacks \"%s\":\n%s", want, seen);
+        return 1;
+    }
     REQUIRE(!gate_is_open(&ran));
     return report_and_exit(buf, found, false);
 }
