@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 SAN=${SAN:-}
 RANKS=${RANKS:-4}
-PROFILE=${PROFILE:-examples/profiles/vgg16-v100-b64-barrier.json}
+PROFILE=${PROFILE:-data/profiles/vgg16-v100-b64-barrier.json}
 TIME_SCALE=${TIME_SCALE:-0.05}
 BYTES_SCALE=${BYTES_SCALE:-0.002}
 ITERS=${ITERS:-30}

@@ -6,22 +6,18 @@ steps them, then runs.  usbyte's report shows one `need` per layer instead of DD
     torchrun --nproc_per_node 8 examples/per_layer.py
     USBYTE_REPORT=usbyte-%r.json LD_PRELOAD=$PWD/build/libusbyte.so torchrun --nproc_per_node 8 examples/per_layer.py
 """
-import os
-
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from common_gpu import StepTimer, checksum, deterministic, make_model, parse_args, synthetic_batch
+from common_gpu import StepTimer, checksum, deterministic, init, make_model, parse_args, synthetic_batch
 
 
 def main():
     args = parse_args(__doc__)
     deterministic()
-    dist.init_process_group("nccl")
-    rank, world, local = dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", 0))
-    torch.cuda.set_device(local)
-    device = torch.device("cuda", local)
+    device = init(args)
+    rank, world = dist.get_rank(), dist.get_world_size()
     model = make_model(args.model).to(device)
     for p in model.parameters():
         dist.broadcast(p.data, 0)
@@ -47,9 +43,9 @@ def main():
         if any(True for _ in m.parameters(recurse=False)):
             m.register_forward_pre_hook(before_forward)
 
-    timer = StepTimer(args.warmup_steps)
+    timer = StepTimer(args.warmup_steps, device)
     for step in range(args.steps):
-        x, y = synthetic_batch(args.batch, device, step, rank)
+        x, y = synthetic_batch(args.batch, device, step, rank, args.image_size)
         F.cross_entropy(model(x), y).backward()
         timer.step(step)
     for m in model.modules():   # the last step of every layer

@@ -1,4 +1,4 @@
-/* The agreement at the first call after the warm-up, the planner and the report (DESIGN.md
+/* The agreement at the first call after the warm-up, the planner and the report (docs/design.md
  * sections 1, 5 and 8).  The collectives issued here depend only on the call sequence: they
  * are issued at the same call index on every rank, inside an NCCL group or not, and their sizes
  * are constants (UB_AGREE_MAX_LEN, UB_AGREE_SUM_LEN), whatever each rank measured.  Nothing
@@ -16,6 +16,7 @@
 #include "cuda_list.h"
 #include "guard.h"
 #include "defer.h"
+#include "device.h"
 #include "nccl_list.h"
 #include "runtime.h"
 #include "state.h"
@@ -31,11 +32,11 @@ static void learn_versions(void)
 {
     ub_inside++;
     if (!versions.nccl && ub_nccl.GetVersion)
-        ub_nccl.GetVersion(&versions.nccl);
+        UB_NCCL(ub_nccl.GetVersion(&versions.nccl));
     if (!versions.cuda_runtime && ub_cuda.cudaRuntimeGetVersion)
-        ub_cuda.cudaRuntimeGetVersion(&versions.cuda_runtime);
+        UB_CUDA(ub_cuda.cudaRuntimeGetVersion(&versions.cuda_runtime));
     if (!versions.cuda_driver && ub_cuda.cudaDriverGetVersion)
-        ub_cuda.cudaDriverGetVersion(&versions.cuda_driver);
+        UB_CUDA(ub_cuda.cudaDriverGetVersion(&versions.cuda_driver));
     ub_inside--;
 }
 
@@ -131,12 +132,14 @@ static _Noreturn void cannot_take_part(ub_comm *c, const char *what)
 static bool agree_buffers(ub_comm *c)
 {
     size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
-    if (!c->agree_host && ub_cuda.cudaMallocHost((void **)&c->agree_host, bytes) != cudaSuccess)
+    int previous = ub_device_enter(c->device);
+    if (!c->agree_host && UB_CUDA(ub_cuda.cudaMallocHost((void **)&c->agree_host, bytes)) != cudaSuccess)
         c->agree_host = NULL;
-    if (!c->agree_dev && ub_cuda.cudaMalloc(&c->agree_dev, bytes) != cudaSuccess)
+    if (!c->agree_dev && UB_CUDA(ub_cuda.cudaMalloc(&c->agree_dev, bytes)) != cudaSuccess)
         c->agree_dev = NULL;
-    if (!c->agree_done && ub_cuda.cudaEventCreateWithFlags(&c->agree_done, cudaEventDisableTiming) != cudaSuccess)
+    if (!c->agree_done && UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&c->agree_done, cudaEventDisableTiming)) != cudaSuccess)
         c->agree_done = NULL;
+    ub_device_leave(previous);
     return c->agree_host && c->agree_dev && c->agree_done;
 }
 
@@ -240,15 +243,15 @@ void ub_comm_agree_issue(ub_comm *c)
      * NCCL launches them at the outermost ncclGroupEnd, so nothing may wait for them here. */
     double *dmax = c->agree_dev, *dsum = dmax + UB_AGREE_MAX_LEN;
     cudaStream_t s = c->tm.agree ? c->tm.agree : NULL;
-    if (!s && ub_cuda.cudaStreamCreateWithPriority(&c->tm.agree, cudaStreamNonBlocking, 0) == cudaSuccess)
+    if (!s && UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&c->tm.agree, cudaStreamNonBlocking, 0)) == cudaSuccess)
         s = c->tm.agree;
     if (!s)
         cannot_take_part(c, "cannot create the private stream");
-    if (ub_cuda.cudaMemcpyAsync(dmax, maxv, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double),
-                                cudaMemcpyHostToDevice, s) != cudaSuccess)
+    if (UB_CUDA(ub_cuda.cudaMemcpyAsync(dmax, maxv, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double),
+                                cudaMemcpyHostToDevice, s)) != cudaSuccess)
         cannot_take_part(c, "cudaMemcpyAsync of the agreement vectors failed");
-    if (ub_nccl.AllReduce(dmax, dmax, UB_AGREE_MAX_LEN, ncclFloat64, ncclMax, c->handle, s) != ncclSuccess ||
-        ub_nccl.AllReduce(dsum, dsum, UB_AGREE_SUM_LEN, ncclFloat64, ncclSum, c->handle, s) != ncclSuccess)
+    if (UB_NCCL(ub_nccl.AllReduce(dmax, dmax, UB_AGREE_MAX_LEN, ncclFloat64, ncclMax, c->handle, s)) != ncclSuccess ||
+        UB_NCCL(ub_nccl.AllReduce(dsum, dsum, UB_AGREE_SUM_LEN, ncclFloat64, ncclSum, c->handle, s)) != ncclSuccess)
         cannot_take_part(c, "ncclAllReduce of the agreement vectors failed");
     ub_inside--;
     ub_state_lock();
@@ -281,8 +284,8 @@ void ub_comm_agree_copy_back(ub_comm *c)
     ub_inside++;
     cudaStream_t s = c->tm.agree;
     size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
-    if (ub_cuda.cudaMemcpyAsync(c->agree_host, c->agree_dev, bytes, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
-        ub_cuda.cudaEventRecord(c->agree_done, s) != cudaSuccess)
+    if (UB_CUDA(ub_cuda.cudaMemcpyAsync(c->agree_host, c->agree_dev, bytes, cudaMemcpyDeviceToHost, s)) != cudaSuccess ||
+        UB_CUDA(ub_cuda.cudaEventRecord(c->agree_done, s)) != cudaSuccess)
         cannot_take_part(c, "cannot copy the agreement's result back");
     ub_inside--;
 }
@@ -388,7 +391,7 @@ static cudaError_t wait_agreement(ub_comm *c, cudaEvent_t done, bool limited)
     long ns = 20000;
     double next_line = ub_cfg.hang_s;
     for (;;) {
-        cudaError_t e = UB_REAL(ub_cuda.cudaEventQuery(done));
+        cudaError_t e = UB_CUDA(ub_cuda.cudaEventQuery(done));
         if (e != cudaErrorNotReady || atomic_load(&c->ending))
             return e;
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -424,7 +427,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         if (c->state != UB_COMM_AGREE)
             return;
     } else {
-        e = UB_REAL(ub_cuda.cudaEventQuery(c->agree_done));
+        e = UB_CUDA(ub_cuda.cudaEventQuery(c->agree_done));
         if (e == cudaErrorNotReady)
             return;
     }
@@ -595,7 +598,8 @@ void ub_state_write_reports(bool unlock_for_io)
         snprintf(line, sizeof line, "report: %s", doc ? err : "out of memory");
     else
         ub_debug("report written to %s", path);
-    if (line[0] && strcmp(line, last_error) != 0)
+    /* A directory found missing or read-only at start-up was said then, naming it. */
+    if (line[0] && strcmp(line, last_error) != 0 && !atomic_load(&ub_report_dir_bad))
         ub_error("%s", line);
     snprintf(last_error, sizeof last_error, "%s", line);
     pthread_mutex_unlock(&io_mutex);

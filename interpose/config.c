@@ -33,7 +33,7 @@ const char *ub_config_source_name(ub_config_source src)
 {
     switch (src) {
     case UB_SRC_ENV: return "env";
-    case UB_SRC_FALLBACK: return "default, bad value ignored";
+    case UB_SRC_FALLBACK: return "bad value ignored";
     default: return "default";
     }
 }
@@ -82,7 +82,8 @@ static int parse_POLICY(const char *t, int *out)
 /* A plain decimal integer in [lo, hi] (no sign, no blanks, no trailing text). */
 static int parse_int_range(const char *t, long lo, long hi, int *out)
 {
-    if (*t < '0' || *t > '9')
+    const char *digits = lo < 0 && *t == '-' ? t + 1 : t; /* no '+', spaces or empty text */
+    if (*digits < '0' || *digits > '9')
         return -1;
     char *end;
     errno = 0;
@@ -97,7 +98,8 @@ static int parse_WARMUP(const char *t, int *out) { return parse_int_range(t, 1, 
 static int parse_STAGING(const char *t, int *out) { return parse_int_range(t, 0, 65536, out); }
 static int parse_SECONDS(const char *t, int *out) { return parse_int_range(t, 1, 86400, out); }
 static int parse_COUNT(const char *t, int *out) { return parse_int_range(t, 0, 1000000, out); }
-static int parse_PERCENT(const char *t, int *out) { return parse_int_range(t, 0, 100000, out); }
+/* Negative: a plan predicted slower than wfbp runs too (experiments, tests of a given policy). */
+static int parse_PERCENT(const char *t, int *out) { return parse_int_range(t, -100, 100000, out); }
 static int parse_ALIGN(const char *t, int *out)
 {
     int v;
@@ -150,7 +152,7 @@ static int parse_LOGPATH(const char *t, char (*out)[512]) { return *t ? parse_PA
 #define EXPECT_ALIGN "a power of two from 1 to 1048576 (bytes)"
 #define EXPECT_SECONDS "an integer number of seconds from 1 to 86400"
 #define EXPECT_COUNT "an integer from 0 to 1000000"
-#define EXPECT_PERCENT "an integer number of percent from 0 to 100000"
+#define EXPECT_PERCENT "an integer number of percent from -100 to 100000"
 #define EXPECT_BOOL "0/1, true/false, yes/no or on/off"
 #define EXPECT_PATTERN "a non-empty path with only %%r, %%p, %%h or %%%% escapes, under 512 bytes"
 #define EXPECT_PATH "a path under 512 bytes"
@@ -167,6 +169,14 @@ void ub_config_defaults(ub_config *cfg)
 #undef X
 }
 
+/* What a bad value falls back to: the default, except where the default is not the safe side.
+ * USBYTE_MODE's default runs the plan; a value nobody meant must not: observe changes nothing of
+ * what is issued and still reports what schedule mode would do. */
+static const char *fallback_text(ub_config_id id, const char *def)
+{
+    return id == UB_CFG_mode ? "observe" : def;
+}
+
 int ub_config_parse(ub_config *cfg, ub_config_lookup lookup, ub_config_warn warn, void *ctx)
 {
     int warnings = 0;
@@ -178,10 +188,13 @@ int ub_config_parse(ub_config *cfg, ub_config_lookup lookup, ub_config_warn warn
             if (parse_##kind(text, &cfg->field) == 0) {                                          \
                 cfg->source[UB_CFG_##field] = UB_SRC_ENV;                                        \
             } else {                                                                             \
+                const char *used = fallback_text(UB_CFG_##field, def);                           \
+                if (parse_##kind(used, &cfg->field) != 0)                                        \
+                    abort(); /* a bad fallback is a programming error */                         \
                 char line[1400];                                                                 \
                 snprintf(line, sizeof line,                                                      \
                          "USBYTE_" name "=\"%.600s\" is not valid (expected " EXPECT_##kind      \
-                         "); using the default \"%s\"", text, def);                              \
+                         "); using %s \"%s\"", text, strcmp(used, def) ? "the safe value" : "the default", used); \
                 for (char *p = line; *p; p++)                                                    \
                     if (*p == '\n' || *p == '\r') *p = ' ';                                      \
                 if (warn) warn(line, ctx);                                                       \

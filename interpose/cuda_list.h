@@ -1,11 +1,12 @@
-/* The CUDA runtime functions usbyte wraps (DESIGN.md section 4) or only calls, once.  The list
+/* The CUDA runtime functions usbyte wraps (docs/design.md section 4) or only calls, once.  The list
  * generates the table of real functions, the name table and the wrappers (cuda_wrap.c).
  *
  * X(name, CLASS, (parameters), (arguments), (hook arguments))
- *   EVREC: cudaEventRecord* (hook: event, stream); SWAIT: cudaStreamWaitEvent* (hook: stream,
- *   event); EVSYNC / EVQUERY: host waits on an event (hook: event); SSYNC / SQUERY: host waits on
- *   a stream (hook: stream); DSYNC: cudaDeviceSynchronize; SDESTROY / EDESTROY: handles going
- *   away (hook: stream / event); CALLONLY: not wrapped, resolved because usbyte calls it.
+ *   EVREC: cudaEventRecord* (hook: event, stream, flags); SWAIT: cudaStreamWaitEvent* (hook:
+ *   stream, event); EVSYNC / EVQUERY: host waits on an event (hook: event); EVELAPSED:
+ *   cudaEventElapsedTime (hook: start, end); SSYNC / SQUERY: host waits on a stream (hook:
+ *   stream); DSYNC: cudaDeviceSynchronize; SDESTROY / EDESTROY: handles going away (hook: stream
+ *   / event); CALLONLY: not wrapped, resolved because usbyte calls it.
  * The _ptsz variants are the per-thread-default-stream entry points the real runtime exports;
  * a runtime without them leaves them NULL and their wrappers report cudaErrorNotSupported. */
 #ifndef USBYTE_CUDA_LIST_H
@@ -25,14 +26,14 @@ cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
 
 #define UB_CUDA_LIST(X)                                                                           \
     X(cudaEventRecord, EVREC, (cudaEvent_t event, cudaStream_t stream), (event, stream),          \
-      (event, stream))                                                                            \
+      (event, stream, 0))                                                                         \
     X(cudaEventRecord_ptsz, EVREC, (cudaEvent_t event, cudaStream_t stream), (event, stream),     \
-      (event, stream))                                                                            \
+      (event, stream, 0))                                                                         \
     X(cudaEventRecordWithFlags, EVREC, (cudaEvent_t event, cudaStream_t stream, unsigned int flags),\
-      (event, stream, flags), (event, stream))                                                    \
+      (event, stream, flags), (event, stream, flags))                                             \
     X(cudaEventRecordWithFlags_ptsz, EVREC,                                                       \
       (cudaEvent_t event, cudaStream_t stream, unsigned int flags), (event, stream, flags),       \
-      (event, stream))                                                                            \
+      (event, stream, flags))                                                                     \
     X(cudaStreamWaitEvent, SWAIT, (cudaStream_t stream, cudaEvent_t event, unsigned int flags),   \
       (stream, event, flags), (stream, event))                                                    \
     X(cudaStreamWaitEvent_ptsz, SWAIT, (cudaStream_t stream, cudaEvent_t event, unsigned int flags),\
@@ -47,8 +48,8 @@ cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
     X(cudaStreamDestroy, SDESTROY, (cudaStream_t stream), (stream), (stream))                     \
     X(cudaEventDestroy, EDESTROY, (cudaEvent_t event), (event), (event))                          \
     X(cudaEventCreateWithFlags, CALLONLY, (cudaEvent_t *event, unsigned int flags), (event, flags), ())\
-    X(cudaEventElapsedTime, CALLONLY, (float *ms, cudaEvent_t start, cudaEvent_t end),            \
-      (ms, start, end), ())                                                                       \
+    X(cudaEventElapsedTime, EVELAPSED, (float *ms, cudaEvent_t start, cudaEvent_t end),           \
+      (ms, start, end), (start, end))                                                             \
     X(cudaStreamCreateWithPriority, CALLONLY,                                                     \
       (cudaStream_t *stream, unsigned int flags, int priority), (stream, flags, priority), ())    \
     X(cudaDeviceGetStreamPriorityRange, CALLONLY, (int *least, int *greatest), (least, greatest), ())\

@@ -33,28 +33,42 @@ static inline bool slow_path(void)
     if (__builtin_expect(!slow_path(), 1))                     \
         return ub_cuda.name args;
 
-/* A record on a stream with deferred calls is made on a completion stream instead (schedule
- * mode); others must be known after they happened (the binding of later waits). */
-#define EVREC_REDIRECT(ev, st) ub_cuda_event_record_redirect((ev), (st), &r)
-#define EVREC_HOOK(ev, st) ub_cuda_event_recorded((ev), (st))
+/* A record on a stream with deferred calls is kept pending or recorded behind them (schedule
+ * mode); every record must be known after it happened (the binding of later waits). */
+#define EVREC_TAKEN(ev, st, flags) ub_cuda_event_record((ev), (st), (flags), &r)
+#define EVREC_HOOK(ev, st, flags) ub_cuda_event_recorded((ev), (st))
 #define WRAP_EVREC(name, params, args, hook)                   \
     UB_EXPORT cudaError_t name params                          \
     {                                                          \
         PROLOGUE(name, args)                                   \
         cudaError_t r;                                         \
-        if (EVREC_REDIRECT hook)                               \
-            return r;                                          \
-        r = ub_cuda.name args;                                 \
+        if (!(EVREC_TAKEN hook))                               \
+            r = ub_cuda.name args;                             \
         if (r == cudaSuccess)                                  \
             EVREC_HOOK hook;                                   \
         return r;                                              \
     }
 
+/* Queries answered by the runtime when the event is pending. */
+#define EVQUERY_TAKEN(ev) ub_cuda_event_query((ev), &r)
+#define EVELAPSED_TAKEN(a, b) ub_cuda_event_elapsed((a), (b), &r)
+#define WRAP_TAKEN(cls, name, params, args, hook)              \
+    UB_EXPORT cudaError_t name params                          \
+    {                                                          \
+        PROLOGUE(name, args)                                   \
+        cudaError_t r;                                         \
+        if (cls##_TAKEN hook)                                  \
+            return r;                                          \
+        return ub_cuda.name args;                              \
+    }
+#define WRAP_EVQUERY(...) WRAP_TAKEN(EVQUERY, __VA_ARGS__)
+#define WRAP_EVELAPSED(...) WRAP_TAKEN(EVELAPSED, __VA_ARGS__)
+
 /* Waits are observed before they are forwarded: the timing event that measures "when was this
- * needed" must be ahead of the wait on the waiting stream. */
+ * needed" must be ahead of the wait on the waiting stream, and a wait on deferred work returns
+ * only once that work is issued. */
 #define SWAIT_HOOK(st, ev) ub_cuda_stream_wait((st), (ev))
-#define EVSYNC_HOOK(ev) ub_cuda_event_host_wait((ev), false)
-#define EVQUERY_HOOK(ev) ub_cuda_event_host_wait((ev), true)
+#define EVSYNC_HOOK(ev) ub_cuda_event_sync(ev)
 #define SSYNC_HOOK(st) ub_cuda_stream_host_wait((st), false)
 #define SQUERY_HOOK(st) ub_cuda_stream_host_wait((st), true)
 #define DSYNC_HOOK() ub_cuda_device_wait()
@@ -69,7 +83,6 @@ static inline bool slow_path(void)
     }
 #define WRAP_SWAIT(...) WRAP_BEFORE(SWAIT, __VA_ARGS__)
 #define WRAP_EVSYNC(...) WRAP_BEFORE(EVSYNC, __VA_ARGS__)
-#define WRAP_EVQUERY(...) WRAP_BEFORE(EVQUERY, __VA_ARGS__)
 /* Host waits on a stream also see its deferred calls (schedule mode), after the real wait. */
 #define SSYNC_AFTER(st) ub_cuda_stream_host_waited((st), false, r)
 #define SQUERY_AFTER(st) ub_cuda_stream_host_waited((st), true, r)
@@ -105,6 +118,7 @@ UB_CUDA_LIST(X)
 #define V12_SWAIT V12_WRAPPED
 #define V12_EVSYNC V12_WRAPPED
 #define V12_EVQUERY V12_WRAPPED
+#define V12_EVELAPSED V12_WRAPPED
 #define V12_SSYNC V12_WRAPPED
 #define V12_SQUERY V12_WRAPPED
 #define V12_DSYNC V12_WRAPPED

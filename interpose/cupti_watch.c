@@ -1,4 +1,4 @@
-/* Watching the NCCL streams for stream-ordered work during the warm-up (DESIGN.md section 3):
+/* Watching the NCCL streams for stream-ordered work during the warm-up (docs/design.md section 3):
  * a CUPTI subscriber to runtime-API callbacks, held while at least one communicator profiles
  * and released afterwards (CUPTI allows one subscriber per process, so we never keep it).
  * libcupti is opened on demand; if it is missing, or another tool holds the subscription,

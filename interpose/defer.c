@@ -51,6 +51,10 @@ void ub_sched_begin(ub_comm *c)
     ub_comm_set_state(c, UB_COMM_SCHEDULE, NULL);
     /* Counted until the communicator ends, not only while it schedules: after a return to the
      * warm-up its streams' records must still be redirected until the flushed calls complete. */
+    if (!s->counting) {
+        s->counting = true;
+        s->cuda_calls_at_begin = atomic_load_explicit(&ub_cuda_calls, memory_order_relaxed);
+    }
     if (!s->live) {
         s->live = true;
         atomic_fetch_add(&ub_sched_live, 1);
@@ -59,20 +63,38 @@ void ub_sched_begin(ub_comm *c)
              c->index, s->sp.n_blocks, (unsigned long long)s->staging_bytes);
 }
 
-/* Lock held; drops it while the blocks are issued. */
+/* Lock held; drops it while the blocks are issued.  After each block, under the lock, the
+ * application's events that it completes are recorded behind it (redirect.c): a pending event
+ * never waits for more than its own blocks. */
 static void issue(ub_comm *c, int first, int end, int arrived)
 {
     ub_sched_rt *s = &c->sched;
     s->next_block = end;
+    bool timed = s->measured_iter >= 0 && s->n_starts - 1 == s->measured_iter;
+    /* Inside the application's group the blocks would be launched only at its ncclGroupEnd,
+     * after what is enqueued behind them: the group is ended (launching what it holds) and
+     * reopened around them. */
+    int depth = ub_thread_group_depth();
     ub_state_unlock();
-    ub_exec_issue(c, first, end, arrived);
+    if (depth > 0)
+        ub_group_split_begin(depth);
+    for (int b = first; b < end; b++) {
+        /* An abort from another thread: the communicator must not be used any more. */
+        if (!atomic_load(&c->aborted))
+            ub_exec_issue_block(c, b, arrived, timed);
+        ub_state_lock();
+        uint64_t v = s->base + (uint64_t)b + 1;
+        if (v > s->issued)
+            s->issued = v;
+        ub_redirect_block_issued(c, b == s->sp.n_blocks - 1);
+        ub_state_unlock();
+    }
+    if (depth > 0)
+        ub_group_split_end(depth);
     ub_state_lock();
-    uint64_t v = s->base + (uint64_t)end;
-    if (v > s->issued)
-        s->issued = v;
 }
 
-/* The open blocks go out with what arrived; the iteration's counter values are all written. */
+/* The open blocks go out with what arrived; every block value of the iteration is issued. */
 static void flush(ub_comm *c)
 {
     ub_sched_rt *s = &c->sched;
@@ -106,10 +128,25 @@ void ub_sched_deviation(ub_comm *c, const char *why)
     }
 }
 
+void ub_sched_consumer_flush(ub_comm *c, const char *what)
+{
+    c->sched.consumer_flushes++;
+    ub_sched_deviation(c, what);
+}
+
+uint64_t ub_sched_unissued(const ub_comm *c)
+{
+    const ub_sched_rt *s = &c->sched;
+    if (!s->ready || !s->active || s->arrived == 0)
+        return 0;
+    uint64_t v = ub_sched_done_value(&s->sp, s->base, s->arrived - 1, true);
+    return v > s->issued ? v : 0;
+}
+
 static bool capturing(cudaStream_t st)
 {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (!ub_cuda.cudaStreamIsCapturing || UB_REAL(ub_cuda.cudaStreamIsCapturing(st, &cs)) != cudaSuccess)
+    if (!ub_cuda.cudaStreamIsCapturing || UB_CUDA(ub_cuda.cudaStreamIsCapturing(st, &cs)) != cudaSuccess)
         return false;
     return cs != cudaStreamCaptureStatusNone;
 }
@@ -134,7 +171,7 @@ static void record_ready(ub_comm *c, int k)
     ub_sched_rt *s = &c->sched;
     if (s->ready_stamp[k] == s->base + 1)
         return;
-    if (UB_REAL(ub_cuda.cudaEventRecord(s->ready_ev[k], s->args[k].stream)) != cudaSuccess) {
+    if (UB_CUDA(ub_cuda.cudaEventRecord(s->ready_ev[k], s->args[k].stream)) != cudaSuccess) {
         ub_error("communicator %d: cannot record the readiness of allreduce %d: aborting (the other ranks would "
                  "wait for this one forever)", c->index, k);
         abort();
@@ -162,7 +199,7 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig)
     s->pos++;
     bool held = false;
     if (k >= 0) {
-        ub_thread_defers = true;
+        s->deferred_calls++;
         s->args[k] = (ub_call_args){d->send, (void *)d->recv, d->count, d->dtype, d->op, d->stream};
         /* Readiness where a block closes; and, when the stream changes, on the stream left (its
          * last call's readiness then covers that stream's earlier calls). */
@@ -217,6 +254,7 @@ void ub_sched_end(ub_comm *c, bool abort)
     /* Under the lock: other threads' report writers read these times. */
     ub_timing_poll(&s->tm, false);
     ub_sched_summary(c);
+    ub_redirect_end(c, !abort);
     if (!abort) {
         ub_state_unlock();
         ub_exec_release(c, true);
@@ -224,7 +262,6 @@ void ub_sched_end(ub_comm *c, bool abort)
     } else {
         ub_exec_release(c, false);
     }
-    ub_redirect_forget_comm(c);
 }
 
 /* Mean of consecutive iteration starts within one run (no deviation between them), skipping
@@ -265,7 +302,13 @@ json_t *ub_sched_report_json(ub_comm *c)
     json_object_set_new(o, "predicted_iteration_other_completion", number_or_null(s->predicted_other_completion));
     json_object_set_new(o, "deviations", json_integer((json_int_t)s->deviations));
     json_object_set_new(o, "flushes", json_integer((json_int_t)s->flushes));
+    json_object_set_new(o, "consumer_flushes", json_integer((json_int_t)s->consumer_flushes));
     json_object_set_new(o, "staging_bytes", json_integer((json_int_t)s->staging_bytes));
+    unsigned long long calls = atomic_load_explicit(&ub_cuda_calls, memory_order_relaxed) - s->cuda_calls_at_begin;
+    json_object_set_new(o, "deferred_calls", json_integer((json_int_t)s->deferred_calls));
+    json_object_set_new(o, "cuda_calls", json_integer((json_int_t)calls));
+    json_object_set_new(o, "cuda_calls_per_deferred_call",
+                        number_or_null(s->deferred_calls ? (double)calls / (double)s->deferred_calls : NAN));
     json_object_set_new(o, "completion", json_string(s->stream_semantics ? "stream" : "call"));
     if (s->completion_note[0])
         json_object_set_new(o, "completion_note", json_string(s->completion_note));

@@ -1,4 +1,4 @@
-/* Schedule mode's cursor (DESIGN.md section 1): which call of the plan's iteration this is, the
+/* Schedule mode's cursor (docs/design.md section 1): which call of the plan's iteration this is, the
  * deferral of allreduces, what each arrival issues, deviations and their flush.  Every decision
  * here depends only on the call sequence and the agreed plan (usbyte/schedule.h). */
 #ifndef USBYTE_DEFER_H
@@ -22,6 +22,14 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig);
 /* Lock held: a deviation that is not a call of the sequence (ncclCommDestroy, ncclCommFinalize,
  * graph capture on a stream with deferred calls): flushes what arrived. */
 void ub_sched_deviation(ub_comm *c, const char *why);
+/* Lock held: a host wait of the thread that issues c's calls on deferred calls whose blocks are
+ * not all issued (a pending event, its stream, the device) is a point in that thread's program
+ * order, so the same on every rank: the blocks go out restricted to what arrived, exactly as at a
+ * deviation. */
+void ub_sched_consumer_flush(ub_comm *c, const char *what);
+/* Lock held: the block value that completes every call deferred so far in this iteration, when
+ * it is not issued yet (0: nothing unissued). */
+uint64_t ub_sched_unissued(const ub_comm *c);
 /* Lock held: the communicator ends.  abort: never waits for device work. */
 void ub_sched_end(ub_comm *c, bool abort);
 /* The report's `schedule` object (NULL before a plan ran), from the times read so far: only the

@@ -1,14 +1,14 @@
 /* The executor (see exec.h).  A block of one call's segment is an allreduce of that byte range
  * (send+off -> recv+off; in place when the call is); a block of several calls is copied into the
- * staging buffer, reduced in place there and copied back to each call's receive buffer.  After
- * every block the private stream writes base + b + 1 into the completion counter, which the
- * completion streams wait for (redirect.c). */
+ * staging buffer, reduced in place there and copied back to each call's receive buffer.  The
+ * private stream waits only for readiness events recorded on the callers' streams when their
+ * calls arrived: work already submitted. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_list.h"
-#include "driver.h"
+#include "device.h"
 #include "exec.h"
 #include "guard.h"
 #include "nccl_list.h"
@@ -26,10 +26,6 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
 {
     ub_sched_rt *s = &c->sched;
     int n = s->sp.n_calls;
-    if (ub_driver_resolve() != 0) {
-        snprintf(why, len, "the driver's stream memory operations are not available");
-        return -1;
-    }
     s->args = calloc((size_t)n, sizeof *s->args);
     s->ready_ev = calloc((size_t)n, sizeof *s->ready_ev);
     free(s->ready_stamp);
@@ -45,21 +41,14 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
     for (int b = 0; b < s->sp.n_blocks; b++)
         s->block_start[b] = s->block_end[b] = NAN;
     int lo = 0, hi = 0;
-    cudaError_t e = UB_REAL(ub_cuda.cudaGetDevice(&s->device));
-    if (e == cudaSuccess && UB_REAL(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
+    int previous = ub_device_enter(c->device);
+    cudaError_t e = UB_CUDA(ub_cuda.cudaGetDevice(&s->device));
+    if (e == cudaSuccess && UB_CUDA(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
         hi = 0;
     if (e == cudaSuccess)
-        e = UB_REAL(ub_cuda.cudaStreamCreateWithPriority(&s->priv, cudaStreamNonBlocking, hi));
+        e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&s->priv, cudaStreamNonBlocking, hi));
     for (int k = 0; e == cudaSuccess && k < n; k++)
-        e = UB_REAL(ub_cuda.cudaEventCreateWithFlags(&s->ready_ev[k], cudaEventDisableTiming));
-    if (e == cudaSuccess)
-        e = UB_REAL(ub_cuda.cudaHostAlloc((void **)&s->counter_host, sizeof *s->counter_host, cudaHostAllocMapped));
-    void *dev = NULL;
-    if (e == cudaSuccess) {
-        *s->counter_host = 0;
-        e = UB_REAL(ub_cuda.cudaHostGetDevicePointer(&dev, s->counter_host, 0));
-        s->counter_dev = (CUdeviceptr)(uintptr_t)dev;
-    }
+        e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&s->ready_ev[k], cudaEventDisableTiming));
     uint32_t most = 1;
     for (int b = 0; b < s->sp.n_blocks; b++)
         if (s->plan.blocks[b].n_segments > most)
@@ -67,7 +56,7 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
     int version = 0;
     /* 12.8 has the function with another signature (a failIdx before the stream). */
     s->batch_copies = ub_cuda.cudaMemcpyBatchAsync && ub_cuda.cudaRuntimeGetVersion &&
-                      UB_REAL(ub_cuda.cudaRuntimeGetVersion(&version)) == cudaSuccess && version >= 13000;
+                      UB_CUDA(ub_cuda.cudaRuntimeGetVersion(&version)) == cudaSuccess && version >= 13000;
     free(s->batch_dst);
     free(s->batch_src);
     free(s->batch_size);
@@ -80,12 +69,13 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
              s->batch_copies ? "as one cudaMemcpyBatchAsync each way" : "one cudaMemcpyAsync per segment");
     s->staging_bytes = s->sp.staging_bytes;
     if (e == cudaSuccess && s->staging_bytes)
-        e = UB_REAL(ub_cuda.cudaMalloc(&s->staging, s->staging_bytes));
-    if (e == cudaSuccess && ub_timing_start(&s->tm, &c->ending) != 0)
+        e = UB_CUDA(ub_cuda.cudaMalloc(&s->staging, s->staging_bytes));
+    ub_device_leave(previous);
+    if (e == cudaSuccess && ub_timing_start(&s->tm, c->device, &c->ending) != 0)
         e = cudaErrorMemoryAllocation;
     if (e != cudaSuccess) {
         snprintf(why, len, "cannot set up the executor (%s)",
-                 ub_cuda.cudaGetErrorString ? ub_cuda.cudaGetErrorString(e) : "CUDA error");
+                 ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "CUDA error");
         return -1;
     }
     return 0;
@@ -109,7 +99,7 @@ static int readiness_of(ub_comm *c, int j, int arrived)
     for (int k = j; k < arrived; k++)
         if (s->ready_stamp[k] == stamp && s->args[k].stream == s->args[j].stream)
             return k;
-    if (UB_REAL(ub_cuda.cudaEventRecord(s->ready_ev[j], s->args[j].stream)) != cudaSuccess)
+    if (UB_CUDA(ub_cuda.cudaEventRecord(s->ready_ev[j], s->args[j].stream)) != cudaSuccess)
         cannot_issue(c, -1, "cudaEventRecord of a call's readiness");
     s->ready_stamp[j] = stamp;
     return j;
@@ -135,7 +125,7 @@ static void staging_copies(ub_comm *c, int b, const ub_segment *seg, uint32_t n_
             s->batch_src[n] = src;
             s->batch_size[n] = seg[i].length;
             n++;
-        } else if (UB_REAL(ub_cuda.cudaMemcpyAsync(dst, src, seg[i].length, cudaMemcpyDeviceToDevice, s->priv)) !=
+        } else if (UB_CUDA(ub_cuda.cudaMemcpyAsync(dst, src, seg[i].length, cudaMemcpyDeviceToDevice, s->priv)) !=
                    cudaSuccess) {
             cannot_issue(c, b, in ? "the copy into the staging buffer" : "the copy out of the staging buffer");
         }
@@ -147,12 +137,12 @@ static void staging_copies(ub_comm *c, int b, const ub_segment *seg, uint32_t n_
                                         .srcLocHint = {.type = cudaMemLocationTypeDevice, .id = s->device},
                                         .dstLocHint = {.type = cudaMemLocationTypeDevice, .id = s->device}};
     size_t first = 0;
-    if (UB_REAL(ub_cuda.cudaMemcpyBatchAsync((void *const *)s->batch_dst, (const void *const *)s->batch_src,
+    if (UB_CUDA(ub_cuda.cudaMemcpyBatchAsync((void *const *)s->batch_dst, (const void *const *)s->batch_src,
                                              s->batch_size, n, &attr, &first, 1, s->priv)) != cudaSuccess)
         cannot_issue(c, b, in ? "the batched copy into the staging buffer" : "the batched copy out of the staging buffer");
 }
 
-static void issue_block(ub_comm *c, int b, int arrived, bool timed)
+void ub_exec_issue_block(ub_comm *c, int b, int arrived, bool timed)
 {
     ub_sched_rt *s = &c->sched;
     const ub_block *blk = &s->plan.blocks[b];
@@ -168,39 +158,35 @@ static void issue_block(ub_comm *c, int b, int arrived, bool timed)
                 if (r == waited)
                     continue;
                 waited = r;
-                if (UB_REAL(ub_cuda.cudaStreamWaitEvent(p, s->ready_ev[r], 0)) != cudaSuccess)
+                if (UB_CUDA(ub_cuda.cudaStreamWaitEvent(p, s->ready_ev[r], 0)) != cudaSuccess)
                     cannot_issue(c, b, "cudaStreamWaitEvent on a call's readiness");
             }
-        /* Who is reduced: the segments of one call go straight to NCCL, several through staging. */
+        /* Who is reduced: one contiguous range of one call goes straight to NCCL, anything else
+         * through staging (ub_segments_staged, the model's rule). */
         int first_call = -1;
-        bool one_call = true;
-        uint64_t total = 0;
+        uint64_t total = 0, lo = UINT64_MAX;
         for (uint32_t i = 0; i < blk->n_segments; i++)
             if (keep[i]) {
                 if (first_call < 0)
                     first_call = seg[i].call;
-                one_call &= seg[i].call == first_call;
                 total += seg[i].length;
+                if (seg[i].offset < lo)
+                    lo = seg[i].offset;
             }
         const ub_call_args *a0 = &s->args[first_call];
         size_t esize = nccl_dtype_size(a0->dtype);
         if (timed)
             ub_timing_mark(&s->tm, p, &s->block_start[b], 1, 0, NULL);
-        if (one_call && n_keep == 1) {
-            const ub_segment *g = NULL;
-            for (uint32_t i = 0; i < blk->n_segments && !g; i++)
-                if (keep[i])
-                    g = &seg[i];
-            if (UB_REAL(ub_nccl.AllReduce((const char *)a0->send + g->offset, (char *)a0->recv + g->offset,
-                                          g->length / esize, (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op,
-                                          c->handle, p)) != ncclSuccess)
+        if (!ub_segments_staged(seg, blk->n_segments, keep)) {
+            if (UB_NCCL(ub_nccl.AllReduce((const char *)a0->send + lo, (char *)a0->recv + lo, total / esize,
+                                          (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op, c->handle, p)) != ncclSuccess)
                 cannot_issue(c, b, "ncclAllReduce");
         } else {
             if (total > s->staging_bytes || !s->staging)
                 cannot_issue(c, b, "a merged block larger than the staging buffer (a planner bug)");
             char *stage = s->staging;
             staging_copies(c, b, seg, blk->n_segments, keep, true);
-            if (UB_REAL(ub_nccl.AllReduce(stage, stage, total / esize, (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op,
+            if (UB_NCCL(ub_nccl.AllReduce(stage, stage, total / esize, (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op,
                                           c->handle, p)) != ncclSuccess)
                 cannot_issue(c, b, "ncclAllReduce of the staging buffer");
             staging_copies(c, b, seg, blk->n_segments, keep, false);
@@ -208,29 +194,12 @@ static void issue_block(ub_comm *c, int b, int arrived, bool timed)
         if (timed)
             ub_timing_mark(&s->tm, p, &s->block_end[b], 1, 0, NULL);
     }
-    if (UB_REAL(ub_driver.write_value64((CUstream)p, s->counter_dev, s->base + (uint64_t)b + 1, 0)) != CUDA_SUCCESS)
-        cannot_issue(c, b, "cuStreamWriteValue64 of the completion counter");
-}
-
-void ub_exec_issue(ub_comm *c, int first, int end, int arrived)
-{
-    ub_sched_rt *s = &c->sched;
-    /* Inside the application's group the blocks would be launched only at its ncclGroupEnd, after
-     * the copies and counter writes enqueued around them: the group is ended and reopened. */
-    int depth = ub_thread_group_depth();
-    if (depth > 0)
-        ub_group_split_begin(depth);
-    bool timed = s->measured_iter >= 0 && s->n_starts - 1 == s->measured_iter;
-    for (int b = first; b < end; b++)
-        issue_block(c, b, arrived, timed);
-    if (depth > 0)
-        ub_group_split_end(depth);
 }
 
 void ub_exec_drain(ub_comm *c)
 {
     if (c->sched.ready)
-        UB_REAL(ub_cuda.cudaStreamSynchronize(c->sched.priv));
+        UB_CUDA(ub_cuda.cudaStreamSynchronize(c->sched.priv));
 }
 
 void ub_exec_release(ub_comm *c, bool wait)
@@ -240,26 +209,21 @@ void ub_exec_release(ub_comm *c, bool wait)
         return;
     s->ready = false;
     if (!wait) {
-        /* Nothing may wait for device work here (a dead peer's collectives never complete):
-         * every completion stream is released from the host, the rest is left to the process's
-         * end (cudaFree and cudaStreamDestroy could synchronise behind those collectives). */
-        if (s->counter_host)
-            __atomic_store_n(s->counter_host, UINT64_MAX, __ATOMIC_RELEASE);
+        /* Nothing may wait for device work here (a dead peer's collectives never complete): the
+         * device resources are left to the process's end (cudaFree could synchronise behind
+         * those collectives). */
         ub_timing_discard(&s->tm);
         return;
     }
-    ub_inside++;
-    ub_cuda.cudaStreamSynchronize(s->priv);
+    UB_CUDA(ub_cuda.cudaStreamSynchronize(s->priv));
     ub_timing_stop(&s->tm);
     for (int k = 0; k < s->sp.n_calls; k++)
         if (s->ready_ev[k])
-            ub_cuda.cudaEventDestroy(s->ready_ev[k]);
+            UB_CUDA(ub_cuda.cudaEventDestroy(s->ready_ev[k]));
     if (s->staging)
-        ub_cuda.cudaFree(s->staging);
-    ub_cuda.cudaStreamDestroy(s->priv);
-    ub_inside--;
-    /* The pinned counter stays: completion streams may still read it (they are the streams'
-     * records, released with them); the measured block times stay for the report. */
+        UB_CUDA(ub_cuda.cudaFree(s->staging));
+    UB_CUDA(ub_cuda.cudaStreamDestroy(s->priv));
+    /* The measured block times stay for the report. */
     free(s->args);
     free(s->ready_ev);
     free(s->ready_stamp);

@@ -1,5 +1,5 @@
-/* The executor of schedule mode (DESIGN.md section 6): the private stream, the staging buffer,
- * the readiness events and the completion counter of one communicator, and the issue of blocks.
+/* The executor of schedule mode (docs/design.md): the private stream, the staging buffer and the
+ * readiness events of one communicator, and the issue of blocks.
  * Failures that would leave the other ranks waiting stop the process with a diagnostic (they are
  * rank-local: no consistent way around them exists). */
 #ifndef USBYTE_EXEC_H
@@ -10,15 +10,15 @@
 /* Creates everything a plan needs (called once the plan is known, with the global lock held).
  * Returns 0, or -1 with the reason in why. */
 int ub_exec_setup(ub_comm *c, char *why, size_t len);
-/* Issues blocks [first, end) of the current iteration, restricted to the segments of calls below
- * `arrived`, and writes their counter values.  Called WITHOUT the global lock, by the thread that
- * issues the communicator's calls (NCCL forbids concurrent use of a communicator). */
-void ub_exec_issue(ub_comm *c, int first, int end, int arrived);
+/* Issues block b of the current iteration, restricted to the segments of calls below `arrived`
+ * (timed: between timing events, for the report).  Called WITHOUT the global lock, outside any
+ * NCCL group, by the thread that issues the communicator's calls (NCCL forbids concurrent use of
+ * a communicator). */
+void ub_exec_issue_block(ub_comm *c, int b, int arrived, bool timed);
 /* Waits (without the lock) for the blocks issued so far: their times can then be read. */
 void ub_exec_drain(ub_comm *c);
 /* Releases the executor.  wait: synchronise its stream first (destroy); otherwise (abort, a dead
- * peer) it never waits for device work: the counter is set past every value anyone waits for and
- * the device resources are left to the process's end. */
+ * peer) it never waits for device work: the device resources are left to the process's end. */
 void ub_exec_release(ub_comm *c, bool wait);
 
 #endif

@@ -57,7 +57,7 @@ void ub_group_run_after_launch(void)
 void ub_group_split_begin(int depth)
 {
     for (int i = 0; i < depth; i++)
-        if (UB_REAL(ub_nccl.GroupEnd()) != ncclSuccess) {
+        if (UB_NCCL(ub_nccl.GroupEnd()) != ncclSuccess) {
             ub_error("ncclGroupEnd failed while usbyte launched the application's open group early: aborting (the "
                      "other ranks would wait for this one forever)");
             abort();
@@ -67,7 +67,7 @@ void ub_group_split_begin(int depth)
 void ub_group_split_end(int depth)
 {
     for (int i = 0; i < depth; i++)
-        if (UB_REAL(ub_nccl.GroupStart()) != ncclSuccess) {
+        if (UB_NCCL(ub_nccl.GroupStart()) != ncclSuccess) {
             ub_error("ncclGroupStart failed while usbyte reopened the application's group: aborting");
             abort();
         }

@@ -5,6 +5,9 @@
 #ifndef USBYTE_GUARD_H
 #define USBYTE_GUARD_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+
 #include "runtime.h"
 
 #define UB_REAL(expr)                   \
@@ -14,5 +17,17 @@
         ub_inside--;                    \
         ub_real_r_;                     \
     })
+
+/* A call to a real CUDA runtime function, counted: the report gives schedule mode's CUDA calls per
+ * deferred allreduce from this count (host cost measured by counting, not timing). */
+extern atomic_ullong ub_cuda_calls;
+#define UB_CUDA(expr) UB_REAL((atomic_fetch_add_explicit(&ub_cuda_calls, 1, memory_order_relaxed), (expr)))
+
+/* A call to a real NCCL function, never made with the global lock held (NCCL may block for as
+ * long as its peers take, and another thread's hook, a watchdog's, needs the lock meanwhile):
+ * a call that would be is a bug of the runtime, stopped with one line. */
+extern _Thread_local bool ub_holds_state_lock;
+void ub_nccl_called_locked(const char *call);
+#define UB_NCCL(expr) UB_REAL((ub_holds_state_lock ? ub_nccl_called_locked(#expr) : (void)0, (expr)))
 
 #endif

@@ -1,6 +1,6 @@
 /* What the generated wrappers tell the runtime.  Each wrapper calls the real function itself,
- * unless a hook took the call over: a deferred allreduce (schedule mode), an event record
- * redirected to a completion stream. */
+ * unless a hook took the call over: a deferred allreduce (schedule mode), an event record kept
+ * pending or recorded behind deferred calls, a query of a pending event. */
 #ifndef USBYTE_HOOKS_H
 #define USBYTE_HOOKS_H
 
@@ -36,24 +36,34 @@ typedef struct ub_coll_token {
  * (its communicator was aborted while the call waited); the wrapper returns t->result without
  * forwarding it, and ub_coll_after is not called. */
 bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t);
+/* The call goes to NCCL unchanged (not deferred): work on its stream. */
+void ub_coll_forwarded(const ub_coll_desc *d);
 void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r);
 void ub_group_start(void);
 void ub_group_end(void);    /* before the real ncclGroupEnd */
 void ub_group_ended(void);  /* after it */
-void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclResult_t r);
+/* After a communicator's creation; parent: the communicator it was split or shrunk from. */
+void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclComm_t parent, ncclResult_t r);
 void ub_comm_ending(ncclComm_t comm, int id);
 
 /* Nonzero while some stream or event is involved: the CUDA wrappers' fast path reads only this. */
 extern atomic_int ub_cuda_tracking;
 
-/* Before the real record: true when it was made elsewhere (*r: its result). */
-bool ub_cuda_event_record_redirect(cudaEvent_t event, cudaStream_t stream, cudaError_t *r);
+/* The CUDA hooks (cuda_hooks.c).  A hook that returns true answered the call itself (*r: the
+ * result); the wrapper then returns *r without calling the real function. */
+/* cudaEventRecord*: before the real record (an event on a stream with deferred calls is kept
+ * pending or recorded behind them); _recorded after it (or after a successful take-over). */
+bool ub_cuda_event_record(cudaEvent_t event, cudaStream_t stream, unsigned flags, cudaError_t *r);
 void ub_cuda_event_recorded(cudaEvent_t event, cudaStream_t stream);
+/* cudaEventQuery / cudaEventElapsedTime: a pending event is not ready. */
+bool ub_cuda_event_query(cudaEvent_t event, cudaError_t *r);
+bool ub_cuda_event_elapsed(cudaEvent_t start, cudaEvent_t end, cudaError_t *r);
+/* Blocking consumers, before the real call: they return once what they wait for is issued. */
+void ub_cuda_event_sync(cudaEvent_t event);
+void ub_cuda_stream_wait(cudaStream_t stream, cudaEvent_t event);
+void ub_cuda_stream_host_wait(cudaStream_t stream, bool poll);
 /* After the real cudaStreamSynchronize/Query: deferred work on the stream is part of it. */
 cudaError_t ub_cuda_stream_host_waited(cudaStream_t stream, bool poll, cudaError_t r);
-void ub_cuda_stream_wait(cudaStream_t stream, cudaEvent_t event);
-void ub_cuda_event_host_wait(cudaEvent_t event, bool poll);
-void ub_cuda_stream_host_wait(cudaStream_t stream, bool poll);
 void ub_cuda_device_wait(void);
 void ub_cuda_stream_destroyed(cudaStream_t stream);
 void ub_cuda_event_destroyed(cudaEvent_t event);

@@ -11,29 +11,69 @@
 #include "guard.h"
 #include "hooks.h"
 #include "nccl_list.h"
+#include "redirect.h"
 #include "runtime.h"
 #include "state.h"
 
 atomic_int ub_agree_unread;   /* communicators in AGREE (issued, not read yet) */
 
-void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclResult_t r)
+/* The communicator's rank, size and device, from NCCL (never with the global lock held). */
+static void comm_identity(ncclComm_t handle, int *rank, int *nranks, int *device)
+{
+    *rank = *nranks = *device = -1;
+    if (ub_nccl.CommUserRank)
+        UB_NCCL(ub_nccl.CommUserRank(handle, rank));
+    if (ub_nccl.CommCount)
+        UB_NCCL(ub_nccl.CommCount(handle, nranks));
+    if (ub_nccl.CommCuDevice)
+        UB_NCCL(ub_nccl.CommCuDevice(handle, device));
+}
+
+/* Whether a new communicator is nonblocking, as NCCL 2.28 decides it (init.cc: the config's
+ * blocking field, blocking when undefined; a split or shrink without a config copies its parent's;
+ * NCCL_COMM_BLOCKING=0 or 1 overrides both).  NCCL offers no call that tells. */
+static bool nonblocking_comm(const ncclConfig_t *config, ncclComm_t parent)
+{
+    bool nonblocking = false;
+    if (config) {
+        nonblocking = config->blocking == 0;
+    } else if (parent) {
+        ub_state_lock();
+        ub_comm *p = ub_comm_get(parent);
+        nonblocking = p && p->nonblocking;
+        ub_state_unlock();
+    }
+    const char *env = getenv("NCCL_COMM_BLOCKING");
+    if (env && (!strcmp(env, "0") || !strcmp(env, "1")))
+        nonblocking = env[0] == '0';
+    return nonblocking;
+}
+
+void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclComm_t parent, ncclResult_t r)
 {
     if ((r != ncclSuccess && r != ncclInProgress) || !out)
         return;
-    bool nonblocking = config && config->blocking == 0;
-    ub_state_lock();
+    bool nonblocking = nonblocking_comm(config, parent);
     for (int i = 0; i < n; i++) {
         if (!out[i])
             continue;
-        ub_comm *old = ub_comm_get(out[i], false);
+        int rank = -1, nranks = -1, device = -1;
+        if (!nonblocking && r == ncclSuccess)
+            comm_identity(out[i], &rank, &nranks, &device);
+        ub_state_lock();
+        ub_comm *old = ub_comm_get(out[i]);
         if (old) /* a handle reused after destroy without our seeing it */
             ub_comm_forget(old);
-        if (nonblocking) /* calls on it return before they are enqueued: nothing may be measured */
+        if (nonblocking) { /* calls on it return before they are enqueued: nothing may be measured */
+            ub_debug("nonblocking communicator %p (%s): passed through, not observed", (void *)out[i],
+                     config ? "its config" : parent ? "inherited from the communicator it was split from"
+                                                    : "NCCL_COMM_BLOCKING=0");
             ub_comm_add_disabled(out[i], "nonblocking communicator");
+        }
         else if (r == ncclSuccess)
-            ub_comm_get(out[i], true);
+            ub_comm_create(out[i], rank, nranks, device);
+        ub_state_unlock();
     }
-    ub_state_unlock();
 }
 
 void ub_comm_ending(ncclComm_t handle, int id)
@@ -42,9 +82,11 @@ void ub_comm_ending(ncclComm_t handle, int id)
      * read and nothing is freed that could synchronise behind collectives that never end. */
     bool abort = id == UB_NCCL_CommAbort || id == UB_NCCL_CommRevoke;
     ub_state_lock();
-    ub_comm *c = ub_comm_get(handle, false);
+    ub_comm *c = ub_comm_get(handle);
     if (c) {
         atomic_store(&c->ending, true);
+        if (abort)
+            atomic_store(&c->aborted, true);
         ub_comm_forget(c);
         if (c->index < 0) {
             free(c);
@@ -72,13 +114,13 @@ void ub_comm_ending(ncclComm_t handle, int id)
             if (!abort) {
                 ub_inside++;
                 if (c->agree_done)
-                    ub_cuda.cudaEventDestroy(c->agree_done);
+                    UB_CUDA(ub_cuda.cudaEventDestroy(c->agree_done));
                 if (c->agree_dev)
-                    ub_cuda.cudaFree(c->agree_dev);
+                    UB_CUDA(ub_cuda.cudaFree(c->agree_dev));
                 if (c->copy_buf)
-                    ub_cuda.cudaFree(c->copy_buf);
+                    UB_CUDA(ub_cuda.cudaFree(c->copy_buf));
                 if (c->agree_host)
-                    ub_cuda.cudaFreeHost(c->agree_host);
+                    UB_CUDA(ub_cuda.cudaFreeHost(c->agree_host));
                 ub_inside--;
             }
             c->agree_done = NULL;
@@ -140,12 +182,19 @@ static void read_agreement_at_switch(ub_comm *c)
     int depth = ub_thread_group_depth();
     bool split = depth > 0 && c->agree_copy_pending && c->agree_thread == (unsigned long)pthread_self();
     if (split) { /* the copy back queued for after the launch finds nothing left to do */
+        ub_state_unlock(); /* never held across a real NCCL call */
         ub_group_split_begin(depth);
-        ub_comm_agree_copy_back(c);
+        ub_state_lock();
+        if (c->agree_copy_pending)
+            ub_comm_agree_copy_back(c);
     }
-    ub_comm_agree_read(c, UB_AGREE_WAIT);
-    if (split)
+    if (c->state == UB_COMM_AGREE) /* not aborted while the lock was released */
+        ub_comm_agree_read(c, UB_AGREE_WAIT);
+    if (split) {
+        ub_state_unlock();
         ub_group_split_end(depth);
+        ub_state_lock();
+    }
 }
 
 /* After a wait that another thread's ncclCommAbort releases: the communicator is gone (NCCL
@@ -170,7 +219,15 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     if (ub_state_in_child())
         return false;
     ub_state_lock();
-    ub_comm *c = ub_comm_get(d->comm, true);
+    ub_comm *c = ub_comm_get(d->comm);
+    if (!c) { /* not seen at its creation */
+        ub_state_unlock();
+        int rank, nranks, device;
+        comm_identity(d->comm, &rank, &nranks, &device);
+        ub_state_lock();
+        if (!(c = ub_comm_get(d->comm)))
+            c = ub_comm_create(d->comm, rank, nranks, device);
+    }
     if (!c || c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH) {
         ub_state_unlock();
         return false;
@@ -300,6 +357,12 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     }
     ub_state_unlock();
     return false;
+}
+
+void ub_coll_forwarded(const ub_coll_desc *d)
+{
+    if (atomic_load_explicit(&ub_sched_live, memory_order_relaxed) && !ub_state_in_child())
+        ub_redirect_stream_work(d->stream);
 }
 
 void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r)

@@ -39,15 +39,19 @@ $(RUNTIME_UNIT_BINS):
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
 
 UNIT_TESTS += $(foreach t,$(RUNTIME_UNIT_TESTS),$(if $(wildcard tests/unit/$(t).c),$(BUILD)/tests/unit/$(t)))
-INTEGRATION_TESTS += tests/integration/runtime_modes.sh tests/integration/runtime_ready.sh tests/integration/runtime_sched.sh tests/integration/runtime_abort.sh
+INTEGRATION_TESTS += tests/integration/runtime_modes.sh tests/integration/runtime_ready.sh tests/integration/runtime_sched.sh tests/integration/runtime_pending.sh tests/integration/runtime_comms.sh tests/integration/runtime_abort.sh
 
 # make bench-overhead: host ns per intercepted call (tests/bench/overhead.sh).
 $(BUILD)/tests/bench/overhead: $(call objs,tests/bench/overhead.c) | $(BUILD)/emu/libnccl.so $(BUILD)/emu/libcudart.so
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(BUILD)/emu -lnccl -lcudart $(LDLIBS_THREAD)
 
+$(BUILD)/tests/bench/calls: $(call objs,tests/bench/calls.c) | $(BUILD)/emu/libnccl.so $(BUILD)/emu/libcudart.so
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(BUILD)/emu -lnccl -lcudart $(LDLIBS_THREAD)
+
 .PHONY: bench-overhead
-bench-overhead: $(USBYTE_SO) $(BUILD)/tests/bench/overhead $(BUILD)/emu/emu-run
+bench-overhead: $(USBYTE_SO) $(BUILD)/tests/bench/overhead $(BUILD)/tests/bench/calls $(BUILD)/emu/emu-run
 	BUILD=$(BUILD) SAN=$(SAN) tests/bench/overhead.sh
 
 # The runtime's own multi-rank test programs (tests/integration/runtime_*.c), linked like any

@@ -1,6 +1,10 @@
 /* The exported NCCL wrappers, generated from UB_NCCL_LIST.  Each forwards its arguments
  * unchanged to the real function, except an allreduce that schedule mode defers (its bytes go
- * out later, in the plan's blocks). */
+ * out later, in the plan's blocks).  The real function runs with the reentrancy guard raised:
+ * NCCL calls its own API through the PLT (pncclBcast calls ncclBroadcast), and such an inner call
+ * reaches these wrappers again, where it must go straight through (not counted twice, never
+ * deferred). */
+#include "guard.h"
 #include "hooks.h"
 #include "nccl_list.h"
 #include "runtime.h"
@@ -23,6 +27,8 @@ static ncclResult_t missing(ub_nccl_id id)
         return missing(UB_NCCL_##name);                    \
     if (ub_bypass())                                       \
         return ub_nccl.name args;
+/* The application's call, forwarded. */
+#define REAL(name, args) UB_NCCL(ub_nccl.name args)
 
 #define WRAP_COLL(name, params, args, hook)                \
     UB_EXPORT ncclResult_t nccl##name params               \
@@ -33,7 +39,8 @@ static ncclResult_t missing(ub_nccl_id id)
         ub_coll_token t;                                   \
         if (ub_coll_before(&d, &t))                        \
             return t.result;                               \
-        ncclResult_t r = ub_nccl.name args;                \
+        ub_coll_forwarded(&d);                             \
+        ncclResult_t r = REAL(name, args);                \
         ub_coll_after(&d, &t, r);                          \
         return r;                                          \
     }
@@ -43,7 +50,7 @@ static ncclResult_t missing(ub_nccl_id id)
     UB_EXPORT ncclResult_t nccl##name params               \
     {                                                      \
         PROLOGUE(name, args)                               \
-        ncclResult_t r = ub_nccl.name args;                \
+        ncclResult_t r = REAL(name, args);                \
         if (r == ncclSuccess)                              \
             ub_group_start();                              \
         return r;                                          \
@@ -54,27 +61,27 @@ static ncclResult_t missing(ub_nccl_id id)
     {                                                      \
         PROLOGUE(name, args)                               \
         ub_group_end();                                    \
-        ncclResult_t r = ub_nccl.name args;                \
+        ncclResult_t r = REAL(name, args);                \
         ub_group_ended();                                  \
         return r;                                          \
     }
 
-#define INIT_HOOK(out, config) ub_comm_created((out), 1, (config), r)
+#define INIT_HOOK(out, config, parent) ub_comm_created((out), 1, (config), (parent), r)
 #define WRAP_INIT(name, params, args, hook)                \
     UB_EXPORT ncclResult_t nccl##name params               \
     {                                                      \
         PROLOGUE(name, args)                               \
-        ncclResult_t r = ub_nccl.name args;                \
+        ncclResult_t r = REAL(name, args);                \
         INIT_HOOK hook;                                    \
         return r;                                          \
     }
 
-#define INITALL_HOOK(out, n) ub_comm_created((out), (n), NULL, r)
+#define INITALL_HOOK(out, n) ub_comm_created((out), (n), NULL, NULL, r)
 #define WRAP_INITALL(name, params, args, hook)             \
     UB_EXPORT ncclResult_t nccl##name params               \
     {                                                      \
         PROLOGUE(name, args)                               \
-        ncclResult_t r = ub_nccl.name args;                \
+        ncclResult_t r = REAL(name, args);                \
         INITALL_HOOK hook;                                 \
         return r;                                          \
     }
@@ -86,7 +93,7 @@ static ncclResult_t missing(ub_nccl_id id)
         PROLOGUE(name, args)                               \
         int id = UB_NCCL_##name;                           \
         FINI_HOOK hook;                                    \
-        return ub_nccl.name args;                          \
+        return REAL(name, args);                           \
     }
 
 #define WRAP_CALLONLY(name, params, args, hook)

@@ -1,16 +1,16 @@
-/* Completion redirection and host waits (see redirect.h). */
+/* Pending events, their materialization, and host waits on deferred work (see redirect.h). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cuda_list.h"
-#include "driver.h"
+#include "device.h"
 #include "guard.h"
 #include "redirect.h"
 
 atomic_int ub_sched_live;
-_Thread_local bool ub_thread_defers;
+atomic_int ub_events_pending;
 
 /* The streams that carried deferred calls, for the wrappers' lock-free check; past the table's
  * size every stream takes the slow path. */
@@ -18,6 +18,9 @@ _Thread_local bool ub_thread_defers;
 static _Atomic(cudaStream_t) listed[LISTED_MAX];
 static atomic_int n_listed;
 static atomic_bool listed_overflow;
+
+/* Threads waiting (lock held) for an event or a stream: materializations wake them. */
+static int n_waiters;
 
 bool ub_sched_stream_listed(cudaStream_t s)
 {
@@ -57,16 +60,146 @@ static void unlist_stream(cudaStream_t s)
             atomic_store(&listed[i], NULL);
 }
 
-static uint64_t counter_now(const ub_comm *c)
-{
-    return c->sched.counter_host ? __atomic_load_n(c->sched.counter_host, __ATOMIC_ACQUIRE) : UINT64_MAX;
-}
-
 static double now_s(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static bool on_issuing_thread(const ub_comm *c) { return c->issuer == (unsigned long)pthread_self(); }
+
+static const char *error_text(cudaError_t e)
+{
+    return ub_cuda.cudaGetErrorString ? ub_cuda.cudaGetErrorString(e) : "CUDA error";
+}
+
+/* ---- the pending list of a communicator, ordered by block value ---- */
+
+static void pending_insert(ub_comm *c, ub_event *e)
+{
+    ub_sched_rt *s = &c->sched;
+    ub_event *after = s->pending_tail;
+    while (after && after->sched_value > e->sched_value)
+        after = after->pprev;
+    e->pprev = after;
+    e->pnext = after ? after->pnext : s->pending;
+    if (e->pnext)
+        e->pnext->pprev = e;
+    else
+        s->pending_tail = e;
+    if (after)
+        after->pnext = e;
+    else
+        s->pending = e;
+    s->n_pending++;
+    atomic_fetch_add(&ub_events_pending, 1);
+}
+
+/* Progress events: one per pending event whose stream had other work; reused once the
+ * completion stream's wait on it is enqueued (a wait binds to the record current at the call). */
+static cudaError_t spare_take(ub_comm *c, cudaEvent_t *out)
+{
+    ub_sched_rt *s = &c->sched;
+    if (s->n_spare > 0) {
+        *out = s->spare[--s->n_spare];
+        return cudaSuccess;
+    }
+    int previous = ub_device_enter(c->device);
+    cudaError_t e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(out, cudaEventDisableTiming));
+    ub_device_leave(previous);
+    return e;
+}
+
+static void spare_give(ub_sched_rt *s, cudaEvent_t ev)
+{
+    if (!ev)
+        return;
+    if (s->n_spare == s->cap_spare) {
+        int cap = s->cap_spare ? 2 * s->cap_spare : 8;
+        cudaEvent_t *p = realloc(s->spare, (size_t)cap * sizeof *p);
+        if (!p) {
+            UB_CUDA(ub_cuda.cudaEventDestroy(ev));
+            return;
+        }
+        s->spare = p;
+        s->cap_spare = cap;
+    }
+    s->spare[s->n_spare++] = ev;
+}
+
+/* Lock held: e is no longer pending (materialized, superseded, destroyed). */
+static void pending_remove(ub_comm *c, ub_event *e)
+{
+    ub_sched_rt *s = &c->sched;
+    if (e->pprev)
+        e->pprev->pnext = e->pnext;
+    else
+        s->pending = e->pnext;
+    if (e->pnext)
+        e->pnext->pprev = e->pprev;
+    else
+        s->pending_tail = e->pprev;
+    e->pnext = e->pprev = NULL;
+    s->n_pending--;
+    atomic_fetch_sub(&ub_events_pending, 1);
+    spare_give(s, e->progress);
+    e->progress = NULL;
+    e->pending = false;
+    e->sched_comm = NULL;
+}
+
+/* The block of value v, within the current iteration's numbering, for diagnostics (-1: none). */
+static int block_of(const ub_sched_rt *s, uint64_t v)
+{
+    return v > s->base && v - s->base <= (uint64_t)s->sp.n_blocks ? (int)(v - s->base - 1) : -1;
+}
+
+static _Noreturn void cannot_complete(ub_comm *c, const char *what, cudaError_t e)
+{
+    ub_error("communicator %d: %s failed (%s) while completing an event of the application; recorded anywhere "
+             "else it would complete before the deferred calls it covers: aborting (USBYTE_MODE=observe runs "
+             "the job without deferring)", c->index, what, error_text(e));
+    abort();
+}
+
+/* ---- records ---- */
+
+/* Records ev so that it completes after the private stream's work so far and after `progress`
+ * (an event of the application's stream): on the completion stream, which waits for both. */
+static cudaError_t record_behind(ub_comm *c, cudaEvent_t ev, cudaEvent_t progress, bool *block_done)
+{
+    ub_sched_rt *s = &c->sched;
+    cudaError_t e = cudaSuccess;
+    if (!s->comp || !s->block_done) {
+        int previous = ub_device_enter(c->device);
+        if (!s->comp)
+            e = UB_CUDA(ub_cuda.cudaStreamCreateWithFlags(&s->comp, cudaStreamNonBlocking));
+        if (e == cudaSuccess && !s->block_done)
+            e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&s->block_done, cudaEventDisableTiming));
+        ub_device_leave(previous);
+    }
+    if (e == cudaSuccess && !*block_done) {
+        e = UB_CUDA(ub_cuda.cudaEventRecord(s->block_done, s->priv));
+        *block_done = e == cudaSuccess;
+    }
+    if (e == cudaSuccess)
+        e = UB_CUDA(ub_cuda.cudaStreamWaitEvent(s->comp, progress, 0));
+    if (e == cudaSuccess)
+        e = UB_CUDA(ub_cuda.cudaStreamWaitEvent(s->comp, s->block_done, 0));
+    if (e == cudaSuccess)
+        e = UB_CUDA(ub_cuda.cudaEventRecord(ev, s->comp));
+    return e;
+}
+
+static void materialize(ub_comm *c, ub_event *e, bool *block_done)
+{
+    ub_sched_rt *s = &c->sched;
+    cudaError_t r = e->progress ? record_behind(c, e->handle, e->progress, block_done)
+                                : UB_CUDA(ub_cuda.cudaEventRecord(e->handle, s->priv));
+    if (r != cudaSuccess)
+        cannot_complete(c, "the record of a pending event", r);
+    pending_remove(c, e);
 }
 
 void ub_redirect_deferred(ub_comm *c, ub_stream *st, int k, uint64_t stream_value, uint64_t call_value)
@@ -77,146 +210,289 @@ void ub_redirect_deferred(ub_comm *c, ub_stream *st, int k, uint64_t stream_valu
         sc->need_value = stream_value;
     sc->last_value = call_value;
     sc->last_call = k;
+    sc->dirty = false;
+    sc->settled = false;
     list_stream(st->handle);
 }
 
-/* A completion stream that will not hold `value` behind a larger one: the one already waiting
- * for the largest value not above it, else a new one, else the one waiting for the least. */
-static int pick_completion_stream(ub_stream_sched *sc, uint64_t value)
+void ub_redirect_block_issued(ub_comm *c, bool iteration_end)
 {
-    int best = -1;
-    for (int i = 0; i < sc->n_comp; i++)
-        if (sc->comp_value[i] <= value && (best < 0 || sc->comp_value[i] > sc->comp_value[best]))
-            best = i;
-    if (best >= 0)
-        return best;
-    if (sc->n_comp < UB_COMPLETION_STREAMS &&
-        UB_REAL(ub_cuda.cudaStreamCreateWithFlags(&sc->comp[sc->n_comp], cudaStreamNonBlocking)) == cudaSuccess)
-        return sc->n_comp++;
-    best = 0;
-    for (int i = 1; i < sc->n_comp; i++)
-        if (sc->comp_value[i] < sc->comp_value[best])
-            best = i;
-    return sc->n_comp ? best : -1;
+    ub_sched_rt *s = &c->sched;
+    bool block_done = false, woke = false;
+    while (s->pending && s->pending->sched_value <= s->issued) {
+        materialize(c, s->pending, &block_done);
+        woke = true;
+    }
+    if (iteration_end) {
+        cudaError_t e = cudaSuccess;
+        if (!s->iter_done) {
+            int previous = ub_device_enter(c->device);
+            e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&s->iter_done, cudaEventDisableTiming));
+            ub_device_leave(previous);
+        }
+        if (e == cudaSuccess)
+            e = UB_CUDA(ub_cuda.cudaEventRecord(s->iter_done, s->priv));
+        /* Without it the streams' records keep going through the private stream: correct, slower. */
+        s->iter_done_value = e == cudaSuccess ? s->issued : 0;
+    }
+    if (woke && n_waiters > 0)
+        ub_state_wake_all();
 }
 
-bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, cudaError_t *r)
+void ub_redirect_end(ub_comm *c, bool release)
 {
-    if (!ub_sched_stream_listed(s))
+    ub_sched_rt *s = &c->sched;
+    while (s->pending) {
+        ub_event *e = s->pending;
+        /* Only after an abort (a destroy flushed first): the blocks it waited for will never run,
+         * so it completes with its stream's own work, and nothing waits for a dead peer. */
+        if (ub_stream_get(e->sched_stream, NULL))
+            UB_CUDA(ub_cuda.cudaEventRecord(e->handle, e->sched_stream));
+        pending_remove(c, e);
+    }
+    for (ub_stream *st = ub_state_streams(); st; st = st->hh.next)
+        if (st->sch.comm == c) {
+            unlist_stream(st->handle);
+            memset(&st->sch, 0, sizeof st->sch);
+        }
+    if (release) {
+        for (int i = 0; i < s->n_spare; i++)
+            UB_CUDA(ub_cuda.cudaEventDestroy(s->spare[i]));
+        if (s->block_done)
+            UB_CUDA(ub_cuda.cudaEventDestroy(s->block_done));
+        if (s->iter_done)
+            UB_CUDA(ub_cuda.cudaEventDestroy(s->iter_done));
+        if (s->comp)
+            UB_CUDA(ub_cuda.cudaStreamDestroy(s->comp));
+        free(s->spare);
+        s->spare = NULL;
+        s->n_spare = s->cap_spare = 0;
+        s->block_done = s->iter_done = NULL;
+        s->comp = NULL;
+        s->iter_done_value = 0;
+    }
+    if (n_waiters > 0)
+        ub_state_wake_all();
+}
+
+bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaError_t *r)
+{
+    /* An external record inside a graph capture is a node of the graph, not a completion. */
+    bool listed_stream = ub_sched_stream_listed(s) && !(flags & cudaEventRecordExternal);
+    if (!listed_stream && atomic_load_explicit(&ub_events_pending, memory_order_relaxed) == 0)
         return false;
     ub_state_lock();
+    ub_event *e = ub_event_get(ev, false);
+    if (e && e->pending) /* re-recorded, anywhere: the new record replaces the pending one */
+        pending_remove(e->sched_comm, e);
+    if (!listed_stream) {
+        ub_state_unlock();
+        return false;
+    }
     ub_stream *st = ub_stream_get(s, NULL);
     ub_comm *c = st ? st->sch.comm : NULL;
-    if (!c || !c->sched.counter_host) {
+    if (!c || !c->sched.ready || st->sch.settled) {
         ub_state_unlock();
         return false;
     }
+    ub_sched_rt *sr = &c->sched;
     ub_stream_sched *sc = &st->sch;
-    uint64_t v = c->sched.stream_semantics ? sc->need_value : sc->last_value;
-    if (v <= counter_now(c)) { /* complete already: S's own order is the truth again */
+    uint64_t v = sr->stream_semantics ? sc->need_value : sc->last_value;
+    cudaError_t res = cudaSuccess;
+    if (v > sr->issued) {
+        /* Pending: the block that completes it is not issued yet, so nothing may wait for it. */
+        if (!e)
+            e = ub_event_get(ev, true);
+        if (!e) {
+            ub_error("communicator %d: out of memory for the record of an event: it cannot be completed", c->index);
+            res = cudaErrorMemoryAllocation;
+        } else {
+            e->progress = NULL;
+            if (sc->dirty && (res = spare_take(c, &e->progress)) == cudaSuccess) {
+                res = UB_CUDA(ub_cuda.cudaEventRecord(e->progress, s));
+                if (res != cudaSuccess) {
+                    spare_give(sr, e->progress);
+                    e->progress = NULL;
+                }
+            }
+            if (res == cudaSuccess) {
+                e->pending = true;
+                e->sched_comm = c;
+                e->sched_value = v;
+                e->sched_call = sc->last_call;
+                e->sched_stream = s;
+                e->first_poll = 0;
+                e->warned = false;
+                pending_insert(c, e);
+            }
+        }
+    } else if (!sc->dirty) {
+        /* Everything it covers is on the private stream already, and the stream did nothing
+         * since: right behind the private stream's work is exactly its place. */
+        res = UB_CUDA(ub_cuda.cudaEventRecord(ev, sr->priv));
+    } else if (sr->iter_done && sr->iter_done_value >= v &&
+               UB_CUDA(ub_cuda.cudaEventQuery(sr->iter_done)) == cudaSuccess) {
+        sc->settled = true; /* the deferred calls are complete: the stream's own order is the truth */
         ub_state_unlock();
         return false;
+    } else {
+        cudaEvent_t progress = NULL;
+        bool block_done = false;
+        res = spare_take(c, &progress);
+        if (res == cudaSuccess)
+            res = UB_CUDA(ub_cuda.cudaEventRecord(progress, s));
+        if (res == cudaSuccess)
+            res = record_behind(c, ev, progress, &block_done);
+        spare_give(sr, progress);
     }
-    int i = pick_completion_stream(sc, v);
-    cudaError_t e = i < 0 ? cudaErrorMemoryAllocation : cudaSuccess;
-    if (e == cudaSuccess && !sc->progress)
-        e = UB_REAL(ub_cuda.cudaEventCreateWithFlags(&sc->progress, cudaEventDisableTiming));
-    if (e == cudaSuccess)
-        e = UB_REAL(ub_cuda.cudaEventRecord(sc->progress, s));
-    if (e == cudaSuccess)
-        e = UB_REAL(ub_cuda.cudaStreamWaitEvent(sc->comp[i], sc->progress, 0));
-    if (e == cudaSuccess &&
-        UB_REAL(ub_driver.wait_value64((CUstream)sc->comp[i], c->sched.counter_dev, v, CU_STREAM_WAIT_VALUE_GEQ)) !=
-            CUDA_SUCCESS)
-        e = cudaErrorLaunchFailure;
-    if (e == cudaSuccess)
-        e = UB_REAL(ub_cuda.cudaEventRecord(ev, sc->comp[i]));
-    if (e != cudaSuccess) {
-        /* Recorded on S it would complete before the deferred calls: the error is the truth. */
-        ub_error("communicator %d: cannot redirect an event recorded on a stream with deferred calls (%s)",
-                 c->index, ub_cuda.cudaGetErrorString ? ub_cuda.cudaGetErrorString(e) : "?");
-        *r = e;
-        ub_state_unlock();
-        return true;
-    }
-    if (v > sc->comp_value[i])
-        sc->comp_value[i] = v;
-    if (v > c->sched.waited)
-        c->sched.waited = v;
-    ub_event *ue = ub_event_get(ev, true);
-    if (ue) {
-        ue->sched_comm = c;
-        ue->sched_value = v;
-        ue->sched_call = sc->last_call;
-        ue->first_poll = 0;
-    }
-    *r = cudaSuccess;
+    if (res != cudaSuccess)
+        /* Recorded on the stream it would complete before the deferred calls: the error is the truth. */
+        ub_error("communicator %d: cannot complete an event recorded on a stream with deferred calls (%s)", c->index,
+                 error_text(res));
+    *r = res;
     ub_state_unlock();
     return true;
 }
 
-/* The block of the current iteration that completes counter value v, for the diagnostic. */
-static int block_of(const ub_comm *c, uint64_t v)
+void ub_redirect_stream_work_locked(cudaStream_t s)
 {
-    return v > c->sched.base ? (int)(v - c->sched.base - 1) : -1;
-}
-
-static _Noreturn void early_consumer(ub_comm *c, int call, uint64_t v, const char *wait)
-{
-    ub_error("communicator %d: early consumer: %s on the thread that issues the calls waits for allreduce %d of "
-             "the iteration, whose block %d of the plan can only be issued when later calls arrive, which this "
-             "thread will never make while it waits. Every rank is in the same state, so the job would hang: "
-             "aborting. Way out: USBYTE_MODE=observe, or USBYTE_POLICY=wfbp (issues each call as it arrives)",
-             c->index, wait, call, block_of(c, v));
-    abort();
-}
-
-/* Lock held: is waiting for v on this thread an early consumer? */
-static bool cannot_complete(const ub_comm *c, uint64_t v)
-{
-    return c->issuer == (unsigned long)pthread_self() && v > c->sched.issued && v > counter_now(c);
-}
-
-void ub_redirect_event_wait(cudaEvent_t ev, bool poll)
-{
-    if (!ub_thread_defers)
+    if (!ub_sched_stream_listed(s))
         return;
-    ub_state_lock();
-    ub_event *e = ub_event_get(ev, false);
-    ub_comm *c = e ? e->sched_comm : NULL;
-    if (c && cannot_complete(c, e->sched_value)) {
-        if (!poll)
-            early_consumer(c, e->sched_call, e->sched_value, "cudaEventSynchronize");
-        double t = now_s();
-        if (e->first_poll == 0)
-            e->first_poll = t;
-        else if (t - e->first_poll > ub_cfg.hang_s)
-            early_consumer(c, e->sched_call, e->sched_value, "a cudaEventQuery loop (USBYTE_HANG_S)");
-    }
-    ub_state_unlock();
+    ub_stream *st = ub_stream_get(s, NULL);
+    if (st && st->sch.comm)
+        st->sch.dirty = true;
 }
 
-static void wait_counter(const ub_comm *c, uint64_t v)
-{
-    long ns = 20000;
-    while (counter_now(c) < v) {
-        struct timespec t = {0, ns};
-        nanosleep(&t, NULL);
-        if (ns < 1000000)
-            ns *= 2;
-    }
-}
-
-void ub_redirect_stream_wait(cudaStream_t s, bool poll)
+void ub_redirect_stream_work(cudaStream_t s)
 {
     if (!ub_sched_stream_listed(s))
         return;
     ub_state_lock();
+    ub_redirect_stream_work_locked(s);
+    ub_state_unlock();
+}
+
+/* ---- consumers ---- */
+
+/* Lock held: the pending record of ev, or NULL. */
+static ub_event *pending_event(cudaEvent_t ev)
+{
+    ub_event *e = ub_event_get(ev, false);
+    return e && e->pending ? e : NULL;
+}
+
+bool ub_redirect_event_query(cudaEvent_t ev, cudaError_t *r)
+{
+    if (atomic_load_explicit(&ub_events_pending, memory_order_relaxed) == 0)
+        return false;
+    ub_state_lock();
+    ub_event *e = pending_event(ev);
+    if (!e) {
+        ub_state_unlock();
+        return false;
+    }
+    /* True: the work it covers is not done.  A query never flushes (a caching allocator polls
+     * its events whenever it likes: no rank-consistent point), and never stops the job; a loop
+     * of the issuing thread that can only end with its own next call gets one line. */
+    ub_comm *c = e->sched_comm;
+    if (on_issuing_thread(c) && !e->warned) {
+        double t = now_s();
+        if (e->first_poll == 0) {
+            e->first_poll = t;
+        } else if (t - e->first_poll > ub_cfg.hang_s) {
+            e->warned = true;
+            ub_warn("communicator %d: the thread that issues its calls has polled an event for %.0f s (USBYTE_HANG_S); "
+                    "the event waits for allreduce %d of the iteration, whose block %d of the plan goes out only when "
+                    "this thread makes a later call. If the program waits for the event before that call, set "
+                    "USBYTE_POLICY=wfbp or USBYTE_MODE=observe",
+                    c->index, t - e->first_poll, e->sched_call, block_of(&c->sched, e->sched_value));
+        }
+    }
+    *r = cudaErrorNotReady;
+    ub_state_unlock();
+    return true;
+}
+
+bool ub_redirect_elapsed(cudaEvent_t a, cudaEvent_t b, cudaError_t *r)
+{
+    if (atomic_load_explicit(&ub_events_pending, memory_order_relaxed) == 0)
+        return false;
+    ub_state_lock();
+    bool pending = pending_event(a) || pending_event(b);
+    ub_state_unlock();
+    if (pending)
+        *r = cudaErrorNotReady;
+    return pending;
+}
+
+ub_comm *ub_redirect_pending_comm(cudaEvent_t ev)
+{
+    if (atomic_load_explicit(&ub_events_pending, memory_order_relaxed) == 0)
+        return NULL;
+    ub_event *e = pending_event(ev);
+    return e ? e->sched_comm : NULL;
+}
+
+/* Lock held: one diagnostic line for a host wait that lasts. */
+static void still_waiting(const ub_comm *c, const char *what, double since, int call, uint64_t v)
+{
+    ub_warn("communicator %d: thread %lu has waited %.0f s in %s for allreduce %d of the iteration, whose block %d "
+            "of the plan goes out when the issuing thread (%lu) makes the call that completes it",
+            c->index, (unsigned long)pthread_self(), now_s() - since, what, call, block_of(&c->sched, v), c->issuer);
+}
+
+void ub_redirect_wait_event(cudaEvent_t ev, const char *what)
+{
+    double start = now_s(), line_at = start + ub_cfg.hang_s;
+    n_waiters++;
+    for (ub_event *e; (e = pending_event(ev)) && !atomic_load(&e->sched_comm->ending);) {
+        ub_state_wait(0.25);
+        if ((e = pending_event(ev)) && now_s() > line_at) {
+            still_waiting(e->sched_comm, what, start, e->sched_call, e->sched_value);
+            line_at += ub_cfg.hang_s;
+        }
+    }
+    n_waiters--;
+}
+
+ub_comm *ub_redirect_stream_unissued(cudaStream_t s)
+{
+    if (!ub_sched_stream_listed(s))
+        return NULL;
     ub_stream *st = ub_stream_get(s, NULL);
     ub_comm *c = st ? st->sch.comm : NULL;
-    if (c && !poll && cannot_complete(c, st->sch.need_value))
-        early_consumer(c, st->sch.last_call, st->sch.need_value, "cudaStreamSynchronize");
-    ub_state_unlock();
+    return c && c->sched.ready && st->sch.need_value > c->sched.issued ? c : NULL;
+}
+
+void ub_redirect_wait_stream(cudaStream_t s, const char *what)
+{
+    double start = now_s(), line_at = start + ub_cfg.hang_s;
+    n_waiters++;
+    for (ub_comm *c; (c = ub_redirect_stream_unissued(s)) && !atomic_load(&c->ending);) {
+        ub_state_wait(0.25);
+        ub_stream *st = ub_stream_get(s, NULL);
+        if ((c = ub_redirect_stream_unissued(s)) && st && now_s() > line_at) {
+            still_waiting(c, what, start, st->sch.last_call, st->sch.need_value);
+            line_at += ub_cfg.hang_s;
+        }
+    }
+    n_waiters--;
+}
+
+void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what)
+{
+    ub_sched_rt *s = &c->sched;
+    int last = s->arrived - 1;
+    double start = now_s(), line_at = start + ub_cfg.hang_s;
+    n_waiters++;
+    while (s->issued < target && s->ready && !atomic_load(&c->ending)) {
+        ub_state_wait(0.25);
+        if (s->issued < target && now_s() > line_at) {
+            still_waiting(c, what, start, last, target);
+            line_at += ub_cfg.hang_s;
+        }
+    }
+    n_waiters--;
 }
 
 cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r)
@@ -226,41 +502,39 @@ cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r)
     ub_state_lock();
     ub_stream *st = ub_stream_get(s, NULL);
     ub_comm *c = st ? st->sch.comm : NULL;
-    uint64_t v = c ? st->sch.need_value : 0;
-    bool done = !c || counter_now(c) >= v;
-    ub_state_unlock();
-    if (done)
+    if (!c || !c->sched.ready || st->sch.settled) {
+        ub_state_unlock();
         return r;
-    if (poll)
+    }
+    if (st->sch.need_value > c->sched.issued) { /* a poll (a blocking wait waited for the issue) */
+        ub_state_unlock();
         return cudaErrorNotReady;
-    wait_counter(c, v); /* the communicator outlives the wait: destroy flushes it first */
+    }
+    /* Every deferred call of s is on the private stream: its work so far covers them. */
+    cudaStream_t priv = c->sched.priv;
+    uint64_t covered = st->sch.need_value;
+    ub_state_unlock();
+    cudaError_t q = poll ? UB_CUDA(ub_cuda.cudaStreamQuery(priv)) : UB_CUDA(ub_cuda.cudaStreamSynchronize(priv));
+    if (q == cudaErrorNotReady)
+        return cudaErrorNotReady;
+    if (q == cudaSuccess) {
+        ub_state_lock();
+        st = ub_stream_get(s, NULL);
+        if (st && st->sch.comm == c && st->sch.need_value == covered) /* no call deferred since */
+            st->sch.settled = true;
+        ub_state_unlock();
+    }
     return r;
 }
 
-void ub_redirect_device_wait(void)
+void ub_redirect_event_gone(ub_event *e)
 {
-    if (!ub_thread_defers)
-        return;
-    ub_state_lock();
-    for (ub_stream *st = ub_state_streams(); st; st = st->hh.next) {
-        ub_comm *c = st->sch.comm;
-        if (c && cannot_complete(c, st->sch.need_value))
-            early_consumer(c, st->sch.last_call, st->sch.need_value, "cudaDeviceSynchronize");
-    }
-    ub_state_unlock();
+    if (e->pending)
+        pending_remove(e->sched_comm, e);
 }
 
 void ub_redirect_stream_gone(ub_stream *st)
 {
     if (st->sch.comm)
         unlist_stream(st->handle);
-}
-
-void ub_redirect_forget_comm(ub_comm *c)
-{
-    for (ub_stream *st = ub_state_streams(); st; st = st->hh.next)
-        if (st->sch.comm == c) {
-            unlist_stream(st->handle);
-            st->sch.comm = NULL;
-        }
 }

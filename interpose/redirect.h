@@ -1,9 +1,14 @@
-/* Completion without stalling the application's stream (DESIGN.md section 3).  While a stream S
- * has deferred calls that have not completed, every event the application records on S is
- * recorded, inside that same call, on a completion stream that first waits for S's progress and
- * for the completion counter value of the deferred calls; host waits on S see the deferred work;
- * a host wait of the issuing thread on a call whose block cannot be issued yet is an early
- * consumer: nothing consistent across ranks can save the job, so usbyte says why and aborts. */
+/* Completion of deferred calls for the application's events and host waits (docs/design.md,
+ * "Stream semantics").  The law: usbyte never enqueues a device-side wait on work that has not
+ * been submitted.  So an event the application records on a stream S that has deferred calls not
+ * yet covered by issued blocks is kept PENDING: nothing is recorded on it until the host issues
+ * the block that completes what it covers (calls 0..k of S in stream completion, call k in call
+ * completion).  Then it is MATERIALIZED: recorded on the private stream right after that block,
+ * or, when S had other work since its last deferred call, on a completion stream that waits for
+ * an event recorded on S at the application's record (S's progress) and for one recorded after
+ * that block.  Until then a query says cudaErrorNotReady, and a blocking consumer waits on the
+ * host for the issuing thread to issue the block (the caller, cuda_hooks.c, first flushes when
+ * the consumer IS the issuing thread). */
 #ifndef USBYTE_REDIRECT_H
 #define USBYTE_REDIRECT_H
 
@@ -18,23 +23,48 @@
  * the streams listed here (read without the lock). */
 extern atomic_int ub_sched_live;
 bool ub_sched_stream_listed(cudaStream_t s);
-/* The calling thread issued a deferred call: its host waits are checked for early consumers. */
-extern _Thread_local bool ub_thread_defers;
+/* Events pending on some communicator, for the consumers' lock-free fast path. */
+extern atomic_int ub_events_pending;
 
-/* Lock held: call k was deferred on st; stream_value / call_value: the counter values at which
- * calls 0..k (of st) and call k are complete. */
+/* ---- from the cursor and the executor (defer.c), lock held ---- */
+/* Call k was deferred on st; stream_value / call_value: the block values at which calls 0..k
+ * (of st) and call k are complete. */
 void ub_redirect_deferred(ub_comm *c, ub_stream *st, int k, uint64_t stream_value, uint64_t call_value);
-/* Before the real cudaEventRecord*: true when the record was made on a completion stream
- * instead (*r is its result). */
-bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, cudaError_t *r);
-/* Host waits, before the real call (early consumers) and after it (deferred work). */
-void ub_redirect_event_wait(cudaEvent_t ev, bool poll);
-void ub_redirect_stream_wait(cudaStream_t s, bool poll);
+/* By the issuing thread, right after the block of value c->sched.issued went onto the private
+ * stream: materializes every pending event it completes; at the iteration's last block
+ * (iteration_end) also marks the iteration's end on the private stream. */
+void ub_redirect_block_issued(ub_comm *c, bool iteration_end);
+/* The communicator ends.  Its pending events are recorded on their own streams (the deferred
+ * calls they covered were flushed, or, after an abort, will never run); never waits.  release:
+ * the completion resources are destroyed too (not after an abort). */
+void ub_redirect_end(ub_comm *c, bool release);
+
+/* ---- from the CUDA hooks ---- */
+/* Before the real cudaEventRecord*: true when the record was made (or kept pending) here, *r its
+ * result. */
+bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaError_t *r);
+/* The application enqueued work on stream s (a wait, a call forwarded to NCCL): an event recorded
+ * on it from now on also waits for the stream's own progress.  _locked: with the lock held. */
+void ub_redirect_stream_work(cudaStream_t s);
+void ub_redirect_stream_work_locked(cudaStream_t s);
+/* cudaEventQuery / cudaEventElapsedTime: true when an event is pending (*r = cudaErrorNotReady). */
+bool ub_redirect_event_query(cudaEvent_t ev, cudaError_t *r);
+bool ub_redirect_elapsed(cudaEvent_t a, cudaEvent_t b, cudaError_t *r);
+/* Lock held: the communicator whose block a pending event waits for (NULL: not pending). */
+ub_comm *ub_redirect_pending_comm(cudaEvent_t ev);
+/* Lock held: waits (releasing the lock meanwhile) until ev is no longer pending; a line every
+ * USBYTE_HANG_S names the thread, the event and the block it waits for. */
+void ub_redirect_wait_event(cudaEvent_t ev, const char *what);
+/* Lock held: the communicator of stream s whose deferred calls are not all issued (NULL: none). */
+ub_comm *ub_redirect_stream_unissued(cudaStream_t s);
+/* Lock held: waits until every deferred call of s is issued (as ub_redirect_wait_event). */
+void ub_redirect_wait_stream(cudaStream_t s, const char *what);
+/* Lock held: waits until c's block value `target` is issued. */
+void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what);
+/* After the real cudaStreamSynchronize/Query of s: the deferred calls are part of s. */
 cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r);
-void ub_redirect_device_wait(void);
-/* Lock held: the stream goes away; its completion streams stay with the communicator. */
+/* Lock held: the event or the stream goes away. */
+void ub_redirect_event_gone(ub_event *e);
 void ub_redirect_stream_gone(ub_stream *st);
-/* Lock held: forget every stream of c (communicator destroyed). */
-void ub_redirect_forget_comm(ub_comm *c);
 
 #endif

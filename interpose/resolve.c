@@ -1,4 +1,4 @@
-/* Finding the real NCCL and CUDA runtime functions (DESIGN.md section 4), once per process.
+/* Finding the real NCCL and CUDA runtime functions (docs/design.md section 4), once per process.
  *
  * NCCL: frameworks load libnccl with RTLD_LOCAL, so RTLD_NEXT alone may miss it.  We take the
  * library the process already loaded (dlopen(..., RTLD_NOLOAD)), or USBYTE_NCCL_LIB, and look

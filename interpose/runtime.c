@@ -1,9 +1,14 @@
 /* Start, fork and exit of the runtime.  The configuration is read once, at load time (the
  * constructor) or at the first wrapped call if that comes earlier. */
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "guard.h"
 #include "runtime.h"
 #include "state.h"
 
@@ -12,6 +17,16 @@ atomic_bool ub_passthrough_all = true;  /* until the configuration says otherwis
 _Thread_local int ub_inside;
 atomic_int ub_rank = -1;
 atomic_int ub_world = -1;
+atomic_ullong ub_cuda_calls;
+atomic_bool ub_report_dir_bad;
+_Thread_local bool ub_holds_state_lock;
+
+void ub_nccl_called_locked(const char *call)
+{
+    ub_error("internal error: %s called with the global lock held; aborting (USBYTE_MODE=off runs the job "
+             "without usbyte)", call);
+    abort();
+}
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static atomic_bool init_done;
@@ -47,6 +62,39 @@ static void fork_child(void)
     ub_state_forget_in_child();
 }
 
+/* The report's directory, checked once at start-up so that a typo is said at once, naming the
+ * directory, rather than after the warm-up.  Skipped when the directory part depends on a rank not
+ * known yet. */
+static void check_report_dir(void)
+{
+    int rank = atomic_load(&ub_rank);
+    const char *slash = strrchr(ub_cfg.report, '/');
+    if (!slash)
+        return; /* the working directory */
+    char pattern[512];
+    snprintf(pattern, sizeof pattern, "%.*s", (int)(slash - ub_cfg.report), ub_cfg.report);
+    if (rank < 0 && strstr(pattern, "%r"))
+        return;
+    char host[256] = "unknown-host", dir[1100];
+    gethostname(host, sizeof host - 1);
+    if (pattern[0] == '\0')
+        snprintf(pattern, sizeof pattern, "/");
+    if (ub_expand_report_path(pattern, rank < 0 ? 0 : rank, (long)getpid(), host, dir, sizeof dir) != 0)
+        return; /* the whole pattern's error is said when a report is written */
+    struct stat st;
+    const char *why = NULL;
+    if (stat(dir, &st) != 0)
+        why = errno == ENOENT ? "does not exist" : strerror(errno);
+    else if (!S_ISDIR(st.st_mode))
+        why = "is not a directory";
+    else if (access(dir, W_OK | X_OK) != 0)
+        why = "is not writable";
+    atomic_store(&ub_report_dir_bad, why != NULL);
+    if (why)
+        ub_warn("USBYTE_REPORT=\"%s\": the directory \"%s\" %s: no report can be written there (create it, or set "
+                "USBYTE_REPORT to a writable path)", ub_cfg.report, dir, why);
+}
+
 static void init_once_fn(void)
 {
     ub_inside++;
@@ -67,6 +115,8 @@ static void init_once_fn(void)
         for (int id = 0; id < UB_CFG_COUNT; id++)
             ub_log_always("%s", ub_config_describe(&ub_cfg, (ub_config_id)id, line, sizeof line));
     }
+    if (ub_cfg.mode != UB_MODE_OFF)
+        check_report_dir();
     pthread_atfork(NULL, NULL, fork_child);
     atomic_store(&ub_passthrough_all, ub_cfg.mode == UB_MODE_OFF);
     atomic_store(&init_done, true);

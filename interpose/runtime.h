@@ -24,6 +24,8 @@ extern _Thread_local int ub_inside;
  * communicator's rank; -1 while unknown. */
 extern atomic_int ub_rank;
 extern atomic_int ub_world;
+/* The report's directory was found missing or not writable at start-up (said then, once). */
+extern atomic_bool ub_report_dir_bad;
 
 void ub_log(ub_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define ub_error(...) ub_log(UB_LOG_ERROR, __VA_ARGS__)

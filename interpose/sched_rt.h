@@ -1,14 +1,14 @@
-/* Schedule mode's per-communicator and per-stream state (DESIGN.md sections 1, 3 and 6), kept in
+/* Schedule mode's per-communicator and per-stream state (docs/design.md, docs/runtime.md), kept in
  * ub_comm and ub_stream.  defer.c owns the plan cursor (which call this is, what arrived, what
  * the arrival issues, deviations and flushes), exec.c the private stream, the staging buffer and
- * the completion counter, redirect.c the completion streams and the host waits. */
+ * the readiness events, redirect.c the application's events (pending until the block that
+ * completes them is issued) and the host waits. */
 #ifndef USBYTE_SCHED_RT_H
 #define USBYTE_SCHED_RT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "timing.h"
@@ -41,9 +41,11 @@ typedef struct ub_sched_rt {
     uint32_t pos;            /* position of the next call in the iteration */
     int arrived;             /* allreduces of this iteration deferred so far */
     int next_block;          /* first block of this iteration not yet issued */
-    uint64_t base;           /* counter base of this iteration */
-    uint64_t issued;         /* highest counter value whose block is enqueued */
-    uint64_t waited;         /* highest counter value a completion stream waits for */
+    /* Block values: block b of the iteration whose base is `base` has value base + b + 1; the
+     * base grows by the plan's block count every iteration (flushed or not) and never goes back,
+     * a new plan included, so that a value names one block for the communicator's whole life. */
+    uint64_t base;
+    uint64_t issued;         /* the highest block value enqueued on the private stream */
     ub_call_args *args;      /* per call */
     cudaEvent_t *ready_ev;   /* R_k: recorded on the caller's stream at call k when needed */
     uint64_t *ready_stamp;   /* per call: base + 1 of the iteration whose R_k is recorded */
@@ -57,11 +59,26 @@ typedef struct ub_sched_rt {
     void **batch_dst;
     const void **batch_src;
     size_t *batch_size;
-    uint64_t *counter_host;  /* pinned, mapped: written by the private stream */
-    CUdeviceptr counter_dev;
+    /* Completion (redirect.c): the application's events waiting for blocks not yet issued, in
+     * order of the block value that completes them; the completion stream and the events that
+     * tie an event to a block and to its stream's progress when the private stream alone
+     * cannot (the stream had other work since its last deferred call). */
+    struct ub_event *pending, *pending_tail;
+    int n_pending;
+    cudaStream_t comp;
+    cudaEvent_t block_done;  /* re-recorded on the private stream after a block, on demand */
+    cudaEvent_t iter_done;   /* recorded on the private stream after each iteration's last block */
+    uint64_t iter_done_value;
+    cudaEvent_t *spare;      /* progress events free for reuse */
+    int n_spare, cap_spare;
     int consecutive_deviations;
+    /* host cost: CUDA calls made by the process (ub_cuda_calls) since the first switch to the
+     * plan, and the allreduces deferred since then */
+    bool counting;
+    unsigned long long cuda_calls_at_begin;
+    uint64_t deferred_calls;
     /* report */
-    uint64_t iterations, deviations, flushes;
+    uint64_t iterations, deviations, flushes, consumer_flushes;
     double predicted_iteration, predicted_wfbp, predicted_other_completion;
     char completion_note[300];  /* what the other completion semantics would give, or why refused */
     ub_timing tm;            /* timing events of the measurement (never read blocking) */
@@ -73,17 +90,17 @@ typedef struct ub_sched_rt {
 } ub_sched_rt;
 
 /* Per application stream that carried deferred calls. */
-#define UB_COMPLETION_STREAMS 8
 typedef struct ub_stream_sched {
     void *comm;              /* ub_comm whose calls were deferred on this stream */
     uint64_t need_value;     /* every deferred call so far complete (stream semantics, host waits) */
     uint64_t last_value;     /* the latest deferred call complete (call semantics) */
     int last_call;           /* that call (diagnostics) */
-    cudaEvent_t progress;    /* re-recorded on the stream at each redirection */
-    cudaEvent_t host_ev;     /* host waits on deferred work */
-    cudaStream_t comp[UB_COMPLETION_STREAMS];
-    uint64_t comp_value[UB_COMPLETION_STREAMS];
-    int n_comp;
+    /* The application enqueued work on the stream (a stream wait) since its last deferred call:
+     * an event recorded now must also wait for the stream's own progress. */
+    bool dirty;
+    /* Every deferred call of the stream is known to be complete on the device: its records are
+     * the stream's own again, until the next deferred call. */
+    bool settled;
 } ub_stream_sched;
 
 #endif

@@ -1,5 +1,5 @@
 /* Per-communicator and per-stream state of the runtime, and the communicator's life cycle
- * (DESIGN.md section 1):
+ * (docs/design.md section 1):
  *
  *   DETECT --lock--> PROFILE --USBYTE_WARMUP iterations--> AGREE --unanimous--> PLANNED
  *     ^                 |                                    |                    | at agree_at + period,
@@ -13,8 +13,16 @@
  *
  * Every transition that changes what is issued to NCCL (the agreement at agree_at, the switch to
  * the plan at agree_at + period, deviations, restarts) happens at a call index derived from the
- * portable call sequence and the agreed outcome, never from timing.  All state is guarded by one
- * process-wide mutex, which is never held across a real NCCL call. */
+ * portable call sequence and the agreed outcome, never from timing.
+ *
+ * Locking.  All state is guarded by one process-wide mutex (tables.c), the runtime's only lock.
+ * - It is never held across a real NCCL call (UB_NCCL stops the process if it would be): NCCL may
+ *   block for as long as its peers take, and other threads' hooks need the lock meanwhile.
+ * - CUDA calls made with it held go through UB_CUDA: the reentrancy guard makes a CUPTI callback
+ *   they trigger on this thread return at once, so no callback takes the lock again.  CUDA's own
+ *   locks are therefore always taken after this one, never before.
+ * - A wait for another thread (a pending event, deferred calls not yet issued) releases it
+ *   (ub_state_wait); so does the agreement's issue and planning. */
 #ifndef USBYTE_STATE_H
 #define USBYTE_STATE_H
 
@@ -54,7 +62,7 @@ const char *ub_comm_state_name(ub_comm_state s);
 typedef struct ub_comm ub_comm;
 
 /* A CUDA stream the runtime cares about: an NCCL stream of a communicator being profiled.
- * Schedule mode adds its completion stream and the deferred calls' counters here. */
+ * Schedule mode adds the deferred calls' completion here (sched_rt.h). */
 typedef struct ub_stream {
     cudaStream_t handle;
     ub_comm *comm;
@@ -79,13 +87,20 @@ typedef struct ub_event {
     int iteration;
     int call;
     cudaEvent_t companion;
-    /* Schedule mode: the event's latest record was redirected to a completion stream and waits
-     * for sched_value of sched_comm's counter; first_poll: when the issuing thread started
-     * polling it (0: not polling). */
+    /* Schedule mode (redirect.c).  pending: the application recorded the event on a stream with
+     * deferred calls whose blocks are not all issued yet, so nothing is recorded on it yet; it
+     * is recorded (materialized) once the block of value sched_value is issued.  progress: an
+     * event recorded on that stream at the application's record when the stream had other work
+     * since its last deferred call (NULL otherwise). */
+    bool pending;
     ub_comm *sched_comm;
     uint64_t sched_value;
     int sched_call;
-    double first_poll;
+    cudaStream_t sched_stream;
+    cudaEvent_t progress;
+    struct ub_event *pnext, *pprev;  /* sched_comm's pending list, by sched_value */
+    double first_poll;       /* the issuing thread's first query of it while pending (0: none) */
+    bool warned;             /* the query loop's diagnostic was printed */
     UT_hash_handle hh;
 } ub_event;
 
@@ -94,6 +109,7 @@ struct ub_comm {
     UT_hash_handle hh;
     int index;
     int rank, nranks;
+    int device;               /* ncclCommCuDevice: where its streams, events and buffers live */
     bool nonblocking;
     ub_comm_state state;
     char reason[256];
@@ -158,6 +174,7 @@ struct ub_comm {
     ub_comm_report report;
     ub_sched_rt sched;        /* schedule mode (defer.c, exec.c, redirect.c) */
     atomic_bool ending;       /* ncclCommDestroy/Abort/Finalize reached it (read by waits without the lock) */
+    atomic_bool aborted;      /* ncclCommAbort/Revoke reached it: nothing may be issued on it any more */
     bool issuing_agreement;   /* a thread is in ub_comm_agree_issue without the lock, using the warm-up's record */
 };
 
@@ -168,11 +185,18 @@ struct ub_comm {
 void ub_state_lock(void);
 void ub_state_unlock(void);
 bool ub_state_trylock(void);
+/* Lock held: sleeps until ub_state_wake_all or `seconds` pass (spurious wake-ups too); the lock
+ * is held again on return. */
+void ub_state_wait(double seconds);
+void ub_state_wake_all(void);
 void ub_state_forget_in_child(void);  /* runtime.c, in a forked child */
 bool ub_state_in_child(void);
 void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason);
-/* The communicator's record, created (detection starts) when create is set. */
-ub_comm *ub_comm_get(ncclComm_t handle, bool create);
+/* The communicator's record (NULL: unknown). */
+ub_comm *ub_comm_get(ncclComm_t handle);
+/* A new record: detection starts.  rank, nranks and device come from NCCL, asked without the
+ * lock. */
+ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device);
 void ub_comm_forget(ub_comm *c);      /* out of the live table; the record stays for the report */
 void ub_comm_add_disabled(ncclComm_t handle, const char *why);
 ub_comm *ub_state_live_comms(void);   /* walk with hh.next */
@@ -184,7 +208,8 @@ void ub_stream_forget(ub_stream *st);
 ub_stream *ub_state_streams(void);    /* walk with hh.next */
 ub_event *ub_event_get(cudaEvent_t e, bool create);
 void ub_event_forget(ub_event *e);
-/* The event records of c; with all, every warm-up record (none profiles any more). */
+/* The event records of c; with all, every warm-up record (none profiles any more).  An event
+ * pending in schedule mode stays. */
 void ub_event_forget_for(ub_comm *c, bool all);
 
 /* ---- group.c: the calling thread's NCCL groups ---- */

@@ -1,11 +1,12 @@
 /* The runtime's tables (state.h): communicators, streams and events by handle, every
  * communicator ever seen (for the report), the one process-wide lock that guards them, and the
  * process-wide flags (forked child, writing at exit).  The bottom of interpose/: it calls only the
- * real functions (the communicator's rank and size) and the detector's constructor. */
+ * detector's constructor and, to release a stream or event record, the real CUDA runtime. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda_list.h"
 #include "guard.h"
@@ -14,6 +15,7 @@
 #include "state.h"
 
 static pthread_mutex_t state_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t state_changed = PTHREAD_COND_INITIALIZER;
 static ub_comm *comms;           /* live communicators by handle */
 static ub_comm **all_comms;      /* every communicator ever seen, for the report */
 static int n_all, cap_all;
@@ -21,9 +23,37 @@ static ub_stream *streams;
 static ub_event *events;
 static bool in_child;
 
-void ub_state_lock(void) { pthread_mutex_lock(&state_mutex); }
-void ub_state_unlock(void) { pthread_mutex_unlock(&state_mutex); }
-bool ub_state_trylock(void) { return pthread_mutex_trylock(&state_mutex) == 0; }
+void ub_state_lock(void)
+{
+    pthread_mutex_lock(&state_mutex);
+    ub_holds_state_lock = true;
+}
+
+void ub_state_unlock(void)
+{
+    ub_holds_state_lock = false;
+    pthread_mutex_unlock(&state_mutex);
+}
+
+bool ub_state_trylock(void)
+{
+    bool locked = pthread_mutex_trylock(&state_mutex) == 0;
+    if (locked)
+        ub_holds_state_lock = true;
+    return locked;
+}
+
+void ub_state_wait(double seconds)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    double at = (double)t.tv_nsec * 1e-9 + seconds;
+    t.tv_sec += (time_t)at;
+    t.tv_nsec = (long)((at - (double)(time_t)at) * 1e9);
+    pthread_cond_timedwait(&state_changed, &state_mutex, &t);
+}
+
+void ub_state_wake_all(void) { pthread_cond_broadcast(&state_changed); }
 
 const char *ub_comm_state_name(ub_comm_state s)
 {
@@ -64,7 +94,7 @@ void ub_event_forget(ub_event *e)
 {
     HASH_DEL(events, e);
     if (e->companion)
-        UB_REAL(ub_cuda.cudaEventDestroy(e->companion));
+        UB_CUDA(ub_cuda.cudaEventDestroy(e->companion));
     free(e);
 }
 
@@ -73,7 +103,7 @@ void ub_event_forget(ub_event *e)
 void ub_event_forget_for(ub_comm *c, bool all)
 {
     ub_event *e, *te;
-    HASH_ITER(hh, events, e, te) if (e->comm == c || (all && !e->sched_comm))
+    HASH_ITER(hh, events, e, te) if (!e->pending && (e->comm == c || all))
         ub_event_forget(e);
 }
 
@@ -98,13 +128,16 @@ void ub_stream_forget(ub_stream *st)
     free(st);
 }
 
-ub_comm *ub_comm_get(ncclComm_t handle, bool create)
+ub_comm *ub_comm_get(ncclComm_t handle)
 {
     ub_comm *c = NULL;
     HASH_FIND_PTR(comms, &handle, c);
-    if (c || !create)
-        return c;
-    c = calloc(1, sizeof *c);
+    return c;
+}
+
+ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device)
+{
+    ub_comm *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     if (n_all == cap_all) {
@@ -120,7 +153,9 @@ ub_comm *ub_comm_get(ncclComm_t handle, bool create)
     all_comms[n_all] = c;
     c->index = n_all++;
     c->handle = handle;
-    c->rank = c->nranks = -1;
+    c->rank = rank;
+    c->nranks = nranks;
+    c->device = device;
     c->cur_iter = c->cur_call = -1;
     c->copy_t0 = c->copy_t1 = NAN;
     ub_comm_report_init(&c->report);
@@ -131,12 +166,6 @@ ub_comm *ub_comm_get(ncclComm_t handle, bool create)
     c->state = UB_COMM_DETECT;
     if (!c->det)
         ub_comm_set_state(c, UB_COMM_DISABLED, "out of memory");
-    ub_inside++;
-    if (ub_nccl.CommUserRank)
-        ub_nccl.CommUserRank(handle, &c->rank);
-    if (ub_nccl.CommCount)
-        ub_nccl.CommCount(handle, &c->nranks);
-    ub_inside--;
     if (atomic_load(&ub_rank) < 0 && c->rank >= 0)
         atomic_store(&ub_rank, c->rank);
     if (atomic_load(&ub_world) < 0 && c->nranks > 0)

@@ -5,6 +5,8 @@
 #include <time.h>
 
 #include "cuda_list.h"
+#include "device.h"
+#include "guard.h"
 #include "runtime.h"
 #include "timing.h"
 
@@ -13,8 +15,10 @@ static cudaEvent_t get_event(ub_timing *t)
     if (t->n_pool)
         return t->pool[--t->n_pool];
     cudaEvent_t ev = NULL;
-    if (ub_cuda.cudaEventCreateWithFlags(&ev, cudaEventDefault) != cudaSuccess)
-        return NULL;
+    int previous = ub_device_enter(t->device);
+    if (UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&ev, cudaEventDefault)) != cudaSuccess)
+        ev = NULL;
+    ub_device_leave(previous);
     return ev;
 }
 
@@ -24,7 +28,7 @@ static void put_event(ub_timing *t, cudaEvent_t ev)
         int cap = t->cap_pool ? 2 * t->cap_pool : 64;
         cudaEvent_t *p = realloc(t->pool, (size_t)cap * sizeof *p);
         if (!p) {
-            ub_cuda.cudaEventDestroy(ev);
+            UB_CUDA(ub_cuda.cudaEventDestroy(ev));
             return;
         }
         t->pool = p;
@@ -33,29 +37,31 @@ static void put_event(ub_timing *t, cudaEvent_t ev)
     t->pool[t->n_pool++] = ev;
 }
 
-int ub_timing_start(ub_timing *t, const atomic_bool *cancel)
+int ub_timing_start(ub_timing *t, int device, const atomic_bool *cancel)
 {
     memset(t, 0, sizeof *t);
     t->cancel = cancel;
     ub_inside++;
     int lo = 0, hi = 0;
-    cudaError_t e = ub_cuda.cudaGetDevice(&t->device);
+    int previous = ub_device_enter(device);
+    cudaError_t e = UB_CUDA(ub_cuda.cudaGetDevice(&t->device));
     if (e == cudaSuccess)
-        e = ub_cuda.cudaStreamCreateWithPriority(&t->clock, cudaStreamNonBlocking, 0);
+        e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&t->clock, cudaStreamNonBlocking, 0));
     if (e == cudaSuccess)
-        e = ub_cuda.cudaStreamCreateWithPriority(&t->probe, cudaStreamNonBlocking, 0);
-    if (e == cudaSuccess && ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi) != cudaSuccess)
+        e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&t->probe, cudaStreamNonBlocking, 0));
+    if (e == cudaSuccess && UB_CUDA(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
         hi = 0;
     if (e == cudaSuccess)
-        e = ub_cuda.cudaStreamCreateWithPriority(&t->agree, cudaStreamNonBlocking, hi);
+        e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&t->agree, cudaStreamNonBlocking, hi));
     if (e == cudaSuccess)
-        e = ub_cuda.cudaEventCreateWithFlags(&t->epoch, cudaEventDefault);
+        e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&t->epoch, cudaEventDefault));
     if (e == cudaSuccess)
-        e = ub_cuda.cudaEventRecord(t->epoch, t->clock);
+        e = UB_CUDA(ub_cuda.cudaEventRecord(t->epoch, t->clock));
+    ub_device_leave(previous);
     ub_inside--;
     if (e != cudaSuccess) {
         ub_warn("cannot set up timing events (%s): this communicator is not profiled",
-                ub_cuda.cudaGetErrorString ? ub_cuda.cudaGetErrorString(e) : "?");
+                ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "?");
         return -1;
     }
     t->ok = true;
@@ -85,7 +91,7 @@ cudaEvent_t ub_timing_mark(ub_timing *t, cudaStream_t stream, double *dest, int 
         return NULL;
     ub_inside++;
     cudaEvent_t ev = get_event(t);
-    if (ev && ub_cuda.cudaEventRecord(ev, stream) != cudaSuccess) {
+    if (ev && UB_CUDA(ub_cuda.cudaEventRecord(ev, stream)) != cudaSuccess) {
         put_event(t, ev);
         ev = NULL;
     }
@@ -109,8 +115,8 @@ cudaEvent_t ub_timing_probe(ub_timing *t, cudaEvent_t producer)
         return NULL;
     ub_inside++;
     cudaEvent_t ev = get_event(t);
-    if (ev && (ub_cuda.cudaStreamWaitEvent(t->probe, producer, 0) != cudaSuccess ||
-               ub_cuda.cudaEventRecord(ev, t->probe) != cudaSuccess)) {
+    if (ev && (UB_CUDA(ub_cuda.cudaStreamWaitEvent(t->probe, producer, 0)) != cudaSuccess ||
+               UB_CUDA(ub_cuda.cudaEventRecord(ev, t->probe)) != cudaSuccess)) {
         put_event(t, ev);
         ev = NULL;
     }
@@ -135,13 +141,13 @@ static int poll_pending(ub_timing *t)
     int kept = 0;
     for (int i = 0; i < t->n_pending; i++) {
         ub_pending *p = &t->pending[i];
-        cudaError_t e = ub_cuda.cudaEventQuery(p->event);
+        cudaError_t e = UB_CUDA(ub_cuda.cudaEventQuery(p->event));
         if (e == cudaErrorNotReady) {
             t->pending[kept++] = *p;
             continue;
         }
         float ms = 0;
-        if (e == cudaSuccess && ub_cuda.cudaEventElapsedTime(&ms, t->epoch, p->event) == cudaSuccess)
+        if (e == cudaSuccess && UB_CUDA(ub_cuda.cudaEventElapsedTime(&ms, t->epoch, p->event)) == cudaSuccess)
             store(p, (double)ms * 1e-3);
         else
             t->failed++;
@@ -208,13 +214,13 @@ void ub_timing_stop(ub_timing *t)
     /* Never waited for (see poll_pending): CUDA releases an event destroyed with its record
      * pending once the record completes. */
     for (int i = 0; i < t->n_pending; i++)
-        ub_cuda.cudaEventDestroy(t->pending[i].event);
+        UB_CUDA(ub_cuda.cudaEventDestroy(t->pending[i].event));
     for (int i = 0; i < t->n_pool; i++)
-        ub_cuda.cudaEventDestroy(t->pool[i]);
-    ub_cuda.cudaEventDestroy(t->epoch);
-    ub_cuda.cudaStreamDestroy(t->clock);
-    ub_cuda.cudaStreamDestroy(t->probe);
-    ub_cuda.cudaStreamDestroy(t->agree);
+        UB_CUDA(ub_cuda.cudaEventDestroy(t->pool[i]));
+    UB_CUDA(ub_cuda.cudaEventDestroy(t->epoch));
+    UB_CUDA(ub_cuda.cudaStreamDestroy(t->clock));
+    UB_CUDA(ub_cuda.cudaStreamDestroy(t->probe));
+    UB_CUDA(ub_cuda.cudaStreamDestroy(t->agree));
     ub_inside--;
     free(t->pool);
     free(t->pending);

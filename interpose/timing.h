@@ -35,9 +35,10 @@ typedef struct ub_timing {
     const atomic_bool *cancel;
 } ub_timing;
 
-/* Creates streams and the epoch; -1 with a logged reason.  cancel (may be NULL): a blocking poll
- * returns as soon as it is set (the communicator is being aborted). */
-int ub_timing_start(ub_timing *t, const atomic_bool *cancel);
+/* Creates streams and the epoch on `device` (its events too, later; -1: the current device); -1
+ * with a logged reason.  cancel (may be NULL): a blocking poll returns as soon as it is set (the
+ * communicator is being aborted). */
+int ub_timing_start(ub_timing *t, int device, const atomic_bool *cancel);
 /* Records an event on stream and files it; returns it (NULL on failure, dest left NAN). */
 cudaEvent_t ub_timing_mark(ub_timing *t, cudaStream_t stream, double *dest, int n, size_t stride, double *dest2);
 /* "Now" on the clock stream. */

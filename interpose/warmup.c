@@ -1,4 +1,4 @@
-/* The warm-up (DESIGN.md section 5): detection restarts, profiling whole iterations, the timing
+/* The warm-up (docs/design.md section 5): detection restarts, profiling whole iterations, the timing
  * events of each profiled call (ready, start, end, need), merge barriers, the CUDA hooks' part that
  * watches producers and consumers, and the staging copy's timing.  Called by the life cycle
  * (lifecycle.c) and the CUDA hooks (cuda_hooks.c), with the global lock held. */
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cuda_list.h"
+#include "device.h"
 #include "guard.h"
 #include "hooks.h"
 #include "nccl_list.h"
@@ -101,23 +102,26 @@ static void time_staging_copy(ub_comm *c)
     if (c->copy_probed)
         return;
     c->copy_probed = true;
-    if (!c->copy_buf && UB_REAL(ub_cuda.cudaMalloc(&c->copy_buf, 2 * (size_t)COPY_PROBE_BYTES)) != cudaSuccess) {
+    int previous = ub_device_enter(c->device);
+    if (!c->copy_buf && UB_CUDA(ub_cuda.cudaMalloc(&c->copy_buf, 2 * (size_t)COPY_PROBE_BYTES)) != cudaSuccess)
         c->copy_buf = NULL;
+    ub_device_leave(previous);
+    if (!c->copy_buf)
         return;
-    }
     /* A first touch would time the allocation's page faults (the emulator's) or lazy mapping. */
-    if (UB_REAL(ub_cuda.cudaMemsetAsync(c->copy_buf, 0, 2 * (size_t)COPY_PROBE_BYTES, c->tm.agree)) != cudaSuccess)
+    if (UB_CUDA(ub_cuda.cudaMemsetAsync(c->copy_buf, 0, 2 * (size_t)COPY_PROBE_BYTES, c->tm.agree)) != cudaSuccess)
         return;
     ub_timing_mark(&c->tm, c->tm.agree, &c->copy_t0, 1, 0, NULL);
-    if (UB_REAL(ub_cuda.cudaMemcpyAsync((char *)c->copy_buf + COPY_PROBE_BYTES, c->copy_buf, COPY_PROBE_BYTES,
+    if (UB_CUDA(ub_cuda.cudaMemcpyAsync((char *)c->copy_buf + COPY_PROBE_BYTES, c->copy_buf, COPY_PROBE_BYTES,
                                         cudaMemcpyDeviceToDevice, c->tm.agree)) == cudaSuccess)
         ub_timing_mark(&c->tm, c->tm.agree, &c->copy_t1, 1, 0, NULL);
 }
 
+/* A staged byte is copied twice (in, and back out): copy_beta covers both (docs/model.md). */
 double ub_comm_copy_beta(const ub_comm *c)
 {
     double dt = c->copy_t1 - c->copy_t0;
-    return isfinite(dt) && dt > 0 ? dt / COPY_PROBE_BYTES : 0.0;
+    return isfinite(dt) && dt > 0 ? 2.0 * dt / COPY_PROBE_BYTES : 0.0;
 }
 
 /* Failures here are rank-local, so they must not change what this rank issues: the
@@ -150,7 +154,7 @@ void ub_warmup_start(ub_comm *c, uint64_t first)
     c->multi_stream = c->legacy_stream = c->p2p = false;
     if (!recorder || !c->pos_call || !c->pos_sig || !c->pos_buf || !c->has_end_event)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot allocate the warm-up recorder");
-    else if (ub_timing_start(&c->tm, &c->ending) != 0)
+    else if (ub_timing_start(&c->tm, c->device, &c->ending) != 0)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot create the timing events or private streams");
     else
         time_staging_copy(c);
@@ -416,10 +420,10 @@ void ub_warmup_event_recorded(cudaEvent_t event, cudaStream_t stream)
     } else if (e) {
         e->comm = NULL; /* re-recorded elsewhere: it no longer marks our calls */
         ub_inside++;
-        if (!e->companion && ub_cuda.cudaEventCreateWithFlags(&e->companion, cudaEventDefault) != cudaSuccess)
+        if (!e->companion && UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&e->companion, cudaEventDefault)) != cudaSuccess)
             e->companion = NULL;
-        if (e->companion && ub_cuda.cudaEventRecord(e->companion, stream) != cudaSuccess) {
-            ub_cuda.cudaEventDestroy(e->companion);
+        if (e->companion && UB_CUDA(ub_cuda.cudaEventRecord(e->companion, stream)) != cudaSuccess) {
+            UB_CUDA(ub_cuda.cudaEventDestroy(e->companion));
             e->companion = NULL;
         }
         ub_inside--;

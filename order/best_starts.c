@@ -8,7 +8,8 @@
  *   F[j] = min over groups [i, j] with  e + W(i..j) <= X  of  e = max(F[i-1], R(i..j)) + cost(i..j)
  * because a smaller link end never hurts what follows (feasible(), O(n log n) per X); the least
  * feasible X is bracketed upwards from the lower bound and bisected.  A group must be one
- * dtype/op class, one merge group and, when staged, within staging_max. */
+ * dtype/op class, one merge group and, when staged, within staging_max; the orders keep the
+ * merge groups in order, and regrouping keeps the order it is given. */
 #include <float.h>
 #include <math.h>
 #include <limits.h>
@@ -420,6 +421,9 @@ int ub_ready_need_starts(const ub_profile *prof, double lower_bound, double limi
     int *ready = ub_xrealloc(NULL, sizeof(int) * (size_t)n, "planning best");
     int *ord = ub_xrealloc(NULL, sizeof(int) * (size_t)n, "planning best");
     ub_ready_order(prof, ready);
+    /* Every order keeps the merge regions in order (a valid plan does), each region's calls in
+     * the order's own sequence. */
+    int n_regions = ub_merge_regions(prof, NULL);
 
     /* The two list-scheduling orders; cuts at 0, 1/8, ..., 1 of the calls; then around the
      * best cut at half the step, a quarter, ... down to one call (a pattern search over the
@@ -435,6 +439,7 @@ int ub_ready_need_starts(const ub_profile *prof, double lower_bound, double limi
         int cut;
         if (q < 0) { /* the two list-scheduling orders first */
             edf_order(prof, ready, q == -1, ord);
+            ub_order_by_region(g.group, n_regions, ord, n);
             set_calls(&g, ord);
             double hi = singletons(&g);
             if (!group_exactly(&g, lower_bound, hi < limit ? hi : limit, &trial))
@@ -459,6 +464,7 @@ int ub_ready_need_starts(const ub_profile *prof, double lower_bound, double limi
             continue;
         tried[cut] = 1;
         cut_order(prof, ready, cut, ord);
+        ub_order_by_region(g.group, n_regions, ord, n);
         set_calls(&g, ord);
         double hi = singletons(&g);
         if (!group_exactly(&g, lower_bound, hi < limit ? hi : limit, &trial))

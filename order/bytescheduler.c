@@ -7,7 +7,9 @@
  * runs a communicator's operations serially, in posting order).  A plan must be static, so we
  * run that policy as an event simulation on the profile, with the model's block costs, and
  * the posting order becomes the plan.  ByteScheduler tunes partition and credit with Bayesian
- * optimisation at run time; our stand-in is the documented grid below, scored by the model. */
+ * optimisation at run time; our stand-in is the documented grid below, scored by the model.
+ * A plan posts the regions between "merge": false calls in order (docs/model.md): a partition
+ * of a later region enters the queue only once every earlier region has been posted. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,7 @@ typedef struct {
     double *fifo_end;    /* posted partitions still in flight: end time and bytes */
     uint64_t *fifo_bytes;
     size_t fifo_cap;
+    ub_region_gate gate;
 } sim_state;
 
 /* Room for one more in-flight partition at fifo[*tail]; the live entries [*head, *tail) move
@@ -65,6 +68,7 @@ static void simulate(sim_state *s, uint64_t partition, int credit, ub_plan *out)
     ub_plan_clear(out);
     ub_rank_heap heap = {.items = s->heap_items, .n = 0, .rank = s->rank};
     memset(s->sent, 0, sizeof(uint64_t) * (size_t)n);
+    ub_region_gate_reset(&s->gate);
     for (int k = 0; k < n; k++)
         s->part[k] = ub_piece_at_least(prof, k, partition);
     double credit_bytes = (double)credit * (double)partition;
@@ -72,8 +76,11 @@ static void simulate(sim_state *s, uint64_t partition, int credit, ub_plan *out)
     size_t head = 0, tail = 0; /* fifo of in-flight partitions; ends never decrease */
     int next = 0;              /* next call to become ready, in ready order */
     for (;;) {
-        while (next < n && prof->calls[s->ready_order[next]].ready <= t)
-            ub_rank_heap_push(&heap, s->ready_order[next++]);
+        while (next < n && prof->calls[s->ready_order[next]].ready <= t) {
+            int c = s->ready_order[next++];
+            if (ub_region_gate_arrive(&s->gate, c))
+                ub_rank_heap_push(&heap, c);
+        }
         while (head < tail && s->fifo_end[head] <= t)
             in_flight -= (double)s->fifo_bytes[head++];
         if (head == tail)
@@ -89,6 +96,8 @@ static void simulate(sim_state *s, uint64_t partition, int credit, ub_plan *out)
             s->sent[c] = off + len;
             if (s->sent[c] < prof->calls[c].bytes)
                 ub_rank_heap_push(&heap, c);
+            else
+                ub_region_gate_sent(&s->gate, c, &heap);
             link_free = end;
             fifo_reserve(s, &head, &tail);
             s->fifo_end[tail] = end;
@@ -120,6 +129,7 @@ static void state_init(sim_state *s, const ub_profile *prof)
     s->part = ub_xrealloc(NULL, sizeof(uint64_t) * (size_t)n, "planning bytescheduler");
     ub_ready_order(prof, s->ready_order);
     ub_forward_priority(prof, NULL, s->rank);
+    ub_region_gate_init(&s->gate, prof);
 }
 
 static void state_free(sim_state *s)
@@ -131,6 +141,7 @@ static void state_free(sim_state *s)
     free(s->part);
     free(s->fifo_end);
     free(s->fifo_bytes);
+    ub_region_gate_free(&s->gate);
 }
 
 double ub_bytescheduler_plan(const ub_profile *prof, uint64_t partition, int credit, ub_plan *out)

@@ -1,4 +1,4 @@
-/* The MODEL.md timeline, exactly: a serial link, blocks in plan order, forward segments gated
+/* The docs/model.md timeline, exactly: a serial link, blocks in plan order, forward segments gated
  * by the completion of the calls they need.  Everything that judges a plan calls this. */
 #include <float.h>
 #include <stdbool.h>
@@ -38,14 +38,12 @@ static double timeline(const ub_profile *prof, const ub_plan *plan, double *bloc
         const ub_block *blk = &plan->blocks[b];
         const ub_segment *seg = &plan->segments[blk->first_segment];
         double start = link, bytes = 0.0;
-        bool staged = false;
+        bool staged = ub_segments_staged(seg, blk->n_segments, NULL);
         for (uint32_t i = 0; i < blk->n_segments; i++) {
             double r = prof->calls[seg[i].call].ready;
             if (r > start)
                 start = r;
             bytes += (double)seg[i].length;
-            if (seg[i].call != seg[0].call)
-                staged = true;
         }
         double end = start + ub_block_cost(prof, bytes, staged);
         for (uint32_t i = 0; i < blk->n_segments; i++)
@@ -130,7 +128,7 @@ double ub_evaluate_const(const ub_profile *prof, const ub_plan *plan, double *ca
     return timeline(prof, plan, NULL, NULL, call_completion);
 }
 
-/* E of MODEL.md rule 6 for the calls idx[0..m) (in ready order): the earliest time a link that
+/* E of docs/model.md rule 6 for the calls idx[0..m) (in ready order): the earliest time a link that
  * carries only them, in consecutive groups of that order, finishes them all:
  *   F[j] = min over 1 <= i <= j of  max(F[i-1], r_j) + alpha + beta*(P[j] - P[i-1]),  F[0] = 0,
  * with r_j the j-th ready time (the latest of its group) and P the prefix sums of bytes.  F is
@@ -252,8 +250,11 @@ bool ub_staging_fits(const ub_profile *prof, double bytes)
     return prof->staging_max == 0 || bytes <= (double)prof->staging_max;
 }
 
-/* Validity (MODEL.md): every byte of every call exactly once, homogeneous blocks, no block
- * spanning a call marked "merge": false. */
+/* Validity (docs/model.md): every byte of every call exactly once, homogeneous blocks, no block
+ * spanning a call marked "merge": false, and the regions those calls end in order: a block of
+ * region r never comes after a block of a later region.  Then when a merge:false call i arrives,
+ * every block up to the last one holding a call <= i holds only calls <= i, so the runtime can
+ * issue them all at once (a consumer of call i never waits for a call that has not arrived). */
 typedef struct {
     uint64_t offset, length;
     uint32_t block;
@@ -280,6 +281,8 @@ int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, siz
     covered *cov = malloc(sizeof(covered) * referenced);
     uint32_t *fill = calloc((size_t)n + 1, sizeof(uint32_t));
     int rc = -1;
+    int max_region = 0, max_call = -1; /* the latest region of the blocks so far, and one of its calls */
+    uint32_t max_block = 0;
     if (!barrier_before || !count || !cov || !fill) {
         snprintf(err, errlen, "out of memory validating the plan");
         goto out;
@@ -300,7 +303,7 @@ int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, siz
         const ub_segment *seg = &plan->segments[blk->first_segment];
         int lo = n, hi = -1;
         uint64_t block_bytes = 0;
-        bool staged = false;
+        bool staged = ub_segments_staged(seg, blk->n_segments, NULL);
         for (uint32_t i = 0; i < blk->n_segments; i++) {
             const ub_segment *s = &seg[i];
             if (s->call < 0 || s->call >= n) {
@@ -331,8 +334,6 @@ int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, siz
                 goto out;
             }
             block_bytes = s->length > UINT64_MAX - block_bytes ? UINT64_MAX : block_bytes + s->length;
-            if (s->call != seg[0].call)
-                staged = true;
             const ub_call *c0 = &prof->calls[seg[0].call];
             if (c->dtype != c0->dtype || c->op != c0->op) {
                 snprintf(err, errlen, "blocks[%u] mixes %s/%s (call %d) with %s/%s (call %d)", b,
@@ -351,9 +352,27 @@ int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, siz
                      hi);
             goto out;
         }
+        int region = barrier_before[lo];
+        if (region < max_region) {
+            /* the merge:false call that ends this block's region */
+            int end = hi;
+            while (end < n - 1 && prof->calls[end].merge)
+                end++;
+            snprintf(err, errlen,
+                     "blocks[%u] holds call %d after blocks[%u] holds call %d: call %d is marked \"merge\": false, so "
+                     "the blocks up to its last one may hold only calls up to %d (issuable when it arrives)",
+                     b, lo, max_block, max_call, end, end);
+            goto out;
+        }
+        if (region > max_region || max_call < 0) {
+            max_region = region;
+            max_block = b;
+            max_call = lo;
+        }
         if (staged && prof->staging_max && block_bytes > prof->staging_max) {
             snprintf(err, errlen,
-                     "blocks[%u] stages %llu bytes of several calls, above staging_max %llu (the runtime's staging "
+                     "blocks[%u] stages %llu bytes (several calls, or ranges of one call that do not touch), above "
+                     "staging_max %llu (the runtime's staging "
                      "buffer)",
                      b, (unsigned long long)block_bytes, (unsigned long long)prof->staging_max);
             goto out;

@@ -2,6 +2,8 @@
 #ifndef USBYTE_ORDER_INTERNAL_H
 #define USBYTE_ORDER_INTERNAL_H
 
+#include <stdbool.h>
+
 #include "usbyte/plan.h"
 #include "usbyte/profile.h"
 
@@ -23,6 +25,37 @@ typedef struct ub_rank_heap {
 
 void ub_rank_heap_push(ub_rank_heap *h, int call);
 int ub_rank_heap_pop(ub_rank_heap *h); /* -1 when empty */
+
+/* Merge regions: region[k] is the number of calls marked "merge": false before call k, so a
+ * merge:false call is the last of its region and regions are runs of arrival order.  A valid
+ * plan holds each block inside one region and puts the regions' blocks in region order
+ * (docs/model.md).  Fills region (may be NULL) and returns the number of regions. */
+int ub_merge_regions(const ub_profile *prof, int *region);
+
+/* Stable reorder of the calls ord[0..m) by region (counting sort): within a region they keep
+ * their order.  region from ub_merge_regions, n_regions its result. */
+void ub_order_by_region(const int *region, int n_regions, int *ord, int m);
+
+/* Release of calls region by region, for the policies that simulate a dynamic scheduler
+ * (bytescheduler, usbyte): a call that becomes ready while an earlier region still has bytes
+ * to send waits, and enters the scheduler's heap once every call of the earlier regions has
+ * been sent whole.  With one region every call enters at once. */
+typedef struct ub_region_gate {
+    int *region;   /* per call */
+    int *first;    /* per region: its first call; first[n_regions] = n_calls */
+    int *left;     /* per region: calls not yet sent whole */
+    bool *waiting; /* per call: ready, not yet released */
+    int open, n_regions;
+} ub_region_gate;
+
+void ub_region_gate_init(ub_region_gate *g, const ub_profile *prof);
+void ub_region_gate_reset(ub_region_gate *g);
+void ub_region_gate_free(ub_region_gate *g);
+/* Call c is ready: true when it may enter the heap now; otherwise it waits for its region. */
+bool ub_region_gate_arrive(ub_region_gate *g, int c);
+/* Call c has been sent whole: when that completes the open region, the next regions open and
+ * their waiting calls are pushed into heap. */
+void ub_region_gate_sent(ub_region_gate *g, int c, ub_rank_heap *heap);
 
 /* ub_policy_run with the profile's lower bound already computed (ub_lower_bound). */
 int ub_policy_run_bounded(int id, const ub_profile *prof, ub_plan *out, double lower_bound);

@@ -22,14 +22,16 @@ typedef struct ub_wblock {
     int32_t call0; /* the call of the first segment (the block's dtype, op and merge group) */
 } ub_wblock;
 
-/* MODEL.md rules 1-5 rewritten per block: with e_b the end of block b,
+/* docs/model.md rules 1-5 rewritten per block: with e_b the end of block b,
  *   e_b = max(e_{b-1}, r_b) + cost_b,   T = max(B + g + sum(forward), max_b (e_b + W_b)),
  * because forward segment s starts no earlier than the completion of each of its calls and
  * the forward segments from s on follow it back to back. */
 typedef struct ub_wplan {
     const ub_profile *prof;
     double *Fs;     /* per call: sum of forward[s] for s >= need */
-    int *group;     /* per call: merge group (a block must not span two) */
+    int *group;     /* per call: merge group (a block must not span two, and the groups' blocks
+                       go in group order: docs/model.md) */
+    bool ordered;   /* more than one merge group: moves must keep the blocks in group order */
     double BgF;     /* B + g + sum(forward) */
     ub_wblock *b;
     int nb, cap;
@@ -60,8 +62,13 @@ void ub_wplan_rotate(ub_wplan *wp, int from, int to);
 /* Exchanges block `pos` with *w (segment arrays included). */
 void ub_wplan_exchange(ub_wplan *wp, int pos, ub_wblock *w);
 
+/* Would the blocks fresh[0..n_new) in place of [i, i+n_old) keep the merge groups in order
+ * (each block's group no earlier than the one before it)?  Always true with one group. */
+bool ub_wplan_in_order(const ub_wplan *wp, int i, int n_old, const ub_wblock *const *fresh, int n_new);
+
 /* Would replacing [i, i+n_old) by the blocks fresh[0..n_new) (only their cached quantities
- * are read) make the iteration time drop below wp->thr?  O(n_new) plus a bounded walk; exact
+ * are read) make the iteration time drop below wp->thr?  False for a replacement that breaks
+ * the order of the merge groups (ub_wplan_in_order).  O(n_new) plus a bounded walk; exact
  * up to rounding (the caller confirms on the timeline). */
 bool ub_wplan_improves(const ub_wplan *wp, int i, int n_old, const ub_wblock *const *fresh, int n_new);
 

@@ -10,7 +10,7 @@
 #include "usbyte/alloc.h"
 #include "usbyte/model.h"
 
-/* May calls a and b share a block?  Same dtype, op and merge group (MODEL.md). */
+/* May calls a and b share a block?  Same dtype, op and merge group (docs/model.md). */
 static bool may_share(const ub_wplan *wp, int32_t a, int32_t b)
 {
     const ub_call *ca = &wp->prof->calls[a], *cb = &wp->prof->calls[b];

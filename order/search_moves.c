@@ -597,8 +597,14 @@ void ub_search_kick(ub_search *s, uint64_t *rng)
             j = 0;
         if (j > wp->nb - 1)
             j = wp->nb - 1;
-        if (j != i)
+        if (j != i) {
             ub_wplan_rotate(wp, i, j);
+            /* the others keep their order: only the moved block's neighbours can break the
+             * order of the merge groups */
+            const ub_wblock *moved = &wp->b[j];
+            if (!ub_wplan_in_order(wp, j, 1, &moved, 1))
+                ub_wplan_rotate(wp, j, i);
+        }
         break;
     }
     case 1:

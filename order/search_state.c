@@ -29,6 +29,7 @@ void ub_wplan_init(ub_wplan *wp, const ub_profile *prof)
         if (!prof->calls[k].merge)
             g++;
     }
+    wp->ordered = n > 0 && wp->group[n - 1] > 0;
     free(suffix);
 }
 
@@ -108,13 +109,39 @@ void ub_wplan_load(ub_wplan *wp, const ub_plan *plan)
     ub_wplan_timeline(wp);
 }
 
+static int by_offset(const void *a, const void *b)
+{
+    uint64_t x = ((const ub_segment *)a)->offset, y = ((const ub_segment *)b)->offset;
+    return (x > y) - (x < y);
+}
+
+/* The search judges a block of one call's pieces as one allreduce in place, which it is only
+ * when the pieces touch (docs/model.md, rule 2): pieces with gaps between them go out as one
+ * block per contiguous range, back to back, never through staging (the stored plan is
+ * evaluated again, so its time is the true one). */
 void ub_wplan_store(const ub_wplan *wp, ub_plan *plan)
 {
     ub_plan_clear(plan);
     for (int i = 0; i < wp->nb; i++) {
-        ub_plan_begin_block(plan);
-        for (uint32_t j = 0; j < wp->b[i].n; j++)
-            ub_plan_add_segment(plan, wp->b[i].seg[j].call, wp->b[i].seg[j].offset, wp->b[i].seg[j].length);
+        const ub_wblock *w = &wp->b[i];
+        bool one_call = true;
+        for (uint32_t j = 1; j < w->n; j++)
+            one_call &= w->seg[j].call == w->seg[0].call;
+        if (!one_call || !ub_segments_staged(w->seg, w->n, NULL)) {
+            ub_plan_begin_block(plan);
+            for (uint32_t j = 0; j < w->n; j++)
+                ub_plan_add_segment(plan, w->seg[j].call, w->seg[j].offset, w->seg[j].length);
+            continue;
+        }
+        ub_segment *sorted = ub_xcalloc(w->n, sizeof *sorted, "in the plan search");
+        memcpy(sorted, w->seg, sizeof *sorted * w->n);
+        qsort(sorted, w->n, sizeof *sorted, by_offset);
+        for (uint32_t j = 0; j < w->n; j++) {
+            if (j == 0 || sorted[j].offset != sorted[j - 1].offset + sorted[j - 1].length)
+                ub_plan_begin_block(plan);
+            ub_plan_add_segment(plan, sorted[j].call, sorted[j].offset, sorted[j].length);
+        }
+        free(sorted);
     }
 }
 
@@ -193,10 +220,25 @@ void ub_wplan_exchange(ub_wplan *wp, int pos, ub_wblock *w)
     *w = t;
 }
 
+bool ub_wplan_in_order(const ub_wplan *wp, int i, int n_old, const ub_wblock *const *fresh, int n_new)
+{
+    if (!wp->ordered)
+        return true;
+    int g = i > 0 ? wp->group[wp->b[i - 1].call0] : 0;
+    for (int k = 0; k < n_new; k++) {
+        if (fresh[k]->call0 < 0 || wp->group[fresh[k]->call0] < g)
+            return false;
+        g = wp->group[fresh[k]->call0];
+    }
+    return i + n_old >= wp->nb || wp->group[wp->b[i + n_old].call0] >= g;
+}
+
 bool ub_wplan_improves(const ub_wplan *wp, int i, int n_old, const ub_wblock *const *fresh, int n_new)
 {
     if (wp->BgF >= wp->thr)
         return false; /* compute-bound: nothing the link does can help */
+    if (!ub_wplan_in_order(wp, i, n_old, fresh, n_new))
+        return false;
     double thr = wp->thr;
     if (i > 0 && i > wp->first_crit && wp->first_crit >= 0)
         return false; /* a critical block before the move keeps T */

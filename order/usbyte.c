@@ -13,7 +13,10 @@
  * - Priority adjustment (Algorithm 3): for each call in arrival order, if sending it whole from
  *   its first backward block would overlap the arrival of higher-priority calls, try raising
  *   its priority just above them; keep the change when the model's iteration time drops.
- * Priorities start as ByteScheduler's: lower need first, then the later-arriving call. */
+ * Priorities start as ByteScheduler's: lower need first, then the later-arriving call.
+ * The regions between "merge": false calls go in order (docs/model.md): a call of a later region
+ * enters the backward phase once every earlier region has been sent, and the forward phase
+ * sends the remainders region by region, each in P2 order. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -34,6 +37,8 @@ typedef struct {
     int n;
     int *ready_order;
     int *fwd_order;  /* P2: forward-phase order, fixed */
+    int *tail_order; /* P2 stably reordered by region: the forward phase's order */
+    ub_region_gate gate;
     int *prio_order; /* P1: backward-phase priority, adjusted by Algorithm 3 */
     int *prio_rank;
     int *heap_items;
@@ -78,6 +83,7 @@ static double build(us_state *s, uint64_t unit, ub_plan *out, double *first_star
     for (int k = 0; k < n; k++)
         first_start[k] = -1.0;
     ub_rank_heap heap = {.items = s->heap_items, .n = 0, .rank = s->prio_rank};
+    ub_region_gate_reset(&s->gate);
     double t = 0.0;
     int last_call = -1; /* call of the last block while it may still be extended */
     for (int i = 0; i < n; i++) {
@@ -119,17 +125,19 @@ static double build(us_state *s, uint64_t unit, ub_plan *out, double *first_star
                 return INFINITY;
             if (s->sent[c] == prof->calls[c].bytes) {
                 ub_rank_heap_pop(&heap);
+                ub_region_gate_sent(&s->gate, c, &heap);
                 last_call = -1;
             }
         }
         if (t < r)
             t = r; /* the link idles until the next gradient exists */
-        ub_rank_heap_push(&heap, arriving);
+        if (ub_region_gate_arrive(&s->gate, arriving))
+            ub_rank_heap_push(&heap, arriving);
     }
     /* Forward phase: each remainder in the order the forward needs it.  A remainder that
      * directly continues the last backward block joins it (a second startup would only cost). */
     for (int i = 0; i < n; i++) {
-        int c = s->fwd_order[i];
+        int c = s->tail_order[i];
         uint64_t rem = prof->calls[c].bytes - s->sent[c];
         if (rem == 0)
             continue;
@@ -225,6 +233,7 @@ static void state_init(us_state *s, const ub_profile *prof, double **first, doub
     size_t ni = sizeof(int) * (size_t)n;
     s->ready_order = ub_xrealloc(NULL, ni, "planning usbyte");
     s->fwd_order = ub_xrealloc(NULL, ni, "planning usbyte");
+    s->tail_order = ub_xrealloc(NULL, ni, "planning usbyte");
     s->prio_order = ub_xrealloc(NULL, ni, "planning usbyte");
     s->prio_rank = ub_xrealloc(NULL, ni, "planning usbyte");
     s->heap_items = ub_xrealloc(NULL, ni, "planning usbyte");
@@ -233,6 +242,9 @@ static void state_init(us_state *s, const ub_profile *prof, double **first, doub
     *scratch = ub_xrealloc(NULL, sizeof(double) * (size_t)n, "planning usbyte");
     ub_ready_order(prof, s->ready_order);
     ub_forward_priority(prof, s->fwd_order, NULL);
+    ub_region_gate_init(&s->gate, prof);
+    memcpy(s->tail_order, s->fwd_order, ni);
+    ub_order_by_region(s->gate.region, s->gate.n_regions, s->tail_order, n);
     int S = prof->n_forward;
     double *suffix = ub_xrealloc(NULL, sizeof(double) * ((size_t)S + 1), "planning usbyte");
     suffix[S] = 0.0;
@@ -249,6 +261,8 @@ static void state_free(us_state *s, double *first, double *scratch)
 {
     free(s->ready_order);
     free(s->fwd_order);
+    free(s->tail_order);
+    ub_region_gate_free(&s->gate);
     free(s->prio_order);
     free(s->prio_rank);
     free(s->heap_items);

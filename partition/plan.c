@@ -70,3 +70,22 @@ void ub_plan_add_segment(ub_plan *plan, int32_t call, uint64_t offset, uint64_t 
     plan->segments[plan->n_segments++] = (ub_segment){.call = call, .offset = offset, .length = length};
     plan->blocks[plan->n_blocks - 1].n_segments++;
 }
+
+bool ub_segments_staged(const ub_segment *seg, uint32_t n, const bool *keep)
+{
+    int32_t call = -1;
+    uint64_t lo = UINT64_MAX, hi = 0, total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (keep && !keep[i])
+            continue;
+        if (call >= 0 && seg[i].call != call)
+            return true;
+        call = seg[i].call;
+        if (seg[i].offset < lo)
+            lo = seg[i].offset;
+        if (seg[i].offset + seg[i].length > hi)
+            hi = seg[i].offset + seg[i].length;
+        total += seg[i].length;
+    }
+    return call >= 0 && hi - lo != total;
+}

@@ -1,7 +1,7 @@
-/* From agreed numbers to a MODEL.md profile (see usbyte/record.h).
+/* From agreed numbers to a docs/model.md profile (see usbyte/record.h).
  *
  * Rules, all on the agreed (identical) numbers:
- *  - ready: the agreed ready times; call 0 is the origin (MODEL.md: measured profiles put 0 at
+ *  - ready: the agreed ready times; call 0 is the origin (docs/model.md: measured profiles put 0 at
  *    the first call's ready time); backward_end = the latest ready.
  *  - need segments: walk the calls that were waited on in order of their need time.  The consumer
  *    (the forward pass) reached that wait at `need` and got past it at max(need, done), done being

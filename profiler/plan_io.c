@@ -1,4 +1,4 @@
-/* Plans in the MODEL.md JSON format.  Reading checks the shape only; whether a plan covers a
+/* Plans in the docs/model.md JSON format.  Reading checks the shape only; whether a plan covers a
  * profile is decided by ub_plan_validate, which knows the profile. */
 #include <errno.h>
 #include <math.h>

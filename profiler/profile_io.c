@@ -1,4 +1,4 @@
-/* Profiles in the MODEL.md JSON format: strict reading with one-line errors that name the
+/* Profiles in the docs/model.md JSON format: strict reading with one-line errors that name the
  * origin and the JSON path, and writing that round-trips exactly. */
 #include <errno.h>
 #include <math.h>

@@ -35,7 +35,7 @@ int ub_sched_build(const ub_plan *plan, int n_calls, ub_sched *out)
         const ub_block *blk = &plan->blocks[b];
         if (blk->n_segments == 0)
             goto bad;
-        int first_call = plan->segments[blk->first_segment].call, largest = -1;
+        int largest = -1;
         uint64_t bytes = 0;
         for (uint32_t i = 0; i < blk->n_segments; i++) {
             const ub_segment *sg = &plan->segments[blk->first_segment + i];
@@ -43,11 +43,10 @@ int ub_sched_build(const ub_plan *plan, int n_calls, ub_sched *out)
                 goto bad;
             if (sg->call > largest)
                 largest = sg->call;
-            if (sg->call != first_call)
-                out->staged[b] = true;
             out->last_block[sg->call] = (int)b;
             bytes += sg->length;
         }
+        out->staged[b] = ub_segments_staged(&plan->segments[blk->first_segment], blk->n_segments, NULL);
         out->closes[largest] = true;
         if (largest > issue)
             issue = largest;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The planner benchmark behind `make bench-sim`: every profile of ../shared/data/profiles
+# The planner benchmark behind `make bench-sim`: every profile of data/profiles
 # (USBYTE_PROFILES overrides) and a few seeded synthetic ones, at 8, 16, 64 and 128 ranks on the
 # 10gbe and 100gb-ib presets: each policy's predicted iteration time, the speedup of `best`
 # over wfbp, syncea, mgwfbp and bytescheduler, its gap to the MODEL.md lower bound and whether
@@ -11,7 +11,7 @@ set -euo pipefail
 BUILD=${BUILD:-build}
 SIM=$BUILD/usbyte-sim
 OUT=${1:-docs/bench-sim.md}
-PROFILES=${USBYTE_PROFILES:-../shared/data/profiles}
+PROFILES=${USBYTE_PROFILES:-data/profiles}
 RANKS=${BENCH_RANKS:-8,16,64,128}
 NETS=${BENCH_NETS:-10gbe 100gb-ib}
 SYNTHETIC=${BENCH_SYNTHETIC-"200,1 200,2,layerwise 1000,3 1000,4,layerwise 200,5,hard 200,6,layerwise,hard"}

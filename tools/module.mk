@@ -1,4 +1,4 @@
-# usbyte-sim: the trace-driven simulator (MODEL.md's command line), and the planner benchmark.
+# usbyte-sim: the trace-driven simulator (docs/model.md's command line), and the planner benchmark.
 SIM_SRCS := tools/usbyte-sim.c tools/sim_net.c tools/sim_svg.c
 
 $(BUILD)/usbyte-sim: $(call objs,$(SIM_SRCS)) $(PLAN_LIB)

@@ -10,7 +10,7 @@
 #include "usbyte/profile.h"
 
 /* A network preset: per-step latency a0 and per-byte time b0 of a ring allreduce, which for
- * p ranks costs 2(p-1)*a0 + 2(p-1)/p * M * b0 (MODEL.md). */
+ * p ranks costs 2(p-1)*a0 + 2(p-1)/p * M * b0 (docs/model.md). */
 typedef struct sim_net {
     const char *name;
     double a0, b0;

@@ -1,5 +1,5 @@
 /* Network presets for --net, each with where its numbers come from (docs/planner.md says more).
- * MODEL.md's ring formula: alpha = 2(p-1)*a0, beta = 2(p-1)/p * b0. */
+ * docs/model.md's ring formula: alpha = 2(p-1)*a0, beta = 2(p-1)/p * b0. */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* The runtime's configuration (DESIGN.md section 7): one X-macro list of every USBYTE_
+/* The runtime's configuration (docs/design.md section 7): one X-macro list of every USBYTE_
  * variable, parsed strictly from the environment.  A bad value produces one warning naming
  * the variable, the value and the default used, and falls back to the default; nothing here
  * can crash on input.  Parsing is a pure function of a lookup callback so tests need no
@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 typedef enum { UB_MODE_OFF, UB_MODE_OBSERVE, UB_MODE_SCHEDULE } ub_mode;
-/* When an event the application records on a NCCL stream after call k completes (DESIGN.md
+/* When an event the application records on a NCCL stream after call k completes (docs/design.md
  * section 3): stream = once calls 0..k have (CUDA's own rule), call = once call k has. */
 typedef enum { UB_COMPLETION_STREAM, UB_COMPLETION_CALL } ub_completion;
 typedef enum { UB_LOG_ERROR, UB_LOG_WARN, UB_LOG_INFO, UB_LOG_DEBUG } ub_log_level;
@@ -25,7 +25,7 @@ typedef enum { UB_LOG_ERROR, UB_LOG_WARN, UB_LOG_INFO, UB_LOG_DEBUG } ub_log_lev
  * and must be the same on every rank. */
 #define UB_CONFIG_LIST(X)                                                                      \
     X(mode, "MODE", MODE, "schedule", "off | observe (measure and plan only) | schedule (run the plan)") \
-    X(policy, "POLICY", POLICY, "best", "policy whose plan is chosen (MODEL.md names)")        \
+    X(policy, "POLICY", POLICY, "best", "policy whose plan is chosen (docs/model.md names)")        \
     X(warmup, "WARMUP", WARMUP, "5", "whole iterations profiled after the period is found")   \
     X(report, "REPORT", PATTERN, "usbyte-report-%r.json", "report path; %r rank, %p pid, %h host") \
     X(log, "LOG", LOG, "warn", "error | warn | info | debug")                                  \

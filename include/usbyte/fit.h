@@ -1,5 +1,5 @@
 /* The cost model fit: duration = alpha + beta * bytes, by least squares over measured collective
- * durations (DESIGN.md section 5; MODEL.md's `net.alpha` / `net.beta`).
+ * durations (docs/design.md section 5; docs/model.md's `net.alpha` / `net.beta`).
  *
  * Method.  The data are centred on their (weighted) means before the normal equations are formed,
  * so sizes of 1e9 bytes and durations of 1e-5 s lose no precision.  The answer is the least-
@@ -55,7 +55,7 @@ typedef struct ub_fit_result {
  * n is 0. */
 int ub_fit_linear(const ub_fit_sample *s, size_t n, ub_fit_weighting w, ub_fit_result *out);
 
-/* MODEL.md's ring allreduce of M bytes over p ranks costs 2(p-1)*a0 + 2(p-1)/p * M * b0.
+/* docs/model.md's ring allreduce of M bytes over p ranks costs 2(p-1)*a0 + 2(p-1)/p * M * b0.
  * ub_fit_to_ring turns a fitted per-call (alpha, beta) into the per-hop (a0, b0);
  * ub_ring_to_fit is its inverse.  Both return -1 (outputs untouched) unless ranks >= 2. */
 int ub_fit_to_ring(double alpha, double beta, int ranks, double *a0, double *b0);

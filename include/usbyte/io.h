@@ -1,4 +1,4 @@
-/* Reading, validating and writing profiles and plans in the MODEL.md JSON formats.
+/* Reading, validating and writing profiles and plans in the docs/model.md JSON formats.
  *
  * Every function that can fail writes one line into err (errlen bytes) that names the origin
  * (usually the file name), the JSON path and what is wrong, e.g.
@@ -14,7 +14,7 @@
 #include "usbyte/plan.h"
 #include "usbyte/profile.h"
 
-/* Profiles ("usbyte_profile": 1).  Defaults of MODEL.md: dtype float32, op sum, merge true,
+/* Profiles ("usbyte_profile": 1).  Defaults of docs/model.md: dtype float32, op sum, merge true,
  * need 0, forward [0], gap 0; measured_comm < 0 when absent; has_net false without "net".
  * Unknown keys are ignored.  `out` is overwritten (not freed first); on failure it is left
  * empty (safe to ub_profile_free). */

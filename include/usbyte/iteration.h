@@ -1,4 +1,4 @@
-/* Online iteration detection from a communicator's call sequence (DESIGN.md section 5).
+/* Online iteration detection from a communicator's call sequence (docs/design.md section 5).
  *
  * Feed one 64-bit signature per intercepted call (usbyte/signature.h).  The detector is a pure
  * function of the sequence of values fed and of its config: the runtime must feed PORTABLE

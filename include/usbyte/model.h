@@ -1,4 +1,4 @@
-/* The MODEL.md timing model: validity, the timeline evaluator and the lower bound. */
+/* The docs/model.md timing model: validity, the timeline evaluator and the lower bound. */
 #ifndef USBYTE_MODEL_H
 #define USBYTE_MODEL_H
 
@@ -35,13 +35,13 @@ double ub_evaluate(const ub_profile *prof, ub_plan *plan, double *call_completio
 double ub_evaluate_with_bound(const ub_profile *prof, ub_plan *plan, double lower_bound, double *call_completion);
 
 /* Does an iteration time meet the lower bound, to 1e-9 relative?  Then the plan is optimal
- * (MODEL.md rule 6) and searching further cannot gain anything that matters. */
+ * (docs/model.md rule 6) and searching further cannot gain anything that matters. */
 bool ub_meets_bound(double iteration, double lower_bound);
 
 /* The same timeline, without touching the plan (for searches that evaluate candidates). */
 double ub_evaluate_const(const ub_profile *prof, const ub_plan *plan, double *call_completion);
 
-/* Rule 6 of MODEL.md: max(B + g + sum(forward), max over s of E_s + sum(forward[s:])), E_s the
+/* Rule 6 of docs/model.md: max(B + g + sum(forward), max over s of E_s + sum(forward[s:])), E_s the
  * earliest the link alone can finish the calls with need <= s (a DP over their ready order).
  * O(n log n + sum over the distinct needs s of |{need <= s}|), usually far less (pruned). */
 double ub_lower_bound(const ub_profile *prof);

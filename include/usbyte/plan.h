@@ -1,4 +1,4 @@
-/* A plan: the ordered list of blocks that covers every byte of every call once (MODEL.md).
+/* A plan: the ordered list of blocks that covers every byte of every call once (docs/model.md).
  * Segments of a block are stored contiguously, so a plan is two flat arrays. */
 #ifndef USBYTE_PLAN_H
 #define USBYTE_PLAN_H
@@ -39,5 +39,10 @@ void ub_plan_copy(ub_plan *dst, const ub_plan *src);  /* dst must be initialised
 /* Opens a new, empty block at the end; segments added next belong to it. */
 void ub_plan_begin_block(ub_plan *plan);
 void ub_plan_add_segment(ub_plan *plan, int32_t call, uint64_t offset, uint64_t length);
+/* Whether a block (its segments; keep: only those flagged, NULL: all) goes through the staging
+ * buffer: unless its segments are one contiguous byte range of one call, which is one allreduce
+ * in place.  The one rule of the model's copy cost, the staging limit and the runtime's executor
+ * (segments of one block never overlap: a valid plan covers every byte once). */
+bool ub_segments_staged(const ub_segment *seg, uint32_t n, const bool *keep);
 
 #endif

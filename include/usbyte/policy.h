@@ -1,4 +1,4 @@
-/* The policies of MODEL.md, one X-macro list: the registry, the simulator's --policy names
+/* The policies of docs/model.md, one X-macro list: the registry, the simulator's --policy names
  * and the report's policy table are all generated from it. */
 #ifndef USBYTE_POLICY_H
 #define USBYTE_POLICY_H

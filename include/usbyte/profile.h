@@ -1,4 +1,4 @@
-/* One training iteration of one communicator, as MODEL.md defines it ("usbyte_profile": 1).
+/* One training iteration of one communicator, as docs/model.md defines it ("usbyte_profile": 1).
  * The planner, the simulator and the interposer's report all use this one struct. */
 #ifndef USBYTE_PROFILE_H
 #define USBYTE_PROFILE_H
@@ -27,7 +27,7 @@ typedef struct ub_profile {
     double alpha;          /* seconds per block */
     double beta;           /* seconds per byte */
     double copy_beta;      /* seconds per byte through staging */
-    /* What the runtime's schedule mode can issue (MODEL.md validity; 0 = no constraint):
+    /* What the runtime's schedule mode can issue (docs/model.md validity; 0 = no constraint):
      * align: bytes; a cut inside a call falls on a multiple of the call's element size and,
      * in a call larger than align, also on a multiple of align (addresses the runtime can
      * hand to NCCL without realigning).  staging_max: the largest total of a block that

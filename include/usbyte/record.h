@@ -1,8 +1,8 @@
-/* The warm-up recorder and the cross-rank agreement (DESIGN.md sections 1 and 5), as pure code:
+/* The warm-up recorder and the cross-rank agreement (docs/design.md sections 1 and 5), as pure code:
  * no CUDA, no NCCL, no clocks.  The runtime fills a ub_record with times (seconds since its own
  * epoch) as its timing events complete; ub_record_summarize reduces it to one rank's numbers per
  * call; ub_agree_* pack those into the fixed-layout vectors the agreement collectives combine
- * (max and sum); ub_derive_profile turns the agreed numbers into a MODEL.md profile.  Every rank
+ * (max and sum); ub_derive_profile turns the agreed numbers into a docs/model.md profile.  Every rank
  * runs ub_derive_profile on identical agreed numbers, so every rank derives the same profile. */
 #ifndef USBYTE_RECORD_H
 #define USBYTE_RECORD_H
@@ -44,7 +44,7 @@ void ub_record_free(ub_record *r);
 ub_rec_call *ub_record_at(ub_record *r, int iteration, int call);
 
 /* One rank's numbers per call, averaged over the warm-up.  Times are relative to each
- * iteration's first ready time (MODEL.md), -1 when never observed. */
+ * iteration's first ready time (docs/model.md), -1 when never observed. */
 typedef struct ub_summary_call {
     double ready, need, done;  /* done: completion (end event) */
     double comm_mean, comm_min;
@@ -95,7 +95,7 @@ typedef struct ub_agree_settings {
     int min_gain_pct; /* USBYTE_MIN_GAIN_PCT */
 } ub_agree_settings;
 
-/* The agreement (DESIGN.md sections 1 and 2).  Its collectives must depend only on the call
+/* The agreement (docs/design.md sections 1 and 2).  Its collectives must depend only on the call
  * sequence: they are issued at a call index derived from the portable sequence, and their SIZES
  * are constants, the same on every rank whatever it measured, whether the ranks agree or not.
  * Two in-place allreduces of doubles, issued back to back with no host step between them:
@@ -159,7 +159,7 @@ ub_agree_outcome ub_agree_decode(const double *max_vec, const double *sum_vec, u
 const char *ub_agree_outcome_reason(ub_agree_outcome o);
 void ub_agreed_free(ub_agreed *a);
 
-/* Builds the MODEL.md profile from agreed numbers: ready, need segments, forward durations,
+/* Builds the docs/model.md profile from agreed numbers: ready, need segments, forward durations,
  * backward_end and gap (see profiler/derive.c for the rules), net from a least-squares fit of
  * (bytes, comm_min).  bytes/dtype/op: per call.  Returns 0, -1 when out of memory. */
 int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,

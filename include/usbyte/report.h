@@ -1,4 +1,4 @@
-/* The per-rank report of the runtime (issue 4, DESIGN.md section 8): what was measured per
+/* The per-rank report of the runtime (docs/design.md section 8): what was measured per
  * communicator, what every policy would gain and the chosen plan.  Pure JSON building and an
  * atomic file write (usbyte/atomic_write.h); no CUDA, so it is safe at exit. */
 #ifndef USBYTE_REPORT_H

@@ -1,4 +1,4 @@
-/* What schedule mode issues, and when, as pure functions of a plan (DESIGN.md sections 1, 3, 6).
+/* What schedule mode issues, and when, as pure functions of a plan (docs/design.md sections 1, 3, 6).
  * The runtime keeps no other rule: every decision that changes what NCCL is asked to do comes from
  * here and from the call sequence, so every rank derives the same one.
  *
@@ -9,15 +9,14 @@
  * - Readiness: a block waits for its members' data; on one stream the readiness of its largest
  *   member covers the earlier ones (stream order), so only calls that `close` a block need their
  *   own readiness event.
- * - Completion counter: the private stream writes base + b + 1 into a 64-bit counter after block
- *   b of the iteration whose counter base is `base` (the base grows by n_blocks per iteration,
- *   flushed or not).  Call k is complete once the counter reaches base + last_block[k] + 1; an
- *   event recorded after call k completes, in stream semantics, once calls 0..k are
- *   (base + prefix_block[k] + 1).
+ * - Block values: block b of the iteration whose base is `base` has value base + b + 1 (the base
+ *   grows by n_blocks per iteration, flushed or not, and never goes back).  Call k is complete
+ *   once the block of value base + last_block[k] + 1 is; an event recorded after call k
+ *   completes, in stream semantics, once calls 0..k are (base + prefix_block[k] + 1).
  * - Flush: at a deviation after the calls 0..arrived-1 of the iteration came, the blocks not yet
  *   issued go out in plan order restricted to the segments of arrived calls (a block left empty
- *   issues nothing but still writes its counter value), so every deferred call completes and
- *   every rank issues the same bytes in the same blocks. */
+ *   issues nothing), so every deferred call completes and every rank issues the same bytes in
+ *   the same blocks. */
 #ifndef USBYTE_SCHEDULE_H
 #define USBYTE_SCHEDULE_H
 
@@ -32,7 +31,7 @@ typedef struct ub_sched {
     int *issue_at;          /* per block */
     int *last_block;        /* per call */
     int *prefix_block;      /* per call: max over calls 0..k of last_block */
-    bool *staged;           /* per block: holds segments of more than one call */
+    bool *staged;           /* per block: goes through staging (ub_segments_staged) */
     bool *closes;           /* per call: the largest call of some block (its readiness is recorded) */
     uint64_t staging_bytes; /* the largest staged block (the staging buffer's size) */
 } ub_sched;
@@ -46,7 +45,7 @@ void ub_sched_free(ub_sched *s);
  * went out already. */
 void ub_sched_issue(const ub_sched *s, int next, int k, int *first, int *end);
 
-/* Counter value at which call k of the iteration with counter base `base` is complete. */
+/* The block value at which call k of the iteration with base `base` is complete. */
 uint64_t ub_sched_done_value(const ub_sched *s, uint64_t base, int k, bool stream_semantics);
 
 /* The segments of block b that a flush after `arrived` calls issues: fills `keep` (one flag per

@@ -1,14 +1,14 @@
 /* Call signatures: 64-bit hashes of an intercepted NCCL call, used to find iterations in the call
  * sequence (usbyte/iteration.h) and to check across ranks that everyone saw the same sequence.
  *
- * Two signatures exist because of the first law (DESIGN.md section 2):
+ * Two signatures exist because of the first law (docs/design.md section 2):
  *  - the PORTABLE signature hashes only what NCCL itself requires to be identical on every rank
  *    of a communicator: the kind of call, the element count, the dtype, the reduction op and the
  *    root/peer.  Every rank of a correct program computes the same portable sequence, so anything
  *    derived from it alone (the iteration lock, the agreement call index, the sequence hash sent
  *    in the agreement collective) is the same on every rank.
  *  - the FULL signature adds what is local to a rank: the stream and the send/recv buffer
- *    addresses (DESIGN.md section 5: "buffer addresses are local only").  Two ranks differ there,
+ *    addresses (docs/design.md section 5: buffer addresses stay local).  Two ranks differ there,
  *    so the full signature must never decide anything that changes what is issued; use it to
  *    notice that a rank's own calls changed buffers (e.g. compare it at each position once the
  *    iteration is locked on the portable sequence).

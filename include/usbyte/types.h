@@ -1,5 +1,5 @@
 /* Data types and reduction ops, one X-macro list each, shared by the planner, the
- * interposer and the tools.  The names are the ones the profile JSON uses (MODEL.md). */
+ * interposer and the tools.  The names are the ones the profile JSON uses (docs/model.md). */
 #ifndef USBYTE_TYPES_H
 #define USBYTE_TYPES_H
 

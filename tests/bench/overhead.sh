@@ -39,3 +39,30 @@ done
 echo "communicator state when timing ran: observe $observe_state, schedule $schedule_state (after warm-up, agreement and plan)"
 echo "schedule: an intercepted allreduce is deferred and its iteration's blocks issued from it; the real call is one allreduce"
 echo "cudaEventRecord is on a stream usbyte is not involved with (the wrappers' fast path)"
+
+# The CUDA calls of schedule mode, counted by the runtime (the report's schedule.cuda_calls over
+# schedule.deferred_calls, from the switch to the plan to the end): per plan and per shape of the
+# training loop (tests/bench/calls.c).  They include the records usbyte makes in place of the
+# application's (the ddp shape records one end event per call), which the application would have
+# made itself.
+CALL_ITERS=${CALL_ITERS:-400}
+echo
+echo "schedule mode: real CUDA calls per deferred allreduce (16 calls per iteration, $CALL_ITERS iterations, 1 rank)"
+printf '%-8s %-6s %-8s %-16s %s\n' policy shape blocks "calls/deferred" "of which the application's own records"
+for policy in syncea best wfbp; do
+    for shape in bare ddp; do
+        rm -f "$WORK"/calls-*.json
+        USBYTE_POLICY=$policy USBYTE_MIN_GAIN_PCT=-100 LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_MODE=schedule \
+            USBYTE_REPORT="$WORK/calls-%r.json" "$BUILD/emu/emu-run" -n 1 --timeout 120 -- \
+            "$BUILD/tests/bench/calls" "$CALL_ITERS" 16 $shape >"$WORK/calls.out" 2>&1 || { cat "$WORK/calls.out"; exit 1; }
+        python3 - "$WORK/calls-0.json" $policy $shape <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["comms"][0]
+s = c.get("schedule") or {}
+if c["state"] != "schedule" or not s.get("deferred_calls"):
+    sys.exit("calls: %s/%s not scheduled: %s (%s)" % (sys.argv[2], sys.argv[3], c["state"], c.get("state_reason")))
+own = 1.0 if sys.argv[3] == "ddp" else 0.0
+print("%-8s %-6s %-8d %-16.2f %.2f" % (sys.argv[2], sys.argv[3], len(c["plan"]["blocks"]), s["cuda_calls_per_deferred_call"], own))
+PY
+    done
+done

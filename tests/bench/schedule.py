@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.environ.get("BUILD", "build")
 REPEAT = int(os.environ.get("REPEAT", "3"))
 RANKS = 4
-PROF = os.path.join(ROOT, "examples", "profiles")
+PROF = os.path.join(ROOT, "data", "profiles")
 
 # name, trainer, extra environment, extra arguments, profiles
 TRAINERS = [

@@ -7,4 +7,4 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 SIM=$BUILD/usbyte-sim
 [ -x "$SIM" ] || { echo "missing $SIM: build it first (make)"; exit 1; }
-exec python3 tests/fuzz/fuzz.py --sim "$SIM" --seed 1 --runs 400 --skip-known --corpus examples/profiles
+exec python3 tests/fuzz/fuzz.py --sim "$SIM" --seed 1 --runs 400 --skip-known --corpus data/profiles

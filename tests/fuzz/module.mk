@@ -1,5 +1,5 @@
 # The fuzzer of usbyte-sim's inputs (tests/fuzz/fuzz.py): profiles, plans and reports, mutated
-# from the in-tree profiles, ../shared/data/profiles where present, and generated ones.
+# from the profiles of data/profiles and generated ones.
 #
 #   make fuzz                        FUZZ_SECONDS (180) of cases from seed FUZZ_SEED (1); prints
 #                                    a summary line, keeps failing cases in $(BUILD)/fuzz-failures
@@ -8,7 +8,7 @@
 # make test runs a short pass (tests/fuzz/fuzz_short.sh: a fixed seed, the in-tree profiles).
 FUZZ_SECONDS ?= 180
 FUZZ_SEED ?= 1
-FUZZ_CORPUS := examples/profiles $(wildcard ../shared/data/profiles)
+FUZZ_CORPUS := data/profiles
 
 .PHONY: fuzz
 fuzz: $(BUILD)/usbyte-sim

@@ -1,7 +1,8 @@
 /* Shared helpers of the multi-rank emulator tests (tests/integration/emu_*.c).  Each test is an
  * ordinary CUDA + NCCL program started by emu-run: it reads RANK and WORLD_SIZE like a torchrun
  * program, gets the communicator id from ncclGetUniqueId on every rank (the emulator derives it
- * from the launch), and fails with a message and a non-zero exit. */
+ * from the launch) or, where TRAINER_NCCL_ID_FILE names a file, from rank 0 through that file (as
+ * real NCCL needs: the GPU kit's launcher sets it), and fails with a message and a non-zero exit. */
 #ifndef USBYTE_EMU_TEST_COMMON_H
 #define USBYTE_EMU_TEST_COMMON_H
 
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -52,6 +54,37 @@ static inline int env_int(const char *name)
     return atoi(s);
 }
 
+/* The id of the world communicator: rank 0's, passed through the file TRAINER_NCCL_ID_FILE names
+ * (written whole under another name, then renamed), or each rank's own under emu-run. */
+static inline void world_id(int rank, ncclUniqueId *id)
+{
+    const char *file = getenv("TRAINER_NCCL_ID_FILE");
+    if (file == NULL || *file == '\0') {
+        NCCL_OK(ncclGetUniqueId(id));
+        return;
+    }
+    if (rank == 0) {
+        NCCL_OK(ncclGetUniqueId(id));
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d", file, (int)getpid());
+        FILE *f = fopen(tmp, "wb");
+        EXPECT(f && fwrite(id, sizeof *id, 1, f) == 1 && fclose(f) == 0 && rename(tmp, file) == 0,
+               "TRAINER_NCCL_ID_FILE %s: cannot write it", file);
+        return;
+    }
+    for (int tries = 0;; tries++) {
+        FILE *f = fopen(file, "rb");
+        if (f) {
+            size_t got = fread(id, sizeof *id, 1, f);
+            fclose(f);
+            if (got == 1)
+                return;
+        }
+        EXPECT(tries < 60000, "TRAINER_NCCL_ID_FILE %s: rank 0 did not write it within 60 s", file);
+        usleep(1000);
+    }
+}
+
 /* A communicator of all ranks of the launch. */
 static inline ncclComm_t world_comm(int *rank, int *nranks)
 {
@@ -59,7 +92,7 @@ static inline ncclComm_t world_comm(int *rank, int *nranks)
     *nranks = env_int("WORLD_SIZE");
     CUDA_OK(cudaSetDevice(env_int("LOCAL_RANK"))); /* as torchrun-launched programs do */
     ncclUniqueId id;
-    NCCL_OK(ncclGetUniqueId(&id));
+    world_id(*rank, &id);
     ncclComm_t comm;
     NCCL_OK(ncclCommInitRank(&comm, *nranks, id, *rank));
     return comm;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue 4, DESIGN.md section 7: bad configuration values each give one warning per rank naming the
-# variable and the value, fall back to their defaults (the job still runs, writes its reports, and
-# computes bit-identical results); USBYTE_DUMP_CONFIG=1 prints every variable; USBYTE_MODE=off
+# docs/design.md section 7: bad configuration values each give one warning per rank naming the
+# variable and the value, fall back to their defaults, USBYTE_MODE to the safe observe (the job
+# still runs, writes its reports, and computes bit-identical results); USBYTE_DUMP_CONFIG=1 prints
+# every variable; USBYTE_MODE=off
 # observes nothing; without USBYTE_MODE the job runs in schedule mode (the default) and says once
 # per rank what it measured.
 source "$(dirname "$0")/trainers/observe_lib.sh"
@@ -27,7 +28,7 @@ for var in "${!BAD[@]}"; do
     fi
 done
 mapfile -t R < <(reports "$WORK" $N)
-# The fallbacks: schedule mode (the default; the report still holds the agreed profile), the best
+# The fallbacks: observe mode (the safe side: a mode nobody meant never runs a plan), the best
 # policy, a numeric warm-up.
 python3 - "${R[@]}" <<'PY' || status=1
 import json, re, sys
@@ -41,13 +42,13 @@ for path in sys.argv[1:]:
     cfg = json.load(open(path)).get("config", {})
     mode, policy, warmup = get(cfg, "mode"), get(cfg, "policy"), get(cfg, "warmup")
     print("info: %s: config mode %r, policy %r, warmup %r, log %r" % (path.rsplit("/", 1)[1], mode, policy, warmup, get(cfg, "log")))
-    if mode != "schedule" or policy != "best" or not str(warmup).isdigit() or int(warmup) < 1:
-        print("FAIL: %s: the bad values did not fall back to the defaults: %r" % (path, cfg)); bad = 1
+    if mode != "observe" or policy != "best" or not str(warmup).isdigit() or int(warmup) < 1:
+        print("FAIL: %s: the bad values did not fall back to observe and the defaults: %r" % (path, cfg)); bad = 1
 sys.exit(bad)
 PY
 $CHECK reports "${READY_TOL[@]}" --truth "$WORK/truth-%r.json" --world $N "${R[@]}" >"$WORK/check.out" || { cat "$WORK/check.out"; status=1; }
 
-# USBYTE_DUMP_CONFIG=1 names every variable of DESIGN.md section 7.
+# USBYTE_DUMP_CONFIG=1 names every variable of docs/design.md section 7.
 rm -f "$WORK"/report-*.json
 USBYTE_DUMP_CONFIG=1 USBYTE_REPORT="$WORK/report-%r.json" \
     run config "$WORK/dump.out" $N yes -- ddp_like "${ARGS[@]}"

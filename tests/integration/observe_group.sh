@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# First law (DESIGN.md section 2): differences between ranks that NCCL accepts must not change
+# First law (docs/design.md section 2): differences between ranks that NCCL accepts must not change
 # what usbyte issues.  Rank 1 of the DDP-like trainer wraps each of its NCCL calls in
 # ncclGroupStart/ncclGroupEnd (a group of one collective, launched at ncclGroupEnd); rank 0 issues
 # its buffer broadcast with the legacy ncclBcast (ncclBroadcast(buf, buf, ...) to NCCL).  The job

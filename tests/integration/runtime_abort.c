@@ -1,5 +1,5 @@
 /* A peer dies; the survivor's watchdog aborts the communicator (what PyTorch's does): the abort
- * must return at once whatever usbyte was doing (DESIGN.md section 3: a hook never blocks the
+ * must return at once whatever usbyte was doing (docs/design.md section 3: a hook never blocks the
  * watchdog, ncclCommAbort always returns), and a call of the training thread that waits for the
  * dead peer must return once the communicator is aborted.  Rank 1 _exits at iteration --die-at;
  * rank 0 issues --after more iterations without any host synchronisation (its collectives never

@@ -10,7 +10,7 @@ need "$BUILD/libusbyte.so" "$E12/emu-run" "$E12/trainers/ddp_like" "$BUILD/emu/e
 readelf -W --dyn-syms "$E12/trainers/ddp_like" >"$WORK/syms"
 grep -q 'cudaEventRecord@libcudart.so.12' "$WORK/syms" || fail "the CUDA 12 trainer does not reference cudaEventRecord@libcudart.so.12"
 export USBYTE_EMU_ALPHA_US=300 USBYTE_EMU_GBPS=1 USBYTE_WARMUP=2 USBYTE_LOG=debug
-ARGS=(--profile examples/profiles/resnet50-v100-b64-barrier.json --iters 12 --time-scale 0.05 --bytes-scale 0.002 \
+ARGS=(--profile data/profiles/resnet50-v100-b64-barrier.json --iters 12 --time-scale 0.05 --bytes-scale 0.002 \
       --bucket-cap-mb 1 --first-bucket-mb 0.25)
 run() { # NAME EMU_DIR TRAINER_DIR PRELOAD MODE
     LD_PRELOAD="$4" USBYTE_MODE="$5" USBYTE_REPORT="$WORK/$1-%r.json" "$2/emu-run" -n 2 --timeout 60 -- "$3/ddp_like" \

@@ -3,7 +3,8 @@
 # link is refused with one warning per rank and logging goes to standard error, never hanging in
 # open(); a regular log file gets the lines.  Ranks given one USBYTE_REPORT path without %r each
 # leave a whole report (the last one wins) and no temporary; a report path that is a directory,
-# a device or a symbolic link is left as it is, with an error naming it.
+# a device or a symbolic link is left as it is, with an error naming it; a report directory that
+# does not exist is said once per rank at start-up.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -16,7 +17,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 export USBYTE_EMU_ALPHA_US=200 USBYTE_EMU_GBPS=0.2 USBYTE_WARMUP=2 USBYTE_MODE=observe
-ARGS=(--profile examples/profiles/resnet50-v100-b64-barrier.json --iters 9 --time-scale 0.1 --bytes-scale 0.01)
+ARGS=(--profile data/profiles/resnet50-v100-b64-barrier.json --iters 9 --time-scale 0.1 --bytes-scale 0.01)
 run() { # NAME RANKS ENV...: runs the trainer with the variables, output in $WORK/NAME.out
     local name=$1 n=$2
     shift 2
@@ -102,5 +103,17 @@ if mknod "$WORK/null" c 1 3 2>/dev/null; then
     grep -q "null: exists and is a character device" "$WORK/rnull.out" || fail "no error for the device"
 else
     echo "info: cannot make a device node here: the device case is covered by test_atomic_write"
+fi
+# 7. A report directory that does not exist, or is not writable: said once per rank at start-up,
+# naming the directory, and not again with a temporary's name after the warm-up.
+run rmissing 2 USBYTE_REPORT="$WORK/no-such-dir/r-%r.json"
+per_rank "$WORK/rmissing.out" 2 "the directory \"$WORK/no-such-dir\" does not exist" 1
+grep -q 'partial\|temporary' "$WORK/rmissing.out" && { sed 's/^/    | /' "$WORK/rmissing.out" | grep usbyte; fail "a temporary's name was reported"; }
+if [ "$(id -u)" -ne 0 ]; then
+    mkdir "$WORK/ro" && chmod 555 "$WORK/ro"
+    run rreadonly 2 USBYTE_REPORT="$WORK/ro/r-%r.json"
+    per_rank "$WORK/rreadonly.out" 2 "the directory \"$WORK/ro\" is not writable" 1
+else
+    echo "info: as root every directory is writable: the read-only case cannot be made here"
 fi
 echo "runtime files: ok"

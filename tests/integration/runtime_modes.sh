@@ -33,7 +33,7 @@ grep -q 'cudaStreamWaitEvent@libcudart.so.13' "$WORK/trainer-syms" \
     || fail "$TRAINER does not reference cudaStreamWaitEvent@libcudart.so.13 (emulator not versioned?)"
 
 export USBYTE_EMU_ALPHA_US=200 USBYTE_EMU_GBPS=0.2 USBYTE_WARMUP=2
-ARGS=(--profile examples/profiles/resnet50-v100-b64-barrier.json --iters 9 --time-scale 0.1 --bytes-scale 0.01)
+ARGS=(--profile data/profiles/resnet50-v100-b64-barrier.json --iters 9 --time-scale 0.1 --bytes-scale 0.01)
 run() { # OUT PRELOAD MODE
     LD_PRELOAD="$2" USBYTE_MODE="$3" USBYTE_REPORT="$WORK/r-$3-%r.json" \
         "$BUILD/emu/emu-run" -n 2 --timeout 60 -- "$TRAINER" "${ARGS[@]}" >"$1" 2>&1 \

@@ -1,4 +1,4 @@
-/* A self-checking training loop for schedule mode, with the faults DESIGN.md section 1 names.
+/* A self-checking training loop for schedule mode, with the faults docs/design.md section 1 names.
  * Every iteration, every rank produces M gradients on a compute stream (small integers, so every
  * sum is exact in float32 and float16), the NCCL stream waits for each one's ready event and
  * allreduces it, and the results are consumed by one of the patterns frameworks use; at the end of
@@ -16,15 +16,18 @@
  *   --repeat-sizes                       sizes repeat every 3 calls (equal-sized layers): only the
  *                                        buffers tell the true period
  *   --size-change-at IT                  from iteration IT, call M/2 has one element more
+ *   --freeze-at IT                       from iteration IT only the even calls are made (half of
+ *                                        the layers frozen: a new call sequence for good)
  *   --barrier-at IT                      an allreduce of one int32 and a stream sync before IT
  *   --early-consumer-at IT               the issuing thread waits on call 0's event right after
- *                                        issuing it (an early consumer: usbyte must abort)
+ *                                        issuing it (an early consumer: usbyte flushes)
  *   --destroy-at IT / --exit-at IT       ncclCommDestroy / exit(0) after half of iteration IT
  *   --capture-at IT                      call M/2 of iteration IT on a capturing stream
  *   --p2p-at IT                          a group of ncclSend/ncclRecv around the ring before IT
  *   --two-comms                          a second communicator, its calls interleaved
  *   --second-thread                      odd iterations are issued by another thread
  *   --fork-at IT                         fork a child (which exits at once) in iteration IT */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,13 +36,17 @@
 
 #include "emu_common.h"
 
-cudaError_t usbyteEmuSetCapturing(cudaStream_t stream, int capturing) __attribute__((weak));
+/* The emulator's switch for a capturing stream, looked up at run time: a weak reference would bind
+ * to the emulator's symbol version, which a real libcudart.so.13 lacks, and the program would not
+ * load there (the GPU kit runs it on real CUDA). */
+typedef cudaError_t (*set_capturing_fn)(cudaStream_t stream, int capturing);
+static set_capturing_fn set_capturing;   /* set in main, before any thread starts */
 
 typedef struct opts {
     int iters, calls, elems;
     const char *consumer;
     bool mixed, two_comms, second_thread, repeat_sizes;
-    int size_change_at, barrier_at, early_at, destroy_at, exit_at, capture_at, p2p_at, fork_at;
+    int size_change_at, barrier_at, early_at, destroy_at, exit_at, capture_at, p2p_at, fork_at, freeze_at;
 } opts;
 
 typedef struct call {
@@ -153,18 +160,24 @@ static void issue(job *j, int m, int c, int it)
     CUDA_OK(cudaMemcpyAsync(k->d_send, k->h_in, k->count * k->esize, cudaMemcpyHostToDevice, j->compute));
     CUDA_OK(cudaEventRecord(k->ready, j->compute));
     CUDA_OK(cudaStreamWaitEvent(j->nccl[m], k->ready, 0));
-    bool capture = it == j->o.capture_at && c == j->o.calls / 2 && usbyteEmuSetCapturing;
+    bool capture = it == j->o.capture_at && c == j->o.calls / 2 && set_capturing;
     if (capture)
-        CUDA_OK(usbyteEmuSetCapturing(j->nccl[m], 1));
+        CUDA_OK(set_capturing(j->nccl[m], 1));
     NCCL_OK(ncclAllReduce(k->d_send, k->d_recv, k->count, k->dtype, k->op, j->comm[m], j->nccl[m]));
     if (capture)
-        CUDA_OK(usbyteEmuSetCapturing(j->nccl[m], 0));
+        CUDA_OK(set_capturing(j->nccl[m], 0));
     if (!strcmp(j->o.consumer, "per-call") || (it == j->o.early_at && c == 0))
         CUDA_OK(cudaEventRecord(k->end, j->nccl[m]));
     if (it == j->o.early_at && c == 0) {
         fprintf(stderr, "rank %d: waiting on the host for call 0 of iteration %d before issuing call 1\n", j->rank, it);
         CUDA_OK(cudaEventSynchronize(k->end));
     }
+}
+
+/* Whether call c is made in iteration it. */
+static bool made(const job *j, int c, int it)
+{
+    return j->o.freeze_at < 0 || it < j->o.freeze_at || c % 2 == 0;
 }
 
 static void consume_and_check(job *j, int it, int n_issued)
@@ -184,6 +197,8 @@ static void consume_and_check(job *j, int it, int n_issued)
         }
         for (int c = 0; c < n_issued; c++) {
             call *k = &j->calls[m * j->o.calls + c];
+            if (!made(j, c, it))
+                continue;
             if (!strcmp(j->o.consumer, "per-call"))
                 CUDA_OK(cudaStreamWaitEvent(j->compute, k->end, 0));
             CUDA_OK(cudaMemcpyAsync(k->h_out, k->d_recv, k->count * k->esize, cudaMemcpyDeviceToHost, j->compute));
@@ -193,6 +208,8 @@ static void consume_and_check(job *j, int it, int n_issued)
     for (int m = 0; m < j->n_comms; m++)
         for (int c = 0; c < n_issued; c++) {
             call *k = &j->calls[m * j->o.calls + c];
+            if (!made(j, c, it))
+                continue;
             for (size_t i = 0; i < k->count; i++) {
                 int got = get_elem(k, k->h_out, i), want = expected(j, it, c, i);
                 if (got != want) {
@@ -262,7 +279,8 @@ static void iteration(job *j, int it)
                    "the forked child failed");
         }
         for (int m = 0; m < j->n_comms; m++)
-            issue(j, m, c, it);
+            if (made(j, c, it))
+                issue(j, m, c, it);
     }
     if (it == j->o.exit_at) {
         printf("rank %d: exiting with calls pending in iteration %d\n", j->rank, it);
@@ -305,7 +323,7 @@ int main(int argc, char **argv)
     opts *o = &j.o;
     *o = (opts){.iters = 16, .calls = 24, .elems = 256, .consumer = "end-event", .size_change_at = -1,
                 .barrier_at = -1, .early_at = -1, .destroy_at = -1, .exit_at = -1, .capture_at = -1,
-                .p2p_at = -1, .fork_at = -1};
+                .p2p_at = -1, .fork_at = -1, .freeze_at = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--iters")) o->iters = opt_int(argc, argv, &i);
@@ -324,6 +342,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--capture-at")) o->capture_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--p2p-at")) o->p2p_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--fork-at")) o->fork_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--freeze-at")) o->freeze_at = opt_int(argc, argv, &i);
         else {
             fprintf(stderr, "runtime_sched: unknown option %s\n", a);
             return 2;
@@ -334,6 +353,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "runtime_sched: unknown consumer %s\n", o->consumer);
         return 2;
     }
+    set_capturing = (set_capturing_fn)dlsym(RTLD_DEFAULT, "usbyteEmuSetCapturing");
     j.n_comms = o->two_comms ? 2 : 1;
     j.comm[0] = world_comm(&j.rank, &j.world);
     if (o->two_comms) {

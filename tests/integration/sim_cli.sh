@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usbyte-sim's command line (MODEL.md): good runs of every option, the --plan-out / --eval
+# usbyte-sim's command line (docs/model.md): good runs of every option, the --plan-out / --eval
 # round trip, and each class of bad input with its one-line message and exit status 2.
 set -euo pipefail
 BUILD=${BUILD:-build}
@@ -101,7 +101,7 @@ jq -n --slurpfile p "$tmp/small.json" '{usbyte_report: 1, rank: 0, world_size: 2
 "$SIM" "$tmp/report.json" | grep -Eq '^mgwfbp-dp +1200\.000 +2\.500x' || fail "report: first planned communicator"
 "$SIM" "$tmp/report.json" --comm 1 --policy wfbp --json | jq -e '.iteration == 3' > /dev/null || fail "report --comm 1"
 
-# The lower bound (MODEL.md rule 6) and proofs of optimality: here one merged block is optimal.
+# The lower bound (docs/model.md rule 6) and proofs of optimality: here one merged block is optimal.
 "$SIM" "$tmp/small.json" --json > "$tmp/all.jsonl"
 jq -e -s 'map(select(.policy == "best"))[0] | .optimal == true and (.lower_bound - 1.2 | fabs) < 1e-12' \
     "$tmp/all.jsonl" > /dev/null || fail "best on small.json: not proven optimal at 1.2: $(cat "$tmp/all.jsonl")"

@@ -82,6 +82,16 @@ double oracle_optimum(const ub_profile *prof, int pieces, ub_plan *out)
     }
 
     uint32_t full = (1u << A) - 1;
+    /* Blocks go in merge-group order (docs/model.md): a block of group g may follow only when
+     * every atom of the groups before g has been sent and none of the groups after it. */
+    uint32_t before[ORACLE_MAX_ATOMS + 1] = {0}, after[ORACLE_MAX_ATOMS + 1] = {0};
+    for (int a = 0; a < A; a++)
+        for (int h = 0; h <= group[n - 1]; h++) {
+            if (group[atoms[a].call] < h)
+                before[h] |= 1u << a;
+            if (group[atoms[a].call] > h)
+                after[h] |= 1u << a;
+        }
     /* Every possible block: validity, ready, cost and forward gate. */
     bool *valid = calloc(full + 1, sizeof(bool));
     double *r = calloc(full + 1, sizeof(double)), *cost = calloc(full + 1, sizeof(double)),
@@ -126,6 +136,9 @@ double oracle_optimum(const ub_profile *prof, int pieces, ub_plan *out)
         uint32_t comp = full & ~S0;
         for (uint32_t X = comp; X; X = (X - 1) & comp) {
             if (!valid[X])
+                continue;
+            int gx = group[atoms[__builtin_ctz(X)].call]; /* a valid block is one group */
+            if ((S0 & before[gx]) != before[gx] || (S0 & after[gx]))
                 continue;
             for (int i = 0; i < F[S0].n; i++) {
                 const entry *p = &F[S0].v[i];

@@ -66,7 +66,7 @@ static void test_every_variable_from_env(void **state)
                          "USBYTE_REPORT", "/tmp/r-%h-%p-%r.json", "USBYTE_LOG", "debug", "USBYTE_LOG_FILE",
                          "/tmp/log", "USBYTE_NCCL_LIB", "/opt/nccl/libnccl.so.2", "USBYTE_CUPTI", "no",
                          "USBYTE_DUMP_CONFIG", "1", "USBYTE_COMPLETION", "call", "USBYTE_STAGING_MB", "0",
-                         "USBYTE_ALIGN", "4096", "USBYTE_HANG_S", "7", "USBYTE_MAX_DEVIATIONS", "0", "USBYTE_MIN_GAIN_PCT", "0", NULL};
+                         "USBYTE_ALIGN", "4096", "USBYTE_HANG_S", "7", "USBYTE_MAX_DEVIATIONS", "0", "USBYTE_MIN_GAIN_PCT", "-100", NULL};
     fake_env f = {env, 0, ""};
     ub_config c;
     assert_int_equal(ub_config_parse(&c, lookup, warn, &f), 0);
@@ -85,7 +85,7 @@ static void test_every_variable_from_env(void **state)
     assert_int_equal(c.align, 4096);
     assert_int_equal(c.hang_s, 7);
     assert_int_equal(c.max_deviations, 0);
-    assert_int_equal(c.min_gain_pct, 0);
+    assert_int_equal(c.min_gain_pct, -100);
     for (int i = 0; i < UB_CFG_COUNT; i++)
         assert_int_equal(c.source[i], UB_SRC_ENV);
     char line[1200];
@@ -93,18 +93,19 @@ static void test_every_variable_from_env(void **state)
     assert_string_equal(line, "USBYTE_WARMUP=12 (env)");
 }
 
-/* Each bad value alone: exactly one warning naming variable, value and default; default kept. */
+/* Each bad value alone: exactly one warning naming variable, value and the value used: the
+ * default, or the safe side where the default is not (USBYTE_MODE: observe, never schedule). */
 static void test_bad_values_warn_once_and_fall_back(void **state)
 {
     (void)state;
     static const char *const bad[][3] = {
-        {"USBYTE_MODE", "sideways", "schedule"}, {"USBYTE_MODE", "", "schedule"},
+        {"USBYTE_MODE", "sideways", "observe"}, {"USBYTE_MODE", "", "observe"},
         {"USBYTE_COMPLETION", "per-call", "stream"}, {"USBYTE_STAGING_MB", "-1", "256"},
         {"USBYTE_STAGING_MB", "65537", "256"},  {"USBYTE_ALIGN", "500", "512"},
         {"USBYTE_ALIGN", "0", "512"},           {"USBYTE_ALIGN", "2097152", "512"},
         {"USBYTE_HANG_S", "0", "30"},           {"USBYTE_HANG_S", "1.5", "30"},
         {"USBYTE_MAX_DEVIATIONS", "many", "4"}, {"USBYTE_MAX_DEVIATIONS", " 3", "4"},
-        {"USBYTE_MIN_GAIN_PCT", "100001", "2"},   {"USBYTE_MIN_GAIN_PCT", "2%", "2"},
+        {"USBYTE_MIN_GAIN_PCT", "100001", "2"},   {"USBYTE_MIN_GAIN_PCT", "2%", "2"}, {"USBYTE_MIN_GAIN_PCT", "-101", "2"},
         {"USBYTE_LOG_FILE", "/tmp/log-%q", ""},
         {"USBYTE_POLICY", "fastest", "best"},   {"USBYTE_WARMUP", "three", "5"},
         {"USBYTE_WARMUP", "0", "5"},            {"USBYTE_WARMUP", "-2", "5"},
@@ -124,13 +125,19 @@ static void test_bad_values_warn_once_and_fall_back(void **state)
         char quoted[64];
         snprintf(quoted, sizeof quoted, "\"%s\"", bad[i][1]);
         assert_non_null(strstr(f.last, quoted));
-        snprintf(quoted, sizeof quoted, "default \"%s\"", bad[i][2]);
+        snprintf(quoted, sizeof quoted, "using the %s \"%s\"", strcmp(bad[i][0], "USBYTE_MODE") ? "default" : "safe value",
+                 bad[i][2]);
         assert_non_null(strstr(f.last, quoted));
-        /* every value equals the default */
-        char a[600], b[600];
-        for (int id = 0; id < UB_CFG_COUNT; id++)
-            assert_string_equal(ub_config_value_text(&c, (ub_config_id)id, a, sizeof a),
-                                ub_config_value_text(&d, (ub_config_id)id, b, sizeof b));
+        /* the bad variable has the value used, every other one its default */
+        char a[600], b[600], prefix[64];
+        snprintf(prefix, sizeof prefix, "%s=", bad[i][0]);
+        for (int id = 0; id < UB_CFG_COUNT; id++) {
+            char line[1200];
+            ub_config_describe(&c, (ub_config_id)id, line, sizeof line);
+            const char *want = strncmp(line, prefix, strlen(prefix)) == 0 ? bad[i][2]
+                                                                          : ub_config_value_text(&d, (ub_config_id)id, b, sizeof b);
+            assert_string_equal(ub_config_value_text(&c, (ub_config_id)id, a, sizeof a), want);
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-/* From agreed numbers to a MODEL.md profile: the barrier case (DDP: one segment), distinct
+/* From agreed numbers to a docs/model.md profile: the barrier case (DDP: one segment), distinct
  * forward segments (per layer), structural joining, calls nobody waited on, the fitted net. */
 #include <math.h>
 #include <setjmp.h>

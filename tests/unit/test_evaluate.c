@@ -1,6 +1,6 @@
-/* The MODEL.md evaluator, validator and lower bound on cases computed by hand (the arithmetic
+/* The docs/model.md evaluator, validator and lower bound on cases computed by hand (the arithmetic
  * is in each test's comment).  Numbers are chosen to be exact in binary where it matters, and
- * compared to 1e-9 relative as MODEL.md promises. */
+ * compared to 1e-9 relative as docs/model.md promises. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -126,9 +126,11 @@ static void test_link_is_serial_in_plan_order(void **state)
 }
 
 /* Staging (rule 2): copy_beta 0.001.  One block with both calls: starts max(0, 1, 2) = 2,
- * M = 300, lasts 0.5 + 3 + 0.3 = 3.8 -> 5.8; iteration 6.8.  A block holding two segments of
- * ONE call is not staged: call 1 as [0,150)+[150,200) in one block after call 0's block:
- * call 0 ends 2.5, then 2.5 + 0.5 + 2 = 5.0 (no copy term), iteration 6. */
+ * M = 300, lasts 0.5 + 3 + 0.3 = 3.8 -> 5.8; iteration 6.8.  A block holding two adjacent
+ * segments of ONE call is one range, not staged: call 1 as [0,150)+[150,200) in one block after
+ * call 0's block: call 0 ends 2.5, then 2.5 + 0.5 + 2 = 5.0 (no copy term), iteration 6.  Two
+ * segments of one call with a gap are staged: [0,50)+[150,200) after [50,150): call 0 ends 2.5,
+ * [50,150) 2.5 + 0.5 + 1 = 4.0, then 4.0 + 0.5 + 1 + 0.1 = 5.6, iteration 6.6. */
 static void test_staging_cost(void **state)
 {
     (void)state;
@@ -149,6 +151,11 @@ static void test_staging_cost(void **state)
     assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
     near(ub_evaluate(&f.p, &plan, NULL), 6.0);
     near(plan.blocks[1].end, 5.0);
+    set_plan(&plan, "0:0+100 | 1:50+100 | 1:0+50 1:150+50");
+    assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
+    near(ub_evaluate(&f.p, &plan, NULL), 6.6);
+    assert_true(ub_segments_staged(&plan.segments[plan.blocks[2].first_segment], 2, NULL));
+    assert_false(ub_segments_staged(&plan.segments[plan.blocks[2].first_segment], 2, (bool[]){true, false}));
     ub_plan_free(&plan);
 }
 
@@ -411,10 +418,17 @@ static void test_validator_cut_and_staging_rules(void **state)
     set_plan(&plan, "0:0+100 1:0+200 | 2:0+300");
     assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
     set_plan(&plan, "0:0+100 | 1:0+200 2:0+300");
-    expect_invalid(&f.p, &plan, "blocks[1] stages 500 bytes of several calls, above staging_max 300");
+    expect_invalid(&f.p, &plan, "blocks[1] stages 500 bytes (several calls, or ranges of one call that do not touch), above staging_max 300");
+
     f.p.staging_max = 200;
     set_plan(&plan, "0:0+100 | 1:0+200 | 2:0+300");
     assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
+    /* two ranges of call 2 that do not touch: staged, 200 bytes; 150 does not hold them */
+    set_plan(&plan, "0:0+100 | 1:0+200 | 2:0+100 2:200+100 | 2:100+100");
+    assert_int_equal(ub_plan_validate(&f.p, &plan, err, sizeof(err)), 0);
+    f.p.staging_max = 150;
+    expect_invalid(&f.p, &plan, "blocks[2] stages 200 bytes");
+    f.p.staging_max = 200;
     set_plan(&plan, "0:0+100 1:0+200 | 2:0+300");
     expect_invalid(&f.p, &plan, "blocks[0] stages 300 bytes");
     ub_plan_free(&plan);

@@ -73,6 +73,23 @@ static void test_cursor(void **state)
 }
 
 /* A block that must wait for a later block's call keeps the plan's order: blocks never overtake. */
+/* A block of one call's segments with a gap between them goes through staging too, and sizes the
+ * buffer (its two ranges are one allreduce only there); adjacent ones are one range in place. */
+static void test_staging_of_one_call(void **state)
+{
+    (void)state;
+    ub_plan p;
+    plan_of(&p, "0:0:100 | 1:0:40, 1:80:40 | 1:40:40 | 2:0:30, 2:30:30");
+    ub_sched s;
+    assert_int_equal(ub_sched_build(&p, 3, &s), 0);
+    assert_false(s.staged[0]);
+    assert_true(s.staged[1]);
+    assert_false(s.staged[2] || s.staged[3]);
+    assert_int_equal(s.staging_bytes, 80);
+    ub_sched_free(&s);
+    ub_plan_free(&p);
+}
+
 static void test_cursor_keeps_plan_order(void **state)
 {
     (void)state;
@@ -149,6 +166,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cursor),
+        cmocka_unit_test(test_staging_of_one_call),
         cmocka_unit_test(test_cursor_keeps_plan_order),
         cmocka_unit_test(test_counter_values),
         cmocka_unit_test(test_flush_segments),

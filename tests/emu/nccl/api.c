@@ -168,7 +168,24 @@ EMU_NCCL_ALIAS(ncclMemFree);
 
 /* Internal calls never go through exported symbols, so an interposer of the public names
  * sees each user call once (real NCCL does not call itself through its PLT either). */
-static ncclResult_t init_rank_config(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config)
+/* Whether a new communicator blocks, as NCCL 2.28 decides it (init.cc: parseCommConfig, or
+ * copyCommConfig for a split or shrink without a config, then envConfigOverride): the config's
+ * value (blocking when undefined), else the parent's, and NCCL_COMM_BLOCKING=0 or 1 over both. */
+static int blocking_of(const ncclConfig_t *config, const struct ncclComm *parent)
+{
+    int blocking = 1;
+    if (config != NULL)
+        blocking = config->blocking == 0 ? 0 : 1;
+    else if (parent != NULL)
+        blocking = parent->blocking;
+    const char *env = getenv("NCCL_COMM_BLOCKING");
+    if (env && (!strcmp(env, "0") || !strcmp(env, "1")))
+        blocking = env[0] == '1';
+    return blocking;
+}
+
+static ncclResult_t init_rank_config(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config,
+                                     const struct ncclComm *parent)
 {
     if (comm == NULL)
         return emu_error(ncclInvalidArgument, "ncclCommInitRank: comm is NULL");
@@ -177,8 +194,7 @@ static ncclResult_t init_rank_config(ncclComm_t *comm, int nranks, ncclUniqueId 
     struct ncclComm *c;
     TRY(emu_comm_attach(&c, nranks, &commId, rank));
     c->device = usbyteEmuCurrentDevice(); /* NCCL binds a communicator to the current device */
-    if (config != NULL && config->blocking == 0)
-        c->blocking = 0;
+    c->blocking = blocking_of(config, parent);
     if (emu_group_depth() > 0) {
         ncclResult_t r = emu_group_add_init(c);
         if (r != ncclSuccess) {
@@ -195,13 +211,13 @@ static ncclResult_t init_rank_config(ncclComm_t *comm, int nranks, ncclUniqueId 
 EMU_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
                                                 ncclConfig_t *config)
 {
-    return init_rank_config(comm, nranks, commId, rank, config);
+    return init_rank_config(comm, nranks, commId, rank, config, NULL);
 }
 EMU_NCCL_ALIAS(ncclCommInitRankConfig);
 
 EMU_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
 {
-    return init_rank_config(comm, nranks, commId, rank, NULL);
+    return init_rank_config(comm, nranks, commId, rank, NULL, NULL);
 }
 EMU_NCCL_ALIAS(ncclCommInitRank);
 
@@ -215,7 +231,7 @@ EMU_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const int 
     ncclResult_t res = ncclSuccess;
     int made = 0;
     for (int i = 0; i < ndev && res == ncclSuccess; i++) {
-        res = init_rank_config(&comms[i], ndev, id, i, NULL);
+        res = init_rank_config(&comms[i], ndev, id, i, NULL, NULL);
         if (res == ncclSuccess) {
             comms[i]->device = devlist ? devlist[i] : i;
             made++;
@@ -349,7 +365,7 @@ EMU_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, nccl
     int n = snprintf(id.internal, sizeof id.internal, "%s/s%llu.%d", comm->id_text, (unsigned long long)seq, color);
     if (n < 0 || (size_t)n >= sizeof id.internal)
         return emu_error(ncclInternalError, "ncclCommSplit: splits nested too deeply for the emulator's ids");
-    ncclResult_t r = init_rank_config(newcomm, newn, id, newrank, config);
+    ncclResult_t r = init_rank_config(newcomm, newn, id, newrank, config, comm);
     if (r == ncclSuccess)
         (*newcomm)->device = comm->device;
     return r;
@@ -440,10 +456,12 @@ EMU_EXPORT ncclResult_t pncclBroadcast(const void *sendbuff, void *recvbuff, siz
 }
 EMU_NCCL_ALIAS(ncclBroadcast);
 
+/* As NCCL 2.28's: the legacy in-place broadcast calls ncclBroadcast through the PLT, so that an
+ * interposer preloaded in front of the library sees that inner call too. */
 EMU_EXPORT ncclResult_t pncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                    cudaStream_t stream)
 {
-    return issue(EMU_BROADCAST, buff, buff, count, datatype, 0, root, comm, stream);
+    return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
 }
 EMU_NCCL_ALIAS(ncclBcast);
 

@@ -137,12 +137,17 @@ def cmd_reports(a):
         if c.get("calls_per_iteration") not in (n_calls, n_calls + n_other):
             fail("rank %s: calls_per_iteration %r, the trainer issues %d allreduces (+%d other calls)"
                  % (r.get("rank"), c.get("calls_per_iteration"), n_calls, n_other))
+        # Every NCCL call of the iteration counted once (an ncclBcast that NCCL turns into an inner
+        # ncclBroadcast through its PLT is one call).
+        if "nccl_calls_per_iteration" in c and c["nccl_calls_per_iteration"] != n_calls + n_other:
+            fail("rank %s: nccl_calls_per_iteration %r, the trainer makes %d NCCL calls per iteration"
+                 % (r.get("rank"), c["nccl_calls_per_iteration"], n_calls + n_other))
         if not isinstance(c.get("iterations_observed"), int) or c["iterations_observed"] < 1:
             fail("rank %s: iterations_observed %r" % (r.get("rank"), c.get("iterations_observed")))
 
     prof = c0.get("profile")
     if not isinstance(prof, dict) or prof.get("usbyte_profile") != 1:
-        fail("the report's profile is not a MODEL.md profile: %r" % (prof,))
+        fail("the report's profile is not a docs/model.md profile: %r" % (prof,))
         return
     calls = prof.get("calls", [])
     if len(calls) != n_calls:
@@ -230,7 +235,7 @@ def cmd_reports(a):
             fail("policies: no positive iteration for %s (%r)" % (name, pols.get(name)))
     plan = c0.get("plan") or {}
     if plan.get("usbyte_plan") != 1:
-        fail("plan is not a MODEL.md plan: %r" % (plan,))
+        fail("plan is not a docs/model.md plan: %r" % (plan,))
         return
     check_plan_covers(plan, calls, "plan")
     if pols.get("best") is not None and plan.get("iteration") is not None:
@@ -390,7 +395,7 @@ def check_ready(a, c0, config, calls, tp, truths):
 
     The runtime measures when the compute stream passed the event the NCCL stream waits on (a
     companion event it records right after the application's, inside cudaEventRecord), relative
-    to call 0's, averages it over the USBYTE_WARMUP iterations it profiled (DESIGN.md section 5,
+    to call 0's, averages it over the USBYTE_WARMUP iterations it profiled (docs/design.md section 5,
     include/usbyte/record.h) and agrees on the max over the ranks (record.h: a collective's data is
     ready when its last rank's is).  Under load the trainer's layers run late (its "deadline
     lateness"), so the planned schedule is not the truth: the trainers record, per rank, iteration

@@ -24,7 +24,7 @@ endif
 # The report checker's own test: it passes consistent reports and fails each error it must catch.
 INTEGRATION_TESTS += tests/integration/trainers/check_report_test.py
 
-# The trainers' own checks (no usbyte involved): deterministic, consistent, timed as MODEL.md says.
+# The trainers' own checks (no usbyte involved): deterministic, consistent, timed as docs/model.md says.
 ifneq ($(wildcard tests/emu/nccl/module.mk),)
 INTEGRATION_TESTS += tests/integration/trainers/selfcheck.sh
 endif

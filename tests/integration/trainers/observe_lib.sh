@@ -25,8 +25,8 @@ CHECK="python3 $ROOT/tests/integration/trainers/check_report.py"
 # actual_ready.
 READY_TOL=(--actual-tol 0.5e-3 --ready-tol-abs 2e-3 --ready-tol-rel 0.05)
 [ -n "$SAN" ] && READY_TOL=(--actual-tol 1e-3 --ready-tol-abs 4e-3 --ready-tol-rel 0.05)
-# Copies of shared/data/profiles kept in the repository, so that a fresh clone runs the tests.
-PROFILES=$ROOT/examples/profiles
+# The benchmark profiles of the repository (data/profiles).
+PROFILES=$ROOT/data/profiles
 # The emulator's link model for every observe test (see docs/trainers.md for the choice).
 export USBYTE_EMU_ALPHA_US=${USBYTE_EMU_ALPHA_US:-800}
 export USBYTE_EMU_GBPS=${USBYTE_EMU_GBPS:-0.2}

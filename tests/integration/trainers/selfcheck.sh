@@ -8,7 +8,7 @@
 #    --mismatch-rank 2 (rank 2 allreduces its first bucket as int32) is stopped by the emulator's
 #    default strict check, and under USBYTE_EMU_CHECK=bytes runs as real NCCL would: the float ranks
 #    compute what DDP-like computes, rank 2 something else (reproducibly);
-#  - each trainer's measured iteration (backward start to backward start) is what MODEL.md
+#  - each trainer's measured iteration (backward start to backward start) is what docs/model.md
 #    predicts for its own truth under the emulator's link model (usbyte-sim --policy wfbp; the
 #    truth's ready times are the mean actual ones when later than planned: a loaded machine wakes
 #    the layers late, and the measured iteration pays for it), within
@@ -28,7 +28,7 @@ SLACK=1.5
 [ -n "$SAN" ] && SLACK=2.0
 EMU_RUN=$BUILD/emu/emu-run
 TR=$BUILD/trainers
-PROFILES=examples/profiles
+PROFILES=data/profiles
 SIM=$BUILD/usbyte-sim
 export USBYTE_EMU_ALPHA_US=200 USBYTE_EMU_GBPS=0.2
 # MODEL.md's prediction overlaps each trainer's streams as a GPU does when every stream has a
@@ -55,7 +55,7 @@ sum_of() {   # the one checksum of a run (fails when ranks differ)
     fi
     echo "${sums#checksum }"
 }
-predict() {   # predict TRUTH RANKS OPLOG: MODEL.md's wfbp iteration in ms for the truth profile
+predict() {   # predict TRUTH RANKS OPLOG: docs/model.md's wfbp iteration in ms for the truth profile
     PYTHONPATH="$ROOT/tests/integration/trainers" python3 - "$1" "$2" "$SIM" "$3" <<'PY'
 import json, subprocess, sys, os
 from check_report import read_oplog, delivered_iterations, fit_line
@@ -92,7 +92,7 @@ check_timing() {   # check_timing NAME OUT TRUTH RANKS
     predicted=$(predict "$3" "$4" "$2.oplog-%r" 2>"$2.link") || { cat "$2.link"; status=1; return; }
     if python3 -c "import sys; m, p, s = map(float, sys.argv[1:]); sys.exit(0 if 0.95 * p <= m <= s * p else 1)" \
         "$measured" "$predicted" "$SLACK"; then
-        echo "info: $1: measured iteration $measured ms, MODEL.md wfbp prediction $predicted ms ($(cat "$2.link"))"
+        echo "info: $1: measured iteration $measured ms, docs/model.md wfbp prediction $predicted ms ($(cat "$2.link"))"
     else
         echo "FAIL: $1: measured iteration $measured ms is not within [0.95, $SLACK] x the prediction $predicted ms ($(cat "$2.link"))"
         status=1

@@ -611,7 +611,7 @@ void tr_truth_set_profile(trainer *tr, json_t *truth, int n_calls, const uint64_
     }
     for (int s = 0; s < n_forward; s++)
         p.forward[s] = tr_scaled(tr, forward_unscaled[s]);
-    /* MODEL.md: a measured profile starts at the first call's ready time and folds the backward
+    /* docs/model.md: a measured profile starts at the first call's ready time and folds the backward
      * compute before it into the last forward segment. */
     p.forward[n_forward - 1] += tr_scaled(tr, r0);
     p.backward_end = tr_scaled(tr, tr->prof.backward_end - r0);

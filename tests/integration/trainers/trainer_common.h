@@ -1,4 +1,4 @@
-/* What the three framework-shaped trainers share: command line, the model taken from a MODEL.md
+/* What the three framework-shaped trainers share: command line, the model taken from a docs/model.md
  * profile, simulated compute on a "compute" stream, parameters and SGD, the checksum and the
  * truth file.
  *
@@ -173,12 +173,12 @@ double tr_scaled(const trainer *tr, double profile_seconds);
 size_t tr_scaled_bytes(const trainer *tr, double profile_mb);   /* rounded to whole floats, >= 4 */
 
 /* "iteration <ms> ms ..." (mean time from one backward start to the next, from the third
- * iteration on, as MODEL.md defines an iteration), "last-iterations <ms> ms ..." (the same over
+ * iteration on, as docs/model.md defines an iteration), "last-iterations <ms> ms ..." (the same over
  * the last TR_TAIL: a preloaded library's steady state, after its warm-up) and "checksum <16 hex
  * digits>" over the parameters and `extra` (may be NULL) on stdout. */
 void tr_print_checksum(trainer *tr, const void *extra, size_t extra_bytes);
 
-/* Truth: {"trainer", "rank", "world_size", "time_scale", "bytes_scale", "profile": {MODEL.md profile
+/* Truth: {"trainer", "rank", "world_size", "time_scale", "bytes_scale", "profile": {docs/model.md profile
  * of a steady iteration, times scaled and relative to the first call's ready}, ...}.
  * tr_truth_profile builds that profile from per-call bytes, ready (unscaled profile seconds) and
  * need; the trainer adds its own keys and calls tr_truth_write. */

@@ -1,5 +1,5 @@
 /* alpha/beta fit: exact lines, noise, degenerate and constrained cases, invalid samples, and the
- * ring conversion of MODEL.md. */
+ * ring conversion of docs/model.md. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
