@@ -188,7 +188,7 @@ jq '.blocks[1].segments = [[1, 0, 6], [1, 6, 6]]' "$tmp/plan.json" > "$tmp/eleme
 expect_bad "plan splitting an element" "$tmp/element.json: blocks\[1\]\.segments\[0\]: end 6 of call 1 is not a cut the runtime can issue \(multiples of 4 bytes: whole float32 elements\)" \
     "$SIM" "$tmp/small.json" --eval "$tmp/element.json"
 jq '.blocks = [{segments: [[0, 0, 12], [1, 0, 12]]}, {segments: [[2, 0, 12]]}]' "$tmp/plan.json" > "$tmp/staged.json"
-expect_bad "plan above staging_max" "$tmp/staged.json: blocks\[0\] stages 24 bytes of several calls, above staging_max 16" \
+expect_bad "plan above staging_max" "$tmp/staged.json: blocks\[0\] stages 24 bytes \(several calls, or ranges of one call that do not touch\), above staging_max 16" \
     "$SIM" "$tmp/constrained.json" --eval "$tmp/staged.json"
 expect_bad "unreadable plan" "$tmp/noplan.json: cannot read" "$SIM" "$tmp/small.json" --eval "$tmp/noplan.json"
 expect_bad "unwritable --plan-out" "/nonexistent/dir/p.json: cannot (write|create)" \
