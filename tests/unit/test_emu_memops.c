@@ -27,9 +27,10 @@ static CUdeviceptr dptr(void *p)
     return (CUdeviceptr)(uintptr_t)p;
 }
 
-/* docs/design.md section 3: an event recorded on A after A waits for a counter stays incomplete
- * until another stream writes the counter, even though that write is issued after the event
- * was recorded and is itself held back by a gate the test controls. */
+/* An event recorded on A after A waits for a counter stays incomplete until another stream
+ * writes the counter, even though that write is issued after the event was recorded and is
+ * itself held back by a gate the test controls (A and B in separate hardware queues: in one,
+ * this deadlocks, which test_emu_queues checks). */
 static void test_event_waits_for_write_issued_later(void **state)
 {
     (void)state;
