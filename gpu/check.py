@@ -218,7 +218,9 @@ class Kit:
         if report:
             os.makedirs(report, exist_ok=True)
             cmd = [self.run_usbyte, "--mode", "schedule", "--log", "info", "--report", report] + list(usbyte_args) + ["--"] + cmd
-        return self.run(cmd, env, timeout + 15, log)
+        # The ranks have `timeout` (kit_run.py's own); usbyte-run then writes the summary and the
+        # page, which on a busy machine under a sanitizer takes tens of seconds.
+        return self.run(cmd, env, timeout + (60 if report else 15), log)
 
     def budget_skip(self, step, name, need):
         """True when the check is not to run: left out by --only (not recorded), or the time left
