@@ -109,9 +109,11 @@ struct CUstream_st {
     bool thread_started;
     bool worker_ready;        /* under mu: the worker thread runs worker_main (see stream_object) */
 
-    /* Activity text, double-buffered so the signal-time dump reads a finished string. */
-    char activity[2][EMU_ACTIVITY_LEN];
-    atomic_int activity_idx;
+    /* Activity text, written by the worker only, read by the dump (in a signal handler too)
+     * without a lock: a sequence lock over atomic characters, so that a reader never sees a
+     * half-written string and never races with the writer. */
+    atomic_uint activity_seq;   /* odd while the worker writes */
+    _Atomic char activity[EMU_ACTIVITY_LEN];
     atomic_ullong depth;      /* enqueued - completed, readable without the lock */
     /* The modelled time at which the stream got through its latest op (its worker only).  A GPU
      * stamps an event when the work before it is done, whether or not anything else runs; the

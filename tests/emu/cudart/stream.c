@@ -49,9 +49,17 @@ struct CUstream_st *emu_all_streams(void)
 
 static void set_activity(struct CUstream_st *s, const char *what)
 {
-    int next = 1 - atomic_load_explicit(&s->activity_idx, memory_order_relaxed);
-    snprintf(s->activity[next], EMU_ACTIVITY_LEN, "%s", what);
-    atomic_store_explicit(&s->activity_idx, next, memory_order_release);
+    char text[EMU_ACTIVITY_LEN];
+    snprintf(text, sizeof text, "%s", what);
+    /* Release stores, so that a reader that sees one of the new characters (acquire) sees the
+     * odd sequence before it too (no fences: ThreadSanitizer does not model them). */
+    unsigned seq = atomic_load_explicit(&s->activity_seq, memory_order_relaxed);
+    atomic_store_explicit(&s->activity_seq, seq + 1, memory_order_relaxed);
+    size_t i = 0;
+    do
+        atomic_store_explicit(&s->activity[i], text[i], memory_order_release);
+    while (text[i++] != '\0');
+    atomic_store_explicit(&s->activity_seq, seq + 2, memory_order_release);
 }
 
 static void *worker_main(void *arg)
@@ -123,7 +131,7 @@ static struct CUstream_st *stream_object(void)
     pthread_cond_init(&s->done_cv, NULL);
     pthread_cond_init(&s->turn_cv, NULL);
     atomic_init(&s->queue_index, -1);
-    snprintf(s->activity[0], EMU_ACTIVITY_LEN, "idle");
+    set_activity(s, "idle");
     if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
         pthread_cond_destroy(&s->turn_cv);
         pthread_cond_destroy(&s->done_cv);
@@ -565,6 +573,24 @@ void emu_write_all(int fd, const char *buf, size_t n)
     }
 }
 
+/* A consistent copy of s's activity; after a few tries against a busy writer, says so. */
+static void read_activity(struct CUstream_st *s, char out[EMU_ACTIVITY_LEN])
+{
+    for (int attempt = 0; attempt < 16; attempt++) {
+        unsigned before = atomic_load_explicit(&s->activity_seq, memory_order_acquire);
+        if (before % 2 == 0) {
+            for (size_t i = 0; i < EMU_ACTIVITY_LEN; i++)
+                if ((out[i] = atomic_load_explicit(&s->activity[i], memory_order_acquire)) == '\0')
+                    break;
+            out[EMU_ACTIVITY_LEN - 1] = '\0';
+            if (atomic_load_explicit(&s->activity_seq, memory_order_relaxed) == before)
+                return;
+        }
+    }
+    emu_put_str(out, 0, EMU_ACTIVITY_LEN, "(changing)");
+    out[sizeof "(changing)" - 1] = '\0';
+}
+
 EMU_EXPORT void usbyteEmuDumpStreams(int fd)
 {
     for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
@@ -585,10 +611,8 @@ EMU_EXPORT void usbyteEmuDumpStreams(int fd)
         n = emu_put_str(line, n, sizeof line, " depth ");
         n = emu_put_u64(line, n, sizeof line, depth);
         n = emu_put_str(line, n, sizeof line, ": ");
-        int idx = atomic_load_explicit(&s->activity_idx, memory_order_acquire);
         char act[EMU_ACTIVITY_LEN];
-        memcpy(act, s->activity[idx], sizeof act);
-        act[EMU_ACTIVITY_LEN - 1] = '\0';
+        read_activity(s, act);
         n = emu_put_str(line, n, sizeof line, act);
         line[n++] = '\n';
         emu_write_all(fd, line, n);
