@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # make demo: a Horovod-shaped trainer with fusion off (HOROVOD_FUSION_THRESHOLD=0: one allreduce per
-# gradient, as usbyte asks Horovod users to run) on 4 emulated ranks, VGG-16's profile, over an
-# emulated latency-bound link (1 ms per ring step, as on 64+ ranks), first without and then with
-# libusbyte.so in its default schedule mode.  Prints both checksums (they must be equal), both
-# measured iteration times (the trainer's mean over its last 10 iterations), the measured speedup next to the predicted one, and the report's
-# summary.  Times are the profile's x TIME_SCALE and sizes x BYTES_SCALE.
+# gradient, as usbyte asks Horovod users to run) on 4 emulated ranks with VGG-16's profile, on three
+# emulated links (tests/bench/links.py): `10gbe` and `100gb-ib`, usbyte-sim's presets at these 4
+# ranks scaled like the trainer's times, and `stress`, 1 ms per ring step, which no network is (the
+# latency a ring of 64+ ranks pays, put on 4 ranks).  On each: a run without usbyte, then one with
+# it in schedule mode through usbyte-run, which leaves the rank reports and usbyte-report's page in
+# DEMO_DIR/LINK/.  Prints the checksums (equal with and without usbyte, or the demo fails), both
+# measured iteration times (the trainer's mean over its last 10 iterations), the measured speedup
+# next to the predicted one, the report's summary, and the pages to open.  Times are the profile's
+# x TIME_SCALE and sizes x BYTES_SCALE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -14,49 +18,80 @@ PROFILE=${PROFILE:-data/profiles/vgg16-v100-b64-barrier.json}
 TIME_SCALE=${TIME_SCALE:-0.05}
 BYTES_SCALE=${BYTES_SCALE:-0.002}
 ITERS=${ITERS:-30}
-export USBYTE_EMU_ALPHA_US=${USBYTE_EMU_ALPHA_US:-1000}
-export USBYTE_EMU_GBPS=${USBYTE_EMU_GBPS:-10}
-export USBYTE_LOG=${USBYTE_LOG:-info}
+LINKS=${LINKS:-10gbe 100gb-ib stress}
+DEMO_DIR=${DEMO_DIR:-$BUILD/demo}
+export USBYTE_LOG=${USBYTE_LOG:-warn}
 TRAINER=horovod_like
 
-for f in "$BUILD/emu/emu-run" "$BUILD/trainers/$TRAINER" "$BUILD/libusbyte.so"; do
+for f in "$BUILD/emu/emu-run" "$BUILD/trainers/$TRAINER" "$BUILD/libusbyte.so" "$BUILD/usbyte-run" \
+    "$BUILD/usbyte-report" "$BUILD/usbyte-sim"; do
     [ -e "$f" ] || { echo "demo: $f is missing (make all)" >&2; exit 1; }
 done
-preload="$PWD/$BUILD/libusbyte.so"
-[[ "$SAN" == *address* ]] && preload="$(gcc -print-file-name=libasan.so) $preload"
+sanitizer=""
+[[ "$SAN" == *address* ]] && sanitizer=$(gcc -print-file-name=libasan.so)
+# name alpha_us gbps, one line per link
+link_table=$(python3 tests/bench/links.py --sim "$BUILD/usbyte-sim" --time-scale "$TIME_SCALE" \
+    --bytes-scale "$BYTES_SCALE" $LINKS)
 
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
 args=(--profile "$PROFILE" --iters "$ITERS" --time-scale "$TIME_SCALE" --bytes-scale "$BYTES_SCALE" --fusion-threshold-mb 0)
 echo "== Horovod-like trainer (fusion off), $RANKS emulated ranks, $(basename "$PROFILE"), times x$TIME_SCALE, bytes x$BYTES_SCALE"
-echo "   emulated link: alpha ${USBYTE_EMU_ALPHA_US} us per ring step, ${USBYTE_EMU_GBPS} GB/s (latency-bound)"
 
-run() {   # run LABEL OUTFILE PRELOAD
-    local start end
-    start=$(date +%s%N)
-    if ! LD_PRELOAD="$3" "$BUILD/emu/emu-run" -n "$RANKS" --timeout 120 -- "$BUILD/trainers/$TRAINER" "${args[@]}" \
-        >"$2" 2>&1; then
-        echo "demo: the run $1 failed:" >&2
-        tail -40 "$2" >&2
+last_iter() { grep -m1 -oE '^\[rank 0\] last-iterations [0-9.]+' "$1" | awk '{print $4}'; }
+
+mkdir -p "$DEMO_DIR"
+pages=()
+summary=()
+while read -r link alpha gbps; do
+    dir=$DEMO_DIR/$link
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    case $link in
+    stress) what="stress test, no network is this slow: $alpha us per ring step, $gbps GB/s" ;;
+    *) what="usbyte-sim's preset at $RANKS ranks, scaled: $alpha us per ring step, $gbps GB/s" ;;
+    esac
+    echo
+    echo "== link $link ($what)"
+    export USBYTE_EMU_ALPHA_US=$alpha USBYTE_EMU_GBPS=$gbps
+    if ! LD_PRELOAD="$sanitizer" "$BUILD/emu/emu-run" -n "$RANKS" --timeout 300 -- "$BUILD/trainers/$TRAINER" \
+        "${args[@]}" > "$dir/without-usbyte.out" 2>&1; then
+        echo "demo: the run without usbyte failed:" >&2
+        tail -40 "$dir/without-usbyte.out" >&2
         exit 1
     fi
-    end=$(date +%s%N)
-    printf '== %-20s %s, %s (%.1f s for %s iterations)\n' "$1:" "$(grep -m1 -o 'checksum [0-9a-f]*' "$2")" \
-        "$(grep -m1 -oE '^\[rank 0\] last-iterations [0-9.]+ ms' "$2" | sed 's/.*last-iterations/last iterations/')" "$(((end - start) / 1000000))e-3" "$ITERS"
-}
-run "without usbyte" "$out/base.out" ""
-USBYTE_REPORT="$out/report-%r.json" run "with usbyte" "$out/lib.out" "$preload"
+    if ! LD_PRELOAD="$sanitizer" "$BUILD/usbyte-run" --mode schedule --report "$dir" -- \
+        "$BUILD/emu/emu-run" -n "$RANKS" --timeout 300 -- "$BUILD/trainers/$TRAINER" "${args[@]}" \
+        > "$dir/with-usbyte.out" 2>&1; then
+        echo "demo: the run with usbyte failed:" >&2
+        tail -40 "$dir/with-usbyte.out" >&2
+        exit 1
+    fi
+    if ! python3 tests/integration/trainers/check_report.py checksums --world "$RANKS" "$dir/without-usbyte.out" \
+        "$dir/with-usbyte.out" > "$dir/checksums.txt"; then
+        grep -v '^info' "$dir/checksums.txt"
+        echo "demo: the checksums differ ($dir)"
+        exit 1
+    fi
+    report=$(ls "$dir"/usbyte-report-*-0.json 2> /dev/null | head -1)
+    [ -n "$report" ] && [ -f "$dir/usbyte-report.html" ] || { echo "demo: no report or page in $dir"; ls "$dir"; exit 1; }
+    base=$(last_iter "$dir/without-usbyte.out")
+    with=$(last_iter "$dir/with-usbyte.out")
+    read -r predicted state plan_policy blocks calls < <(jq -r '.comms[0]
+        | ((.policies[] | select(.policy == "wfbp") | .iteration) / .plan.iteration) as $p
+        | "\($p * 1000 | round / 1000) \(.state) \(.plan.policy) \(.plan.blocks | length) \(.calls_per_iteration)"' "$report")
+    measured=$(awk -v a="$base" -v b="$with" 'BEGIN { printf "%.2f", a / b }')
+    predicted=$(awk -v p="$predicted" 'BEGIN { printf "%.2f", p }')
+    echo "   checksums equal on every rank, with and without usbyte"
+    echo "   without usbyte $base ms per iteration, with usbyte $with ms: ${measured}x measured, ${predicted}x predicted"
+    echo "   ($plan_policy plan: $blocks blocks for $calls allreduces; communicator state: $state)"
+    sed -n '/^usbyte: [0-9]* of [0-9]* rank reports/,$p' "$dir/with-usbyte.out" | grep -v '^usbyte-run:' | sed 's/^/   /'
+    pages+=("$dir/usbyte-report.html")
+    summary+=("$(printf '%-9s %10s %10s %9sx %9sx  %s' "$link" "$base" "$with" "$measured" "$predicted" "$state")")
+done <<< "$link_table"
 
-if ! python3 tests/integration/trainers/check_report.py checksums --world "$RANKS" "$out/base.out" "$out/lib.out" \
-    >"$out/check.txt"; then
-    grep -v '^info' "$out/check.txt"
-    echo "demo: the checksums differ"
-    exit 1
-fi
-echo "== checksums equal on every rank, with and without usbyte"
-echo "   (each the trainer's mean over its last 10 of $ITERS iterations, after usbyte's warm-up and switch)"
-grep -E '^\[rank 0\] usbyte\[0\]: communicator' "$out/lib.out" || true
-[ -f "$out/report-0.json" ] || { echo "demo: no report from rank 0"; ls "$out"; exit 1; }
-echo "== report of rank 0 ($RANKS reports written)"
-measured=$(grep -m1 -oE '^\[rank 0\] last-iterations [0-9.]+ ms' "$out/base.out" | awk '{print $4}')
-python3 tests/integration/trainers/check_report.py summary --measured-ms "$measured" "$out/report-0.json"
+echo
+echo "== summary (ms per iteration; the stress link is a stress test, not a network)"
+printf '%-9s %10s %10s %10s %10s  %s\n' link without with measured predicted state
+printf '%s\n' "${summary[@]}"
+echo
+echo "== the reports and the pages are in $DEMO_DIR; open:"
+for p in "${pages[@]}"; do echo "   file://$(cd "$(dirname "$p")" && pwd)/$(basename "$p")"; done

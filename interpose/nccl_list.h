@@ -100,6 +100,7 @@
     X(CommCount, CALLONLY, (const ncclComm_t comm, int *count), (comm, count), ())                 \
     X(CommUserRank, CALLONLY, (const ncclComm_t comm, int *rank), (comm, rank), ())                \
     X(CommCuDevice, CALLONLY, (const ncclComm_t comm, int *device), (comm, device), ())            \
+    X(CommGetAsyncError, CALLONLY, (ncclComm_t comm, ncclResult_t *asyncError), (comm, asyncError), ())\
     X(GetVersion, CALLONLY, (int *version), (version), ())
 
 typedef enum {

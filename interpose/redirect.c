@@ -7,6 +7,7 @@
 #include "cuda_list.h"
 #include "device.h"
 #include "guard.h"
+#include "nccl_list.h"
 #include "redirect.h"
 
 atomic_int ub_sched_live;
@@ -433,6 +434,22 @@ ub_comm *ub_redirect_pending_comm(cudaEvent_t ev)
     return e ? e->sched_comm : NULL;
 }
 
+/* Lock held (released for the question): a host wait on c's deferred work ends when NCCL reports
+ * an asynchronous error (a peer gone): the blocks may never complete, and the application's own
+ * error handling (a watchdog's abort) must get to run.  One line says so. */
+static bool peer_failed(ub_comm *c, const char *what)
+{
+    ncclComm_t handle = c->handle;
+    ub_state_unlock();
+    ncclResult_t r = ub_comm_async_error(handle);
+    ub_state_lock();
+    if (r == ncclSuccess)
+        return false;
+    ub_error("communicator %d: %s stops waiting for deferred calls: NCCL reports an asynchronous error (%s: a peer "
+             "gone?)", c->index, what, r == ncclRemoteError ? "ncclRemoteError" : "NCCL error");
+    return true;
+}
+
 /* Lock held: one diagnostic line for a host wait that lasts. */
 static void still_waiting(const ub_comm *c, const char *what, double since, int call, uint64_t v)
 {
@@ -447,6 +464,8 @@ void ub_redirect_wait_event(cudaEvent_t ev, const char *what)
     n_waiters++;
     for (ub_event *e; (e = pending_event(ev)) && !atomic_load(&e->sched_comm->ending);) {
         ub_state_wait(0.25);
+        if ((e = pending_event(ev)) && peer_failed(e->sched_comm, what))
+            break;
         if ((e = pending_event(ev)) && now_s() > line_at) {
             still_waiting(e->sched_comm, what, start, e->sched_call, e->sched_value);
             line_at += ub_cfg.hang_s;
@@ -470,6 +489,8 @@ void ub_redirect_wait_stream(cudaStream_t s, const char *what)
     n_waiters++;
     for (ub_comm *c; (c = ub_redirect_stream_unissued(s)) && !atomic_load(&c->ending);) {
         ub_state_wait(0.25);
+        if ((c = ub_redirect_stream_unissued(s)) && peer_failed(c, what))
+            break;
         ub_stream *st = ub_stream_get(s, NULL);
         if ((c = ub_redirect_stream_unissued(s)) && st && now_s() > line_at) {
             still_waiting(c, what, start, st->sch.last_call, st->sch.need_value);
@@ -487,6 +508,8 @@ void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what)
     n_waiters++;
     while (s->issued < target && s->ready && !atomic_load(&c->ending)) {
         ub_state_wait(0.25);
+        if (s->issued < target && peer_failed(c, what))
+            break;
         if (s->issued < target && now_s() > line_at) {
             still_waiting(c, what, start, last, target);
             line_at += ub_cfg.hang_s;

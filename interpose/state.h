@@ -194,6 +194,9 @@ bool ub_state_in_child(void);
 void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason);
 /* The communicator's record (NULL: unknown). */
 ub_comm *ub_comm_get(ncclComm_t handle);
+/* NCCL's asynchronous error of a communicator (a peer gone: ncclRemoteError), asked without the
+ * lock; ncclSuccess while none (or in progress). */
+ncclResult_t ub_comm_async_error(ncclComm_t handle);
 /* A new record: detection starts.  rank, nranks and device come from NCCL, asked without the
  * lock. */
 ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device);

@@ -128,6 +128,14 @@ void ub_stream_forget(ub_stream *st)
     free(st);
 }
 
+ncclResult_t ub_comm_async_error(ncclComm_t handle)
+{
+    ncclResult_t r = ncclSuccess;
+    if (handle && ub_nccl.CommGetAsyncError && UB_NCCL(ub_nccl.CommGetAsyncError(handle, &r)) != ncclSuccess)
+        return ncclSuccess; /* cannot tell: a wait goes on as before */
+    return r == ncclInProgress ? ncclSuccess : r;
+}
+
 ub_comm *ub_comm_get(ncclComm_t handle)
 {
     ub_comm *c = NULL;

@@ -3,7 +3,9 @@
  * first-improvement local search under the model (moves: search_moves.c; incremental judging:
  * search_state.c), followed by an iterated local search (seeded kicks, then descent).  The
  * result replaces the best start only when the evaluator itself finds it strictly faster, so
- * `best` is never worse than any other policy.  The budget of move evaluations is a pure
+ * `best` is never worse than any other policy.  The reference policies (ddp, horovod) are not
+ * starts: the result is only replaced by one of their plans when that is strictly faster
+ * (ub_best_floor), so they leave the search as it is.  The budget of move evaluations is a pure
  * function of the number of calls and of the incumbent's gap to the lower bound, the PRNG is
  * seeded from n: the plan is a pure function of the profile (no clock is read for decisions).
  * A plan that meets the lower bound is optimal and ends the search at once. */
@@ -72,13 +74,27 @@ static bool regroup_and_keep(const ub_profile *prof, ub_search *s, double lb, ub
     return true;
 }
 
-/* Runs every other policy, evaluated against lb, into start[] (initialised here); returns how
- * many succeeded. */
+bool ub_policy_is_reference(int id) { return id == UB_POLICY_DDP || id == UB_POLICY_HOROVOD; }
+
+void ub_best_floor(const ub_plan *ref, ub_plan *out)
+{
+    if (ref->n_blocks == 0 || !(ref->iteration < out->iteration))
+        return;
+    char params[sizeof(out->params)], policy[sizeof(out->policy)];
+    snprintf(params, sizeof(params), "from=%.31s (faster than the search's %.180s)", ref->policy, out->params);
+    memcpy(policy, out->policy, sizeof(policy));
+    ub_plan_copy(out, ref);
+    memcpy(out->policy, policy, sizeof(policy));
+    memcpy(out->params, params, sizeof(params));
+}
+
+/* Runs every other policy but the references, evaluated against lb, into start[] (initialised
+ * here); returns how many succeeded. */
 static int run_starts(const ub_profile *prof, double lb, ub_plan *start)
 {
     int n_start = 0;
     for (int id = 0; id < UB_POLICY_COUNT; id++) {
-        if (id == UB_POLICY_BEST)
+        if (id == UB_POLICY_BEST || ub_policy_is_reference(id))
             continue;
         ub_plan_init(&start[n_start], ub_policy_name(id));
         if (ub_policy_run_bounded(id, prof, &start[n_start], lb) != 0) {
@@ -102,6 +118,17 @@ int ub_best_plan_bounded(const ub_profile *prof, double lb, double budget_scale,
     int rc = ub_best_from_starts(prof, view, n_start, lb, budget_scale, out);
     for (int k = 0; k < n_start; k++)
         ub_plan_free(&start[k]);
+    if (rc == 0)
+        ub_evaluate_with_bound(prof, out, lb, NULL);
+    for (int id = 0; rc == 0 && id < UB_POLICY_COUNT; id++) {
+        if (!ub_policy_is_reference(id))
+            continue;
+        ub_plan ref;
+        ub_plan_init(&ref, ub_policy_name(id));
+        if (ub_policy_run_bounded(id, prof, &ref, lb) == 0)
+            ub_best_floor(&ref, out);
+        ub_plan_free(&ref);
+    }
     return rc;
 }
 

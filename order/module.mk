@@ -1,6 +1,7 @@
-# Unit tests of the advanced policies (bytescheduler, usbyte, best), the exhaustive oracle and
-# the property tests, and the merge regions' order.  The oracle is test code and links only into test_oracle.
-ORDER_TESTS := test_policies_advanced test_oracle test_properties
+# Unit tests of the advanced policies (bytescheduler, usbyte, best), the reference policies (ddp,
+# horovod), the exhaustive oracle and the property tests, and the merge regions' order.  The
+# oracle is test code and links only into test_oracle.
+ORDER_TESTS := test_policies_advanced test_policies_reference test_oracle test_properties
 ORDER_TESTS += test_regions
 ORDER_TEST_BINS := $(patsubst %,$(BUILD)/tests/unit/%,$(ORDER_TESTS))
 

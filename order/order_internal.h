@@ -63,6 +63,13 @@ int ub_policy_run_bounded(int id, const ub_profile *prof, ub_plan *out, double l
 /* `best` with the lower bound given: runs the other policies, then ub_best_from_starts. */
 int ub_best_plan_bounded(const ub_profile *prof, double lower_bound, double budget_scale, ub_plan *out);
 
+/* The reference policies (`ddp`, `horovod`: what users run today) are not search starts of
+ * `best`: what a framework does is not an idea for the search, and more starts would share the
+ * search's budget differently.  `best` is floored by them instead: ub_best_floor replaces *out
+ * (evaluated) by the reference plan `ref` (evaluated, valid) when that one is strictly faster. */
+bool ub_policy_is_reference(int id);
+void ub_best_floor(const ub_plan *ref, ub_plan *out);
+
 /* `best` from start plans already computed and evaluated (ub_policy_run); invalid or empty
  * ones are skipped, the extra starts below are added.  budget_scale multiplies the search
  * budget (1 for the policy).  What ub_policy_best does after running the other policies. */

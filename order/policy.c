@@ -100,7 +100,7 @@ int ub_plan_every(const ub_profile *prof, ub_plan plans[UB_POLICY_COUNT], char *
         int status = ub_policy_run_bounded(id, prof, &plans[id], lb);
         others += plans[id].plan_seconds;
         check(prof, &plans[id], status, err, errlen, &rc);
-        if (plans[id].n_blocks > 0)
+        if (plans[id].n_blocks > 0 && !ub_policy_is_reference(id))
             starts[n_starts++] = &plans[id];
     }
     ub_plan *best = &plans[UB_POLICY_BEST];
@@ -110,8 +110,12 @@ int ub_plan_every(const ub_profile *prof, ub_plan plans[UB_POLICY_COUNT], char *
     int status = ub_best_from_starts(prof, starts, n_starts, lb, 1.0, best);
     double spent = now() - t0;
     memcpy(best->policy, names[UB_POLICY_BEST], strlen(names[UB_POLICY_BEST]) + 1); /* the copy took the start's */
-    if (status == 0)
+    if (status == 0) {
         ub_evaluate_with_bound(prof, best, lb, NULL);
+        for (int id = 0; id < UB_POLICY_COUNT; id++)
+            if (ub_policy_is_reference(id))
+                ub_best_floor(&plans[id], best);
+    }
     best->plan_seconds = spent + others; /* what ub_policy_best alone would have spent */
     check(prof, best, status, err, errlen, &rc);
     return rc;

@@ -2,8 +2,10 @@
 # The planner benchmark behind `make bench-sim`: every profile of data/profiles
 # (USBYTE_PROFILES overrides) and a few seeded synthetic ones, at 8, 16, 64 and 128 ranks on the
 # 10gbe and 100gb-ib presets: each policy's predicted iteration time, the speedup of `best`
-# over wfbp, syncea, mgwfbp and bytescheduler, its gap to the MODEL.md lower bound and whether
-# it is proven optimal; a summary of those gaps on barrier and layer-wise rows; the profiles
+# over wfbp, syncea, mgwfbp, bytescheduler and what users run today (ddp, horovod), its gap to
+# the MODEL.md lower bound and whether it is proven optimal; a summary of those gaps on barrier
+# and layer-wise rows; the geometric means of best/ddp and best/horovod per link and rank count
+# and per network; the profiles
 # that carry their own measured net under it; then the time to compute a `best` plan for 100,
 # 1,000 and 10,000 calls on synthetic profiles, ordinary and communication-bound ("hard").
 # Writes Markdown to the file given as $1 (default docs/bench-sim.md) and to stdout.  Needs jq.
@@ -67,10 +69,10 @@ policies=$(jq -r -s 'reduce .[].policy as $p ([]; if index([$p]) then . else . +
     echo
     printf '| profile | net | ranks |'
     for p in $policies; do printf ' %s |' "$p"; done
-    echo ' lower bound | best/wfbp | best/syncea | best/mgwfbp | best/bytescheduler | best gap to LB | optimal |'
+    echo ' lower bound | best/wfbp | best/syncea | best/mgwfbp | best/bytescheduler | best/ddp | best/horovod | best gap to LB | optimal |'
     printf '|---|---|--:|'
     for p in $policies; do printf -- '--:|'; done
-    echo '--:|--:|--:|--:|--:|--:|:-:|'
+    echo '--:|--:|--:|--:|--:|--:|--:|--:|:-:|'
     jq -r -s --arg policies "$policies" '
         ($policies | split(" ")) as $pol
         | group_by([.profile, .net, .ranks]) | sort_by(.[0].profile, .[0].net, .[0].ranks)[]
@@ -80,7 +82,7 @@ policies=$(jq -r -s 'reduce .[].policy as $p ([]; if index([$p]) then . else . +
         | def ratio($a): if $t[$a] and $t.best then "\($t[$a] / $t.best * 1000 | round / 1000)x" else "-" end;
           "| \($r.profile) | \($r.net) | \($r.ranks) | "
           + ([$pol[] | if $t[.] then ($t[.] * 1e6 | round / 1000 | tostring) else "-" end] | join(" | "))
-          + " | \($r.lower_bound * 1e6 | round / 1000) | \(ratio("wfbp")) | \(ratio("syncea")) | \(ratio("mgwfbp")) | \(ratio("bytescheduler")) | "
+          + " | \($r.lower_bound * 1e6 | round / 1000) | \(ratio("wfbp")) | \(ratio("syncea")) | \(ratio("mgwfbp")) | \(ratio("bytescheduler")) | \(ratio("ddp")) | \(ratio("horovod")) | "
           + (if $t.best then "\(($t.best / $r.lower_bound - 1 | if . < 0 then 0 else . end) * 10000 | round / 100)%" else "-" end)
           + " | " + (if $opt then "yes" else "" end) + " |"' "$rows"
     echo
@@ -121,6 +123,45 @@ policies=$(jq -r -s 'reduce .[].policy as $p ([]; if index([$p]) then . else . +
     echo
     jq -r -s 'map(select(.policy == "best") | .plan_seconds * 1000) | sort
         | "Planning time of `best` on these rows (it runs every other policy first): median \(.[length / 2 | floor] * 1000 | round / 1000) ms, max \(max * 1000 | round / 1000) ms."' "$rows"
+    echo
+    echo "## \`best\` against what users run today: \`ddp\` and \`horovod\`"
+    echo
+    echo "\`ddp\` is PyTorch DDP's default bucketing (1 MiB first bucket, then 25 MiB, in gradient-ready order),"
+    echo "\`horovod\` Horovod's tensor fusion (1 ms cycles, 128 MiB threshold); docs/planner.md says how each is"
+    echo "modelled (the \`horovod\` figure leaves out the wait for the next cycle, which flatters Horovod)."
+    echo "Geometric means of best/ddp and best/horovod (iteration of the reference over that of \`best\`; 1x:"
+    echo "no gain) over the shared profiles (synthetic ones left out), per link and rank count; \"largest\""
+    echo "names the row of the largest best/ddp."
+    echo
+    echo "| net | ranks | barrier: best/ddp | best/horovod | layer-wise: best/ddp | best/horovod | all: best/ddp | best/horovod | rows where best = ddp | largest best/ddp |"
+    echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+    refs=$tmp/refs.json
+    jq -s 'map(select(.profile | startswith("synthetic") | not))
+        | group_by([.profile, .net, .ranks])
+        | map((map({key: .policy, value: .iteration}) | from_entries) as $t
+              | {profile: .[0].profile, net: .[0].net, ranks: .[0].ranks, layerwise: .[0].layerwise,
+                 model: (.[0].profile | sub("-(v100|a100|h100|k80).*$"; "")),
+                 ddp: ($t.ddp / $t.best), hvd: ($t.horovod / $t.best)})' "$rows" > "$refs"
+    jq -r '
+        def gm(f): if length == 0 then "-" else (map(f | log) | add / length | exp * 1000 | round / 1000 | tostring + "x") end;
+        group_by([.net, .ranks])[]
+        | (map(select(.layerwise | not))) as $b | (map(select(.layerwise))) as $l | max_by(.ddp) as $w
+        | "| \(.[0].net) | \(.[0].ranks) | \($b | gm(.ddp)) | \($b | gm(.hvd)) | \($l | gm(.ddp)) | \($l | gm(.hvd)) | \(gm(.ddp)) | \(gm(.hvd)) | \(map(select(.ddp <= 1 + 1e-9)) | length) of \(length) | \($w.profile) \($w.ddp * 1000 | round / 1000)x |"' "$refs"
+    echo
+    echo "Per network (geometric mean over its GPU variants; each cell best/ddp, best/horovod):"
+    echo
+    ranks_list=$(jq -r '[.[].ranks] | unique | map(tostring) | join(" ")' "$refs")
+    printf '| network | kind | net |'
+    for r in $ranks_list; do printf ' %s ranks |' "$r"; done
+    echo
+    printf '|---|---|---|'
+    for r in $ranks_list; do printf -- '--:|'; done
+    echo
+    jq -r '
+        def gm(f): (map(f | log) | add / length | exp * 1000 | round / 1000 | tostring + "x");
+        group_by([.model, .layerwise, .net])[]
+        | "| \(.[0].model) | \(if .[0].layerwise then "layer-wise" else "barrier" end) | \(.[0].net) | "
+          + ([group_by(.ranks)[] | "\(gm(.ddp)), \(gm(.hvd))"] | join(" | ")) + " |"' "$refs"
     echo
     echo "## Profiles that carry their own \`net\` (replayed under it)"
     echo

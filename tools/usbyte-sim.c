@@ -11,6 +11,7 @@
 #include "sim.h"
 #include "usbyte/io.h"
 #include "usbyte/model.h"
+#include "usbyte/reference.h"
 #include "usbyte/synthetic.h"
 
 #define EXIT_BAD_INPUT 2
@@ -33,6 +34,8 @@ typedef struct options {
     const char *svg;
     int sweep[MAX_SWEEP];
     int n_sweep;
+    ub_reference_settings reference; /* the ddp and horovod policies' settings */
+    int list_nets;
 } options;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -57,6 +60,10 @@ static void usage(FILE *f)
             "                  [--sweep ranks=P1,P2,... --net PRESET]\n"
             "       usbyte-sim PROFILE.json --eval PLAN.json [--json]\n"
             "       usbyte-sim --synthetic N,SEED[,layerwise][,hard] ...   (a generated profile instead of a file)\n"
+            "       usbyte-sim --list-nets [--json]   (the presets' a0, b0 and sources)\n"
+            "the reference policies' settings (defaults as the frameworks'):\n"
+            "  --ddp-first-bucket-mb MB (1)  --ddp-bucket-cap-mb MB (25)   DDP's caps, MiB as DDP counts them\n"
+            "  --horovod-cycle-ms MS (1)     --horovod-fusion-threshold BYTES (134217728)\n"
             "PROFILE.json may also be a usbyte report: its first planned communicator's profile, or --comm N\n"
             "policies: ");
     for (int i = 0; i < UB_POLICY_COUNT; i++)
@@ -84,6 +91,27 @@ static long parse_int(const char *opt, const char *s, long min, long max)
     if (errno || end == s || *end || v < min || v > max)
         die("%s: must be an integer from %ld to %ld, got \"%s\"", opt, min, max, s);
     return v;
+}
+
+/* A size in MiB as the frameworks take it (DDP: int(bucket_cap_mb * 1024 * 1024)), in bytes. */
+static uint64_t parse_mib(const char *opt, const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e12)
+        die("%s: must be a number of MiB from 0 to 1e12, got \"%s\"", opt, s);
+    return (uint64_t)(v * 1048576.0);
+}
+
+static uint64_t parse_bytes(const char *opt, const char *s)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-' || s[0] == '+')
+        die("%s: must be a whole number of bytes, got \"%s\"", opt, s);
+    return (uint64_t)v;
 }
 
 static void parse_sweep(options *o, const char *arg)
@@ -126,6 +154,7 @@ static void parse_args(int argc, char **argv, options *o)
     memset(o, 0, sizeof(*o));
     o->alpha = o->beta = o->copy_beta = -1.0;
     o->comm = -1;
+    o->reference = ub_reference_get();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 #define VALUE() (i + 1 < argc ? argv[++i] : (die("%s needs a value", a), ""))
@@ -158,6 +187,16 @@ static void parse_args(int argc, char **argv, options *o)
             o->comm = (int)parse_int("--comm", VALUE(), 0, 1000000);
         } else if (!strcmp(a, "--synthetic")) {
             parse_synthetic(o, VALUE());
+        } else if (!strcmp(a, "--ddp-first-bucket-mb")) {
+            o->reference.ddp_first_bucket = parse_mib(a, VALUE());
+        } else if (!strcmp(a, "--ddp-bucket-cap-mb")) {
+            o->reference.ddp_bucket = parse_mib(a, VALUE());
+        } else if (!strcmp(a, "--horovod-cycle-ms")) {
+            o->reference.horovod_cycle = 1e-3 * parse_seconds(a, VALUE());
+        } else if (!strcmp(a, "--horovod-fusion-threshold")) {
+            o->reference.horovod_threshold = parse_bytes(a, VALUE());
+        } else if (!strcmp(a, "--list-nets")) {
+            o->list_nets = 1;
         } else if (a[0] == '-' && a[1]) {
             die("unknown option %s (see --help)", a);
         } else if (o->profile_path) {
@@ -166,6 +205,11 @@ static void parse_args(int argc, char **argv, options *o)
             o->profile_path = a;
         }
 #undef VALUE
+    }
+    if (o->list_nets) {
+        if (o->profile_path || o->synthetic_n)
+            die("--list-nets prints the presets: it takes no profile");
+        return;
     }
     if (!o->profile_path && !o->synthetic_n)
         die("no profile given: usbyte-sim PROFILE.json [options] (see --help)");
@@ -446,10 +490,34 @@ static int do_sweep(const options *o, ub_profile *prof, const char *origin)
     return 0;
 }
 
+/* The presets, for scripts that derive links from them (tests/bench/schedule.py, make demo). */
+static int do_list_nets(const options *o)
+{
+    for (int i = 0; i < sim_n_nets; i++) {
+        const sim_net *n = &sim_nets[i];
+        if (o->json) {
+            json_t *obj = json_pack("{s:s, s:f, s:f, s:s}", "name", n->name, "a0", n->a0, "b0", n->b0, "source", n->source);
+            char *s = obj ? json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+            json_decref(obj);
+            if (!s)
+                die("out of memory writing JSON");
+            puts(s);
+            free(s);
+        } else {
+            printf("%-10s a0 %.4g us per ring step, b0 %.4g s/B (%.3g GB/s)\n", n->name, n->a0 * 1e6, n->b0,
+                   1e-9 / n->b0);
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
     parse_args(argc, argv, &o);
+    if (o.list_nets)
+        return do_list_nets(&o);
+    ub_reference_set(&o.reference);
     if (o.policy && strcmp(o.policy, "all") != 0 && ub_policy_parse(o.policy) < 0) {
         char names[512] = "";
         size_t used = 0;

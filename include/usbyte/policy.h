@@ -8,7 +8,8 @@
 #include "usbyte/plan.h"
 #include "usbyte/profile.h"
 
-/* X(ENUM, name, function).  `best` must stay last: it starts from all the others. */
+/* X(ENUM, name, function).  `ddp` and `horovod` are what users run today (usbyte/reference.h).
+ * `best` must stay last: it starts from all the others, those two included. */
 #define UB_POLICY_LIST(X)                                 \
     X(WFBP, "wfbp", ub_policy_wfbp)                       \
     X(SYNCEA, "syncea", ub_policy_syncea)                 \
@@ -16,6 +17,8 @@
     X(MGWFBP_DP, "mgwfbp-dp", ub_policy_mgwfbp_dp)        \
     X(BYTESCHEDULER, "bytescheduler", ub_policy_bytescheduler) \
     X(USBYTE, "usbyte", ub_policy_usbyte)                 \
+    X(DDP, "ddp", ub_policy_ddp)                          \
+    X(HOROVOD, "horovod", ub_policy_horovod)              \
     X(BEST, "best", ub_policy_best)
 
 typedef enum {

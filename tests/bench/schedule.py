@@ -2,9 +2,14 @@
 """make bench-schedule: what schedule mode gains on the emulator, next to what it predicts.
 
 For each trainer (DDP-like, Horovod-like with fusion off, per-layer under stream and call
-completion) x two profiles x two emulated links (latency-bound, as 64+ ranks are, and
-bandwidth-bound), three runs on 4 ranks: without usbyte, with observe, with schedule; the three
-are interleaved and the whole round repeated REPEAT times, and the table shows medians.
+completion) x two profiles x four emulated links, three runs on 4 ranks: without usbyte, with
+observe, with schedule; the three are interleaved and the whole round repeated REPEAT times, and
+the tables show medians.  The links (tests/bench/links.py): `10gbe` and `100gb-ib`, usbyte-sim's
+presets at the trainers' 4 ranks, scaled like the trainers' times and bytes, so communication
+weighs what it would on such a network; and two stress tests that no network is: 1 ms per ring
+step (latency-bound, where merging gains the most) and 20 us per step at 0.05 GB/s
+(bandwidth-bound).  BENCH_LINKS (names, space-separated) and BENCH_TRAINERS (a substring of the
+trainer's name) select a subset.
 
 - base, observe, schedule: the trainer's own mean over its last 10 iterations (backward start to
   backward start, host clock of the compute stream's host functions: MODEL.md's iteration; the
@@ -26,6 +31,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import links  # noqa: E402  (tests/bench/links.py: the emulated links)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("BUILD", "build")
 REPEAT = int(os.environ.get("REPEAT", "3"))
@@ -44,10 +52,11 @@ TRAINERS = [
     ("per-layer, call completion", "per_layer", {"USBYTE_COMPLETION": "call"}, [],
      ["vgg16-v100-b64", "resnet50-v100-b64"]),
 ]
-# name, alpha us per ring step, GB/s: the trainers' bytes are scaled by 0.002 and times by 0.05
-LINKS = [("latency-bound", 1000, 10.0), ("bandwidth-bound", 20, 0.05)]
+# link name (links.py), label, stress test?
+LINK_NAMES = [("10gbe", "10gbe", False), ("100gb-ib", "100gb-ib", False),
+              ("stress", "stress: 1 ms/step", True), ("stress-bandwidth", "stress: bandwidth", True)]
 ITERS = 30
-COMMON = ["--iters", str(ITERS), "--time-scale", "0.05", "--bytes-scale", "0.002"]
+COMMON = ["--iters", str(ITERS), "--time-scale", str(links.TIME_SCALE), "--bytes-scale", str(links.BYTES_SCALE)]
 
 
 def run(trainer, args, env_extra, mode, work):
@@ -77,7 +86,8 @@ def run(trainer, args, env_extra, mode, work):
         pol = {x["policy"]: x["iteration"] for x in c.get("policies", [])}
         out.update(state=c["state"], wfbp=pol.get("wfbp"), chosen=(c.get("plan") or {}).get("iteration"),
                    policy=(c.get("plan") or {}).get("policy"), blocks=len((c.get("plan") or {}).get("blocks", [])),
-                   calls=c.get("calls_per_iteration"), schedule=c.get("schedule") or {})
+                   calls=c.get("calls_per_iteration"), schedule=c.get("schedule") or {},
+                   fit_alpha=(c.get("fit") or {}).get("alpha"))
     return out
 
 
@@ -86,9 +96,21 @@ def main():
     work = tempfile.mkdtemp()
     rows = []
     started = time.time()
+    sim = os.path.join(ROOT, BUILD, "usbyte-sim")
+    known = links.presets(sim)
+    wanted = os.environ.get("BENCH_LINKS", "").split()
+    link_rows = []
+    for name, label, stress in LINK_NAMES:
+        if wanted and name not in wanted:
+            continue
+        alpha, gbps = links.link(name, sim, known=known)
+        link_rows.append((label, alpha, gbps, stress))
+    only = os.environ.get("BENCH_TRAINERS", "")
     for tname, trainer, env_extra, extra, profiles in TRAINERS:
+        if only not in tname:
+            continue
         for prof in profiles:
-            for lname, alpha, gbps in LINKS:
+            for lname, alpha, gbps, stress in link_rows:
                 env = dict(env_extra, USBYTE_EMU_ALPHA_US=str(alpha), USBYTE_EMU_GBPS=str(gbps))
                 args = ["--profile", os.path.join(PROF, prof + ".json")] + COMMON + extra
                 res = {"base": [], "observe": [], "schedule": []}
@@ -99,7 +121,7 @@ def main():
                 ok = all(r["checksums"] == res["base"][0]["checksums"] for m in res for r in res[m])
                 scheduled = [r for r in sched if r["state"] == "schedule" and r["schedule"].get("measured_iteration")]
                 row = {
-                    "trainer": tname, "profile": prof, "link": lname,
+                    "trainer": tname, "profile": prof, "link": lname, "stress": stress, "alpha_us": alpha, "gbps": gbps,
                     "base": statistics.median(r["iteration"] for r in res["base"]),
                     "observe": statistics.median(r["iteration"] for r in res["observe"]),
                     "schedule": statistics.median(r["iteration"] for r in sched),
@@ -107,6 +129,7 @@ def main():
                     "wfbp": statistics.median(r["wfbp"] for r in sched if r["wfbp"]),
                     "chosen": statistics.median(r["chosen"] for r in sched if r["chosen"]),
                     "state": "/".join(sorted(set(r["state"] for r in sched))),
+                    "fit_alpha": statistics.median(r["fit_alpha"] for r in sched if r["fit_alpha"]),
                     "blocks": sched[0]["blocks"], "calls": sched[0]["calls"], "policy": sched[0]["policy"],
                     "checksums": ok,
                 }
@@ -115,7 +138,7 @@ def main():
                 row["ratio"] = row["measured_speedup"] / row["predicted_speedup"] if row["measured_speedup"] else None
                 rows.append(row)
                 print_row(row)
-    table = render(rows, time.time() - started)
+    table = render(rows, link_rows, time.time() - started)
     with open(dest, "w") as f:
         f.write(table)
     print(table)
@@ -135,30 +158,57 @@ def print_row(r):
              r["predicted_speedup"]), flush=True)
 
 
-def render(rows, seconds):
+def table(rows):
+    lines = [
+        "| trainer | profile | link | link alpha (us) | fitted alpha (us) | calls | plan blocks | base | observe | "
+        "schedule | device | wfbp (pred.) | plan (pred.) | measured speedup | predicted speedup | ratio | state | "
+        "checksums |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for r in rows:
+        lines.append("| %s | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2fx | %s | %s | %s |" % (
+            r["trainer"], r["profile"], r["link"], 2 * (RANKS - 1) * r["alpha_us"], 1e6 * r["fit_alpha"],
+            r["calls"], r["blocks"], ms(r["base"]), ms(r["observe"]),
+            ms(r["schedule"]), ms(r["device"]), ms(r["wfbp"]), ms(r["chosen"]),
+            "%.2fx" % r["measured_speedup"] if r["measured_speedup"] else "-", r["predicted_speedup"],
+            "%.2f" % r["ratio"] if r["ratio"] else "-", r["state"], "equal" if r["checksums"] else "DIFFER"))
+    return lines
+
+
+def render(rows, link_rows, seconds):
+    described = "; ".join("%s: %.4g us per ring step, %.4g GB/s" % (l, a, g) for l, a, g, _ in link_rows)
     lines = [
         "# make bench-schedule",
         "",
         "Schedule mode on the emulator (4 ranks), generated by `tests/bench/schedule.py`: each row is the median of "
-        "%d interleaved rounds of three runs (without usbyte, observe, schedule), %d iterations each, times x0.05 and "
-        "bytes x0.002 of the profile.  Latency-bound link: 1000 us per ring step, 10 GB/s; bandwidth-bound: 20 us, "
-        "0.05 GB/s.  Iterations in ms.  `base`, `observe` and `schedule` are the trainer's own mean over its last 10 "
-        "iterations (after usbyte's warm-up and switch); `device` is the report's steady measured iteration (device "
-        "events); `wfbp` and `plan` are the predictions on the agreed profile.  Speedups are over the run without usbyte (measured) and over wfbp (predicted).  This machine has two "
-        "cores shared with other work: the emulator's per-operation cost grows with the load, which the fitted alpha "
-        "(and so every prediction) includes.  Took %.0f s." % (REPEAT, ITERS, seconds),
+        "%d interleaved rounds of three runs (without usbyte, observe, schedule), %d iterations each, times x%g and "
+        "bytes x%g of the profile.  Iterations in ms.  `base`, `observe` and `schedule` are the trainer's own mean "
+        "over its last 10 iterations (after usbyte's warm-up and switch); `device` is the report's steady measured "
+        "iteration (device events); `wfbp` and `plan` are the predictions on the agreed profile.  Speedups are over "
+        "the run without usbyte (measured) and over wfbp, the calls as the trainer issues them (predicted); the "
+        "DDP-like rows' calls are DDP's buckets, so there both are gains over DDP's own bucketing.  This machine has "
+        "two cores shared with other work: the emulator's per-operation cost grows with the load, which the fitted "
+        "alpha (and so every prediction) includes.  Took %.0f s." % (REPEAT, ITERS, links.TIME_SCALE,
+                                                                 links.BYTES_SCALE, seconds),
         "",
-        "| trainer | profile | link | calls | plan blocks | base | observe | schedule | device | wfbp (pred.) | plan (pred.) | "
-        "measured speedup | predicted speedup | ratio | state | checksums |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "Links (tests/bench/links.py): %s.  `10gbe` and `100gb-ib` are usbyte-sim's presets (docs/planner.md) at "
+        "these 4 ranks, the per-step latency scaled like the times (x%g) and the bandwidth like bytes over times "
+        "(x%g), so that every allreduce takes the preset's time for the unscaled bytes, scaled like the rest of the "
+        "iteration.  The stress links are no network anyone runs: 1 ms per ring step is the latency a ring of 64+ "
+        "ranks pays, put on 4 ranks, where merging small allreduces gains the most.  `link alpha` is the emulated "
+        "link's startup per allreduce at 4 ranks (6 ring steps); `fitted alpha` is what usbyte measured, the link "
+        "plus the emulator's own cost per operation (its processes share this machine's cores), which every "
+        "prediction uses: where the fitted alpha is far above the link's, the row measures the emulator's "
+        "startup cost more than the network's." % (
+            described, links.TIME_SCALE, links.BYTES_SCALE / links.TIME_SCALE),
+        "",
     ]
-    for r in rows:
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2fx | %s | %s | %s |" % (
-            r["trainer"], r["profile"], r["link"], r["calls"], r["blocks"], ms(r["base"]), ms(r["observe"]),
-            ms(r["schedule"]), ms(r["device"]), ms(r["wfbp"]), ms(r["chosen"]),
-            "%.2fx" % r["measured_speedup"] if r["measured_speedup"] else "-", r["predicted_speedup"],
-            "%.2f" % r["ratio"] if r["ratio"] else "-", r["state"], "equal" if r["checksums"] else "DIFFER"))
-    lines.append("")
+    real = [r for r in rows if not r["stress"]]
+    stress = [r for r in rows if r["stress"]]
+    if real:
+        lines += ["## Links like a cluster's: 10 Gb Ethernet and 100 Gb InfiniBand", ""] + table(real) + [""]
+    if stress:
+        lines += ["## Stress tests (links no network is)", ""] + table(stress) + [""]
     return "\n".join(lines)
 
 

@@ -9,8 +9,13 @@
  *   emu_faults skip K       rank 1 skips collective #K of 4, then everyone allreduces on a
  *                           second communicator: rank 0 hangs in #3 of the first, rank 1 in #0
  *                           of the second (for the launcher's timeout dump)
+ *   emu_faults dead         rank 1 exits after one allreduce; rank 0 issues another (stuck) and
+ *                           polls ncclCommGetAsyncError until it says ncclRemoteError, then aborts
+ *                           (prints "faults: remote error after S s")
  *
  * Each must never print "faults: finished" (dtype: unless USBYTE_EMU_CHECK=bytes). */
+#include <unistd.h>
+
 #include "emu_common.h"
 
 int main(int argc, char **argv)
@@ -29,7 +34,24 @@ int main(int argc, char **argv)
     CUDA_OK(cudaMalloc((void **)&buf, 4096 * sizeof(float)));
     CUDA_OK(cudaMemset(buf, 0, 4096 * sizeof(float)));
 
-    if (strcmp(mode, "p2p") == 0) {
+    if (strcmp(mode, "dead") == 0) {
+        NCCL_OK(ncclAllReduce(buf, buf, 1024, ncclFloat32, ncclSum, comm, s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        if (rank == 1)
+            _exit(0);
+        NCCL_OK(ncclAllReduce(buf, buf, 1024, ncclFloat32, ncclSum, comm, s));
+        double t0 = now_s();
+        ncclResult_t a = ncclSuccess;
+        while (a == ncclSuccess && now_s() - t0 < 20) {
+            NCCL_OK(ncclCommGetAsyncError(comm, &a));
+            usleep(10000);
+        }
+        EXPECT(a == ncclRemoteError, "ncclCommGetAsyncError: %s", ncclGetErrorString(a));
+        printf("faults: remote error after %.1f s\n", now_s() - t0);
+        fflush(stdout);
+        NCCL_OK(ncclCommAbort(comm));
+        _exit(0); /* the stuck allreduce is skipped by the abort; nothing else to wait for */
+    } else if (strcmp(mode, "p2p") == 0) {
         NCCL_OK(ncclGroupStart());
         if (rank == 0)
             NCCL_OK(ncclSend(buf, 1000, ncclFloat32, 1, comm, s));

@@ -47,6 +47,23 @@ jq -e '.usbyte_plan == 1 and .policy == "mgwfbp" and (.iteration - 1.2 | fabs) <
 n_policies=$("$SIM" "$tmp/small.json" --policy all --json | wc -l)
 [ "$n_policies" -ge 7 ] || fail "--policy all --json: $n_policies lines"
 
+# The reference policies and their settings on the small profile (alpha 1, beta 0; 12-byte calls
+# ready at 0, 0.1, 0.2).  ddp, 1 MiB first bucket: one bucket, 0.2 + 1 = 1.2 s; caps 0: three.
+# horovod, 1 ms cycles: three cycles, three buffers, 3 s; 500 ms cycles: {0} at 0, {1,2} at 0.5,
+# ends 1 + 1 = 2 s; with the threshold 0 no fusion again: 3 s.
+sim_iter() { "$SIM" "$tmp/small.json" --json "$@" | jq -r '"\(.blocks | length) \(.iteration)"'; }
+[ "$(sim_iter --policy ddp)" = "1 1.2" ] || fail "ddp defaults: $(sim_iter --policy ddp)"
+[ "$(sim_iter --policy ddp --ddp-first-bucket-mb 0 --ddp-bucket-cap-mb 0)" = "3 3" ] || fail "ddp caps 0"
+[ "$(sim_iter --policy horovod)" = "3 3" ] || fail "horovod defaults: $(sim_iter --policy horovod)"
+[ "$(sim_iter --policy horovod --horovod-cycle-ms 500)" = "2 2" ] || fail "horovod --horovod-cycle-ms 500"
+[ "$(sim_iter --policy horovod --horovod-cycle-ms 500 --horovod-fusion-threshold 0)" = "3 3" ] ||
+    fail "horovod --horovod-fusion-threshold 0"
+"$SIM" "$tmp/small.json" --policy ddp --ddp-bucket-cap-mb 2.5 --json | jq -e '.params == "first_bucket=1048576 bucket=2621440"' \
+    > /dev/null || fail "--ddp-bucket-cap-mb 2.5 is not 2.5 MiB"
+"$SIM" --list-nets --json | jq -e -s 'map(select(.name == "10gbe"))[0] | (.a0 * 14 - 5.230272768511732e-4 | fabs) < 1e-15' \
+    > /dev/null || fail "--list-nets --json: 10gbe's a0"
+"$SIM" --list-nets | grep -q '^100gb-ib ' || fail "--list-nets: no 100gb-ib line"
+
 # --plan-out then --eval gives the same iteration and block times.
 "$SIM" "$tmp/small.json" --policy wfbp --plan-out "$tmp/plan.json" > /dev/null
 "$SIM" "$tmp/small.json" --eval "$tmp/plan.json" --json > "$tmp/eval.json"
@@ -170,6 +187,12 @@ expect_bad "eval with policy" "--eval evaluates one given plan" "$SIM" "$tmp/sma
 expect_bad "bad sweep" "--sweep: expected ranks=P1,P2" "$SIM" "$tmp/small.json" --sweep 2,4 --net 10gbe
 expect_bad "unknown option" "unknown option --fast" "$SIM" "$tmp/small.json" --fast
 expect_bad "no profile" "^usbyte-sim: no profile given" "$SIM" --json
+expect_bad "bad bucket cap" "--ddp-bucket-cap-mb: must be a number of MiB from 0 to 1e12, got \"-1\"" \
+    "$SIM" "$tmp/small.json" --ddp-bucket-cap-mb -1
+expect_bad "bad fusion threshold" "--horovod-fusion-threshold: must be a whole number of bytes, got \"1.5\"" \
+    "$SIM" "$tmp/small.json" --horovod-fusion-threshold 1.5
+expect_bad "bad cycle" "--horovod-cycle-ms: must be a finite number >= 0" "$SIM" "$tmp/small.json" --horovod-cycle-ms x
+expect_bad "--list-nets with a profile" "--list-nets prints the presets: it takes no profile" "$SIM" "$tmp/small.json" --list-nets
 # Plans: not covering the calls, covering twice, a wrong shape, an unreadable plan.
 jq 'del(.blocks[2])' "$tmp/plan.json" > "$tmp/short.json"
 expect_bad "plan not covering" "^usbyte-sim: $tmp/short.json: call 2: bytes \[0, 12\) are not covered" \

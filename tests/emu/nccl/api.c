@@ -1,6 +1,9 @@
 /* The exported NCCL 2.28 API: argument checking in the NCCL manner, then group.c / shm.c.
  * Every function is defined as pnccl<Name> (GLOBAL) with nccl<Name> a WEAK alias, like the
  * real libnccl.so.2. */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,11 +313,40 @@ COMM_GETTER(Count, count, nranks)
 COMM_GETTER(UserRank, rank, rank)
 COMM_GETTER(CuDevice, device, device)
 
+/* Whether process pid has ended: gone, or a zombie its parent has not reaped yet. */
+static bool process_gone(pid_t pid)
+{
+    if (kill(pid, 0) != 0)
+        return errno == ESRCH;
+    char path[64], stat[256] = "";
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *state = strrchr(stat, ')'); /* the command may hold spaces and parentheses */
+    return state && state[1] == ' ' && state[2] == 'Z';
+}
+
+/* A peer whose process ended without leaving the communicator is every survivor's asynchronous
+ * error, as NCCL's socket transport reports a closed connection (ncclRemoteError, within
+ * moments of the death); collectives already waiting for it stay stuck, as on a GPU. */
 EMU_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
 {
     TRY(check_comm(comm, "ncclCommGetAsyncError"));
     if (asyncError == NULL)
         return emu_error(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+    for (int r = 0; r < comm->nranks && atomic_load(&comm->async_error) == ncclSuccess; r++) {
+        const struct emu_rank_area *peer = &comm->ranks[r];
+        if (r == comm->rank || !atomic_load(&peer->present) || atomic_load(&peer->left) || !process_gone(peer->pid))
+            continue;
+        int expected = ncclSuccess;
+        if (atomic_compare_exchange_strong(&comm->async_error, &expected, ncclRemoteError))
+            fprintf(stderr, "usbyte-emu: rank %d: comm %s: rank %d (pid %d) is gone: ncclRemoteError\n", comm->rank,
+                    comm->hash, r, (int)peer->pid);
+    }
     *asyncError = (ncclResult_t)atomic_load(&comm->async_error);
     return ncclSuccess;
 }

@@ -55,6 +55,7 @@ struct emu_sig {
 
 struct emu_rank_area {
     _Atomic uint32_t present;
+    _Atomic uint32_t left;       /* destroyed or aborted its communicator: gone on purpose */
     int32_t pid;
     struct emu_sig sig[2];
     /* ncclCommSplit exchange, valid for split number split_seq */

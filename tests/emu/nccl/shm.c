@@ -346,6 +346,7 @@ void emu_comm_wait_all_attached(struct ncclComm *c)
 
 void emu_comm_detach(struct ncclComm *c)
 {
+    atomic_store(&c->ranks[c->rank].left, 1);
     if (atomic_fetch_add(&c->shm->detached, 1) + 1 == (uint32_t)c->nranks)
         shm_unlink(c->shm_name);
     munmap(c->shm, c->shm_bytes);
