@@ -1,13 +1,18 @@
 """PyTorch DistributedDataParallel on synthetic ImageNet-sized data: the job usbyte is made for.
 
     torchrun --nproc_per_node 8 examples/pytorch_ddp.py                       # without usbyte
-    USBYTE_REPORT=usbyte-%r.json LD_PRELOAD=$PWD/build/libusbyte.so \\
+    build/usbyte-run --report runs/ddp -- \\
         torchrun --nproc_per_node 8 examples/pytorch_ddp.py                   # with usbyte
+    build/usbyte-run --mode observe --report runs/ddp-observe -- torchrun ...  # measure and plan only
 
-Both runs print the same checksum (observe mode changes nothing) and the mean step time; the
-reports usbyte-<rank>.json say what usbyte measured and what each policy would gain.  DDP's
-defaults are kept on purpose: 25 MB buckets, buffer broadcast at each forward, bucket rebuild after
-the first iteration; usbyte has to cope with all of them."""
+usbyte-run preloads build/libusbyte.so in its default schedule mode (the plan runs from the
+iteration after the warm-up) and, when the job ends, prints the summary of the rank reports and
+writes runs/ddp/usbyte-report.html.  With and without usbyte the runs print the mean step time and
+a checksum of the final parameters: the sums must be equal (observe mode changes nothing; in
+schedule mode a merged block may change the last bits of a sum over more than two ranks, as NCCL's
+reduction order follows the message).  DDP's defaults are kept on purpose: 25 MB buckets, buffer
+broadcast at each forward, bucket rebuild after the first iteration; usbyte has to cope with all of
+them."""
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F

@@ -4,6 +4,7 @@
  * are constants (UB_AGREE_MAX_LEN, UB_AGREE_SUM_LEN), whatever each rank measured.  Nothing
  * waits for them where they are issued; the result is read later (docs/runtime.md gives the rule
  * schedule mode will follow). */
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -26,10 +27,50 @@
 
 #define USBYTE_VERSION "0.4.0"
 
-static ub_versions versions = {USBYTE_VERSION, 0, 0, 0};
+/* Learnt once by the first agreement (several threads may issue one), read by report writers:
+ * both under versions_mutex. */
+static pthread_mutex_t versions_mutex = PTHREAD_MUTEX_INITIALIZER;
+static ub_versions versions = {USBYTE_VERSION, 0, 0, 0, NULL, NULL};
+static char nccl_library[1024], cudart_library[1024], gpu_name[256];
+static int gpu_device = -1;
+
+/* The file a real function comes from (dladdr), into buf; false when unknown. */
+static bool library_of(void *fn, char *buf, size_t len)
+{
+    Dl_info di;
+    if (!fn || !dladdr(fn, &di) || !di.dli_fname || !di.dli_fname[0])
+        return false;
+    snprintf(buf, len, "%s", di.dli_fname);
+    return true;
+}
+
+/* The device's name from the application's own CUDA runtime (the library cudaEventRecord came
+ * from: a framework may have loaded it RTLD_LOCAL).  Its cudaDeviceProp starts with the name
+ * whatever the runtime's version; the buffer is larger than any version's structure. */
+static void learn_gpu(void)
+{
+    int dev = -1;
+    if (gpu_device >= 0 || !ub_cuda.cudaGetDevice || UB_CUDA(ub_cuda.cudaGetDevice(&dev)) != cudaSuccess)
+        return;
+    gpu_device = dev;
+    void *h = cudart_library[0] ? dlopen(cudart_library, RTLD_NOLOAD | RTLD_LAZY) : NULL;
+    typedef cudaError_t (*props_fn)(void *prop, int device);
+    props_fn f = NULL;
+    if (h && !(f = (props_fn)dlsym(h, "cudaGetDeviceProperties_v2")))
+        f = (props_fn)dlsym(h, "cudaGetDeviceProperties");
+    char *prop = f ? calloc(1, 1 << 16) : NULL;
+    if (prop && UB_CUDA(f(prop, dev)) == cudaSuccess) {
+        prop[sizeof gpu_name - 1] = '\0';
+        snprintf(gpu_name, sizeof gpu_name, "%s", prop);
+    }
+    free(prop);
+    if (h)
+        dlclose(h);
+}
 
 static void learn_versions(void)
 {
+    pthread_mutex_lock(&versions_mutex);
     ub_inside++;
     if (!versions.nccl && ub_nccl.GetVersion)
         UB_NCCL(ub_nccl.GetVersion(&versions.nccl));
@@ -37,7 +78,53 @@ static void learn_versions(void)
         UB_CUDA(ub_cuda.cudaRuntimeGetVersion(&versions.cuda_runtime));
     if (!versions.cuda_driver && ub_cuda.cudaDriverGetVersion)
         UB_CUDA(ub_cuda.cudaDriverGetVersion(&versions.cuda_driver));
+    if (!versions.nccl_library && library_of((void *)ub_nccl.AllReduce, nccl_library, sizeof nccl_library))
+        versions.nccl_library = nccl_library;
+    if (!versions.cudart_library && library_of((void *)ub_cuda.cudaEventRecord, cudart_library, sizeof cudart_library))
+        versions.cudart_library = cudart_library;
+    learn_gpu();
     ub_inside--;
+    pthread_mutex_unlock(&versions_mutex);
+}
+
+/* What this rank measured itself in the warm-up (before the agreement takes the maximum over the
+ * ranks): its iteration lengths, its ready times and the recording of every call on the host's
+ * wall clock.  Built without the lock (the record is this thread's while it issues the
+ * agreement); false when out of memory. */
+static bool measure_local(ub_comm *c, const ub_summary *sum, ub_rank_local *l)
+{
+    memset(l, 0, sizeof *l);
+    l->origin = NAN;
+    int w = c->rec.warmup, n = sum->n_calls;
+    double *len = malloc((size_t)(w > 0 ? w : 1) * sizeof *len);
+    l->ready = malloc((size_t)n * sizeof *l->ready);
+    if (c->tm.ok && isfinite(c->tm.epoch_unix))
+        l->rec = malloc((size_t)w * (size_t)n * 3 * sizeof *l->rec);
+    if (!len || !l->ready) {
+        free(len);
+        free(l->ready);
+        free(l->rec);
+        return false;
+    }
+    ub_record_iterations(&c->rec, len);
+    l->iteration = ub_spread_of(len, w);
+    free(len);
+    l->n_calls = n;
+    for (int k = 0; k < n; k++)
+        l->ready[k] = sum->calls[k].ready;
+    if (l->rec) {
+        l->origin = c->tm.epoch_unix;
+        l->rec_iterations = w;
+        for (int it = 0; it < w; it++)
+            for (int k = 0; k < n; k++) {
+                const ub_rec_call *x = ub_record_at(&c->rec, it, k);
+                double *o = &l->rec[((size_t)it * (size_t)n + (size_t)k) * 3];
+                o[0] = x->ready;
+                o[1] = x->start;
+                o[2] = x->end;
+            }
+    }
+    return true;
 }
 
 /* Each agreed flag that makes a communicator unschedulable, and the reason the report gives,
@@ -75,7 +162,7 @@ static void verdict(ub_comm *c, const ub_agreed *a)
 {
     ub_comm_report *r = &c->report;
     r->schedulable = true;
-    r->n_reasons = 0;
+    ub_comm_report_clear_reasons(r);
     for (size_t i = 0; i < sizeof unschedulable / sizeof unschedulable[0]; i++) {
         double v = *(const double *)((const char *)&a->flags + unschedulable[i].flag);
         if (!(v > 0))
@@ -237,6 +324,8 @@ void ub_comm_agree_issue(ub_comm *c)
         cannot_take_part(c, "cannot allocate the agreement buffers");
     double *maxv = c->agree_host, *sumv = c->agree_host + UB_AGREE_MAX_LEN;
     ub_agree_encode(&local, maxv, sumv);
+    ub_rank_local mine;
+    bool have_mine = have_summary && measure_local(c, &sum, &mine);
     if (have_summary)
         ub_summary_free(&sum);
     /* Two collectives of constant sizes, back to back, nothing read in between: inside a group
@@ -256,6 +345,8 @@ void ub_comm_agree_issue(ub_comm *c)
     ub_inside--;
     ub_state_lock();
     c->issuing_agreement = false;
+    if (have_mine)
+        ub_comm_report_set_local(&c->report, &mine);
     if (atomic_load(&c->ending)) {
         /* Aborted while the collectives went out without the lock: nothing will read them, and
          * the abort left the warm-up's resources to this thread. */
@@ -357,8 +448,9 @@ static void prepare_schedule(ub_comm *c)
     ub_comm_report *r = &c->report;
     char why[300];
     if (!r->have_plans || !r->schedulable) {
-        snprintf(why, sizeof why, "not schedulable: %.200s", r->n_reasons ? r->reasons[0] : "no plan");
-        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
+        /* The reasons are the verdict's (each said once, in full): the state only points there. */
+        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, r->have_plans ? "not schedulable (the verdict says why)"
+                                                                   : "not schedulable: no plan");
         return;
     }
     /* A plan that gains little is not worth deferring every call (its host cost, its risk): the
@@ -440,7 +532,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
     ub_agreed agreed;
     ub_agree_outcome outcome = UB_AGREE_NOMEM;
     const char *failure = NULL;
-    char why[240];
+    char why[240], *mismatch = NULL;
     if (e == cudaErrorNotReady) {
         failure = "the agreement did not complete within USBYTE_HANG_S (a rank gone?)";
     } else if (e != cudaSuccess) {
@@ -450,6 +542,14 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         if (outcome == UB_AGREE_RANK_FAILED && c->local_failure[0]) {
             snprintf(why, sizeof why, "%s (on this rank: %s)", ub_agree_outcome_reason(outcome), c->local_failure);
             failure = why;
+        } else if (outcome == UB_AGREE_MISMATCH) {
+            /* What differs, in full: the call sequence, the version, each setting. */
+            size_t need = ub_agree_mismatch_text(c->agree_host, why, sizeof why) + 1;
+            failure = why;
+            if (need > sizeof why && (mismatch = malloc(need)) != NULL) {
+                ub_agree_mismatch_text(c->agree_host, mismatch, need);
+                failure = mismatch;
+            }
         } else if (outcome != UB_AGREE_OK) {
             failure = ub_agree_outcome_reason(outcome);
         }
@@ -468,11 +568,16 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
     snprintf(r->stream_ordered_example, sizeof r->stream_ordered_example, "%s", c->stream_ordered_example);
     if (failure) {
         r->schedulable = false;
-        r->n_reasons = 0;
+        ub_comm_report_clear_reasons(r);
         ub_comm_report_add_reason(r, "%s", failure);
         ub_comm_stop_profiling(c);
         c->state = UB_COMM_PASS_THROUGH;
-        snprintf(c->reason, sizeof c->reason, "%.240s", failure);
+        /* The state's reason is short; the verdict's reason holds the whole text. */
+        if (strlen(failure) < sizeof c->reason)
+            snprintf(c->reason, sizeof c->reason, "%s", failure);
+        else
+            snprintf(c->reason, sizeof c->reason, "the agreement failed (the verdict says why)");
+        free(mismatch);
     } else {
         if (ub_log_enabled(UB_LOG_DEBUG))
             for (int k = 0; k < agreed.n_calls; k++)
@@ -536,6 +641,100 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
     ub_state_write_reports(true);
 }
 
+/* The process's command line, each argument quoted when it holds a blank or a quote (read once;
+ * "" when /proc is not there). */
+static const char *command_line(void)
+{
+    static char *text;
+    if (text)
+        return text;
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    char *raw = NULL;
+    size_t n = 0, cap = 0;
+    int ch;
+    while (f && (ch = fgetc(f)) != EOF) {
+        if (n + 1 >= cap) {
+            char *p = realloc(raw, cap = cap ? 2 * cap : 256);
+            if (!p)
+                break;
+            raw = p;
+        }
+        raw[n++] = (char)ch;
+    }
+    if (f)
+        fclose(f);
+    size_t len = 0;
+    char *out = malloc(3 * n + 3);  /* every byte quoted at worst */
+    for (size_t i = 0; out && raw && i < n;) {
+        const char *arg = raw + i;
+        size_t a = strnlen(arg, n - i);
+        bool quote = a == 0 || strpbrk(arg, " \t'\"\\$`") != NULL;
+        if (len)
+            out[len++] = ' ';
+        if (quote)
+            out[len++] = '\'';
+        for (size_t k = 0; k < a; k++) {
+            if (quote && arg[k] == '\'') { /* 'it'\''s' */
+                memcpy(out + len, "'\\''", 4);
+                len += 4;
+            } else {
+                out[len++] = arg[k];
+            }
+        }
+        if (quote)
+            out[len++] = '\'';
+        i += a + 1;
+    }
+    if (out)
+        out[len] = '\0';
+    free(raw);
+    text = out ? out : (char *)"";
+    return text;
+}
+
+/* Schedule mode's measurements beyond defer.c's: the spread of this rank's steady iterations
+ * (consecutive starts within one run, each run's first interval skipped, as the measured
+ * iteration) and the recording of the timed iterations' blocks on the host's wall clock. */
+static void add_schedule_recording(ub_comm *c, json_t *sj)
+{
+    ub_sched_rt *s = &c->sched;
+    double *len = malloc((size_t)(s->n_starts > 0 ? s->n_starts : 1) * sizeof *len);
+    if (!len)
+        return;
+    int n = 0;
+    for (int i = 2; i < s->n_starts; i++)
+        if (s->run_of[i] == s->run_of[i - 1] && s->run_of[i - 1] == s->run_of[i - 2])
+            len[n++] = s->iter_start[i] - s->iter_start[i - 1];
+    ub_spread sp = ub_spread_of(len, n);
+    free(len);
+    json_object_set_new(sj, "iteration_spread", ub_spread_json(&sp));
+    if (s->measured_iter < 0 || !s->block_start || !isfinite(s->tm.epoch_unix))
+        return;
+    json_t *its = json_array();
+    int nb = s->sp.n_blocks;
+    for (int slot = 0; slot < UB_SCHED_TRACED && s->measured_iter + slot < s->n_starts; slot++) {
+        int i = s->measured_iter + slot;
+        json_t *blocks = json_array();
+        bool any = false;
+        for (int b = 0; b < nb; b++) {
+            double t0 = s->block_start[slot * nb + b], t1 = s->block_end[slot * nb + b];
+            any |= isfinite(t0) && isfinite(t1);
+            json_array_append_new(blocks, json_pack("[o, o]", isfinite(t0) ? json_real(t0) : json_null(),
+                                                    isfinite(t1) ? json_real(t1) : json_null()));
+        }
+        if (!any || !isfinite(s->iter_start[i])) {
+            json_decref(blocks);
+            continue;
+        }
+        json_array_append_new(its, json_pack("{s:i, s:i, s:f, s:o}", "iteration", i, "run", s->run_of[i], "start",
+                                             s->iter_start[i], "blocks", blocks));
+    }
+    json_object_set_new(sj, "recording", json_pack("{s:s, s:f, s:s, s:o}", "clock", "CLOCK_REALTIME", "origin",
+                                                   s->tm.epoch_unix, "times_are",
+                                                   "seconds from origin; blocks in plan order, [start, end] on the "
+                                                   "private stream", "iterations", its));
+}
+
 void ub_state_write_reports(bool unlock_for_io)
 {
     int n;
@@ -561,19 +760,37 @@ void ub_state_write_reports(bool unlock_for_io)
         reps[i] = r;
     }
     int rank = atomic_load(&ub_rank), world = atomic_load(&ub_world);
-    json_t *doc = ub_report_json(rank, world, &ub_cfg, &versions, reps, n);
+    char host[256] = "unknown-host";
+    gethostname(host, sizeof host - 1);
+    pthread_mutex_lock(&versions_mutex);
+    ub_versions vers = versions;
+    char gpu[sizeof gpu_name];
+    memcpy(gpu, gpu_name, sizeof gpu);
+    int device = gpu_device;
+    pthread_mutex_unlock(&versions_mutex);
+    ub_run_info run = {.started = ub_started_unix > 0 ? ub_started_unix : NAN, .host = host, .pid = (long)getpid(),
+                       .command = command_line(), .gpu = gpu[0] ? gpu : NULL, .device = device};
+    /* A refused value is still in the environment: the report shows what was given. */
+    for (int id = 0; id < UB_CFG_COUNT && run.n_ignored < 32; id++)
+        if (ub_cfg.source[id] == UB_SRC_FALLBACK) {
+            run.ignored_name[run.n_ignored] = ub_config_name((ub_config_id)id);
+            run.ignored_value[run.n_ignored++] = getenv(ub_config_name((ub_config_id)id));
+        }
+    json_t *doc = ub_report_json(rank, world, &ub_cfg, &vers, &run, reps, n);
     /* Schedule mode's measurements, per communicator that ran a plan. */
     json_t *jcomms = doc ? json_object_get(doc, "comms") : NULL;
     for (int i = 0; jcomms && i < n && i < (int)json_array_size(jcomms); i++) {
         json_t *sj = ub_sched_report_json(all[i]);
-        if (sj)
+        if (sj) {
+            add_schedule_recording(all[i], sj);
             json_object_set_new(json_array_get(jcomms, (size_t)i), "schedule", sj);
+        }
     }
     /* The "not profiled yet" reason is for this snapshot only. */
     for (int i = 0; i < n; i++)
         if (!all[i]->report.have_plans && all[i]->report.n_reasons == 1 &&
             strncmp(all[i]->report.reasons[0], "not profiled yet", 16) == 0)
-            all[i]->report.n_reasons = 0;
+            ub_comm_report_clear_reasons(&all[i]->report);
     free(reps);
     /* The file itself is written without the global lock (an fsync may take a while; other
      * threads' hooks must not wait for it), one writer at a time, and a failure is said once
@@ -583,8 +800,7 @@ void ub_state_write_reports(bool unlock_for_io)
     if (unlock_for_io)
         ub_state_unlock();
     pthread_mutex_lock(&io_mutex);
-    char host[256] = "unknown-host", path[1100], err[1300], line[1400] = "";
-    gethostname(host, sizeof host - 1);
+    char path[1100], err[1300], line[1400] = "";
     /* Several ranks, one file: said once, by rank 0 (changes nothing that is issued). */
     static bool said_no_rank;
     if (!said_no_rank && rank == 0 && world > 1 && !strstr(ub_cfg.report, "%r") && !strstr(ub_cfg.report, "%p")) {

@@ -70,7 +70,9 @@ static void issue(ub_comm *c, int first, int end, int arrived)
 {
     ub_sched_rt *s = &c->sched;
     s->next_block = end;
-    bool timed = s->measured_iter >= 0 && s->n_starts - 1 == s->measured_iter;
+    int slot = s->measured_iter >= 0 ? s->n_starts - 1 - s->measured_iter : -1;
+    if (slot >= UB_SCHED_TRACED)
+        slot = -1;
     /* Inside the application's group the blocks would be launched only at its ncclGroupEnd,
      * after what is enqueued behind them: the group is ended (launching what it holds) and
      * reopened around them. */
@@ -81,7 +83,7 @@ static void issue(ub_comm *c, int first, int end, int arrived)
     for (int b = first; b < end; b++) {
         /* An abort from another thread: the communicator must not be used any more. */
         if (!atomic_load(&c->aborted))
-            ub_exec_issue_block(c, b, arrived, timed);
+            ub_exec_issue_block(c, b, arrived, slot);
         ub_state_lock();
         uint64_t v = s->base + (uint64_t)b + 1;
         if (v > s->issued)

@@ -32,13 +32,14 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
     s->ready_stamp = calloc((size_t)n, sizeof *s->ready_stamp);
     free(s->block_start);
     free(s->block_end);
-    s->block_start = malloc(s->sp.n_blocks * sizeof *s->block_start);
-    s->block_end = malloc(s->sp.n_blocks * sizeof *s->block_end);
+    size_t traced = (size_t)s->sp.n_blocks * UB_SCHED_TRACED;
+    s->block_start = malloc(traced * sizeof *s->block_start);
+    s->block_end = malloc(traced * sizeof *s->block_end);
     if (!s->args || !s->ready_ev || !s->ready_stamp || !s->block_start || !s->block_end) {
         snprintf(why, len, "out of memory for the executor");
         return -1;
     }
-    for (int b = 0; b < s->sp.n_blocks; b++)
+    for (size_t b = 0; b < traced; b++)
         s->block_start[b] = s->block_end[b] = NAN;
     int lo = 0, hi = 0;
     int previous = ub_device_enter(c->device);
@@ -142,7 +143,8 @@ static void staging_copies(ub_comm *c, int b, const ub_segment *seg, uint32_t n_
         cannot_issue(c, b, in ? "the batched copy into the staging buffer" : "the batched copy out of the staging buffer");
 }
 
-void ub_exec_issue_block(ub_comm *c, int b, int arrived, bool timed)
+/* slot: which of the UB_SCHED_TRACED recorded iterations this is, -1 when it is not recorded. */
+void ub_exec_issue_block(ub_comm *c, int b, int arrived, int slot)
 {
     ub_sched_rt *s = &c->sched;
     const ub_block *blk = &s->plan.blocks[b];
@@ -175,8 +177,8 @@ void ub_exec_issue_block(ub_comm *c, int b, int arrived, bool timed)
             }
         const ub_call_args *a0 = &s->args[first_call];
         size_t esize = nccl_dtype_size(a0->dtype);
-        if (timed)
-            ub_timing_mark(&s->tm, p, &s->block_start[b], 1, 0, NULL);
+        if (slot >= 0)
+            ub_timing_mark(&s->tm, p, &s->block_start[slot * s->sp.n_blocks + b], 1, 0, NULL);
         if (!ub_segments_staged(seg, blk->n_segments, keep)) {
             if (UB_NCCL(ub_nccl.AllReduce((const char *)a0->send + lo, (char *)a0->recv + lo, total / esize,
                                           (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op, c->handle, p)) != ncclSuccess)
@@ -191,8 +193,8 @@ void ub_exec_issue_block(ub_comm *c, int b, int arrived, bool timed)
                 cannot_issue(c, b, "ncclAllReduce of the staging buffer");
             staging_copies(c, b, seg, blk->n_segments, keep, false);
         }
-        if (timed)
-            ub_timing_mark(&s->tm, p, &s->block_end[b], 1, 0, NULL);
+        if (slot >= 0)
+            ub_timing_mark(&s->tm, p, &s->block_end[slot * s->sp.n_blocks + b], 1, 0, NULL);
     }
 }
 

@@ -11,10 +11,11 @@
  * Returns 0, or -1 with the reason in why. */
 int ub_exec_setup(ub_comm *c, char *why, size_t len);
 /* Issues block b of the current iteration, restricted to the segments of calls below `arrived`
- * (timed: between timing events, for the report).  Called WITHOUT the global lock, outside any
+ * (slot >= 0: between timing events, the slot-th of the UB_SCHED_TRACED iterations recorded for
+ * the report; -1: not timed).  Called WITHOUT the global lock, outside any
  * NCCL group, by the thread that issues the communicator's calls (NCCL forbids concurrent use of
  * a communicator). */
-void ub_exec_issue_block(ub_comm *c, int b, int arrived, bool timed);
+void ub_exec_issue_block(ub_comm *c, int b, int arrived, int slot);
 /* Waits (without the lock) for the blocks issued so far: their times can then be read. */
 void ub_exec_drain(ub_comm *c);
 /* Releases the executor.  wait: synchronise its stream first (destroy); otherwise (abort, a dead

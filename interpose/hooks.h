@@ -44,6 +44,11 @@ void ub_group_end(void);    /* before the real ncclGroupEnd */
 void ub_group_ended(void);  /* after it */
 /* After a communicator's creation; parent: the communicator it was split or shrunk from. */
 void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclComm_t parent, ncclResult_t r);
+/* After ub_comm_created: the new communicator's identity (identity.c), from its ncclUniqueId
+ * array (ids, n), or, ids NULL, from the parent it was split (n: the color) or shrunk (n: -1)
+ * from; ub_comm_identify_all for ncclCommInitAll's n communicators of this process. */
+void ub_comm_identify(ncclComm_t *out, const ncclUniqueId *ids, int n, ncclComm_t parent, ncclResult_t r);
+void ub_comm_identify_all(ncclComm_t *out, int n, ncclResult_t r);
 void ub_comm_ending(ncclComm_t comm, int id);
 
 /* Nonzero while some stream or event is involved: the CUDA wrappers' fast path reads only this. */

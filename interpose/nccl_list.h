@@ -6,8 +6,9 @@
  *   Name      the part after "nccl": the wrapper is ncclName, the real alias pncclName;
  *   CLASS     COLL / P2P: an operation on a communicator and stream (hook: send, recv, count,
  *             dtype, op or -1, root/peer or -1, comm, stream); GSTART / GEND: group state;
- *             INIT: creates one communicator (hook: ncclComm_t *out, ncclConfig_t *config,
- *             parent communicator or NULL);
+ *             INIT: creates one communicator (hook: ncclComm_t *out, ncclConfig_t *config, the
+ *             parent communicator or NULL, and what its identity derives from: the ncclUniqueId
+ *             array and its length, or NULL and the split's color (-1 for a shrink));
  *             INITALL: creates several (hook: ncclComm_t *out, int n); FINI: ends one (hook:
  *             comm); CALLONLY: not wrapped, only resolved because usbyte calls it. */
 #ifndef USBYTE_NCCL_LIST_H
@@ -75,24 +76,24 @@
     X(GroupEnd, GEND, (void), (), ())                                                              \
     X(GroupSimulateEnd, GEND, (ncclSimInfo_t *simInfo), (simInfo), ())                             \
     X(CommInitRank, INIT, (ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank),           \
-      (comm, nranks, commId, rank), (comm, NULL, NULL))                                                  \
+      (comm, nranks, commId, rank), (comm, NULL, NULL, &commId, 1))                                \
     X(CommInitRankConfig, INIT,                                                                    \
       (ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config),         \
-      (comm, nranks, commId, rank, config), (comm, config, NULL))                                        \
+      (comm, nranks, commId, rank, config), (comm, config, NULL, &commId, 1))                      \
     X(CommInitRankScalable, INIT,                                                                  \
       (ncclComm_t *newcomm, int nranks, int myrank, int nId, ncclUniqueId *commIds,                \
        ncclConfig_t *config),                                                                      \
-      (newcomm, nranks, myrank, nId, commIds, config), (newcomm, config, NULL))                          \
+      (newcomm, nranks, myrank, nId, commIds, config), (newcomm, config, NULL, commIds, nId))       \
     X(CommInitAll, INITALL, (ncclComm_t *comm, int ndev, const int *devlist),                     \
       (comm, ndev, devlist), (comm, ndev))                                                         \
     X(CommSplit, INIT,                                                                             \
       (ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config),            \
-      (comm, color, key, newcomm, config), (newcomm, config, comm))                                      \
+      (comm, color, key, newcomm, config), (newcomm, config, comm, NULL, color))                   \
     X(CommShrink, INIT,                                                                            \
       (ncclComm_t comm, int *excludeRanksList, int excludeRanksCount, ncclComm_t *newcomm,         \
        ncclConfig_t *config, int shrinkFlags),                                                     \
       (comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags),                   \
-      (newcomm, config, comm))                                                                     \
+      (newcomm, config, comm, NULL, -1))                                                           \
     X(CommFinalize, FINI, (ncclComm_t comm), (comm), (comm))                                       \
     X(CommDestroy, FINI, (ncclComm_t comm), (comm), (comm))                                        \
     X(CommAbort, FINI, (ncclComm_t comm), (comm), (comm))                                          \

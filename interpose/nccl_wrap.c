@@ -66,7 +66,9 @@ static ncclResult_t missing(ub_nccl_id id)
         return r;                                          \
     }
 
-#define INIT_HOOK(out, config, parent) ub_comm_created((out), 1, (config), (parent), r)
+#define INIT_HOOK(out, config, parent, ids, n)             \
+    ub_comm_created((out), 1, (config), (parent), r);      \
+    ub_comm_identify((out), (ids), (n), (parent), r)
 #define WRAP_INIT(name, params, args, hook)                \
     UB_EXPORT ncclResult_t nccl##name params               \
     {                                                      \
@@ -76,7 +78,9 @@ static ncclResult_t missing(ub_nccl_id id)
         return r;                                          \
     }
 
-#define INITALL_HOOK(out, n) ub_comm_created((out), (n), NULL, NULL, r)
+#define INITALL_HOOK(out, n)                               \
+    ub_comm_created((out), (n), NULL, NULL, r);            \
+    ub_comm_identify_all((out), (n), r)
 #define WRAP_INITALL(name, params, args, hook)             \
     UB_EXPORT ncclResult_t nccl##name params               \
     {                                                      \

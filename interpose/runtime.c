@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "guard.h"
@@ -16,6 +17,7 @@ ub_config ub_cfg;
 atomic_bool ub_passthrough_all = true;  /* until the configuration says otherwise */
 _Thread_local int ub_inside;
 atomic_int ub_rank = -1;
+double ub_started_unix;
 atomic_int ub_world = -1;
 atomic_ullong ub_cuda_calls;
 atomic_bool ub_report_dir_bad;
@@ -98,6 +100,9 @@ static void check_report_dir(void)
 static void init_once_fn(void)
 {
     ub_inside++;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    ub_started_unix = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
     atomic_store(&ub_rank, env_int("RANK"));
     atomic_store(&ub_world, env_int("WORLD_SIZE"));
     ub_config_defaults(&ub_cfg);

@@ -20,6 +20,9 @@ extern atomic_bool ub_passthrough_all;
  * callbacks (CUPTI) they trigger, must not be observed as the application's. */
 extern _Thread_local int ub_inside;
 
+/* CLOCK_REALTIME seconds when usbyte started in this process (the report's start time). */
+extern double ub_started_unix;
+
 /* Process rank for log prefixes and %r: RANK from the environment, else the first
  * communicator's rank; -1 while unknown. */
 extern atomic_int ub_rank;

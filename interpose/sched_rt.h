@@ -25,6 +25,10 @@ typedef struct ub_call_args {
     cudaStream_t stream;
 } ub_call_args;
 
+/* Steady iterations whose blocks are timed, from measured_iter on: the report's "blocks" are the
+ * first, its recording (the trace) all of them. */
+#define UB_SCHED_TRACED 8
+
 /* Iteration start times kept for the measured iteration (backward start to backward start). */
 #define UB_SCHED_MAX_MEASURED 4096
 
@@ -86,7 +90,7 @@ typedef struct ub_sched_rt {
     int run_of[UB_SCHED_MAX_MEASURED]; /* consecutive iterations share a run id */
     int n_starts, run;
     int measured_iter;       /* index (in iter_start) of the iteration whose blocks are timed, -1 */
-    double *block_start, *block_end;
+    double *block_start, *block_end;  /* UB_SCHED_TRACED x n_blocks, timing epoch seconds */
 } ub_sched_rt;
 
 /* Per application stream that carried deferred calls. */

@@ -57,6 +57,9 @@ int ub_timing_start(ub_timing *t, int device, const atomic_bool *cancel)
         e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&t->epoch, cudaEventDefault));
     if (e == cudaSuccess)
         e = UB_CUDA(ub_cuda.cudaEventRecord(t->epoch, t->clock));
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    t->epoch_unix = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
     ub_device_leave(previous);
     ub_inside--;
     if (e != cudaSuccess) {

@@ -27,6 +27,9 @@ typedef struct ub_timing {
     cudaStream_t probe;   /* private stream that waits on producers' events, then marks */
     cudaStream_t agree;   /* private, highest priority: the agreement collectives */
     cudaEvent_t epoch;
+    double epoch_unix;    /* CLOCK_REALTIME seconds when the epoch was recorded on the idle clock
+                             stream (it completes microseconds later): event times + this = the
+                             host's wall clock, the time base of the report's recordings */
     cudaEvent_t *pool;
     int n_pool, cap_pool;
     ub_pending *pending;

@@ -3,9 +3,13 @@
  * rank decodes bit-identical numbers whatever order NCCL reduces in.  The vectors have constant
  * lengths: nothing a rank measured changes the size of what it issues. */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "usbyte/config.h"
+#include "usbyte/policy.h"
 #include "usbyte/record.h"
 
 #define AGREE_FORMAT 3.0
@@ -116,6 +120,87 @@ ub_agree_outcome ub_agree_decode(const double *max_vec, const double *sum_vec, u
 #undef X
     out->iteration = g[f];
     return UB_AGREE_OK;
+}
+
+/* A setting of the header as text: its name in the configuration's list and each value as the
+ * configuration writes it. */
+static const struct {
+    int field;          /* index in the header */
+    ub_config_id id;
+} header_settings[] = {
+    {7, UB_CFG_policy}, {8, UB_CFG_mode}, {9, UB_CFG_completion},
+    {10, UB_CFG_staging_mb}, {11, UB_CFG_align}, {12, UB_CFG_min_gain_pct},
+};
+
+static void setting_text(ub_config_id id, double v, char *buf, size_t len)
+{
+    ub_config cfg;
+    ub_config_defaults(&cfg);
+    int i = (int)v;
+    switch (id) {
+    case UB_CFG_policy: cfg.policy = i; break;
+    case UB_CFG_mode: cfg.mode = (ub_mode)i; break;
+    case UB_CFG_completion: cfg.completion = (ub_completion)i; break;
+    case UB_CFG_staging_mb: cfg.staging_mb = i; break;
+    case UB_CFG_align: cfg.align = i; break;
+    case UB_CFG_min_gain_pct: cfg.min_gain_pct = i; break;
+    default: snprintf(buf, len, "%g", v); return;
+    }
+    ub_config_value_text(&cfg, id, buf, len);
+}
+
+/* Appends to buf at *used, which counts the whole text's length even past len (buf stays
+ * terminated within len). */
+static void add(char *buf, size_t len, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void add(char *buf, size_t len, size_t *used, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = *used < len ? vsnprintf(buf + *used, len - *used, fmt, ap) : vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *used += (size_t)n;
+}
+
+size_t ub_agree_mismatch_text(const double combined[UB_AGREE_HEADER_LEN], char *buf, size_t len)
+{
+    size_t used = 0;
+    const double *hi = combined, *lo_neg = combined + UB_AGREE_HEADER_FIELDS;
+#define DIFFERS(i) (!(hi[i] == -lo_neg[i]))
+    buf[0] = '\0';
+    add(buf, len, &used, "signature mismatch:");
+    bool seq = false;
+    for (int i = 0; i < 6; i++)
+        seq |= DIFFERS(i);
+    if (seq) {
+        add(buf, len, &used, " the ranks saw different call sequences");
+        if (DIFFERS(0))
+            add(buf, len, &used, " (%.0f to %.0f allreduces per iteration)", -lo_neg[0], hi[0]);
+        else if (DIFFERS(1))
+            add(buf, len, &used, " (%.0f to %.0f NCCL calls per iteration)", -lo_neg[1], hi[1]);
+        else
+            add(buf, len, &used, " (as many calls, with other kinds, sizes, types or operations)");
+    }
+    if (DIFFERS(6))
+        add(buf, len, &used, "%s the ranks run different usbyte versions (agreement formats %g to %g)", seq ? ";" : "",
+            -lo_neg[6], hi[6]);
+    int n = 0;
+    for (size_t k = 0; k < sizeof header_settings / sizeof header_settings[0]; k++) {
+        int i = header_settings[k].field;
+        if (!DIFFERS(i))
+            continue;
+        char a[64], b[64];
+        setting_text(header_settings[k].id, -lo_neg[i], a, sizeof a);
+        setting_text(header_settings[k].id, hi[i], b, sizeof b);
+        add(buf, len, &used, "%s %s (%s on some ranks, %s on others)",
+            n ? "," : (seq || DIFFERS(6)) ? "; the ranks run with different settings:" : " the ranks run with different settings:",
+            ub_config_name(header_settings[k].id), a, b);
+        n++;
+    }
+#undef DIFFERS
+    if (n)
+        add(buf, len, &used, ": set the same values on every rank");
+    return used;
 }
 
 const char *ub_agree_outcome_reason(ub_agree_outcome o)

@@ -43,6 +43,17 @@ ub_rec_call *ub_record_at(ub_record *r, int iteration, int call)
     return &r->calls[(size_t)iteration * (size_t)r->capacity + (size_t)call];
 }
 
+void ub_record_iterations(const ub_record *r, double *out)
+{
+    ub_record *rr = (ub_record *)r;  /* ub_record_at does not modify */
+    for (int it = 0; it < r->warmup; it++) {
+        double t0 = ub_record_at(rr, it, 0)->ready;
+        /* As ub_record_summarize: the host clock ends the last one only when it is the only one. */
+        double t1 = it + 1 < r->warmup ? ub_record_at(rr, it + 1, 0)->ready : r->warmup == 1 ? r->end_clock : NAN;
+        out[it] = isfinite(t0) && isfinite(t1) && t1 > t0 ? t1 - t0 : NAN;
+    }
+}
+
 /* Running mean of the finite samples. */
 typedef struct { double sum; int n; } mean_acc;
 static void acc(mean_acc *m, double v) { if (isfinite(v)) { m->sum += v; m->n++; } }

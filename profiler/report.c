@@ -1,9 +1,11 @@
 /* The runtime's report (see usbyte/report.h).  Key names are the contract with the tests and
  * tools/usbyte-report: see docs/runtime.md. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "usbyte/atomic_write.h"
 #include "usbyte/io.h"
@@ -13,7 +15,25 @@ void ub_comm_report_init(ub_comm_report *r)
 {
     memset(r, 0, sizeof *r);
     r->state = "detect";
+    r->local.origin = NAN;
     ub_plan_init(&r->plan, "");
+}
+
+void ub_comm_report_clear_reasons(ub_comm_report *r)
+{
+    for (int i = 0; i < r->n_reasons; i++)
+        free(r->reasons[i]);
+    free(r->reasons);
+    r->reasons = NULL;
+    r->n_reasons = 0;
+}
+
+static void local_free(ub_rank_local *l)
+{
+    free(l->ready);
+    free(l->rec);
+    memset(l, 0, sizeof *l);
+    l->origin = NAN;
 }
 
 void ub_comm_report_free(ub_comm_report *r)
@@ -21,17 +41,97 @@ void ub_comm_report_free(ub_comm_report *r)
     if (r->have_profile)
         ub_profile_free(&r->profile);
     ub_plan_free(&r->plan);
+    ub_comm_report_clear_reasons(r);
+    local_free(&r->local);
     memset(r, 0, sizeof *r);
 }
 
 void ub_comm_report_add_reason(ub_comm_report *r, const char *fmt, ...)
 {
-    if (r->n_reasons >= UB_REPORT_MAX_REASONS)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->reasons[r->n_reasons++], sizeof r->reasons[0], fmt, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    char **list = text ? realloc(r->reasons, sizeof *list * (size_t)(r->n_reasons + 1)) : NULL;
+    if (!list) {
+        free(text);
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(text, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    r->reasons = list;
+    r->reasons[r->n_reasons++] = text;
+}
+
+void ub_comm_report_set_local(ub_comm_report *r, const ub_rank_local *l)
+{
+    local_free(&r->local);
+    r->local = *l;
+}
+
+void ub_comm_id_text(uint64_t id, char out[17])
+{
+    snprintf(out, 17, "%016llx", (unsigned long long)id);
+}
+
+ub_spread ub_spread_of(const double *v, int n)
+{
+    ub_spread s = {0, NAN, NAN, NAN, NAN};
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i])) {
+            if (!s.n || v[i] < s.min)
+                s.min = v[i];
+            if (!s.n || v[i] > s.max)
+                s.max = v[i];
+            sum += v[i];
+            s.n++;
+        }
+    if (!s.n)
+        return s;
+    s.mean = sum / s.n;
+    double sq = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i]))
+            sq += (v[i] - s.mean) * (v[i] - s.mean);
+    s.stdev = s.n > 1 ? sqrt(sq / (s.n - 1)) : 0.0;
+    return s;
+}
+
+static json_t *number_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+json_t *ub_spread_json(const ub_spread *s)
+{
+    return json_pack("{s:i, s:o, s:o, s:o, s:o}", "n", s->n, "mean", number_or_null(s->mean), "min",
+                     number_or_null(s->min), "max", number_or_null(s->max), "stdev", number_or_null(s->stdev));
+}
+
+/* This rank's own numbers: its iteration spread, its ready times and the warm-up's recording. */
+static json_t *local_json(const ub_comm_report *r)
+{
+    const ub_rank_local *l = &r->local;
+    json_t *ready = json_array();
+    for (int k = 0; k < l->n_calls && l->ready; k++)
+        json_array_append_new(ready, number_or_null(l->ready[k]));
+    json_t *o = json_pack("{s:o, s:o}", "iteration", ub_spread_json(&l->iteration), "ready", ready);
+    if (isfinite(l->origin) && l->rec) {
+        json_t *its = json_array();
+        for (int it = 0; it < l->rec_iterations; it++) {
+            json_t *calls = json_array();
+            for (int k = 0; k < l->n_calls; k++) {
+                const double *x = &l->rec[((size_t)it * (size_t)l->n_calls + (size_t)k) * 3];
+                json_array_append_new(calls, json_pack("[o, o, o]", number_or_null(x[0]), number_or_null(x[1]),
+                                                       number_or_null(x[2])));
+            }
+            json_array_append_new(its, calls);
+        }
+        json_object_set_new(o, "warmup", json_pack("{s:s, s:f, s:s, s:o}", "clock", "CLOCK_REALTIME", "origin",
+                                                   l->origin, "calls_are", "[ready, start, end] seconds from origin",
+                                                   "iterations", its));
+    }
+    return o;
 }
 
 static json_t *fit_json(const ub_comm_report *r)
@@ -70,6 +170,11 @@ json_t *ub_comm_report_json(const ub_comm_report *r)
 {
     json_t *c = json_object();
     json_object_set_new(c, "index", json_integer(r->index));
+    if (r->id) {
+        char id[17];
+        ub_comm_id_text(r->id, id);
+        json_object_set_new(c, "id", json_string(id));
+    }
     json_object_set_new(c, "rank", json_integer(r->rank));
     json_object_set_new(c, "nranks", json_integer(r->nranks));
     json_object_set_new(c, "state", json_string(r->state));
@@ -94,6 +199,7 @@ json_t *ub_comm_report_json(const ub_comm_report *r)
                                                       "iteration", r->policy_iteration[id]));
     json_object_set_new(c, "policies", policies);
     json_object_set_new(c, "plan", r->have_plans ? ub_plan_to_json(&r->plan) : json_null());
+    json_object_set_new(c, "local", local_json(r));
     return c;
 }
 
@@ -134,11 +240,52 @@ static json_t *text_json(const char *t)
     return v ? v : json_null();
 }
 
+static json_t *text_or_null(const char *t) { return t ? text_json(t) : json_null(); }
+
+/* The job: every rank of one job shares its communicators' identities; the report names the one
+ * of the first communicator that spans the whole job (else of the first one). */
+static json_t *job_json(int world_size, const ub_comm_report *const *comms, int n)
+{
+    const ub_comm_report *pick = NULL;
+    for (int i = 0; i < n && !pick; i++)
+        if (comms[i]->id && comms[i]->nranks == world_size)
+            pick = comms[i];
+    for (int i = 0; i < n && !pick; i++)
+        if (comms[i]->id)
+            pick = comms[i];
+    if (!pick)
+        return json_pack("{s:n, s:s}", "id", "source", "no communicator with a known identity");
+    char id[17], src[96];
+    ub_comm_id_text(pick->id, id);
+    snprintf(src, sizeof src, "communicator %d's identity (a hash of its ncclUniqueId)", pick->index);
+    return json_pack("{s:s, s:s}", "id", id, "source", src);
+}
+
+static json_t *run_json(const ub_run_info *run)
+{
+    json_t *o = json_object();
+    char when[64] = "";
+    if (isfinite(run->started)) {
+        time_t t = (time_t)run->started;
+        struct tm tm;
+        if (gmtime_r(&t, &tm))
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
+    json_object_set_new(o, "started", when[0] ? json_string(when) : json_null());
+    json_object_set_new(o, "started_unix", number_or_null(run->started));
+    json_object_set_new(o, "host", text_or_null(run->host));
+    json_object_set_new(o, "pid", json_integer(run->pid));
+    json_object_set_new(o, "command", text_or_null(run->command));
+    json_object_set_new(o, "gpu", text_or_null(run->gpu));
+    json_object_set_new(o, "device", json_integer(run->device));
+    return o;
+}
+
 json_t *ub_report_json(int rank, int world_size, const ub_config *cfg, const ub_versions *v,
-                       const ub_comm_report *const *comms, int n)
+                       const ub_run_info *run, const ub_comm_report *const *comms, int n)
 {
     /* Typed values (the warm-up is a number, switches are booleans) and where each came from. */
-    json_t *config = json_object(), *sources = json_object();
+    json_t *config = json_object(), *sources = json_object(), *ignored = json_object();
     char value[600];
     for (int id = 0; id < UB_CFG_COUNT; id++) {
         const char *name = ub_config_name((ub_config_id)id);
@@ -154,14 +301,20 @@ json_t *ub_report_json(int rank, int world_size, const ub_config *cfg, const ub_
         json_object_set_new(config, name, v);
         json_object_set_new(sources, name, json_string(ub_config_source_name(cfg->source[id])));
     }
+    for (int i = 0; run && i < run->n_ignored && i < 32; i++)
+        json_object_set_new(ignored, run->ignored_name[i], text_or_null(run->ignored_value[i]));
     json_object_set_new(config, "sources", sources);
-    json_t *versions = json_pack("{s:s, s:i, s:i, s:i}", "usbyte", v->usbyte, "nccl", v->nccl, "cuda_runtime",
-                                 v->cuda_runtime, "cuda_driver", v->cuda_driver);
+    json_object_set_new(config, "ignored", ignored);
+    json_t *versions = json_pack("{s:s, s:i, s:i, s:i, s:o, s:o}", "usbyte", v->usbyte, "nccl", v->nccl,
+                                 "cuda_runtime", v->cuda_runtime, "cuda_driver", v->cuda_driver, "nccl_library",
+                                 text_or_null(v->nccl_library), "cudart_library", text_or_null(v->cudart_library));
     json_t *arr = json_array();
     for (int i = 0; i < n; i++)
         json_array_append_new(arr, ub_comm_report_json(comms[i]));
-    return json_pack("{s:i, s:i, s:i, s:o, s:o, s:o}", "usbyte_report", 1, "rank", rank, "world_size",
-                     world_size, "config", config, "versions", versions, "comms", arr);
+    ub_run_info none = {.started = NAN, .device = -1};
+    return json_pack("{s:i, s:i, s:i, s:o, s:o, s:o, s:o, s:o}", "usbyte_report", 1, "rank", rank, "world_size",
+                     world_size, "job", job_json(world_size, comms, n), "run", run_json(run ? run : &none),
+                     "config", config, "versions", versions, "comms", arr);
 }
 
 int ub_report_write(const char *path, const json_t *doc, char *err, size_t errlen)

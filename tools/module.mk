@@ -13,7 +13,8 @@ bench-sim: $(BUILD)/usbyte-sim
 
 # usbyte-report: the reports of a job as one HTML page and a Chrome trace; it draws its timelines
 # with the simulator's SVG writer.
-REPORT_LIB_SRCS := tools/report_load.c tools/report_html.c tools/report_trace.c tools/sim_svg.c
+REPORT_LIB_SRCS := tools/report_load.c tools/report_job.c tools/report_html.c tools/report_html_comm.c \
+	tools/report_compare.c tools/report_trace.c tools/sim_svg.c
 REPORT_LIB_OBJS := $(call objs,$(REPORT_LIB_SRCS))
 
 $(BUILD)/usbyte-report: $(call objs,tools/usbyte-report.c) $(REPORT_LIB_OBJS) $(PLAN_LIB)
@@ -29,15 +30,26 @@ $(BUILD)/usbyte-run: tools/usbyte-run
 
 ALL += $(BUILD)/usbyte-run
 
-# Their tests: the report reader's unit test, the report, doctor, run and install scripts.
-REPORT_TEST_BINS := $(BUILD)/tests/unit/test_report_load $(BUILD)/tests/unit/test_report_html
+# Their tests: the report reader's unit tests, the report, doctor, run and install scripts.
+REPORT_TEST_BINS := $(patsubst %,$(BUILD)/tests/unit/test_report_%,load html job)
 $(REPORT_TEST_BINS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(REPORT_LIB_OBJS) $(PLAN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(REPORT_LIB_OBJS) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
 
 UNIT_TESTS += $(REPORT_TEST_BINS)
+
+# The runtime's side of the report (profiler/report.c, the agreement's mismatch text).
 ifneq ($(wildcard interpose/module.mk),)
-INTEGRATION_TESTS += tests/integration/tools_report.sh tests/integration/tools_doctor.sh \
+$(BUILD)/tests/unit/test_report_runtime: $(call objs,tests/unit/test_report_runtime.c interpose/config.c \
+		$(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
+
+UNIT_TESTS += $(BUILD)/tests/unit/test_report_runtime
+endif
+ifneq ($(wildcard interpose/module.mk),)
+INTEGRATION_TESTS += tests/integration/tools_report.sh tests/integration/tools_report_modes.sh \
+	tests/integration/tools_report_jobs.sh tests/integration/tools_report_fuzz.sh tests/integration/tools_doctor.sh \
 	tests/integration/tools_run.sh
 endif
 

@@ -1,6 +1,6 @@
-/* Loading and checking the runtime's report JSON (docs/runtime.md), comparing the ranks of a job,
- * and the hints shown next to each verdict reason.  The reader is strict about what the page
- * shows (a wrong type is an error naming its place, never a blank cell) and ignores the rest. */
+/* Loading and checking one rank's report JSON (docs/runtime.md).  The reader is strict about
+ * what the page and the trace show (a wrong type or an inconsistent length is an error naming
+ * its place, never a blank cell or a read past an array) and ignores the rest. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -53,7 +53,7 @@ static const char *place(char *buf, size_t len, const char *base, const char *ke
 }
 
 /* What a member must hold. */
-typedef enum { K_NUM, K_INT, K_STR, K_OBJ, K_ARR } kind;
+typedef enum { K_NUM, K_INT, K_STR, K_OBJ, K_ARR, K_REAL, K_SINT } kind;
 
 static bool is_kind(const json_t *v, kind k)
 {
@@ -63,6 +63,8 @@ static bool is_kind(const json_t *v, kind k)
     case K_STR: return json_is_string(v);
     case K_OBJ: return json_is_object(v);
     case K_ARR: return json_is_array(v);
+    case K_REAL: return json_is_number(v) && isfinite(json_number_value(v));
+    case K_SINT: return json_is_integer(v);
     }
     return false;
 }
@@ -70,7 +72,7 @@ static bool is_kind(const json_t *v, kind k)
 /* Member `key` of obj, of kind k: 0 with *out set; 1 when it is absent or null and not
  * required (*out untouched); -1 with the message otherwise. */
 static const char *const want[] = {"a non-negative number", "a non-negative integer", "a string", "an object",
-                                   "an array"};
+                                   "an array", "a number", "an integer"};
 
 static int member(ctx *x, const json_t *obj, const char *base, const char *key, bool required, kind k,
                   const json_t **out)
@@ -140,6 +142,95 @@ static int get_str(ctx *x, const json_t *obj, const char *base, const char *key,
     if (rc == 0)
         *out = json_string_value(v);
     return rc;
+}
+
+/* Element i of arr: a finite number (any sign) into *out, or null (NAN); -1 otherwise. */
+static int time_or_null(ctx *x, const json_t *arr, const char *where, size_t i, double *out)
+{
+    const json_t *e = json_array_get(arr, i);
+    if (json_is_null(e)) {
+        *out = NAN;
+        return 0;
+    }
+    if (!element(x, arr, where, i, K_REAL))
+        return -1;
+    *out = json_number_value(e);
+    return 0;
+}
+
+/* {"n", "mean", "min", "max", "stdev"} of a rank's iteration times. */
+static int load_spread(ctx *x, const json_t *obj, const char *base, const char *key, rp_spread *sp)
+{
+    const json_t *o;
+    sp->n = 0;
+    sp->mean = sp->min = sp->max = sp->stdev = NAN;
+    int rc = member(x, obj, base, key, false, K_OBJ, &o);
+    if (rc)
+        return rc < 0 ? -1 : 0;
+    char b[200];
+    place(b, sizeof b, base, key);
+    if (get_int(x, o, b, "n", true, &sp->n) < 0 || get_num(x, o, b, "mean", false, &sp->mean) < 0 ||
+        get_num(x, o, b, "min", false, &sp->min) < 0 || get_num(x, o, b, "max", false, &sp->max) < 0 ||
+        get_num(x, o, b, "stdev", false, &sp->stdev) < 0)
+        return -1;
+    if (sp->n > 0 && !(sp->min <= sp->mean && sp->mean <= sp->max))
+        return fail(x, b, "mean %g outside [min %g, max %g]", sp->mean, sp->min, sp->max);
+    return 0;
+}
+
+/* The rank's own warm-up: its iteration spread, ready times and the recording of its calls. */
+static int load_local(ctx *x, const json_t *c, const char *base, rp_local *l)
+{
+    const json_t *lj, *ready = NULL, *wu = NULL, *its = NULL;
+    l->origin = NAN;
+    int rc = member(x, c, base, "local", false, K_OBJ, &lj);
+    if (rc)
+        return rc < 0 ? -1 : 0;
+    char b[200], where[240], p[300];
+    size_t n = 0;
+    place(b, sizeof b, base, "local");
+    if (load_spread(x, lj, b, "iteration", &l->iteration) < 0 ||
+        array(x, lj, b, "ready", &ready, &n, &l->ready, sizeof *l->ready, where, sizeof where) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (time_or_null(x, ready, where, i, &l->ready[i]) < 0)
+            return -1;
+    l->n_ready = (int)n;
+    l->present = true;
+    rc = member(x, lj, b, "warmup", false, K_OBJ, &wu);
+    if (rc)
+        return rc < 0 ? -1 : 0;
+    char bw[240];
+    place(bw, sizeof bw, b, "warmup");
+    size_t n_it = 0;
+    double origin = NAN;
+    if (get_num(x, wu, bw, "origin", true, &origin) < 0 ||
+        array(x, wu, bw, "iterations", &its, &n_it, &l->rec, sizeof *l->rec * 3 * (n ? n : 1), where, sizeof where) < 0)
+        return -1;
+    for (size_t it = 0; it < n_it; it++) {
+        const json_t *calls = element(x, its, where, it, K_ARR);
+        if (!calls)
+            return -1;
+        snprintf(p, sizeof p, "%s[%zu]", where, it);
+        if (json_array_size(calls) != n)
+            return fail(x, p, "%zu calls, local.ready has %zu", json_array_size(calls), n);
+        for (size_t k = 0; k < n; k++) {
+            char q[340];
+            snprintf(q, sizeof q, "%s[%zu]", p, k);
+            const json_t *t = element(x, calls, p, k, K_ARR);
+            if (!t)
+                return -1;
+            if (json_array_size(t) != 3)
+                return fail(x, q, "must be [ready, start, end], got %zu numbers", json_array_size(t));
+            double *o = &l->rec[(it * n + k) * 3];
+            for (size_t j = 0; j < 3; j++)
+                if (time_or_null(x, t, q, j, &o[j]) < 0)
+                    return -1;
+        }
+    }
+    l->origin = origin;
+    l->rec_iterations = (int)n_it;
+    return 0;
 }
 
 static int load_fit(ctx *x, const json_t *c, const char *base, rp_comm *out)
@@ -236,15 +327,67 @@ static int load_plan(ctx *x, const json_t *c, const char *base, rp_comm *out)
     return 0;
 }
 
+/* Schedule mode's recording: per timed iteration its start and the plan's blocks. */
+static int load_recording(ctx *x, const json_t *sj, const char *base, rp_schedule *s)
+{
+    const json_t *rj, *its = NULL;
+    int rc = member(x, sj, base, "recording", false, K_OBJ, &rj);
+    if (rc)
+        return rc < 0 ? -1 : 0;
+    char b[240], where[280], p[320], q[360];
+    size_t n = 0;
+    double origin = NAN;
+    place(b, sizeof b, base, "recording");
+    if (get_num(x, rj, b, "origin", true, &origin) < 0 ||
+        array(x, rj, b, "iterations", &its, &n, &s->rec, sizeof *s->rec, where, sizeof where) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = element(x, its, where, i, K_OBJ), *blocks;
+        if (!e)
+            return -1;
+        snprintf(p, sizeof p, "%s[%zu]", where, i);
+        rp_rec_iteration *ri = &s->rec[s->n_rec];
+        ri->iteration = ri->run = 0;
+        if (get_int(x, e, p, "iteration", false, &ri->iteration) < 0 || get_int(x, e, p, "run", false, &ri->run) < 0 ||
+            member(x, e, p, "start", true, K_REAL, &blocks) < 0)
+            return -1;
+        ri->start = json_number_value(blocks);
+        if (member(x, e, p, "blocks", true, K_ARR, &blocks) < 0)
+            return -1;
+        snprintf(q, sizeof q, "%s.blocks", p);
+        /* Drawn against the plan's blocks: exactly as many. */
+        if (json_array_size(blocks) != s->plan_blocks)
+            return fail(x, q, "%zu blocks, the plan has %u", json_array_size(blocks), s->plan_blocks);
+        ri->blocks = ub_xcalloc(s->plan_blocks ? s->plan_blocks : 1, sizeof *ri->blocks, "reading %s", x->path);
+        s->n_rec++;
+        for (size_t k = 0; k < json_array_size(blocks); k++) {
+            char r[400];
+            snprintf(r, sizeof r, "%s[%zu]", q, k);
+            const json_t *t = element(x, blocks, q, k, K_ARR);
+            if (!t)
+                return -1;
+            if (json_array_size(t) != 2)
+                return fail(x, r, "must be [start, end], got %zu numbers", json_array_size(t));
+            if (time_or_null(x, t, r, 0, &ri->blocks[k].start) < 0 || time_or_null(x, t, r, 1, &ri->blocks[k].end) < 0)
+                return -1;
+            if (ri->blocks[k].end < ri->blocks[k].start)
+                return fail(x, r, "ends (%g s) before it starts (%g s)", ri->blocks[k].end, ri->blocks[k].start);
+        }
+    }
+    s->origin = origin;
+    return 0;
+}
+
 static int load_schedule(ctx *x, const json_t *c, const char *base, rp_schedule *s)
 {
     const json_t *sj, *blocks = NULL;
     int rc = member(x, c, base, "schedule", false, K_OBJ, &sj);
     if (rc)
         return rc < 0 ? -1 : 0;
-    char b[64], p[160], where[96];
+    char b[200], p[300], where[240];
     size_t n = 0;
     snprintf(b, sizeof b, "%s.schedule", base);
+    s->origin = NAN;
     /* A measurement not taken yet (too few scheduled iterations) is null: shown as a dash. */
     s->measured_iteration = s->measured_pass_through = s->measured_speedup = s->predicted_speedup = NAN;
     if (get_int(x, sj, b, "iterations", true, &s->iterations) < 0 ||
@@ -270,13 +413,15 @@ static int load_schedule(ctx *x, const json_t *c, const char *base, rp_schedule 
         if (sp->end < sp->start)
             return fail(x, p, "ends (%g s) before it starts (%g s)", sp->end, sp->start);
     }
+    if (load_spread(x, sj, b, "iteration_spread", &s->spread) < 0 || load_recording(x, sj, b, s) < 0)
+        return -1;
     s->present = true;
     return 0;
 }
 
 static int load_comm(ctx *x, const json_t *c, int i, rp_comm *out)
 {
-    char b[32], p[64];
+    char b[32], p[200];
     snprintf(b, sizeof b, "comms[%d]", i);
     out->json = c;
     ub_plan_init(&out->plan, "");
@@ -285,6 +430,7 @@ static int load_comm(ctx *x, const json_t *c, int i, rp_comm *out)
         return fail(x, b, "must be an object, got %s", type_name(c));
     long index = i, rank = 0, nranks = 0;
     if (get_int(x, c, b, "index", false, &index) < 0 || get_int(x, c, b, "rank", false, &rank) < 0 ||
+        get_str(x, c, b, "id", false, &out->id) < 0 ||
         get_int(x, c, b, "nranks", false, &nranks) < 0 || get_str(x, c, b, "state", true, &out->state) < 0 ||
         get_str(x, c, b, "state_reason", false, &out->state_reason) < 0 ||
         get_int(x, c, b, "calls_per_iteration", false, &out->calls_per_iteration) < 0 ||
@@ -310,7 +456,10 @@ static int load_comm(ctx *x, const json_t *c, int i, rp_comm *out)
         out->have_profile = true;
     }
     if (load_fit(x, c, b, out) < 0 || load_verdict(x, c, b, out) < 0 || load_policies(x, c, b, out) < 0 ||
-        load_plan(x, c, b, out) < 0 || load_schedule(x, c, b, &out->schedule) < 0)
+        load_plan(x, c, b, out) < 0)
+        return -1;
+    out->schedule.plan_blocks = out->have_plan ? out->plan.n_blocks : 0;
+    if (load_schedule(x, c, b, &out->schedule) < 0 || load_local(x, c, b, &out->local) < 0)
         return -1;
     if (out->schedule.present && !out->have_plan)
         return fail(x, place(p, sizeof p, b, "schedule"), "schedule measurements without a plan");
@@ -338,12 +487,50 @@ int rp_from_json(json_t *root, const char *path, rp_report *out, char *err, size
         return fail(&x, "usbyte_report", "version %lld is not supported (this usbyte-report reads version %d)",
                     (long long)json_integer_value(ver), RP_VERSION);
     long rank = 0, world = 0;
-    const json_t *comms, *cfg = NULL, *vers = NULL;
+    const json_t *comms, *cfg = NULL, *vers = NULL, *job = NULL, *run = NULL, *ign = NULL;
+    out->run.started_unix = NAN;
+    out->run.pid = out->run.device = -1;
     if (get_int(&x, root, "", "rank", true, &rank) < 0 || get_int(&x, root, "", "world_size", true, &world) < 0 ||
         member(&x, root, "", "comms", true, K_ARR, &comms) < 0 ||
         member(&x, root, "", "config", false, K_OBJ, &cfg) < 0 ||
-        member(&x, root, "", "versions", false, K_OBJ, &vers) < 0)
+        member(&x, root, "", "versions", false, K_OBJ, &vers) < 0 ||
+        member(&x, root, "", "job", false, K_OBJ, &job) < 0 || member(&x, root, "", "run", false, K_OBJ, &run) < 0)
         return -1;
+    if (job && get_str(&x, job, "job", "id", false, &out->job_id) < 0)
+        return -1;
+    const json_t *v;
+    if (run && (get_str(&x, run, "run", "started", false, &out->run.started) < 0 ||
+                get_num(&x, run, "run", "started_unix", false, &out->run.started_unix) < 0 ||
+                get_str(&x, run, "run", "host", false, &out->run.host) < 0 ||
+                get_str(&x, run, "run", "command", false, &out->run.command) < 0 ||
+                get_str(&x, run, "run", "gpu", false, &out->run.gpu) < 0 ||
+                get_int(&x, run, "run", "pid", false, &out->run.pid) < 0 ||
+                member(&x, run, "run", "device", false, K_SINT, &v) < 0))
+        return -1;
+    if (run && json_is_integer(json_object_get(run, "device")))
+        out->run.device = (long)json_integer_value(json_object_get(run, "device"));
+    out->config = cfg;
+    /* The settings shown and compared: strings, numbers or booleans; "ignored" holds strings. */
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)cfg, key, val) {
+        char p[300];
+        if (!strcmp(key, "sources") || !strcmp(key, "ignored")) {
+            if (!json_is_object(val))
+                return fail(&x, place(p, sizeof p, "config", key), "must be an object, got %s", type_name(val));
+            const char *k2;
+            json_t *v2;
+            json_object_foreach(val, k2, v2) if (!json_is_string(v2) && !json_is_null(v2)) {
+                char q[400];
+                snprintf(q, sizeof q, "config.%s.%s", key, k2);
+                return fail(&x, q, "must be a string, got %s", type_name(v2));
+            }
+        } else if (!json_is_string(val) && !json_is_number(val) && !json_is_boolean(val)) {
+            return fail(&x, place(p, sizeof p, "config", key), "must be a string, a number or a boolean, got %s",
+                        type_name(val));
+        }
+    }
+    (void)ign;
     if (world < 1 || rank >= world)
         return fail(&x, "rank", "%ld is not a rank of a job of world_size %ld", rank, world);
     out->rank = (int)rank;
@@ -352,6 +539,8 @@ int rp_from_json(json_t *root, const char *path, rp_report *out, char *err, size
                 get_str(&x, cfg, "config", "USBYTE_POLICY", false, &out->policy) < 0))
         return -1;
     if (vers && (get_str(&x, vers, "versions", "usbyte", false, &out->usbyte_version) < 0 ||
+                 get_str(&x, vers, "versions", "nccl_library", false, &out->nccl_library) < 0 ||
+                 get_str(&x, vers, "versions", "cudart_library", false, &out->cudart_library) < 0 ||
                  get_int(&x, vers, "versions", "nccl", false, &out->nccl) < 0 ||
                  get_int(&x, vers, "versions", "cuda_runtime", false, &out->cuda_runtime) < 0 ||
                  get_int(&x, vers, "versions", "cuda_driver", false, &out->cuda_driver) < 0))
@@ -392,6 +581,11 @@ void rp_free(rp_report *r)
         free(c->reasons);
         free(c->policies);
         free(c->schedule.blocks);
+        for (int k = 0; k < c->schedule.n_rec; k++)
+            free(c->schedule.rec[k].blocks);
+        free(c->schedule.rec);
+        free(c->local.ready);
+        free(c->local.rec);
     }
     free(r->comms);
     free(r->path);
@@ -399,173 +593,3 @@ void rp_free(rp_report *r)
     memset(r, 0, sizeof *r);
 }
 
-static int by_rank(const void *a, const void *b)
-{
-    return ((const rp_report *)a)->rank - ((const rp_report *)b)->rank;
-}
-
-static int by_int(const void *a, const void *b)
-{
-    return *(const int *)a - *(const int *)b;
-}
-
-int rp_job_make(rp_job *job, rp_report *reports, int n, char *err, size_t errlen)
-{
-    memset(job, 0, sizeof *job);
-    job->r = reports;
-    job->n = n;
-    if (n < 1) {
-        snprintf(err, errlen, "no report given");
-        return -1;
-    }
-    qsort(reports, (size_t)n, sizeof *reports, by_rank);
-    job->world_size = reports[0].world_size;
-    for (int i = 0; i < n; i++) {
-        if (reports[i].world_size != job->world_size) {
-            snprintf(err, errlen, "%s: world_size: %d, but %s has %d: not one job", reports[i].path,
-                     reports[i].world_size, reports[0].path, job->world_size);
-            return -1;
-        }
-        if (i && reports[i].rank == reports[i - 1].rank) {
-            snprintf(err, errlen, "%s: rank: %d is also the rank of %s: not one job", reports[i].path,
-                     reports[i].rank, reports[i - 1].path);
-            return -1;
-        }
-        for (int k = 0; k < reports[i].n_comms; k++) {
-            int id = reports[i].comms[k].index, seen = 0;
-            for (int j = 0; j < job->n_comm_ids; j++)
-                seen |= job->comm_ids[j] == id;
-            if (!seen) {
-                job->comm_ids = ub_xrealloc(job->comm_ids, sizeof(int) * (size_t)(job->n_comm_ids + 1), "listing");
-                job->comm_ids[job->n_comm_ids++] = id;
-            }
-        }
-    }
-    if (job->n_comm_ids)
-        qsort(job->comm_ids, (size_t)job->n_comm_ids, sizeof(int), by_int);
-    return 0;
-}
-
-void rp_job_free(rp_job *job)
-{
-    for (int i = 0; i < job->n; i++)
-        rp_free(&job->r[i]);
-    free(job->r);
-    free(job->comm_ids);
-    memset(job, 0, sizeof *job);
-}
-
-const rp_comm *rp_comm_find(const rp_report *r, int index)
-{
-    for (int i = 0; i < r->n_comms; i++)
-        if (r->comms[i].index == index)
-            return &r->comms[i];
-    return NULL;
-}
-
-const rp_comm *rp_job_reference(const rp_job *job, int index, int *ref_report)
-{
-    for (int i = 0; i < job->n; i++) {
-        const rp_comm *c = rp_comm_find(&job->r[i], index);
-        if (c) {
-            if (ref_report)
-                *ref_report = i;
-            return c;
-        }
-    }
-    return NULL;
-}
-
-static int equal_member(const json_t *a, const json_t *b, const char *key)
-{
-    const json_t *x = json_object_get(a, key), *y = json_object_get(b, key);
-    return (!x && !y) || (x && y && json_equal(x, y));
-}
-
-int rp_comm_diff(const rp_comm *ref, const rp_comm *c)
-{
-    int bits = 0;
-    if (strcmp(ref->state, c->state) != 0 ||
-        strcmp(ref->state_reason ? ref->state_reason : "", c->state_reason ? c->state_reason : "") != 0)
-        bits |= RP_DIFF_STATE;
-    if (!equal_member(ref->json, c->json, "profile"))
-        bits |= RP_DIFF_PROFILE;
-    if (!equal_member(ref->json, c->json, "verdict"))
-        bits |= RP_DIFF_VERDICT;
-    if (!equal_member(ref->json, c->json, "policies"))
-        bits |= RP_DIFF_POLICIES;
-    /* The time spent planning is each rank's own measurement; the rest of the plan is agreed. */
-    json_t *pa = json_deep_copy(json_object_get(ref->json, "plan")), *pb = json_deep_copy(json_object_get(c->json, "plan"));
-    if (json_is_object(pa))
-        json_object_del(pa, "plan_seconds");
-    if (json_is_object(pb))
-        json_object_del(pb, "plan_seconds");
-    if (!((!pa && !pb) || (pa && pb && json_equal(pa, pb))))
-        bits |= RP_DIFF_PLAN;
-    json_decref(pa);
-    json_decref(pb);
-    return bits;
-}
-
-void rp_diff_text(int bits, char *buf, size_t len)
-{
-    static const struct {
-        int bit;
-        const char *name;
-    } names[] = {{RP_DIFF_STATE, "state"}, {RP_DIFF_PROFILE, "profile"}, {RP_DIFF_VERDICT, "verdict"},
-                 {RP_DIFF_PLAN, "plan"}, {RP_DIFF_POLICIES, "policy predictions"}};
-    size_t used = 0;
-    buf[0] = 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && used < len; i++)
-        if (bits & names[i].bit)
-            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", names[i].name);
-}
-
-/* Keyed by a phrase of the runtime's own wording (interpose/agree_rt.c, interpose/state.c,
- * profiler/agree.c): the reasons say what was seen, the hints what to change. */
-static const struct {
-    const char *phrase, *hint;
-} hints[] = {
-    {"stream-ordered work", "Horovod: set HOROVOD_FUSION_THRESHOLD=0 (usbyte then does the fusion); elsewhere keep "
-                            "copies and kernels off the NCCL stream between allreduces"},
-    {"CUPTI", "make libcupti.so loadable on every rank (LD_LIBRARY_PATH=$CUDA_HOME/extras/CUPTI/lib64), keep "
-              "USBYTE_CUPTI=1 and run without another CUPTI user (a profiler)"},
-    {"statically linked CUDA runtime", "run usbyte-doctor on the framework's libraries: a statically linked CUDA "
-                                       "runtime cannot be redirected; use a build that links libcudart.so"},
-    {"signature mismatch", "every rank must issue the same allreduce sequence with the same USBYTE_POLICY: run the "
-                           "same model and configuration on every rank"},
-    {"allreduces per iteration (the agreement", "issue fewer, larger allreduces (e.g. a larger DDP bucket_cap_mb)"},
-    {"could not measure", "read that rank's log (USBYTE_LOG=info) for the set-up that failed"},
-    {"keeps changing", "the call sequence changed during the warm-up: raise USBYTE_WARMUP or start measuring after "
-                       "the changing phase"},
-    {"no repeating call sequence", "usbyte needs a repeating iteration: run at least a dozen iterations with the "
-                                   "same allreduces each"},
-    {"nonblocking communicator", "create the communicator blocking (config.blocking = 1) to let usbyte schedule it"},
-    {"destroyed before", "run more iterations before destroying the communicator"},
-};
-
-const char *rp_hint(const char *reason)
-{
-    for (size_t i = 0; reason && i < sizeof hints / sizeof hints[0]; i++)
-        if (strstr(reason, hints[i].phrase))
-            return hints[i].hint;
-    return NULL;
-}
-
-void rp_plans(const rp_comm *c, ub_plan plans[UB_POLICY_COUNT])
-{
-    for (int id = 0; id < UB_POLICY_COUNT; id++) {
-        ub_plan_init(&plans[id], ub_policy_name((ub_policy_id)id));
-        if (c->have_plan && !strcmp(c->plan.policy, ub_policy_name((ub_policy_id)id)))
-            ub_plan_copy(&plans[id], &c->plan);
-        else if (c->have_profile && c->profile.has_net && c->profile.n_calls > 0 &&
-                 ub_policy_run((ub_policy_id)id, &c->profile, &plans[id]) != 0)
-            ub_plan_clear(&plans[id]);
-    }
-}
-
-void rp_plans_free(ub_plan plans[UB_POLICY_COUNT])
-{
-    for (int id = 0; id < UB_POLICY_COUNT; id++)
-        ub_plan_free(&plans[id]);
-}

@@ -51,6 +51,7 @@ typedef struct elf_facts {
     sym_info nccl, cuda;
     char nccl_version[64];  /* from "NCCL version X" in the file's data */
     bool cudart_names;      /* the CUDA runtime's table of error names is in the file's data */
+    bool usbyte_names;      /* usbyte's settings' names are in the file's data */
 } elf_facts;
 
 static const char *NCCL_SYM = "ncclAllReduce", *CUDA_SYM = "cudaEventRecord";
@@ -132,6 +133,9 @@ static void find_strings(Elf_Scn *scn, GElf_Shdr *sh, elf_facts *e)
     const char *p = d->d_buf, *end = p + d->d_size;
     if (memmem(p, d->d_size, rt, sizeof rt))
         e->cudart_names = true;
+    static const char ub[] = "USBYTE_STAGING_MB";
+    if (memmem(p, d->d_size, ub, sizeof ub))
+        e->usbyte_names = true;
     while (!e->nccl_version[0] && p < end && (p = memmem(p, (size_t)(end - p), key, sizeof key - 1)) != NULL) {
         const char *v = p + sizeof key - 1;
         size_t n = 0;
@@ -329,44 +333,79 @@ static void usbyte_node_list(char *buf, size_t len)
         used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", usbyte_nodes[i]);
 }
 
-/* Prints the lines for one file and returns OK, OBSERVE or UNUSABLE. */
-static int diagnose(const char *path)
+/* What a file is for usbyte: each verdict line starts with one of these words, and the summary
+ * counts exactly these. */
+typedef enum { V_INTERPOSABLE, V_OBSERVE, V_NOT, V_NOTHING, V_UNUSABLE, V_COUNT } verdict;
+static const char *const verdict_words[V_COUNT] = {"interposable for schedule mode", "observe only", "not interposable",
+                                                   "nothing for usbyte here", "unusable input"};
+
+/* One file's facts for the job's verdict (--python). */
+typedef struct finding {
+    char path[PATH_MAX];
+    verdict v;
+    bool calls_nccl;        /* the framework's NCCL calls are in this file (imported or linked in) */
+    bool nccl_static;       /* ... and bound inside it */
+    bool cuda_problem;      /* its cudaEventRecord calls cannot be redirected */
+    char cuda_version[128]; /* the version node of its cudaEventRecord import */
+} finding;
+
+static void say_verdict(verdict v, const char *detail)
+{
+    printf("  verdict: %s%s%s\n", verdict_words[v], detail && *detail ? ": " : "", detail ? detail : "");
+}
+
+/* Is this usbyte's own library?  By its SONAME or name, by being the libusbyte.so found beside
+ * this program, or by what only it holds: both entry points defined and the USBYTE_ settings'
+ * names in its data. */
+static bool is_usbyte(const char *path, const elf_facts *e)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char real[PATH_MAX];
+    return !strncmp(e->soname, "libusbyte.so", 12) || !strncmp(base, "libusbyte.so", 12) ||
+           (usbyte_lib[0] && realpath(path, real) && !strcmp(real, usbyte_lib)) ||
+           (e->nccl.defined && e->cuda.defined && e->usbyte_names);
+}
+
+/* Prints the lines for one file; its verdict and facts go into f. */
+static verdict diagnose(const char *path, finding *f)
 {
     elf_facts e;
     char why[512];
+    memset(f, 0, sizeof *f);
+    snprintf(f->path, sizeof f->path, "%s", path);
     printf("%s:\n", path);
     if (inspect(path, &e, why, sizeof why) != 0) {
-        printf("  verdict: unusable input: %s\n", why);
-        return UNUSABLE;
+        say_verdict(f->v = V_UNUSABLE, why);
+        return f->v;
     }
     bool is_nccl = !strncmp(e.soname, "libnccl.so", 10), is_cudart = !strncmp(e.soname, "libcudart.so", 12);
     bool shared = e.type == ET_DYN && !e.pie;
-    if (!strncmp(e.soname, "libusbyte.so", 12)) {
-        printf("  this is usbyte's own library (SONAME %s): give the framework's libraries or the program\n", e.soname);
-        printf("  verdict: unusable input: usbyte itself\n");
-        return UNUSABLE;
+    if (is_usbyte(path, &e)) {
+        printf("  this is usbyte's own library%s%s%s: it defines the wrappers; check the framework's libraries or the "
+               "program\n", e.soname[0] ? " (SONAME " : "", e.soname, e.soname[0] ? ")" : "");
+        say_verdict(f->v = V_NOTHING, "usbyte's own library");
+        return f->v;
     }
-    int verdict = OK;
     bool uses_nccl = false, uses_cuda = false;
     const char *nccl_problem = NULL, *cuda_problem = NULL;
 
     /* NCCL */
     const sym_info *n = &e.nccl;
     if (is_nccl) {
-        uses_nccl = true;
         printf("  NCCL: this is NCCL itself (SONAME %s), version %s: usbyte interposes the calls made into it\n", e.soname,
                e.nccl_version[0] ? e.nccl_version : "unknown (no \"NCCL version\" string found)");
     } else if (n->imported) {
-        uses_nccl = true;
+        uses_nccl = f->calls_nccl = true;
         printf("  NCCL: imported (undefined %s in .dynsym%s%s%s): interposable\n", NCCL_SYM,
                needs(&e, "libnccl.so") ? ", libnccl.so.2 in DT_NEEDED" : ", provided by a library loaded with it",
                n->version[0] ? ", version " : "", n->version);
     } else if (n->defined && shared && n->exported && n->relocated && !e.symbolic) {
-        uses_nccl = true;
+        uses_nccl = f->calls_nccl = true;
         printf("  NCCL: linked into the file (%s defined at 0x%llx), but exported and called through a dynamic "
                "relocation: LD_PRELOAD still intercepts it\n", NCCL_SYM, n->addr);
     } else if (n->defined || e.nccl_version[0]) {
-        uses_nccl = true;
+        uses_nccl = f->calls_nccl = f->nccl_static = true;
         nccl_problem = "its NCCL calls never reach usbyte";
         const char *how = !n->defined ? "NCCL's version string is inside, its symbols stripped"
                           : !shared   ? "a program's own definition binds its calls"
@@ -382,15 +421,19 @@ static int diagnose(const char *path)
 
     /* CUDA runtime */
     const sym_info *c = &e.cuda;
+    const char *static_fix = "relink it with the shared runtime (nvcc -cudart shared, CMake's "
+                             "CUDA_RUNTIME_LIBRARY Shared) or use a framework build that loads libcudart.so; until "
+                             "then run with USBYTE_MODE=observe";
     if (is_cudart) {
-        uses_cuda = true;
-        printf("  CUDA runtime: this is the CUDA runtime itself (SONAME %s)\n", e.soname);
+        printf("  CUDA runtime: this is the CUDA runtime itself (SONAME %s): usbyte interposes the calls made into it\n",
+               e.soname);
     } else if (is_nccl && (c->defined || e.cudart_names)) {
         /* NVIDIA links NCCL with its own static runtime: those are NCCL's calls, not the framework's. */
         printf("  CUDA runtime: NCCL's own, linked statically into it (as NVIDIA builds NCCL): its internal calls "
                "are not the framework's and do not matter to usbyte\n");
     } else if (c->imported) {
         uses_cuda = true;
+        snprintf(f->cuda_version, sizeof f->cuda_version, "%s", c->version);
         char nodes[256];
         usbyte_node_list(nodes, sizeof nodes);
         if (!c->version[0]) {
@@ -402,49 +445,81 @@ static int diagnose(const char *path)
             printf("  CUDA runtime: imported as %s@%s: usbyte's wrappers bind to it (%s exports %s)\n", CUDA_SYM,
                    c->version, usbyte_lib, nodes);
         } else {
-            cuda_problem = "its CUDA runtime calls do not reach usbyte";
+            cuda_problem = "its CUDA runtime calls do not reach usbyte (another version node): build usbyte against "
+                           "this CUDA version";
             printf("  CUDA runtime: imported as %s@%s, but %s exports its wrappers only under %s: completion cannot be "
                    "redirected (schedule mode impossible); observe still measures the NCCL calls\n",
                    CUDA_SYM, c->version, usbyte_lib, nodes[0] ? nodes : "no libcudart node");
         }
     } else if (c->defined) {
         uses_cuda = true;
-        cuda_problem = "the CUDA runtime is linked statically";
+        cuda_problem = static_fix;
         printf("  CUDA runtime: linked statically (%s defined in the file at 0x%llx): completion cannot be redirected, "
                "so schedule mode is impossible; observe can still measure the NCCL calls\n", CUDA_SYM, c->addr);
     } else if (e.cudart_names) {
         uses_cuda = true;
-        cuda_problem = "the CUDA runtime is linked statically";
+        cuda_problem = static_fix;
         printf("  CUDA runtime: linked statically (the runtime's error names are in the file, its symbols stripped): "
                "completion cannot be redirected, so schedule mode is impossible; observe can still measure the NCCL "
                "calls\n");
     } else {
         printf("  CUDA runtime: not used (no %s)\n", CUDA_SYM);
     }
+    f->cuda_problem = cuda_problem != NULL;
 
-    /* Binding, where it decides something: a file that defines one of the entry points. */
-    if (e.symbolic && (n->defined || c->defined))
+    /* Binding, where it decides something: a file whose own calls of an entry point it defines
+     * matter (NCCL's and the runtime's internal calls do not). */
+    bool own_defs = (n->defined && !is_nccl) || (c->defined && !is_cudart && !is_nccl);
+    if (e.symbolic && own_defs)
         printf("  binding: linked with -Bsymbolic (DT_SYMBOLIC/DF_SYMBOLIC): the file's calls of its own "
                "definitions bind inside it, and LD_PRELOAD cannot intercept them\n");
     else if (e.symbolic)
-        printf("  binding: linked with -Bsymbolic; it defines neither %s nor %s, so it does not matter here\n",
-               NCCL_SYM, CUDA_SYM);
+        printf("  binding: linked with -Bsymbolic; the calls it binds inside are its own internal ones, not the "
+               "framework's, so it does not matter here\n");
 
-    if (nccl_problem) {
-        printf("  verdict: not interposable: %s\n", nccl_problem);
-        verdict = OBSERVE;
-    } else if (cuda_problem && uses_nccl) {
-        printf("  verdict: observe only: %s\n", cuda_problem);
-        verdict = OBSERVE;
-    } else if (cuda_problem) {
-        printf("  verdict: not schedulable: %s\n", cuda_problem);
-        verdict = OBSERVE;
-    } else if (uses_nccl || uses_cuda) {
-        printf("  verdict: interposable for schedule mode\n");
-    } else {
-        printf("  verdict: nothing for usbyte here (no NCCL or CUDA runtime entry point)\n");
+    if (nccl_problem)
+        say_verdict(f->v = V_NOT, nccl_problem);
+    else if (cuda_problem && uses_nccl)
+        say_verdict(f->v = V_OBSERVE, cuda_problem);
+    else if (cuda_problem)
+        say_verdict(f->v = V_OBSERVE, cuda_problem);
+    else if (uses_nccl || uses_cuda)
+        say_verdict(f->v = V_INTERPOSABLE, NULL);
+    else
+        say_verdict(f->v = V_NOTHING, is_nccl     ? "NCCL itself: usbyte interposes the framework's calls into it"
+                                      : is_cudart ? "the CUDA runtime itself: usbyte interposes the calls into it"
+                                                  : "no NCCL or CUDA runtime entry point");
+    return f->v;
+}
+
+/* --python: one verdict for the job, from the files that make its NCCL calls. */
+static void job_verdict(const finding *fs, int n)
+{
+    const finding *stat = NULL, *cuda = NULL, *caller = NULL;
+    int callers = 0;
+    for (int i = 0; i < n; i++) {
+        if (!fs[i].calls_nccl)
+            continue;
+        callers++;
+        caller = caller ? caller : &fs[i];
+        if (fs[i].nccl_static && !stat)
+            stat = &fs[i];
+        if (fs[i].cuda_problem && !cuda)
+            cuda = &fs[i];
     }
-    return verdict;
+    printf("usbyte-doctor: the job with this python3's torch/horovod: ");
+    if (stat)
+        printf("usbyte cannot reach its NCCL calls: %s links NCCL statically (PyTorch: the wheel that loads "
+               "libnccl.so.2 from the nvidia-nccl package; Horovod: HOROVOD_NCCL_LINK=SHARED)\n", stat->path);
+    else if (!callers)
+        printf("no library calls ncclAllReduce: nothing for usbyte (is this the CUDA build?)\n");
+    else if (cuda)
+        printf("observe only: %s makes the NCCL calls, but its CUDA runtime calls cannot be redirected; USBYTE_MODE="
+               "observe measures and plans\n", cuda->path);
+    else
+        printf("schedule mode will work: %s%s imports ncclAllReduce%s%s, which usbyte interposes\n", caller->path,
+               callers > 1 ? " (and others)" : "", caller->cuda_version[0] ? " and cudaEventRecord@" : "",
+               caller->cuda_version);
 }
 
 /* The CUDA version nodes usbyte's library defines: --lib, else next to this program (the build
@@ -553,14 +628,21 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--python")) {
             python = 1;
-        } else if (!strcmp(argv[i], "--lib") && i + 1 < argc) {
+        } else if (!strcmp(argv[i], "--lib")) {
+            if (i + 1 >= argc || !argv[i + 1][0]) {
+                fprintf(stderr, "usbyte-doctor: --lib: needs the path of a libusbyte.so\n");
+                return UNUSABLE;
+            }
             lib = argv[++i];
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: usbyte-doctor [--lib LIBUSBYTE.so] FILE... | usbyte-doctor --python\n"
-                   "  says per ELF file whether usbyte reaches its NCCL and CUDA runtime calls\n"
-                   "  --python  the shared libraries of the torch and horovod that python3 imports\n"
-                   "exit status: 0 every file interposable for schedule mode, 1 some only observable or not "
-                   "interposable, 2 unusable input\n");
+                   "  says per ELF file whether usbyte reaches its NCCL and CUDA runtime calls, then counts the\n"
+                   "  verdicts: interposable for schedule mode, observe only, not interposable, nothing for usbyte\n"
+                   "  here, unusable input\n"
+                   "  --python  the shared libraries of the torch and horovod that python3 imports, and one\n"
+                   "            verdict for a job that uses them\n"
+                   "exit status: 0 when no file is observe only or not interposable, 1 when some are, 2 for\n"
+                   "unusable input\n");
             return 0;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "usbyte-doctor: %s: unknown option (usbyte-doctor --help)\n", argv[i]);
@@ -593,16 +675,23 @@ int main(int argc, char **argv)
         return UNUSABLE;
     }
     find_usbyte(lib);
-    int worst = OK, count[3] = {0, 0, 0};
+    int count[V_COUNT] = {0};
+    finding *fs = calloc((size_t)n, sizeof *fs);
+    if (!fs) {
+        fprintf(stderr, "usbyte-doctor: out of memory\n");
+        return UNUSABLE;
+    }
     for (int i = 0; i < n; i++) {
-        int v = diagnose(files[i]);
-        count[v]++;
-        if (v > worst)
-            worst = v;
+        count[diagnose(files[i], &fs[i])]++;
         free(files[i]);
     }
     free(files);
-    printf("usbyte-doctor: %d file%s: %d interposable for schedule mode, %d not (observe only or not at all), "
-           "%d unusable\n", n, n == 1 ? "" : "s", count[OK], count[OBSERVE], count[UNUSABLE]);
-    return worst;
+    printf("usbyte-doctor: %d file%s:", n, n == 1 ? "" : "s");
+    for (int v = 0; v < V_COUNT; v++)
+        printf("%s %d %s", v ? "," : "", count[v], verdict_words[v]);
+    printf("\n");
+    if (python)
+        job_verdict(fs, n);
+    free(fs);
+    return count[V_UNUSABLE] ? UNUSABLE : count[V_OBSERVE] || count[V_NOT] ? OBSERVE : OK;
 }

@@ -1,12 +1,18 @@
-/* usbyte-report REPORT.json [REPORT.json ...] [-o DIR] [--summary] [--quiet]
+/* usbyte-report REPORT.json|DIR|'GLOB' ... [-o DIR] [--summary] [--quiet]
  *
  * Turns the per-rank reports of one job into DIR/usbyte-report.html (a self-contained page) and
- * DIR/usbyte-trace.json (Chrome trace events for Perfetto / chrome://tracing).  An argument
- * that names no file but holds a wildcard is expanded (a quoted "run/usbyte-report-*.json").
+ * DIR/usbyte-trace.json (Chrome trace events for Perfetto / chrome://tracing).  Arguments are
+ * report files, directories (every usbyte report in them: a run's directory, or each node's
+ * when a multi-node job's reports were gathered in several) and quoted wildcards.  The reports
+ * are grouped by job (the communicators' identities, which every rank of a job shares): one job
+ * gives its page; two directories holding one job each give the comparison page
+ * DIR/usbyte-compare.html; any other mix is refused with one line naming the files.
  * Exit status: 0, 1 when the ranks disagree (the page shows it in red), 2 for bad input. */
+#include <dirent.h>
 #include <errno.h>
 #include <glob.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,52 +21,147 @@
 
 #include "report.h"
 #include "usbyte/alloc.h"
+#include "usbyte/io.h"
 
 static void usage(FILE *f)
 {
-    fputs("usage: usbyte-report REPORT.json [REPORT.json ...] [-o DIR] [--summary] [--quiet]\n"
+    fputs("usage: usbyte-report REPORT.json|DIR|'GLOB' ... [-o DIR] [--summary] [--quiet]\n"
           "  writes DIR/usbyte-report.html and DIR/usbyte-trace.json (DIR: . by default) from the\n"
-          "  reports of one job's ranks (USBYTE_REPORT files; a quoted wildcard is expanded).\n"
-          "  --summary  also print a text summary per communicator\n"
-          "  --quiet    do not print the paths written\n"
-          "exit status: 0, 1 when the ranks' agreed values differ, 2 for bad input\n",
+          "  reports of one job's ranks (USBYTE_REPORT files; a directory gives every report in it,\n"
+          "  a quoted wildcard is expanded; several directories may hold one job's reports)\n"
+          "  two directories of two jobs (usbyte-report runA/ runB/) write DIR/usbyte-compare.html\n"
+          "  --summary        also print a text summary per communicator\n"
+          "  --quiet          do not print the paths written\n"
+          "  --list-policies  print the policy names this usbyte knows, one per line\n"
+          "exit status: 0, 1 when the ranks' settings or agreed values differ, 2 for bad input\n",
           f);
 }
 
-static void die(const char *msg)
+static _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static _Noreturn void die(const char *fmt, ...)
 {
-    fprintf(stderr, "usbyte-report: %s\n", msg);
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("usbyte-report: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
     exit(2);
 }
 
-static void add_path(char ***paths, int *n, const char *p)
+typedef struct loaded {
+    rp_report *r;
+    int n, cap;
+} loaded;
+
+static rp_report *add(loaded *l)
 {
-    *paths = ub_xrealloc(*paths, sizeof(char *) * (size_t)(*n + 1), "listing reports");
-    (*paths)[(*n)++] = strdup(p);
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 16;
+        l->r = ub_xrealloc(l->r, sizeof *l->r * (size_t)l->cap, "loading reports");
+    }
+    memset(&l->r[l->n], 0, sizeof l->r[0]);
+    return &l->r[l->n++];
 }
 
-static void expand(char ***paths, int *n, const char *arg)
+static void load_file(loaded *l, const char *path, const char *arg)
+{
+    char err[2048];
+    rp_report *r = add(l);
+    if (rp_load(path, r, err, sizeof err) != 0)
+        die("%s", err);
+    r->arg = arg;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every usbyte report in a directory, in name order: the other JSON files a run leaves there (the
+ * trace, a profile) are skipped; a report that does not load is an error, as is a directory
+ * without any. */
+static void load_dir(loaded *l, const char *dir, const char *arg)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        die("%s: cannot read the directory: %s", dir, strerror(errno));
+    char **names = NULL;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        names = ub_xrealloc(names, sizeof *names * (size_t)(n + 1), "listing %s", dir);
+        if (asprintf(&names[n++], "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", e->d_name) < 0)
+            die("out of memory");
+    }
+    closedir(d);
+    if (n)
+        qsort(names, (size_t)n, sizeof *names, by_name);
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        char err[2048];
+        json_t *root = ub_json_load_file(names[i], err, sizeof err);
+        if (!root)
+            die("%s", err);
+        if (!json_is_object(root) || !json_object_get(root, "usbyte_report")) {
+            json_decref(root);
+            free(names[i]);
+            continue;
+        }
+        rp_report *r = add(l);
+        if (rp_from_json(root, names[i], r, err, sizeof err) != 0)
+            die("%s", err);
+        r->arg = arg;
+        found++;
+        free(names[i]);
+    }
+    free(names);
+    if (!found)
+        die("%s: no usbyte report in this directory", dir);
+}
+
+static bool is_dir(const char *p)
 {
     struct stat st;
-    if (stat(arg, &st) == 0 || !strpbrk(arg, "*?[")) {
-        add_path(paths, n, arg);
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static void load_arg(loaded *l, const char *arg)
+{
+    struct stat st;
+    if (stat(arg, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            load_dir(l, arg, arg);
+        else
+            load_file(l, arg, arg);
+        return;
+    }
+    if (!strpbrk(arg, "*?[")) {
+        load_file(l, arg, arg); /* says that it does not exist */
         return;
     }
     glob_t g;
-    if (glob(arg, 0, NULL, &g) != 0) {
-        char msg[1200];
-        snprintf(msg, sizeof msg, "%s: no file matches", arg);
-        die(msg);
+    if (glob(arg, 0, NULL, &g) != 0)
+        die("%s: no file matches", arg);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        if (is_dir(g.gl_pathv[i]))
+            load_dir(l, g.gl_pathv[i], arg);
+        else
+            load_file(l, g.gl_pathv[i], arg);
     }
-    for (size_t i = 0; i < g.gl_pathc; i++)
-        add_path(paths, n, g.gl_pathv[i]);
     globfree(&g);
 }
 
 static int mkdirs(const char *dir)
 {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", dir);
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
     for (char *p = buf + 1; *p; p++)
         if (*p == '/') {
             *p = 0;
@@ -71,69 +172,124 @@ static int mkdirs(const char *dir)
     return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-static int disagreements(const rp_job *job)
+static double policy_iteration(const rp_comm *c, const char *name)
 {
-    int n = 0;
-    for (int k = 0; k < job->n_comm_ids; k++) {
-        const rp_comm *ref = rp_job_reference(job, job->comm_ids[k], NULL);
-        for (int i = 0; i < job->n; i++) {
-            const rp_comm *c = rp_comm_find(&job->r[i], job->comm_ids[k]);
-            n += !c || rp_comm_diff(ref, c) != 0;
-        }
-    }
-    return n;
+    for (int i = 0; i < c->n_policies; i++)
+        if (!strcmp(c->policies[i].name, name))
+            return c->policies[i].iteration;
+    return NAN;
 }
 
+/* The page's answers as text: the same problems, outcomes, reasons and fixes, each once. */
 static void summary(const rp_job *job, FILE *f)
 {
     fprintf(f, "usbyte: %d of %d rank reports", job->n, job->world_size);
-    int bad = disagreements(job);
-    fprintf(f, "%s\n", job->n < 2 ? "" : bad ? "; THE RANKS DISAGREE (see the page)" : ", all agree");
+    if (job->n_problems) {
+        fprintf(f, "; THE RANKS DISAGREE (see the page):\n");
+        for (int i = 0; i < job->n_problems; i++)
+            fprintf(f, "  - %s\n", job->problems[i].text);
+    } else {
+        fprintf(f, "%s\n", job->n < 2 ? "" : ", all agree");
+    }
     if (!job->n_comm_ids)
         fputs("  no communicator was seen: no NCCL call reached usbyte (try usbyte-doctor)\n", f);
     for (int k = 0; k < job->n_comm_ids; k++) {
-        const rp_comm *c = rp_job_reference(job, job->comm_ids[k], NULL);
-        fprintf(f, "communicator %d (%d ranks, %ld allreduces/iteration): %s%s%s, %s\n", c->index, c->nranks,
-                c->calls_per_iteration, c->state, c->state_reason ? ": " : "", c->state_reason ? c->state_reason : "",
-                c->schedulable ? "schedulable" : "not schedulable");
+        int ref_i;
+        const rp_comm *c = rp_job_reference(job, job->comm_ids[k], &ref_i);
+        const char *why;
+        int bad;
+        rp_outcome o = rp_comm_outcome(&job->r[ref_i], c, &why, &bad);
+        fprintf(f, "communicator %d (%d ranks, %ld allreduces/iteration): %s%s%s (state %s, %s)\n", c->index, c->nranks,
+                c->calls_per_iteration, o == RP_SCHEDULED ? "Scheduled" : o == RP_OBSERVED ? "Observed" : "Not scheduled",
+                why ? ": " : "", why ? why : "", c->state, c->schedulable ? "schedulable" : "not schedulable");
         if (c->measured_iteration > 0)
             fprintf(f, "  measured iteration %.3f ms\n", c->measured_iteration * 1e3);
-        double wfbp = NAN;
-        for (int i = 0; i < c->n_policies; i++)
-            if (!strcmp(c->policies[i].name, "wfbp"))
-                wfbp = c->policies[i].iteration;
+        double compute = rp_compute_alone(c);
+        if (isfinite(compute) && c->measured_iteration > 0)
+            fprintf(f, "  communication exposed: %.3f ms of the %.3f ms iteration (compute alone %.3f ms)\n",
+                    fmax(0, c->measured_iteration - compute) * 1e3, c->measured_iteration * 1e3, compute * 1e3);
+        double wfbp = policy_iteration(c, "wfbp");
         if (c->have_plan)
             fprintf(f, "  plan %s predicts %.3f ms (%.2fx over wfbp %.3f ms), lower bound %.3f ms\n", c->plan.policy,
                     c->plan_reported * 1e3, wfbp / c->plan_reported, wfbp * 1e3, c->plan.lower_bound * 1e3);
         const rp_schedule *s = &c->schedule;
         if (s->present && isfinite(s->measured_iteration))
-            fprintf(f, "  scheduled (%ld iterations): %.3f ms against %.3f ms pass-through: %.2fx measured, %.2fx "
+            fprintf(f, "  scheduled (%ld iterations): %.3f ms against %.3f ms without the plan: %.2fx measured, %.2fx "
                        "predicted\n", s->iterations, s->measured_iteration * 1e3, s->measured_pass_through * 1e3,
                     s->measured_speedup, s->predicted_speedup);
         else if (s->present)
             fprintf(f, "  scheduled (%ld iterations): not measured yet; predicted %.3f ms\n", s->iterations,
                     s->predicted_iteration * 1e3);
-        for (int i = 0; i < c->n_reasons; i++) {
-            fprintf(f, "  why: %s\n", c->reasons[i]);
-            const char *h = rp_hint(c->reasons[i]);
-            if (h)
+        const char *fixes[64];
+        int n_fixes = 0;
+        for (int i = -1; i < c->n_reasons; i++) {
+            const char *reason = i < 0 ? why : c->reasons[i];
+            if (i >= 0 && why && !strcmp(why, reason))
+                continue;
+            if (i >= 0)
+                fprintf(f, "  why: %s\n", reason);
+            const char *h = rp_hint(reason);
+            bool said = false;
+            for (int j = 0; j < n_fixes; j++)
+                said |= fixes[j] == h;
+            if (h && !said && n_fixes < 64) {
+                fixes[n_fixes++] = h;
                 fprintf(f, "  fix: %s\n", h);
+            }
         }
-        const char *h = rp_hint(c->state_reason);
-        if (h)
-            fprintf(f, "  fix: %s\n", h);
     }
 }
+
+/* One line naming every file of each job, for a mix that is refused. */
+static _Noreturn void refuse_mix(const loaded *l, const int *group, int jobs)
+{
+    size_t len = 256;
+    for (int i = 0; i < l->n; i++)
+        len += strlen(l->r[i].path) + 4;
+    for (int j = 0; j < jobs; j++)
+        len += 96;
+    static char *msg; /* reachable at the exit that follows */
+    msg = ub_xcalloc(len, 1, "naming the files");
+    size_t used = (size_t)snprintf(msg, len, "these reports are of %d different jobs:", jobs);
+    for (int j = 0; j < jobs; j++) {
+        const char *id = NULL, *started = NULL;
+        for (int i = 0; i < l->n; i++)
+            if (group[i] == j) {
+                id = id ? id : l->r[i].job_id;
+                started = started ? started : l->r[i].run.started;
+            }
+        used += (size_t)snprintf(msg + used, len - used, "%s job %s%s%s%s:", j ? ";" : "", id ? id : "(no identity)",
+                                 started ? " started " : "", started ? started : "", "");
+        bool first = true;
+        for (int i = 0; i < l->n; i++)
+            if (group[i] == j) {
+                used += (size_t)snprintf(msg + used, len - used, "%s %s", first ? "" : ",", l->r[i].path);
+                first = false;
+            }
+    }
+    die("%s (give one job's reports, or two run directories to compare them)", msg);
+}
+
+/* Reachable from here while the program runs, so that a one-line exit (die) leaves nothing a leak
+ * checker calls lost. */
+static loaded l;
+static const char **args;
+static int *group;
+static rp_job job, two[2];
 
 int main(int argc, char **argv)
 {
     const char *dir = ".";
-    int want_summary = 0, quiet = 0, n = 0;
-    char **paths = NULL;
+    int want_summary = 0, quiet = 0, n_args = 0;
+    args = ub_xcalloc((size_t)argc, sizeof *args, "reading the arguments");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--list-policies")) {
+            for (int id = 0; id < UB_POLICY_COUNT; id++)
+                puts(ub_policy_name((ub_policy_id)id));
             return 0;
         } else if (!strcmp(a, "-o")) {
             if (i + 1 >= argc)
@@ -144,42 +300,79 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--quiet")) {
             quiet = 1;
         } else if (a[0] == '-' && a[1]) {
-            char msg[600];
-            snprintf(msg, sizeof msg, "%s: unknown option (usbyte-report --help)", a);
-            die(msg);
+            die("%s: unknown option (usbyte-report --help)", a);
         } else {
-            expand(&paths, &n, a);
+            args[n_args++] = a;
         }
     }
-    if (!n) {
+    if (!n_args) {
         usage(stderr);
         return 2;
     }
+    for (int i = 0; i < n_args; i++)
+        load_arg(&l, args[i]);
+    group = ub_xcalloc((size_t)(l.n ? l.n : 1), sizeof *group, "grouping reports");
+    int jobs = rp_group_jobs(l.r, l.n, group);
+    /* Two run directories, one whole job each: the comparison. */
+    bool compare = jobs == 2 && n_args == 2 && is_dir(args[0]) && is_dir(args[1]);
+    int job_of[2] = {-1, -1};
+    for (int i = 0; compare && i < l.n; i++) {
+        int side = l.r[i].arg == args[0] ? 0 : 1;
+        if (job_of[side] < 0)
+            job_of[side] = group[i];
+        compare = job_of[side] == group[i];
+    }
+    compare = compare && job_of[0] != job_of[1];
+    if (jobs > 1 && !compare)
+        refuse_mix(&l, group, jobs);
     char err[2048];
-    rp_report *reports = ub_xcalloc((size_t)n, sizeof *reports, "loading reports");
-    for (int i = 0; i < n; i++) {
-        if (rp_load(paths[i], &reports[i], err, sizeof err) != 0)
-            die(err);
-        free(paths[i]);
+    if (mkdirs(dir) != 0)
+        die("%s: cannot create the directory: %s", dir, strerror(errno));
+    if (jobs > 1) {
+        rp_job *job = two;
+        for (int j = 0; j < 2; j++) {
+            /* The reports of args[j]. */
+            int n = 0;
+            rp_report *rs = ub_xcalloc((size_t)l.n, sizeof *rs, "grouping reports");
+            for (int i = 0; i < l.n; i++)
+                if (l.r[i].arg == args[j])
+                    rs[n++] = l.r[i];
+            if (rp_job_make(&job[j], rs, n, err, sizeof err) != 0)
+                die("%s", err);
+        }
+        free(l.r);
+        char path[4200];
+        snprintf(path, sizeof path, "%s/usbyte-compare.html", dir);
+        if (rp_write_compare(&job[0], args[0], &job[1], args[1], path, err, sizeof err) != 0)
+            die("%s", err);
+        if (want_summary)
+            for (int j = 0; j < 2; j++) {
+                printf("== %s %s\n", j ? "B:" : "A:", args[j]);
+                summary(&job[j], stdout);
+            }
+        if (!quiet)
+            printf("usbyte-report: wrote %s\n", path);
+        int rc = job[0].n_problems || job[1].n_problems ? 1 : 0;
+        rp_job_free(&job[0]);
+        rp_job_free(&job[1]);
+        free(group);
+        free(args);
+        return rc;
     }
-    free(paths);
-    rp_job job;
-    if (rp_job_make(&job, reports, n, err, sizeof err) != 0)
-        die(err);
-    if (mkdirs(dir) != 0) {
-        snprintf(err, sizeof err, "%s: cannot create the directory: %s", dir, strerror(errno));
-        die(err);
-    }
-    char html[1100], trace[1100];
+    if (rp_job_make(&job, l.r, l.n, err, sizeof err) != 0)
+        die("%s", err);
+    char html[4200], trace[4200];
     snprintf(html, sizeof html, "%s/usbyte-report.html", dir);
     snprintf(trace, sizeof trace, "%s/usbyte-trace.json", dir);
     if (rp_write_html(&job, html, err, sizeof err) != 0 || rp_write_trace(&job, trace, err, sizeof err) != 0)
-        die(err);
+        die("%s", err);
     if (want_summary)
         summary(&job, stdout);
     if (!quiet)
         printf("usbyte-report: wrote %s and %s\n", html, trace);
-    int rc = disagreements(&job) ? 1 : 0;
+    int rc = job.n_problems ? 1 : 0;
     rp_job_free(&job);
+    free(group);
+    free(args);
     return rc;
 }

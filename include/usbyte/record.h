@@ -42,6 +42,10 @@ typedef struct ub_record {
 int ub_record_init(ub_record *r, int warmup, int capacity);  /* -1: out of memory */
 void ub_record_free(ub_record *r);
 ub_rec_call *ub_record_at(ub_record *r, int iteration, int call);
+/* This rank's own iteration lengths (first ready to the next first ready; the only one, when
+ * there is one, to end_clock) into out[warmup] (NAN where unmeasured, and for the last of
+ * several), as ub_record_summarize averages them. */
+void ub_record_iterations(const ub_record *r, double *out);
 
 /* One rank's numbers per call, averaged over the warm-up.  Times are relative to each
  * iteration's first ready time (docs/model.md), -1 when never observed. */
@@ -157,6 +161,12 @@ typedef enum ub_agree_outcome {
  * bit-identical vectors, so every rank reaches the same outcome. */
 ub_agree_outcome ub_agree_decode(const double *max_vec, const double *sum_vec, ub_agreed *out);
 const char *ub_agree_outcome_reason(ub_agree_outcome o);
+/* For UB_AGREE_MISMATCH: what differs in the max-combined header (each half of which holds the
+ * largest and, negated, the smallest value over the ranks): the call sequence, the usbyte version,
+ * and every setting with the smallest and largest value, as one line into buf.  Returns the
+ * length the whole text needs (as snprintf does: call again with a larger buf when it is len or
+ * more). */
+size_t ub_agree_mismatch_text(const double combined[UB_AGREE_HEADER_LEN], char *buf, size_t len);
 void ub_agreed_free(ub_agreed *a);
 
 /* Builds the docs/model.md profile from agreed numbers: ready, need segments, forward durations,

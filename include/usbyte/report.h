@@ -1,6 +1,8 @@
 /* The per-rank report of the runtime (docs/design.md section 8): what was measured per
- * communicator, what every policy would gain and the chosen plan.  Pure JSON building and an
- * atomic file write (usbyte/atomic_write.h); no CUDA, so it is safe at exit. */
+ * communicator, what every policy would gain and the chosen plan, who ran it where, and this
+ * rank's own measurements beside the agreed ones.  Pure JSON building and an atomic file write
+ * (usbyte/atomic_write.h); no CUDA, so it is safe at exit.  Texts are never cut: the reasons are
+ * allocated to their length. */
 #ifndef USBYTE_REPORT_H
 #define USBYTE_REPORT_H
 
@@ -15,13 +17,42 @@
 #include "usbyte/policy.h"
 #include "usbyte/profile.h"
 
-#define UB_REPORT_MAX_REASONS 8
+/* Count, mean, extremes and standard deviation of some durations (seconds); n == 0: none. */
+typedef struct ub_spread {
+    int n;
+    double mean, min, max, stdev;
+} ub_spread;
+
+/* The spread of the n finite values of v (NANs skipped). */
+ub_spread ub_spread_of(const double *v, int n);
+/* {"n", "mean", "min", "max", "stdev"} (null where undefined). */
+json_t *ub_spread_json(const ub_spread *s);
+
+/* What this rank measured itself, before the agreement took the maximum over the ranks: the
+ * straggler view of the report compares these across ranks. */
+typedef struct ub_rank_local {
+    ub_spread iteration;        /* this rank's warm-up iterations, first ready to next first ready */
+    int n_calls;
+    double *ready;              /* per call: this rank's mean ready time, relative to its iteration's first */
+    /* The warm-up as it happened: per iteration and call its ready, start and end times on the
+     * host's CLOCK_REALTIME, in seconds from `origin` (NAN where unmeasured). */
+    double origin;              /* CLOCK_REALTIME seconds; NAN: no recording */
+    int rec_iterations;
+    double *rec;                /* rec_iterations x n_calls x 3 */
+} ub_rank_local;
 
 typedef struct ub_comm_report {
     int index;                  /* creation order in this process */
+    uint64_t id;                /* the communicator's identity, the same on each of its ranks: a hash of
+                                   the ncclUniqueId it was created from (derived from the parent's for a
+                                   split); 0 unknown */
+    unsigned children;          /* communicators split or shrunk from this one so far: the next one's
+                                   identity derives from this count (the same on every rank, as splits
+                                   are collective over the parent) */
     int rank, nranks;
     const char *state;          /* "detect", "profile", "planned", "pass-through", ... */
-    char state_reason[256];     /* why pass-through/disabled; "" otherwise */
+    char state_reason[256];     /* why pass-through/disabled (short: the verdict's reasons say the
+                                   rest); "" otherwise */
     int calls_per_iteration;    /* allreduces per iteration (the profile's calls); 0 unknown */
     uint32_t nccl_calls_per_iteration;  /* every NCCL call of the period */
     uint64_t iterations_observed;       /* whole iterations seen since the period was found */
@@ -49,28 +80,51 @@ typedef struct ub_comm_report {
 
     bool schedulable;
     int n_reasons;
-    char reasons[UB_REPORT_MAX_REASONS][320];
+    char **reasons;             /* n_reasons texts, each allocated */
 
     bool have_plans;
     double policy_iteration[UB_POLICY_COUNT];
     int chosen;                 /* ub_policy_id of `plan` */
     ub_plan plan;
+
+    ub_rank_local local;
 } ub_comm_report;
 
 void ub_comm_report_init(ub_comm_report *r);
 void ub_comm_report_free(ub_comm_report *r);
+/* Adds a reason (nothing when out of memory); ub_comm_report_clear_reasons drops them all. */
 void ub_comm_report_add_reason(ub_comm_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ub_comm_report_clear_reasons(ub_comm_report *r);
+/* Replaces the rank-local measurements (takes ready and rec, which may be NULL). */
+void ub_comm_report_set_local(ub_comm_report *r, const ub_rank_local *l);
+/* "0123456789abcdef": 16 hex digits of an identity. */
+void ub_comm_id_text(uint64_t id, char out[17]);
 
 typedef struct ub_versions {
     const char *usbyte;
     int nccl;           /* NCCL_VERSION_CODE, 0 unknown */
     int cuda_runtime;   /* cudaRuntimeGetVersion, 0 unknown */
     int cuda_driver;    /* cudaDriverGetVersion, 0 unknown */
+    const char *nccl_library;    /* the file the real NCCL functions come from; NULL unknown */
+    const char *cudart_library;  /* the CUDA runtime's file; NULL unknown */
 } ub_versions;
+
+/* Who ran what where: the run details of the report (each may be NULL / NAN when unknown). */
+typedef struct ub_run_info {
+    double started;             /* CLOCK_REALTIME seconds when usbyte started in this process */
+    const char *host;
+    long pid;
+    const char *command;        /* the process's command line, arguments quoted where needed */
+    const char *gpu;            /* the CUDA device's name */
+    int device;                 /* its ordinal, -1 unknown */
+    /* USBYTE_* variables whose value was refused (the default was used): name = value given */
+    int n_ignored;
+    const char *ignored_name[32], *ignored_value[32];
+} ub_run_info;
 
 json_t *ub_comm_report_json(const ub_comm_report *r);
 json_t *ub_report_json(int rank, int world_size, const ub_config *cfg, const ub_versions *v,
-                       const ub_comm_report *const *comms, int n);
+                       const ub_run_info *run, const ub_comm_report *const *comms, int n);
 /* Writes doc to path with ub_write_file_atomic (a unique temporary in path's directory, fsync,
  * rename; only a regular file or a missing path is replaced).  0, or -1 with one line in err. */
 int ub_report_write(const char *path, const json_t *doc, char *err, size_t errlen);

@@ -4,9 +4,11 @@
 # one defining its own ncclAllReduce, one linked with libcudart_static.a (and stripped), a -Bsymbolic shared
 # library defining ncclAllReduce (and the same library without -Bsymbolic, whose calls go through
 # its PLT), a program importing cudaEventRecord under another version node, a non-ELF file and a
-# truncated ELF; then CUDA_HOME's libnccl.so.2 (its version equals nccl.h's) and --python with a
-# stand-in torch package.  Each gets its verdict line and the exit status (0 schedulable, 1 not,
-# 2 unusable input; several files: the worst).
+# truncated ELF, usbyte's own library, a -Bsymbolic CUDA runtime; then CUDA_HOME's libnccl.so.2
+# (its version equals nccl.h's) and --python with stand-in torch packages, which ends with one
+# verdict for the job.  Each gets its verdict line and the exit status (0 schedulable, 1 not, 2
+# unusable input; several files: the worst); the summary's counts are the verdict lines', and no
+# file is both bound inside and interposable.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -34,6 +36,30 @@ expect() {
     for p in "${pats[@]}"; do
         grep -Eq -- "$p" "$W/out" || fail "$name: no line matching '$p'"
     done
+    counts_match "$name"
+}
+
+# counts_match NAME: the summary's counts are the verdict lines' (one verdict per file, each
+# starting with one of the summary's words), and no file is called both interposable and
+# unreachable (-Bsymbolic binding the framework's calls).
+counts_match() {
+    local words=("interposable for schedule mode" "observe only" "not interposable" "nothing for usbyte here"
+                 "unusable input") w want got
+    local summary
+    if ! summary=$(grep '^usbyte-doctor: [0-9]* files\?:' "$W/out"); then
+        ! grep -q '^  verdict: ' "$W/out" || fail "$1: verdicts without a summary line"
+        return 0
+    fi
+    for w in "${words[@]}"; do
+        got=$(grep -c "^  verdict: $w\(:\|$\)" "$W/out" || true)
+        want=$(sed -n "s/.* \([0-9][0-9]*\) $w\(,.*\)\?$/\1/p" <<< "$summary")
+        [ "$got" = "$want" ] || fail "$1: $got verdict lines '$w', the summary says '$want': $summary"
+    done
+    [ "$(grep -c '^  verdict: ' "$W/out" || true)" -eq "$(grep -c '^[^ ].*:$' "$W/out" || true)" ] ||
+        fail "$1: not one verdict per file"
+    awk '/^[^ ].*:$/ {f=$0; b=0} /cannot intercept/ {b=1} /verdict: interposable/ && b {print f}' "$W/out" |
+        grep -q . && fail "$1: a file both bound inside (-Bsymbolic) and interposable"
+    return 0
 }
 
 CC=${CC:-cc}
@@ -94,10 +120,25 @@ expect "library calling its own export through the PLT" 0 \
     'NCCL: linked into the file .*called through a dynamic relocation: LD_PRELOAD still intercepts it' \
     'verdict: interposable for schedule mode' -- "$W/libplt.so"
 expect "non-ELF" 2 'verdict: unusable input: not an ELF file' -- "$W/text.so"
+expect "usbyte's own library" 0 "this is usbyte's own library" "verdict: nothing for usbyte here: usbyte's own library" \
+    '1 files?: 0 interposable for schedule mode, 0 observe only, 0 not interposable, 1 nothing for usbyte here' \
+    -- "$BUILD/libusbyte.so"
+cp "$BUILD/libusbyte.so" "$W/renamed.so"
+expect "usbyte's own library, renamed" 0 "verdict: nothing for usbyte here: usbyte's own library" -- "$W/renamed.so"
+mkdir -p "$W/rtsym"
+printf 'int cudaEventRecord(void *e, void *s) { (void)e; (void)s; return 0; }\nint rt_self(void) { return cudaEventRecord(0, 0); }\n' > "$W/rtsym.c"
+$CC -O0 -fPIC -shared -Wl,-Bsymbolic -Wl,-soname,libcudart.so.12 -o "$W/rtsym/libcudart.so.12" "$W/rtsym.c"
+expect "a -Bsymbolic CUDA runtime" 0 'binding: linked with -Bsymbolic; the calls it binds inside are its own internal ones' \
+    'verdict: nothing for usbyte here: the CUDA runtime itself' -- "$W/rtsym/libcudart.so.12"
+rc=0
+"$DOC" --lib > "$W/out" 2>&1 || rc=$?
+[ $rc -eq 2 ] && [ "$(cat "$W/out")" = "usbyte-doctor: --lib: needs the path of a libusbyte.so" ] ||
+    fail "--lib without a value: exit $rc, $(cat "$W/out")"
 expect "truncated ELF" 2 'verdict: unusable input: truncated ELF' -- "$W/truncated"
 expect "missing file" 2 'verdict: unusable input: cannot open: No such file' -- "$W/none"
-expect "several files: the worst" 2 '3 files: 1 interposable for schedule mode, 1 not .*, 1 unusable' -- \
-    "$W/dyn_emu" "$W/own" "$W/text.so"
+expect "several files: the worst" 2 \
+    '3 files: 1 interposable for schedule mode, 0 observe only, 1 not interposable, 0 nothing for usbyte here, 1 unusable input' \
+    -- "$W/dyn_emu" "$W/own" "$W/text.so"
 
 # The CUDA 12 import: interposable exactly when libusbyte.so defines the version node libcudart.so.12.
 # (readelf into a file first: grep -q stops reading at the first match, and under pipefail
@@ -117,7 +158,7 @@ if [ -f "$CUDA_HOME/lib64/libcudart_static.a" ]; then
         -Wl,-rpath-link,"$EMU" -lnccl -lpthread -ldl -lrt
     expect "libcudart_static.a" 1 "$IMPORTED" \
         'CUDA runtime: linked statically \(cudaEventRecord defined in the file at 0x[0-9a-f]+\): completion cannot be redirected' \
-        'verdict: observe only: the CUDA runtime is linked statically' -- "$W/static_rt"
+        'verdict: observe only: relink it with the shared runtime \(nvcc -cudart shared.*USBYTE_MODE=observe$' -- "$W/static_rt"
     # Stripped, the runtime is still recognised by the error names it carries.
     strip -o "$W/static_rt_stripped" "$W/static_rt"
     expect "libcudart_static.a, stripped" 1 "$IMPORTED" \
@@ -145,7 +186,24 @@ mkdir -p "$W/py/torch/lib"
 cp "$W/libsymbolic.so" "$W/py/torch/lib/libtorch_cuda.so"
 cp "$W/dyn_emu" "$W/py/torch/lib/libc10_cuda.so"
 PYTHONPATH=$W/py expect "--python" 1 "usbyte-doctor: --python: $W/py/torch/lib/libtorch_cuda.so" \
-    "^$W/py/torch/lib/libc10_cuda.so:" '2 files: 1 interposable for schedule mode, 1 not' -- --python
+    "^$W/py/torch/lib/libc10_cuda.so:" '2 files: 1 interposable for schedule mode, 0 observe only, 1 not interposable' \
+    "^usbyte-doctor: the job with this python3's torch/horovod: usbyte cannot reach its NCCL calls: $W/py/torch/lib/libtorch_cuda.so links NCCL statically" \
+    -- --python
+tail -1 "$W/out" | grep -q "^usbyte-doctor: the job with" || fail "--python does not end with the job's verdict"
+# A torch whose NCCL caller imports it: schedule mode works; with a static runtime: observe only.
+mkdir -p "$W/py2/torch/lib"
+: > "$W/py2/torch/__init__.py"
+cp "$W/dyn_emu" "$W/py2/torch/lib/libtorch_cuda.so"
+cp "$CUDA_HOME/lib64/libnccl.so.2" "$W/py2/torch/lib/" 2> /dev/null || true
+PYTHONPATH=$W/py2 expect "--python, interposable" 0 \
+    "^usbyte-doctor: the job with this python3's torch/horovod: schedule mode will work: $W/py2/torch/lib/libtorch_cuda.so imports ncclAllReduce and cudaEventRecord@libcudart.so.13" \
+    -- --python
+if [ -f "$CUDA_HOME/lib64/libcudart_static.a" ]; then
+    cp "$W/static_rt" "$W/py2/torch/lib/libtorch_cuda.so"
+    PYTHONPATH=$W/py2 expect "--python, static runtime" 1 \
+        "^usbyte-doctor: the job with this python3's torch/horovod: observe only: $W/py2/torch/lib/libtorch_cuda.so" \
+        -- --python
+fi
 if python3 -c 'import importlib.util as u, sys; sys.exit(any(u.find_spec(m) for m in ("torch", "horovod")))'; then
     PYTHONPATH=$W/nothing expect "--python without torch" 2 'python3 imports neither torch nor horovod' -- --python
 fi

@@ -1,22 +1,19 @@
 #!/usr/bin/env bash
 # usbyte-report on reports that the tests produce: the DDP-like trainer on 4 emulated ranks and the
-# fused Horovod-like trainer on 2 (not schedulable, with a reason and its fix), in observe mode.
-# Checked (tools_report_check.py): every number the page shows equals its report's, every policy's
-# timeline lane, plan block, profile call and rank row is there, the page loads nothing from
-# outside, its SVGs are well-formed, the trace's blocks are the report's plan and usbyte-sim's
-# plans of the other policies; the timeline is usbyte-sim --svg's drawing; a schedule-mode report
-# (derived from a real one by adding the runtime's "schedule" object, and one the runtime wrote in
-# schedule mode) shows its measurements; ranks that disagree are shown in red and exit 1; another
-# report version and malformed input exit 2 with one line naming the file and the place.  With chromium: the page loads without a
-# console message, a screenshot is not blank and shows the verdict, and the DOM's numbers equal
-# the JSON's.
-source "$(dirname "$0")/trainers/observe_lib.sh"
-REPORT=$BUILD/usbyte-report
-SIM=$BUILD/usbyte-sim
-CHK="python3 $ROOT/tests/integration/tools_report_check.py"
-[ -x "$REPORT" ] || { echo "missing $REPORT (make)"; exit 1; }
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# fused Horovod-like trainer on 2 (not schedulable, with a reason and its fix), in observe mode,
+# and a schedule-mode report derived from them.  Checked (tools_report_check.py): every number the
+# page shows equals its report's, the numbers it derives (communication exposed, share hidden,
+# ready-time spread across ranks) follow from the reports, the headline follows the state, each
+# reason and fix appears once, the chart has an axis and a legend and says which predictions are
+# equal, the run's details are shown, every policy's timeline lane, plan block, profile call and
+# rank row is there, the page loads nothing from outside, its SVGs are well-formed; the trace
+# follows the Chrome trace event format, its model is the report's plan and usbyte-sim's plans, and
+# each rank's recording is its report's; the timeline is usbyte-sim --svg's drawing; ranks that
+# disagree are shown in red and exit 1; another report version and malformed input exit 2 with one
+# line naming the file and the place.  With chromium: the page loads without a console message, a
+# screenshot is not blank and shows the verdict, and the DOM's numbers equal the JSON's.
+# tools_report_modes.sh covers the runtime's schedule mode, tools_report_jobs.sh jobs and runs.
+source "$(dirname "$0")/tools_report_lib.sh"
 
 mkdir -p "$WORK/ddp" "$WORK/hvd"
 USBYTE_REPORT="$WORK/ddp/report-%r.json" run ddp "$WORK/ddp.out" 4 yes -- ddp_like \
@@ -25,14 +22,6 @@ USBYTE_REPORT="$WORK/hvd/report-%r.json" run horovod "$WORK/hvd.out" 2 yes -- ho
     --profile "$PROFILES/vgg16-v100-b64-barrier.json" --iters 12 --time-scale 0.05 --bytes-scale 0.002
 mapfile -t DDP < <(reports "$WORK/ddp" 4)
 mapfile -t HVD < <(reports "$WORK/hvd" 2)
-
-# check NAME DIR REPORTS...: the page and the trace of DIR against the reports.
-check() {
-    local name=$1 dir=$2
-    shift 2
-    $CHK html "$dir/usbyte-report.html" "$@" || fail "$name: page"
-    $CHK trace "$dir/usbyte-trace.json" "$@" --sim "$SIM" || fail "$name: trace"
-}
 
 # ---- observe reports ----
 "$REPORT" "${DDP[@]}" -o "$WORK/out-ddp" > "$WORK/stdout" || fail "ddp: exit $?"
@@ -66,7 +55,8 @@ for path in sys.argv[2:]:
     # Measured blocks: the plan's, each a little late, by an amount that depends on rank and block.
     late = [0.0002 * (1 + (r["rank"] + b) % 3) for b in range(len(plan["blocks"]))]
     blocks = [{"start": b["start"] + d, "end": b["end"] + d} for b, d in zip(plan["blocks"], late)]
-    meas = plan["iteration"] * 1.04 + 0.0001 * r["rank"]
+    # Faster than without the plan whatever the machine measured (the page is green then).
+    meas = c["measured_iteration"] * 0.8 + 0.0001 * r["rank"]
     c["schedule"] = {"iterations": 20 + r["rank"], "measured_iteration": meas,
                      "predicted_iteration": plan["iteration"], "measured_pass_through": c["measured_iteration"],
                      "measured_speedup": c["measured_iteration"] / meas,
@@ -80,17 +70,8 @@ mapfile -t SCHED < <(reports "$WORK/sched" 4)
 check schedule "$WORK/out-sched" "${SCHED[@]}"
 grep -q 'id="optimal-0">optimal' "$WORK/out-sched/usbyte-report.html" || fail "schedule: optimal not shown"
 grep -q '>Scheduled<' "$WORK/out-sched/usbyte-report.html" || fail "schedule: verdict does not say scheduled"
-grep -q '<th>scheduled iteration (ms)</th>' "$WORK/out-sched/usbyte-report.html" || fail "schedule: no per-rank column"
-
-# ---- schedule mode as the runtime writes it (its "schedule" object, whatever it measured) ----
-mkdir -p "$WORK/real-sched"
-USBYTE_MODE=schedule USBYTE_MIN_GAIN_PCT=0 USBYTE_REPORT="$WORK/real-sched/report-%r.json" run ddp-schedule "$WORK/real-sched.out" 4 yes -- \
-    ddp_like --profile "$PROFILES/resnet50-v100-b64-barrier.json" --iters 40 --time-scale 0.2 --bytes-scale 0.01
-mapfile -t RS < <(reports "$WORK/real-sched" 4)
-jq -e '.comms[0].schedule | type == "object"' "${RS[0]}" > /dev/null \
-    || fail "the runtime wrote no \"schedule\" object in schedule mode (USBYTE_MIN_GAIN_PCT=0: the plan runs)"
-"$REPORT" --quiet "${RS[@]}" -o "$WORK/out-real-sched" || fail "runtime's schedule mode: exit $?"
-check "runtime's schedule mode" "$WORK/out-real-sched" "${RS[@]}"
+grep -q '<th title="this rank.s steady iterations with the plan running">own iteration, plan running' \
+    "$WORK/out-sched/usbyte-report.html" || fail "schedule: no per-rank column"
 
 # ---- two communicators: the second a copy of the first under index 1 ----
 mkdir -p "$WORK/two"
@@ -148,31 +129,14 @@ expect_bad "a profile" "$PROFILES/vgg16-v100-b64.json: a usbyte profile, not a r
 expect_bad "missing file" "$B/none.json" "$B/none.json"
 expect_bad "no match" "$B/nothing-\*.json: no file matches" "$B/nothing-*.json"
 expect_bad "one rank twice" "rank: 0 is also the rank of .*: not one job" "${DDP[0]}" "$B/../ddp/report-0.json"
-expect_bad "two jobs" "world_size: .*not one job" "${DDP[0]}" "${HVD[1]}"
+expect_bad "two jobs" "these reports are of 2 different jobs: job [0-9a-f]{16} started [0-9T:Z-]+: ${DDP[0]}; job [0-9a-f]{16} started [0-9T:Z-]+: ${HVD[1]} \(give one job's reports" "${DDP[0]}" "${HVD[1]}"
 
 # ---- a real browser ----
-if command -v chromium > /dev/null; then
-    browse() { # browse OUTPUT_STDERR ARGS...: headless chromium, its messages in OUTPUT_STDERR
-        local log=$1
-        shift
-        timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$WORK/chrome" \
-            --enable-logging=stderr --v=0 "$@" 2> "$log"
-    }
-    # The verdict is on the first screen: its box's background (report_html.c's .ok #e8f5e9, .bad
-    # #ffebee) fills a band of the 1280x900 screenshot; on the green pages the ranks' agreement is
-    # the other green band.
-    for name in ddp sched hvd; do
-        page="file://$WORK/out-$name/usbyte-report.html"
-        browse "$WORK/$name-dom.err" --dump-dom "$page" > "$WORK/$name-dom.html" || fail "chromium --dump-dom $name"
-        $CHK console "$WORK/$name-dom.err" || fail "$name: console messages"
-        reps=("${DDP[@]}") bands=(--band e8f5e9:2)
-        [ $name = sched ] && reps=("${SCHED[@]}")
-        [ $name = hvd ] && reps=("${HVD[@]}") bands=(--band ffebee:1)
-        $CHK html "$WORK/$name-dom.html" "${reps[@]}" --dom || fail "$name: the browser's DOM"
-        browse "$WORK/$name-shot.err" --screenshot="$WORK/$name.png" --window-size=1280,900 "$page" > /dev/null ||
-            fail "chromium --screenshot $name"
-        $CHK png "$WORK/$name.png" --min-width 1280 --min-height 900 "${bands[@]}" || fail "$name: screenshot"
-    done
+if have_browser; then
+    # Green bands: the ranks' agreement and a schedulable verdict; red: a verdict that is not.
+    in_browser ddp "$WORK/out-ddp/usbyte-report.html" 0 e8f5e9:2 -- "${DDP[@]}"
+    in_browser sched "$WORK/out-sched/usbyte-report.html" 0 e8f5e9:2 -- "${SCHED[@]}"
+    in_browser hvd "$WORK/out-hvd/usbyte-report.html" 0 ffebee:1 -- "${HVD[@]}"
     # The checks can fail: a page that throws, and a blank page.
     printf '<!DOCTYPE html><title>t</title><p>x</p><script>nosuch();</script>\n' > "$WORK/throws.html"
     browse "$WORK/throws.err" --dump-dom "file://$WORK/throws.html" > /dev/null

@@ -5,6 +5,8 @@
   tools_report_check.py trace TRACE REPORT... --sim USBYTE_SIM
   tools_report_check.py png SCREENSHOT --min-width W --min-height H [--band RRGGBB:N ...]
   tools_report_check.py console CHROMIUM_STDERR
+  tools_report_check.py validate TRACE
+  tools_report_check.py compare PAGE REPORT_A... -- REPORT_B...
 
 Prints one line per failure and exits 1 when there is any; the expected values are all derived
 from the report files (and, for the other policies' plans, from usbyte-sim), never from the page.
@@ -118,6 +120,149 @@ def has_class(a, cls):
     return cls in (a.get("class") or "").split()
 
 
+def expected_outcome(rep, c):
+    """The headline (tools/report_job.c's rp_comm_outcome) from the report alone."""
+    s = c.get("schedule")
+    if s and (s.get("iterations", 0) > 0 or c["state"] == "schedule"):
+        slower = s.get("measured_speedup") is not None and s["measured_speedup"] < 1
+        return "Scheduled", "warn" if slower else "ok"
+    observe = (rep.get("config") or {}).get("USBYTE_MODE") == "observe"
+    state, ok = c["state"], c["verdict"]["schedulable"]
+    reason = c.get("state_reason") or ""
+    if state in ("detect", "profile", "agree"):
+        return ("Observed" if observe else "Not scheduled"), "warn"
+    passed = state in ("pass-through", "disabled")
+    if observe:
+        bad = passed or not ok
+        return "Observed", "bad" if bad else "ok" if c.get("plan") else "warn"
+    if passed:
+        return "Not scheduled", "warn" if "USBYTE_MIN_GAIN_PCT" in reason else "bad"
+    return "Not scheduled", "warn" if ok else "bad"
+
+
+def derived(pg, cls, idx):
+    """The data-v of the element of class cls inside #verdict-idx (None when absent)."""
+    for t, a, anc in pg.elements:
+        if has_class(a, cls) and inside(anc, "id", "verdict-%d" % idx) and "data-v" in a:
+            return float(a["data-v"])
+    return None
+
+
+def check_derived(pg, c, idx):
+    """The numbers the page derives (exposed communication, share hidden) from the report's."""
+    prof = c.get("profile")
+    if not prof or not c.get("measured_iteration"):
+        return
+    compute = prof.get("backward_end", 0) + prof.get("gap", 0) + sum(prof.get("forward", [0]))
+    exposed = max(0.0, c["measured_iteration"] - compute)
+    for cls, want in (("compute", compute), ("exposed", exposed)):
+        got = derived(pg, cls, idx)
+        if got is None or abs(got - want) > 1e-12 * max(1, abs(want)):
+            fail("comm %d %s: page %r, report gives %r" % (idx, cls, got, want))
+    pol = {p["policy"]: p["iteration"] for p in c.get("policies", [])}
+    plan = c.get("plan")
+    if plan and "wfbp" in pol and pol["wfbp"] - compute > 0 and exposed >= 0.01 * c["measured_iteration"]:
+        want = (pol["wfbp"] - plan["iteration"]) / (pol["wfbp"] - compute)
+        got = derived(pg, "hidden-predicted", idx)
+        if got is None or abs(got - want) > 1e-9:
+            fail("comm %d share hidden (predicted): page %r, report gives %r" % (idx, got, want))
+    s = c.get("schedule")
+    if s and s.get("measured_iteration") is not None and exposed >= 0.01 * c["measured_iteration"]:
+        slower = s["measured_iteration"] > c["measured_iteration"]
+        want = s["measured_iteration"] - c["measured_iteration"] if slower else \
+            (c["measured_iteration"] - s["measured_iteration"]) / exposed
+        got = derived(pg, "slower-by" if slower else "hidden-measured", idx)
+        if got is None or abs(got - want) > 1e-9:
+            fail("comm %d share hidden (measured): page %r, report gives %r" % (idx, got, want))
+
+
+def check_chart(pg, c, idx):
+    """The chart: an axis with ticks, a legend, no bar for a time not measured, equal bars said equal."""
+    els = [e for e in pg.elements if inside(e[2], "id", "bars-%d" % idx)]
+    bars = [e for e in els if has_class(e[1], "bar")]
+    if not c.get("measured_iteration") and not c.get("policies"):
+        if bars:
+            fail("bars-%d: %d bars drawn for nothing measured" % (idx, len(bars)))
+        return
+    if sum(1 for e in els if has_class(e[1], "tick")) < 2:
+        fail("bars-%d: no axis ticks" % idx)
+    if not any(has_class(e[1], "legend") for e in els):
+        fail("bars-%d: no legend" % idx)
+    for e in bars:
+        if float(e[1].get("width", 0)) <= 0:
+            fail("bars-%d: a bar of width %s" % (idx, e[1].get("width")))
+    its = [p["iteration"] for p in c.get("policies", [])]
+    equal = sum(1 for i, v in enumerate(its) if any(abs(v - w) <= 1e-9 * max(abs(v), abs(w)) for w in its[:i]))
+    said = sum(1 for e in els if has_class(e[1], "same-as"))
+    if said != equal:
+        fail("bars-%d: %d policies predict the same as an earlier one, %d said so" % (idx, equal, said))
+
+
+def element_text(raw, id_):
+    """The text inside the element with this id (tags dropped, entities kept as written)."""
+    m = re.search(r'<(\w+)[^>]*\bid="%s"[^>]*>(.*?)</\1>' % re.escape(id_), raw, re.S)
+    return re.sub(r"<[^>]+>", "", m.group(2)) if m else None
+
+
+def esc(t):
+    return t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def expand_ranks(text):
+    """{0, 1, 2, 5} from "0-2, 5"."""
+    out = set()
+    for part in text.split(","):
+        a, _, b = part.strip().partition("-")
+        out |= set(range(int(a), int(b or a) + 1))
+    return out
+
+
+def check_run(pg, raw, reps):
+    """The run's details: start, hosts, command, GPU, versions, settings and refused values."""
+    for id_ in ("run-started", "run-hosts", "run-command", "run-gpu", "run-versions", "run-settings"):
+        if id_ not in pg.ids:
+            fail("no #" + id_)
+    r0 = reps[min(reps)]
+    run = r0.get("run") or {}
+    for key, id_ in (("command", "run-command"), ("host", "run-hosts"), ("gpu", "run-gpu"), ("started", "run-started")):
+        if run.get(key) and esc(run[key]) not in (element_text(raw, id_) or ""):
+            fail("#%s does not show rank %d's %s %r" % (id_, r0["rank"], key, run[key]))
+    for rank, rep in reps.items():
+        for name, value in ((rep.get("config") or {}).get("ignored") or {}).items():
+            shown = re.search(r"ranks? ([0-9, -]+): <code>%s=%s</code> is not a valid value" % (
+                re.escape(esc(name)), re.escape(esc(value or "?"))), raw)
+            if not shown or rank not in expand_ranks(shown.group(1)):
+                fail("the refused %s=%r of rank %d is not shown" % (name, value, rank))
+    settings = element_text(raw, "run-settings") or ""
+    for name, src in ((r0.get("config") or {}).get("sources") or {}).items():
+        if src == "env" and name + "=" not in settings:
+            fail("#run-settings does not show %s (set in the environment)" % name)
+
+
+def check_ready_spread(pg, reps, c):
+    """Per call, the ranks' own ready times: earliest, latest and their spread."""
+    idx = c["index"]
+    n = len((c.get("profile") or {}).get("calls", []))
+    own = {}
+    for rank, rep in reps.items():
+        for cc in rep["comms"]:
+            if cc["index"] == idx and len((cc.get("local") or {}).get("ready", [])) == n:
+                own[rank] = cc["local"]["ready"]
+    rows = [e for e in pg.elements if e[0] == "tr" and "data-call" in e[1] and inside(e[2], "id", "ready-spread-%d" % idx)]
+    if len(own) < 2 or n < 2:
+        if rows:
+            fail("ready-spread-%d shown for %d ranks" % (idx, len(own)))
+        return
+    if len(rows) != n:
+        fail("ready-spread-%d: %d rows for %d calls" % (idx, len(rows), n))
+    cells = [e for e in pg.elements if has_class(e[1], "spread") and inside(e[2], "id", "ready-spread-%d" % idx)]
+    for k, e in enumerate(cells):
+        vals = [v[k] for v in own.values() if v[k] is not None]
+        want = max(vals) - min(vals)
+        if abs(float(e[1]["data-v"]) - want) > 1e-12:
+            fail("ready-spread-%d call %d: spread %s, reports give %r" % (idx, k, e[1]["data-v"], want))
+
+
 def check_html(page_path, report_paths, expect_problems, expect_diff, dom):
     reps = load_reports(report_paths)
     raw = open(page_path, encoding="utf-8").read()
@@ -162,13 +307,22 @@ def check_html(page_path, report_paths, expect_problems, expect_diff, dom):
 
     ref = min(reps)
     want = set()
+    # Each rank's own iteration times (the straggler view), not the agreed number repeated.
     for rank, rep in reps.items():
         for ci, c in enumerate(rep["comms"]):
-            want.add((rank, "comms/%d/measured_iteration" % ci))
-            if c.get("schedule") and c["schedule"].get("measured_iteration") is not None:
+            it = (c.get("local") or {}).get("iteration") or {}
+            if it.get("n", 0) > 0:
+                want |= {(rank, "comms/%d/local/iteration/%s" % (ci, k)) for k in ("mean", "stdev", "min", "max")}
+            s = c.get("schedule") or {}
+            sp = s.get("iteration_spread") or {}
+            if sp.get("n", 0) > 0:
+                want |= {(rank, "comms/%d/schedule/iteration_spread/%s" % (ci, k)) for k in ("mean", "min", "max")}
+            elif s.get("measured_iteration") is not None:
                 want.add((rank, "comms/%d/schedule/measured_iteration" % ci))
     for ci, c in enumerate(reps[ref]["comms"]):
         base = "comms/%d/" % ci
+        if c.get("measured_iteration", 0) > 0:
+            want.add((ref, base + "measured_iteration"))
         if c.get("fit"):
             want |= {(ref, base + "fit/" + k) for k in ("alpha", "beta", "rel_rms", "rms")}
         want |= {(ref, base + "policies/%d/iteration" % j) for j in range(len(c.get("policies", [])))}
@@ -200,16 +354,26 @@ def check_html(page_path, report_paths, expect_problems, expect_diff, dom):
                 fail("no element #" + what % idx)
         v = pg.ids.get("verdict-%d" % idx)
         if v:
-            ok = c["verdict"]["schedulable"]
-            planned = c["state"] in ("planned", "schedule")
-            want_cls = ("ok" if ok else "bad") if planned else "warn"
+            word, want_cls = expected_outcome(reps[ref], c)
+            if v[1].get("data-outcome") != word:
+                fail("verdict-%d says %r, want %r" % (idx, v[1].get("data-outcome"), word))
             if not has_class(v[1], want_cls):
                 fail("verdict-%d has class %r, want %r" % (idx, v[1].get("class"), want_cls))
+        # Each reason whole and once; each fix once.
         for reason in c["verdict"]["reasons"]:
-            if reason not in text:
-                fail("reason not shown: " + reason)
+            n = text.count(reason)
+            if n != 1:
+                fail("reason shown %d times (want once): %s" % (n, reason))
             if "HOROVOD_FUSION_THRESHOLD" in reason and not re.search(r"Fix: [^.]*HOROVOD_FUSION_THRESHOLD=0", text):
                 fail("no fix naming HOROVOD_FUSION_THRESHOLD=0 for: " + reason)
+        for m in set(re.findall(r"Fix: ([^<]*)<", raw)):
+            if raw.count("Fix: " + m + "<") != 1:
+                fail("fix shown %d times (want once): %s" % (raw.count("Fix: " + m + "<"), m))
+        check_derived(pg, c, idx)
+        check_chart(pg, c, idx)
+        pols = [e for e in pg.elements if e[0] == "tr" and "data-policy" in e[1] and inside(e[2], "id", "policies-%d" % idx)]
+        if [e[1]["data-policy"] for e in pols] != [p["policy"] for p in c.get("policies", [])]:
+            fail("policies-%d: rows %s" % (idx, [e[1]["data-policy"] for e in pols]))
         rows = [e for e in pg.elements if e[0] == "tr" and "data-rank" in e[1] and inside(e[2], "id", "ranks-%d" % idx)]
         if sorted(int(e[1]["data-rank"]) for e in rows) != sorted(reps):
             fail("ranks-%d: rows for ranks %s, want %s" % (idx, [e[1]["data-rank"] for e in rows], sorted(reps)))
@@ -253,6 +417,10 @@ def check_html(page_path, report_paths, expect_problems, expect_diff, dom):
                 if ends != len(groups):
                     fail("timeline-%d: %d iteration ends for %d plans" % (idx, ends, len(groups)))
 
+    check_run(pg, raw, reps)
+    for c in reps[ref]["comms"]:
+        check_ready_spread(pg, reps, c)
+
     cons = pg.ids.get("consistency")
     if not cons:
         fail("no #consistency")
@@ -269,77 +437,286 @@ def check_html(page_path, report_paths, expect_problems, expect_diff, dom):
     print("info: %d numbers checked against the reports, %d SVGs parsed" % (len(checked), len(svgs)))
 
 
+# The Chrome trace event format (docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU,
+# "Trace Event Format"), as far as this trace uses it, and what Perfetto's JSON importer needs:
+# an object with a "traceEvents" array (or the bare array), "displayTimeUnit" "ms" or "ns";
+# every event an object with a string "ph"; X (complete) events with name, integer pid and tid,
+# finite ts and dur >= 0; i/I (instant) events with ts and a scope "s" of g, p or t; M (metadata)
+# events named process_name, process_labels, process_sort_index, thread_name or
+# thread_sort_index with the matching args; B/E pairs balanced per thread; "args" an object;
+# and complete events on one thread nested, never partly overlapping (the importer would cut
+# them).
+PHASES = set("BEXiIMCbnesftPONDRcpv(") | {"I"}
+META = {"process_name": ("name", str), "process_labels": ("labels", str), "process_sort_index": ("sort_index", int),
+        "thread_name": ("name", str), "thread_sort_index": ("sort_index", int)}
+
+
+def validate_chrome_trace(doc):
+    errors = []
+    if isinstance(doc, list):
+        events = doc
+    elif isinstance(doc, dict):
+        events = doc.get("traceEvents")
+        if not isinstance(events, list):
+            return ["the object has no traceEvents array"]
+        if "displayTimeUnit" in doc and doc["displayTimeUnit"] not in ("ms", "ns"):
+            errors.append("displayTimeUnit %r is neither ms nor ns" % doc["displayTimeUnit"])
+        if "otherData" in doc and not isinstance(doc["otherData"], dict):
+            errors.append("otherData is not an object")
+    else:
+        return ["the document is neither an array nor an object"]
+
+    def number(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) != float("inf")
+
+    slices, stacks = {}, {}
+    for i, e in enumerate(events):
+        where = "traceEvents[%d]" % i
+        if not isinstance(e, dict):
+            errors.append("%s is not an object" % where)
+            continue
+        ph = e.get("ph")
+        if not isinstance(ph, str) or ph not in PHASES:
+            errors.append("%s: unknown phase %r" % (where, ph))
+            continue
+        if "args" in e and not isinstance(e["args"], dict):
+            errors.append("%s: args is not an object" % where)
+        if "cat" in e and not isinstance(e["cat"], str):
+            errors.append("%s: cat is not a string" % where)
+        for k in ("pid", "tid"):
+            if k in e and (not isinstance(e[k], int) or isinstance(e[k], bool)):
+                errors.append("%s: %s %r is not an integer" % (where, k, e[k]))
+        if ph == "M":
+            want = META.get(e.get("name"))
+            if not want:
+                errors.append("%s: metadata event %r" % (where, e.get("name")))
+            elif not isinstance((e.get("args") or {}).get(want[0]), want[1]):
+                errors.append("%s: %s without args.%s" % (where, e.get("name"), want[0]))
+            continue
+        if not isinstance(e.get("name"), str):
+            errors.append("%s: no name" % where)
+        if not number(e.get("ts")):
+            errors.append("%s: ts %r is not a finite number" % (where, e.get("ts")))
+            continue
+        key = (e.get("pid"), e.get("tid"))
+        if ph == "X":
+            if not number(e.get("dur")) or e["dur"] < 0:
+                errors.append("%s: dur %r" % (where, e.get("dur")))
+                continue
+            slices.setdefault(key, []).append((e["ts"], e["ts"] + e["dur"], where))
+        elif ph in ("i", "I"):
+            if e.get("s", "t") not in ("g", "p", "t"):
+                errors.append("%s: instant scope %r" % (where, e.get("s")))
+        elif ph == "B":
+            stacks.setdefault(key, []).append(where)
+        elif ph == "E":
+            if not stacks.get(key):
+                errors.append("%s: E without B" % where)
+            else:
+                stacks[key].pop()
+    for key, st in stacks.items():
+        if st:
+            errors.append("thread %s: %d B events never ended" % (key, len(st)))
+    for key, lst in slices.items():
+        lst.sort(key=lambda x: (x[0], -x[1]))
+        open_ = []
+        for s0, e0, where in lst:
+            while open_ and open_[-1][1] <= s0:
+                open_.pop()
+            if open_ and e0 > open_[-1][1] + 1e-3:
+                errors.append("thread %s: %s (%.3f..%.3f) overlaps %s (..%.3f) without nesting" % (
+                    key, where, s0, e0, open_[-1][2], open_[-1][1]))
+                break
+            open_.append((s0, e0, where))
+    return errors
+
+
+def model_origin(c):
+    """Where the model is drawn: the reference rank's first recorded first ready, else 0."""
+    wu = (c.get("local") or {}).get("warmup")
+    if wu and wu["iterations"] and wu["iterations"][0] and wu["iterations"][0][0][0] is not None:
+        return wu["origin"] + wu["iterations"][0][0][0]
+    rec = (c.get("schedule") or {}).get("recording")
+    if rec and rec["iterations"]:
+        return rec["origin"] + rec["iterations"][0]["start"]
+    return 0.0
+
+
+def close(a, b, tol=1.0):
+    """Equal to the trace's resolution: whole microseconds on an absolute clock."""
+    return abs(a - b) <= tol
+
+
 def check_trace(trace_path, report_paths, sim):
     reps = load_reports(report_paths)
     doc = json.load(open(trace_path))
+    for err in validate_chrome_trace(doc):
+        fail("trace format: " + err)
     ev = doc.get("traceEvents")
     if not isinstance(ev, list) or not ev:
         fail("no traceEvents")
         return
-    names = {}
-    procs = {}
+    names, procs = {}, {}
     for e in ev:
         if e.get("ph") == "M" and e.get("name") == "thread_name":
             names[(e["pid"], e["tid"])] = e["args"]["name"]
         if e.get("ph") == "M" and e.get("name") == "process_name":
             procs[e["pid"]] = e["args"]["name"]
-        if e.get("ph") == "X":
-            for k in ("ts", "dur", "pid", "tid", "name"):
-                if k not in e:
-                    fail("complete event without %s: %s" % (k, e))
-            if e.get("dur", 0) < 0 or e.get("ts", 0) < 0:
-                fail("negative time: %s" % e)
-    if sorted(procs) != sorted(reps):
-        fail("processes %s, want one per rank %s" % (sorted(procs), sorted(reps)))
+    world = next(iter(reps.values()))["world_size"]
+    ranks = sorted(p for p in procs if p != world)
+    if ranks != sorted(reps):
+        fail("processes %s, want one per rank %s" % (ranks, sorted(reps)))
+    if not procs.get(world, "").startswith("model"):
+        fail("no model process (pid %d)" % world)
     tracks = {}
     for e in ev:
-        if e.get("ph") == "X":
+        if e.get("ph") in ("X", "i"):
             tracks.setdefault(names.get((e["pid"], e["tid"]), "?"), {}).setdefault(e["pid"], []).append(e)
-    for rank, rep in reps.items():
-        src = next(p for p in report_paths if json.load(open(p))["rank"] == rank)
-        for ci, c in enumerate(rep["comms"]):
-            if not c.get("profile"):
+    # The model: once, from the reference rank (the lowest) and usbyte-sim's plans of its profile.
+    ref = min(reps)
+    src = next(p for p in report_paths if json.load(open(p))["rank"] == ref)
+    for ci, c in enumerate(reps[ref]["comms"]):
+        if not c.get("profile"):
+            continue
+        idx, at = c["index"], model_origin(c) * 1e6
+        sim_plans = {}
+        out = subprocess.run([sim, src, "--comm", str(ci), "--policy", "all", "--json"], check=True,
+                             capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            p = json.loads(line)
+            sim_plans[p["policy"]] = p
+        if c.get("plan"):
+            sim_plans[c["plan"]["policy"]] = c["plan"]  # the chosen plan is the report's own
+        for pol, plan in sim_plans.items():
+            got = sorted((e for e in tracks.get("comm %d: %s link" % (idx, pol), {}).get(world, []) if e["ph"] == "X"),
+                         key=lambda e: e["ts"])
+            if len(got) != len(plan["blocks"]):
+                fail("model comm %d %s: %d blocks in the trace, %d in the plan" % (idx, pol, len(got), len(plan["blocks"])))
                 continue
+            for e, b in zip(got, plan["blocks"]):
+                if not close(e["ts"], at + b["start"] * 1e6) or not close(e["ts"] + e["dur"], at + b["end"] * 1e6):
+                    fail("model comm %d %s %s: %.3f+%.3f us, plan %.3f..%.3f" % (
+                        idx, pol, e["name"], e["ts"] - at, e["dur"], b["start"] * 1e6, b["end"] * 1e6))
+                    break
+            fw = tracks.get("comm %d: %s forward" % (idx, pol), {}).get(world, [])
+            if len(fw) != len(c["profile"]["forward"]):
+                fail("model comm %d %s: %d forward segments, the profile has %d" % (
+                    idx, pol, len(fw), len(c["profile"]["forward"])))
+            elif pol == c.get("plan", {}).get("policy"):
+                end = max(e["ts"] + e["dur"] for e in fw)
+                if not close(end, at + plan["iteration"] * 1e6):
+                    fail("model comm %d %s: forward ends at %.3f us, the plan's iteration is %.3f us" % (
+                        idx, pol, end - at, plan["iteration"] * 1e6))
+    # Each rank: its own recording, on its clock, and its own plan's prediction beside it.
+    recorded = 0
+    for rank, rep in reps.items():
+        for c in rep["comms"]:
             idx = c["index"]
-            sim_plans = {}
-            out = subprocess.run([sim, src, "--comm", str(ci), "--policy", "all", "--json"], check=True,
-                                 capture_output=True, text=True).stdout
-            for line in out.splitlines():
-                p = json.loads(line)
-                sim_plans[p["policy"]] = p
-            if c.get("plan"):
-                sim_plans[c["plan"]["policy"]] = c["plan"]  # the chosen plan is the report's own
-            for pol, plan in sim_plans.items():
-                got = tracks.get("comm %d: %s link" % (idx, pol), {}).get(rank, [])
-                got.sort(key=lambda e: e["ts"])
-                if len(got) != len(plan["blocks"]):
-                    fail("rank %d comm %d %s: %d blocks in the trace, %d in the plan" % (rank, idx, pol, len(got),
-                                                                                      len(plan["blocks"])))
-                    continue
-                for e, b in zip(got, plan["blocks"]):
-                    if abs(e["ts"] - b["start"] * 1e6) > 1e-3 or abs(e["ts"] + e["dur"] - b["end"] * 1e6) > 1e-3:
-                        fail("rank %d comm %d %s %s: %.3f+%.3f us, plan %.3f..%.3f" % (
-                            rank, idx, pol, e["name"], e["ts"], e["dur"], b["start"] * 1e6, b["end"] * 1e6))
-                        break
-                fw = tracks.get("comm %d: %s forward" % (idx, pol), {}).get(rank, [])
-                if len(fw) != len(c["profile"]["forward"]):
-                    fail("rank %d comm %d %s: %d forward segments, the profile has %d" % (
-                        rank, idx, pol, len(fw), len(c["profile"]["forward"])))
-                elif pol == c.get("plan", {}).get("policy"):
-                    end = max(e["ts"] + e["dur"] for e in fw)
-                    if abs(end - plan["iteration"] * 1e6) > 1e-2:
-                        fail("rank %d comm %d %s: forward ends at %.3f us, the plan's iteration is %.3f us" % (
-                            rank, idx, pol, end, plan["iteration"] * 1e6))
-            s = c.get("schedule")
-            got = tracks.get("comm %d: measured blocks (schedule)" % idx, {}).get(rank, [])
-            want = s["blocks"] if s else []
+            wu = (c.get("local") or {}).get("warmup")
+            got = sorted((e for e in tracks.get("comm %d: warm-up calls (measured)" % idx, {}).get(rank, [])
+                          if e["ph"] == "X"), key=lambda e: e["ts"])
+            want = []
+            for it in (wu or {}).get("iterations", []):
+                prev = float("-inf")
+                for k, (r0, s0, e0) in enumerate(it):
+                    if s0 is None or e0 is None or e0 < s0:
+                        continue
+                    s1 = max(s0, prev)
+                    if e0 >= s1:
+                        want.append((k, (wu["origin"] + s1) * 1e6, (wu["origin"] + e0) * 1e6))
+                        prev = e0
             if len(got) != len(want):
-                fail("rank %d comm %d: %d measured blocks in the trace, the report has %d" % (rank, idx, len(got),
-                                                                                             len(want)))
-            for e, b in zip(sorted(got, key=lambda e: e["ts"]), want):
-                if abs(e["ts"] - b["start"] * 1e6) > 1e-3 or abs(e["dur"] - (b["end"] - b["start"]) * 1e6) > 1e-3:
-                    fail("rank %d comm %d measured %s: %s, report %s" % (rank, idx, e["name"], e, b))
-    print("info: %d trace events, %d tracks" % (len(ev), len(names)))
+                fail("rank %d comm %d: %d warm-up calls in the trace, the report has %d" % (rank, idx, len(got), len(want)))
+            for e, (k, t0, t1) in zip(got, want):
+                if e["name"] != "call %d" % k or not close(e["ts"], t0) or not close(e["ts"] + e["dur"], t1):
+                    fail("rank %d comm %d: warm-up %s at %r, report call %d %r..%r" % (rank, idx, e["name"], e["ts"], k,
+                                                                                   t0, t1))
+                    break
+            recorded += len(want)
+            s = c.get("schedule") or {}
+            rec = s.get("recording")
+            got = sorted((e for e in tracks.get("comm %d: scheduled blocks (measured)" % idx, {}).get(rank, [])
+                          if e["ph"] == "X"), key=lambda e: e["ts"])
+            pred = sorted((e for name, per in tracks.items() if name.startswith("comm %d: " % idx) and "predicted at" in name
+                           for e in per.get(rank, [])), key=lambda e: e["ts"])
+            want, want_pred = [], []
+            prev = float("-inf")
+            for it in (rec or {}).get("iterations", []):
+                for b, (b0, b1) in enumerate(it["blocks"]):
+                    pb = c["plan"]["blocks"][b]
+                    want_pred.append(((rec["origin"] + it["start"] + pb["start"]) * 1e6, b))
+                    if b0 is None or b1 is None:
+                        continue
+                    s1 = max(b0, prev)
+                    if b1 >= s1:
+                        want.append(((rec["origin"] + s1) * 1e6, (rec["origin"] + b1) * 1e6, b, it["iteration"]))
+                        prev = b1
+            if len(got) != len(want):
+                fail("rank %d comm %d: %d scheduled blocks in the trace, the recording has %d" % (rank, idx, len(got),
+                                                                                                len(want)))
+            for e, (t0, t1, b, it) in zip(got, want):
+                if not close(e["ts"], t0) or not close(e["ts"] + e["dur"], t1) or e["args"].get("block") != b or \
+                        e["args"].get("iteration") != it:
+                    fail("rank %d comm %d: scheduled %s %r, recording block %d of iteration %d %r..%r" % (
+                        rank, idx, e["name"], e, b, it, t0, t1))
+                    break
+            want_pred.sort()
+            if len(pred) != len(want_pred):
+                fail("rank %d comm %d: %d predicted blocks beside the recording, want %d" % (rank, idx, len(pred),
+                                                                                           len(want_pred)))
+            for e, (t0, b) in zip(pred, want_pred):
+                if not close(e["ts"], t0):
+                    fail("rank %d comm %d: predicted block at %r, want %r" % (rank, idx, e["ts"], t0))
+                    break
+            recorded += len(want)
+    clock = (doc.get("otherData") or {}).get("clock", "")
+    if recorded and "CLOCK_REALTIME" not in clock:
+        fail("the trace does not say its clock: %r" % clock)
+    print("info: %d trace events, %d tracks, %d measured spans checked" % (len(ev), len(names), recorded))
+
+
+def check_compare(page_path, a_paths, b_paths):
+    """The comparison page of two runs: each run's numbers from its own reports, what changed."""
+    raw = open(page_path, encoding="utf-8").read()
+    pg = Page()
+    pg.feed(raw)
+    runs = [load_reports(a_paths), load_reports(b_paths)]
+    refs = [r[min(r)] for r in runs]
+
+    def cell(row_id, run):
+        for t, a, anc in pg.elements:
+            if t == "td" and a.get("data-run") == run and inside(anc, "id", row_id):
+                return float(a["data-v"]) if "data-v" in a else None
+        return "absent"
+
+    for c in refs[0]["comms"]:
+        idx = c["index"]
+        other = next((x for x in refs[1]["comms"] if x["index"] == idx), None)
+        if other is None:
+            continue
+        for side, cc in (("a", c), ("b", other)):
+            pol = {p["policy"]: p["iteration"] for p in cc.get("policies", [])}
+            s = cc.get("schedule") or {}
+            want = {"measured": cc["measured_iteration"] or None, "wfbp": pol.get("wfbp"),
+                    "plan": (cc.get("plan") or {}).get("iteration"),
+                    "blocks": len(cc["plan"]["blocks"]) if cc.get("plan") else None,
+                    "measured-plan": s.get("measured_iteration"), "calls": cc["calls_per_iteration"]}
+            for key, v in want.items():
+                got = cell("cmp-%d-%s" % (idx, key), side)
+                if got == "absent":
+                    fail("compare: no cell %s of run %s" % (key, side))
+                elif (v is None) != (got is None) or (v is not None and abs(got - v) > 1e-12 * max(1, abs(v))):
+                    fail("compare: comm %d %s of run %s: page %r, report %r" % (idx, key, side, got, v))
+    # Every setting that differs between the runs' first ranks is listed, and none that does not.
+    ca, cb = refs[0].get("config") or {}, refs[1].get("config") or {}
+    for k in sorted(set(ca) | set(cb)):
+        if not k.startswith("USBYTE_") or k in ("USBYTE_REPORT", "USBYTE_LOG_FILE", "USBYTE_DUMP_CONFIG"):
+            continue
+        listed = "chg-" + k in pg.ids
+        if (ca.get(k) != cb.get(k)) != listed:
+            fail("compare: %s is %s but %s listed" % (k, "different" if ca.get(k) != cb.get(k) else "the same",
+                                                      "is" if listed else "not"))
+    print("info: comparison checked for %d communicators" % len(refs[0]["comms"]))
 
 
 def png_pixels(path):
@@ -451,6 +828,15 @@ def main(argv):
         check_png(argv[2], int(argv[argv.index("--min-width") + 1]), int(argv[argv.index("--min-height") + 1]), bands)
     elif mode == "console":
         check_console(argv[2])
+    elif mode == "compare":
+        i = argv.index("--")
+        check_compare(argv[2], argv[3:i], argv[i + 1:])
+    elif mode == "validate":
+        # The format rules alone, on any trace (the test also feeds it broken ones).
+        errs = validate_chrome_trace(json.load(open(argv[2])))
+        for e in errs:
+            fail(e)
+        print("info: %s: %d format errors" % (argv[2], len(errs)))
     else:
         sys.exit("unknown mode " + mode)
     sys.exit(1 if failures else 0)

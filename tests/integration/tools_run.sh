@@ -4,7 +4,9 @@
 # --report DIR under this run's own names, the job's results equal a run without usbyte, and at
 # the end the summary is printed and DIR/usbyte-report.html written.  Also: the exit status is the
 # command's; the user's LD_PRELOAD entries are kept (a sanitizer runtime first); --mode off writes
-# no report and says so; a USBYTE_REPORT of the user's is honoured; bad options exit 2.
+# no report and says so; a USBYTE_REPORT of the user's is honoured; every value it sets is checked
+# (a bad one, a missing --, a command that does not exist: one line, the command not run); a
+# libusbyte.so the loader cannot load is named with what it misses, before anything runs.
 source "$(dirname "$0")/trainers/observe_lib.sh"
 RUN=$BUILD/usbyte-run
 [ -x "$RUN" ] || { echo "missing $RUN (make)"; exit 1; }
@@ -54,6 +56,9 @@ urun --mode off --report "$WORK/off" -- "$EMU_RUN" -n 2 --timeout 60 -- "$TRAINE
     > /dev/null 2> "$WORK/off.err" || rc=$?
 [ $rc -eq 0 ] || fail "--mode off: exit $rc"
 grep -q "no usbyte report .*USBYTE_MODE=off" "$WORK/off.err" || fail "--mode off: $(tail -2 "$WORK/off.err")"
+# Without --mode the message names the runtime's default.
+(unset USBYTE_MODE; urun --report "$WORK/x" -- true 2> "$WORK/default.err") || true
+grep -q "USBYTE_MODE=schedule;" "$WORK/default.err" || fail "the default mode is misstated: $(cat "$WORK/default.err")"
 
 # The user's LD_PRELOAD entries stay, after ours; ours is not added twice.
 out=$(LD_PRELOAD="/lib/nonexistent-a.so:$LIBPATH" urun --report "$WORK/x" -- sh -c 'printf %s "$LD_PRELOAD"' 2> /dev/null)
@@ -64,12 +69,51 @@ USBYTE_REPORT="$WORK/own/rep-%r.json" urun -- "$EMU_RUN" -n 2 --timeout 60 -- "$
 [ -f "$WORK/own/rep-0.json" ] && [ -f "$WORK/own/rep-1.json" ] && [ -s "$WORK/own/usbyte-report.html" ] ||
     fail "own USBYTE_REPORT: $(ls "$WORK/own" 2>&1)"
 
-rc=0
-"$RUN" --frobnicate -- true 2> "$WORK/bad.err" || rc=$?
-[ $rc -eq 2 ] && grep -q -- "--frobnicate: unknown option" "$WORK/bad.err" || fail "bad option: exit $rc, $(cat "$WORK/bad.err")"
-rc=0
-"$RUN" --mode 2> /dev/null || rc=$?
-[ $rc -eq 2 ] || fail "--mode without a value: exit $rc"
+# Bad input: one line saying what is wrong, the command not run.
+# bad STATUS 'REGEX' ARGS...: usbyte-run ARGS exits STATUS with one line matching REGEX.  (Not
+# under a sanitizer's runtime: nothing is preloaded on these paths, and bash itself would report
+# its own allocations at exit.)
+bad() {
+    local want=$1 re=$2 rc=0
+    shift 2
+    rm -f "$WORK/ran"
+    "$RUN" "$@" > /dev/null 2> "$WORK/bad.err" || rc=$?
+    [ $rc -eq "$want" ] || fail "usbyte-run $*: exit $rc, want $want: $(cat "$WORK/bad.err")"
+    [ "$(wc -l < "$WORK/bad.err")" -eq 1 ] || fail "usbyte-run $*: not one line: $(cat "$WORK/bad.err")"
+    grep -Eq -- "$re" "$WORK/bad.err" || fail "usbyte-run $*: '$(cat "$WORK/bad.err")' does not match '$re'"
+    [ ! -e "$WORK/ran" ] || fail "usbyte-run $*: the command ran"
+}
+MARK=(-- touch "$WORK/ran")
+bad 2 '^usbyte-run: --frobnicate: unknown option' --frobnicate "${MARK[@]}"
+bad 2 '^usbyte-run: --mode: needs a value' --mode
+bad 2 '^usbyte-run: --mode bogus: must be one of schedule, observe, off$' --mode bogus "${MARK[@]}"
+bad 2 '^usbyte-run: --policy bogus: must be one of wfbp, .*best' --policy bogus "${MARK[@]}"
+bad 2 '^usbyte-run: --log loud: must be one of error, warn, info, debug$' --log loud "${MARK[@]}"
+bad 2 '^usbyte-run: --completion soon: must be one of stream, call$' --completion soon "${MARK[@]}"
+bad 2 "^usbyte-run: touch: the command must follow -- \(usbyte-run \[OPTIONS\] -- touch \.\.\.\)$" touch "$WORK/ran"
+bad 127 '^usbyte-run: /nonexistent/train.py: command not found$' -- /nonexistent/train.py
+# Every policy the planner lists is accepted.
+for p in $("$BUILD/usbyte-report" --list-policies); do
+    urun --policy "$p" --report "$WORK/x" -- true 2> /dev/null || fail "--policy $p refused"
+done
+# --help states the runtime's real default.
+"$RUN" --help | grep -q 'USBYTE_MODE: schedule (default' || fail "--help: $("$RUN" --help | grep mode)"
+grep -q '"schedule", "off | observe' "$ROOT/include/usbyte/config.h" || fail "the runtime's default mode is not schedule"
+
+# A library the loader cannot load (a missing dependency, as libjansson.so.4 on a node without
+# jansson): one line naming what is missing, the command not run.
+mkdir -p "$WORK/broken"
+printf 'int missing_dep(void) { return 1; }\n' > "$WORK/dep.c"
+printf 'int missing_dep(void);\nint usbyte_stand_in(void) { return missing_dep(); }\n' > "$WORK/lib.c"
+cc -shared -fPIC -Wl,-soname,libusbyte-test-dep.so.4 -o "$WORK/broken/libusbyte-test-dep.so.4" "$WORK/dep.c"
+cc -shared -fPIC -o "$WORK/broken/libusbyte.so" "$WORK/lib.c" "$WORK/broken/libusbyte-test-dep.so.4"
+rm "$WORK/broken/libusbyte-test-dep.so.4"
+cp "$RUN" "$WORK/broken/usbyte-run"
+RUN_SAVED=$RUN
+RUN=$WORK/broken/usbyte-run
+bad 2 "^usbyte-run: $WORK/broken/libusbyte.so cannot be loaded: libusbyte-test-dep.so.4 not found \(install it on every node" \
+    --report "$WORK/x" "${MARK[@]}"
+RUN=$RUN_SAVED
 
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "tools_run: all checks passed"

@@ -87,12 +87,17 @@ static void test_page_escapes_and_shows_missing(void **state)
     assert_int_equal(rp_write_trace(&job, path, err, sizeof err), 0);
     json_t *trace = json_load_file(path, 0, NULL);
     assert_non_null(trace);
-    int procs = 0;
+    int procs = 0, model = 0;
     json_t *ev;
     size_t i;
     json_array_foreach(json_object_get(trace, "traceEvents"), i, ev)
-        procs += !strcmp(json_string_value(json_object_get(ev, "name")), "process_name");
-    assert_int_equal(procs, 3);
+        if (!strcmp(json_string_value(json_object_get(ev, "name")), "process_name")) {
+            const char *name = json_string_value(json_object_get(json_object_get(ev, "args"), "name"));
+            procs += !strncmp(name, "rank ", 5);
+            model += !strncmp(name, "model", 5);
+        }
+    assert_int_equal(procs, 3); /* one per rank, and the model once */
+    assert_int_equal(model, 1);
     json_decref(trace);
     unlink(path);
     rp_job_free(&job);
@@ -108,11 +113,156 @@ static void test_pass_through_shows_state_and_fix(void **state)
     make_job(&job, texts, 1);
     char path[PATH_LEN];
     char *page = page_of(&job, path);
-    assert_non_null(strstr(page, "class=\"box warn verdict\" id=\"verdict-0\""));
-    assert_non_null(strstr(page, "pass-through</b>: signature mismatch"));
-    assert_non_null(strstr(page, "Fix: every rank must issue the same allreduce sequence"));
+    /* Not scheduled, in red, the state's reason as the headline's why, its fix once. */
+    assert_non_null(strstr(page, "class=\"box bad verdict\" id=\"verdict-0\" data-outcome=\"Not scheduled\""));
+    assert_non_null(strstr(page, "<span class=\"why\">signature mismatch: the ranks saw different call sequences"));
+    assert_non_null(strstr(page, "Fix: every rank must issue the same allreduces in the same order"));
     assert_non_null(strstr(page, "No report of ranks 1, 2."));
     free(page);
+    unlink(path);
+    rp_job_free(&job);
+}
+
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+#define HVD_REASON                                                                                                  \
+    "stream-ordered work on the NCCL stream between collectives (284 operations per warm-up on the busiest rank): " \
+    "it consumes results in stream order and cannot be redirected; with Horovod, set HOROVOD_FUSION_THRESHOLD=0 "   \
+    "so that usbyte does the fusion"
+#define SCHEDULE_CONFIG "\"config\": {\"USBYTE_MODE\": \"schedule\", \"sources\": {\"USBYTE_MODE\": \"default\"}}, "
+#define REPORT_CFG(RANK, CONFIG, COMMS)                                                                              \
+    "{\"usbyte_report\": 1, \"rank\": " #RANK ", \"world_size\": 2, " CONFIG "\"comms\": [" COMMS "]}"
+#define HVD_COMM(STATE_REASON)                                                                                      \
+    "{\"index\": 0, \"nranks\": 2, \"state\": \"pass-through\", \"state_reason\": \"" STATE_REASON "\","          \
+    " \"verdict\": {\"schedulable\": false, \"reasons\": [\"" HVD_REASON "\"]}}"
+
+/* A Horovod job with fusion on, in schedule mode: the reason and its fix once each, never cut,
+ * whether the state's reason points at the verdict (this runtime) or repeats the reason cut at
+ * 200 bytes (an older one). */
+static void test_each_reason_and_fix_once(void **state)
+{
+    (void)state;
+    const char *states[] = {"not schedulable (the verdict says why)",
+                            "not schedulable: stream-ordered work on the NCCL stream between collectives (284 "
+                            "operations per warm-up on the busiest rank): it consumes results in stream order and cannot "
+                            "be redirected; with Horovod, set HOROVOD_FUS"};
+    for (int k = 0; k < 2; k++) {
+        char a[4096], b[4096];
+        snprintf(a, sizeof a, REPORT_CFG(0, SCHEDULE_CONFIG, HVD_COMM("%s")), states[k]);
+        snprintf(b, sizeof b, REPORT_CFG(1, SCHEDULE_CONFIG, HVD_COMM("%s")), states[k]);
+        const char *texts[] = {a, b};
+        rp_job job;
+        make_job(&job, texts, 2);
+        char path[PATH_LEN];
+        char *page = page_of(&job, path);
+        assert_int_equal(count(page, HVD_REASON), 1);
+        assert_int_equal(count(page, "stream-ordered work on the NCCL stream"), 1);
+        assert_int_equal(count(page, "Fix: Horovod: set HOROVOD_FUSION_THRESHOLD=0"), 1);
+        assert_null(strstr(page, "HOROVOD_FUS<"));
+        assert_null(strstr(page, "the verdict says why"));
+        assert_non_null(strstr(page, "data-outcome=\"Not scheduled\""));
+        free(page);
+        unlink(path);
+        rp_job_free(&job);
+    }
+}
+
+#define CONFIG(POLICY, ALIGN)                                                                                       \
+    "\"config\": {\"USBYTE_MODE\": \"schedule\", \"USBYTE_POLICY\": \"" POLICY "\", \"USBYTE_ALIGN\": \"" ALIGN   \
+    "\", \"USBYTE_WARMUP\": 5, \"sources\": {\"USBYTE_POLICY\": \"env\"}, \"ignored\": {}}, "
+#define MISMATCH_COMM                                                                                               \
+    "{\"index\": 0, \"nranks\": 2, \"state\": \"pass-through\", \"state_reason\": \"signature mismatch: the ranks "  \
+    "run with different settings\", \"measured_iteration\": 0, \"verdict\": {\"schedulable\": false, \"reasons\": "  \
+    "[\"signature mismatch: the ranks run with different settings\"]}}"
+
+/* Ranks with different settings: every setting that differs is a problem of the job (the page,
+ * the summary and the exit status count the same list), and no 0 ms bar is drawn. */
+static void test_settings_that_differ(void **state)
+{
+    (void)state;
+    const char *texts[] = {REPORT_CFG(0, CONFIG("best", "512"), MISMATCH_COMM),
+                           REPORT_CFG(1, CONFIG("mgwfbp", "256"), MISMATCH_COMM)};
+    rp_job job;
+    make_job(&job, texts, 2);
+    assert_int_equal(job.n_problems, 2);
+    assert_string_equal(job.problems[0].text, "USBYTE_POLICY differs between the ranks: best on rank 0; mgwfbp on "
+                                              "rank 1 (every rank must run with the same value)");
+    assert_string_equal(job.problems[1].text, "USBYTE_ALIGN differs between the ranks: 512 on rank 0; 256 on rank 1 "
+                                              "(every rank must run with the same value)");
+    char path[PATH_LEN];
+    char *page = page_of(&job, path);
+    assert_non_null(strstr(page, "id=\"consistency\" data-problems=\"2\""));
+    assert_non_null(strstr(page, "USBYTE_POLICY differs between the ranks"));
+    assert_non_null(strstr(page, "USBYTE_ALIGN differs between the ranks"));
+    assert_null(strstr(page, "class=\"bar\"")); /* nothing measured: no bar at all */
+    assert_non_null(strstr(page, "No iteration time was agreed"));
+    /* The differing settings are red in the run's details, with their ranks. */
+    assert_non_null(strstr(page, "<code class=\"diff\">USBYTE_POLICY=best (rank 0) | mgwfbp (rank 1)</code>"));
+    free(page);
+    unlink(path);
+    rp_job_free(&job);
+}
+
+/* Two ranks whose reports hold different profiles and plans (a stale file of another job): the
+ * trace draws each rank's recording with its own plan, never one rank's plan against another's
+ * profile (which wrote past an array). */
+#define SCHED_COMM(N_CALLS_JSON, PLAN_BLOCKS, REC_BLOCKS, REC_BLOCKS2)                                                           \
+    "{\"index\": 0, \"nranks\": 2, \"state\": \"schedule\", \"measured_iteration\": 0.05,"                        \
+    " \"profile\": {\"usbyte_profile\": 1, \"net\": {\"alpha\": 0.001, \"beta\": 1e-9}, \"backward_end\": 0.01,"   \
+    "  \"forward\": [0.02], \"calls\": " N_CALLS_JSON "},"                                                        \
+    " \"verdict\": {\"schedulable\": true, \"reasons\": []}, \"policies\": [],"                                    \
+    " \"plan\": {\"usbyte_plan\": 1, \"policy\": \"wfbp\", \"blocks\": " PLAN_BLOCKS "},"                          \
+    " \"schedule\": {\"iterations\": 9, \"predicted_iteration\": 0.04, \"blocks\": [],"                           \
+    "  \"recording\": {\"origin\": 1.7e9, \"iterations\": [{\"iteration\": 3, \"run\": 1, \"start\": 0.5,"        \
+    "   \"blocks\": " REC_BLOCKS "}, {\"iteration\": 4, \"run\": 1, \"start\": 0.55, \"blocks\": " REC_BLOCKS2 "}]}}}"
+
+static void test_trace_draws_each_rank_with_its_own_plan(void **state)
+{
+    (void)state;
+    const char *texts[] = {
+        "{\"usbyte_report\": 1, \"rank\": 0, \"world_size\": 2, \"comms\": [" SCHED_COMM(
+            "[{\"bytes\": 4000, \"ready\": 0}, {\"bytes\": 4000, \"ready\": 0.001}, {\"bytes\": 4000, \"ready\": 0.002}]",
+            "[{\"segments\": [[0, 0, 4000]]}, {\"segments\": [[1, 0, 4000]]}, {\"segments\": [[2, 0, 4000]]}]",
+            "[[0.501, 0.502], [0.503, 0.504], [0.505, 0.506]]", "[[0.551, 0.552], [0.553, 0.554], [0.555, 0.556]]") "]}",
+        "{\"usbyte_report\": 1, \"rank\": 1, \"world_size\": 2, \"comms\": [" SCHED_COMM(
+            "[{\"bytes\": 4000, \"ready\": 0}]", "[{\"segments\": [[0, 0, 4000]]}]", "[[0.501, 0.502]]",
+            "[[0.551, 0.552]]") "]}"};
+    rp_job job;
+    make_job(&job, texts, 2);
+    assert_true(job.n_problems >= 1); /* the profiles and plans differ */
+    char path[PATH_LEN], err[512];
+    snprintf(path, PATH_LEN, "/tmp/test_report_html_XXXXXX");
+    int fd = mkstemp(path);
+    close(fd);
+    assert_int_equal(rp_write_trace(&job, path, err, sizeof err), 0);
+    json_t *trace = json_load_file(path, 0, NULL);
+    assert_non_null(trace);
+    int measured[2] = {0, 0}, predicted[2] = {0, 0};
+    json_t *ev;
+    size_t i;
+    json_array_foreach(json_object_get(trace, "traceEvents"), i, ev) {
+        const char *cat = json_string_value(json_object_get(ev, "cat"));
+        int pid = (int)json_integer_value(json_object_get(ev, "pid"));
+        if (!cat || pid > 1 || strcmp(json_string_value(json_object_get(ev, "ph")), "X") != 0)
+            continue;
+        int tid = (int)json_integer_value(json_object_get(ev, "tid"));
+        measured[pid] += !strcmp(cat, "measured") && tid == 2;
+        predicted[pid] += !strcmp(cat, "predicted");
+        /* On the recording's clock: microseconds since the epoch. */
+        assert_true(json_number_value(json_object_get(ev, "ts")) > 1.7e15);
+    }
+    assert_int_equal(measured[0], 6); /* 2 iterations x 3 blocks */
+    assert_int_equal(predicted[0], 6);
+    assert_int_equal(measured[1], 2); /* 2 iterations x 1 block */
+    assert_int_equal(predicted[1], 2);
+    json_decref(trace);
     unlink(path);
     rp_job_free(&job);
 }
@@ -122,6 +272,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_page_escapes_and_shows_missing),
         cmocka_unit_test(test_pass_through_shows_state_and_fix),
+        cmocka_unit_test(test_each_reason_and_fix_once),
+        cmocka_unit_test(test_settings_that_differ),
+        cmocka_unit_test(test_trace_draws_each_rank_with_its_own_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

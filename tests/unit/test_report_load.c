@@ -181,6 +181,75 @@ static void test_not_one_job(void **state)
     rp_job_free(&job);
 }
 
+/* The rank's own measurements and schedule mode's recording load with every field; lengths that
+ * do not match what they are drawn against are errors naming the place. */
+static void test_recordings(void **state)
+{
+    (void)state;
+    json_t *root = json_loads(REPORT(0, 1, COMM(0, 0.5)), 0, NULL);
+    json_t *c = json_array_get(json_object_get(root, "comms"), 0);
+    json_object_set_new(c, "id", json_string("00000000deadbeef"));
+    json_object_set_new(root, "run", json_pack("{s:s, s:f, s:s, s:i, s:s, s:i}", "started", "2025-01-01T00:00:00Z",
+                                               "started_unix", 1.7e9, "host", "n1", "pid", 7, "gpu", "H100", "device", -1));
+    json_object_set_new(c, "local",
+                        json_pack("{s:{s:i, s:f, s:f, s:f, s:f}, s:[f, n], s:{s:f, s:[[[f, f, f], [n, f, f]]]}}",
+                                  "iteration", "n", 3, "mean", 0.05, "min", 0.04, "max", 0.06, "stdev", 0.01, "ready",
+                                  0.0, "warmup", "origin", 1.7e9, "iterations", 0.1, 0.2, 0.3, 0.4, 0.5));
+    json_object_set_new(c, "schedule",
+                        json_pack("{s:i, s:f, s:[], s:{s:i, s:n, s:n, s:n, s:n}, s:{s:f, s:[{s:i, s:i, s:f, "
+                                  "s:[[f, f]]}]}}", "iterations", 9, "predicted_iteration", 0.03, "blocks",
+                                  "iteration_spread", "n", 0, "mean", "min", "max", "stdev", "recording", "origin", 1.7e9,
+                                  "iterations", "iteration", 3, "run", 1, "start", 0.5, "blocks", 0.51, 0.52));
+    char *text = json_dumps(root, 0);
+    rp_report r;
+    char err[512] = "";
+    if (load_text(text, "rec.json", &r, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    const rp_comm *k = &r.comms[0];
+    assert_string_equal(k->id, "00000000deadbeef");
+    assert_string_equal(r.run.host, "n1");
+    assert_int_equal(r.run.device, -1);
+    assert_int_equal(k->local.iteration.n, 3);
+    assert_int_equal(k->local.n_ready, 2);
+    assert_true(isnan(k->local.ready[1]));
+    assert_int_equal(k->local.rec_iterations, 1);
+    assert_true(isnan(k->local.rec[3]) && k->local.rec[5] == 0.5);
+    assert_int_equal(k->schedule.n_rec, 1);
+    assert_true(k->schedule.rec[0].blocks[0].end == 0.52);
+    assert_true(k->schedule.origin == 1.7e9);
+    rp_free(&r);
+    free(text);
+    /* A recorded iteration with another number of blocks than the plan's. */
+    json_t *bad = json_deep_copy(root);
+    json_t *bc = json_array_get(json_object_get(bad, "comms"), 0);
+    json_t *it0 = json_array_get(json_object_get(json_object_get(json_object_get(bc, "schedule"), "recording"),
+                                                 "iterations"), 0);
+    json_array_append_new(json_object_get(it0, "blocks"), json_pack("[f, f]", 0.53, 0.54));
+    text = json_dumps(bad, 0);
+    expect_bad(text, "bad.json: comms[0].schedule.recording.iterations[0].blocks: 2 blocks, the plan has 1");
+    free(text);
+    json_decref(bad);
+    /* A warm-up row with another number of calls than local.ready. */
+    bad = json_deep_copy(root);
+    bc = json_array_get(json_object_get(bad, "comms"), 0);
+    json_array_append_new(json_object_get(json_object_get(bc, "local"), "ready"), json_real(0.1));
+    text = json_dumps(bad, 0);
+    expect_bad(text, "bad.json: comms[0].local.warmup.iterations[0]: 2 calls, local.ready has 3");
+    free(text);
+    json_decref(bad);
+    /* A time that is not [ready, start, end]. */
+    bad = json_deep_copy(root);
+    bc = json_array_get(json_object_get(bad, "comms"), 0);
+    json_t *row = json_array_get(json_array_get(json_object_get(json_object_get(json_object_get(bc, "local"), "warmup"),
+                                                                "iterations"), 0), 0);
+    json_array_append_new(row, json_real(1));
+    text = json_dumps(bad, 0);
+    expect_bad(text, "bad.json: comms[0].local.warmup.iterations[0][0]: must be [ready, start, end], got 4 numbers");
+    free(text);
+    json_decref(bad);
+    json_decref(root);
+}
+
 static void test_hints(void **state)
 {
     (void)state;
@@ -192,6 +261,8 @@ static void test_hints(void **state)
     assert_non_null(rp_hint("CUPTI was not available on every rank: stream-ordered work on the NCCL stream cannot "
                             "be ruled out"));
     assert_non_null(strstr(rp_hint("signature mismatch: the ranks saw different call sequences"), "same"));
+    /* The Horovod hint is whole. */
+    assert_non_null(strstr(h, "between allreduces"));
     assert_null(rp_hint("something new"));
     assert_null(rp_hint(NULL));
 }
@@ -205,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_ranks_compared_on_agreed_values),
         cmocka_unit_test(test_not_one_job),
         cmocka_unit_test(test_hints),
+        cmocka_unit_test(test_recordings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
