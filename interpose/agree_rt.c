@@ -271,11 +271,12 @@ void ub_comm_agree_issue(ub_comm *c)
     ub_state_unlock();
     ub_inside++;
     learn_versions();
-    /* Waits only for timing events of work already enqueued (never for a collective still held
-     * in an open group: events recorded before its launch do not include it), at most
-     * USBYTE_HANG_S, and no longer once another thread aborts the communicator. */
+    /* Never waits: the iterations whose timing events have all completed are the ones this rank
+     * contributes, with their count, and the agreed numbers decide (no iteration complete on some
+     * rank: every rank profiles again).  A wait here could last for ever (a peer gone) and would
+     * make the time of the issue depend on the device. */
     if (!c->local_failure[0])
-        ub_timing_poll(&c->tm, true);
+        ub_timing_poll(&c->tm, false);
     if (atomic_load(&c->ending)) {
         /* Aborted meanwhile (a peer gone, the watchdog): nothing to agree with.  The abort left
          * the warm-up's resources to this thread; they go without waiting for device work. */
@@ -294,8 +295,16 @@ void ub_comm_agree_issue(ub_comm *c)
                          x->end, x->need, x->upstream ? "" : " fallback");
             }
     ub_summary sum;
-    bool have_summary = !c->local_failure[0] && c->n_ar > 0 && c->n_ar <= UB_AGREE_CAP &&
-                        ub_record_summarize(&c->rec, &sum) == 0;
+    bool *settled = calloc((size_t)c->rec.warmup + 1, sizeof *settled);
+    if (settled && !c->local_failure[0])
+        ub_warmup_settled(c, settled);
+    bool have_summary = !c->local_failure[0] && c->n_ar > 0 && c->n_ar <= UB_AGREE_CAP && settled &&
+                        ub_record_summarize(&c->rec, settled, &sum) == 0;
+    free(settled);
+    uint64_t used_bits[16] = {0};
+    for (int it = 0; have_summary && it < c->rec.warmup && it < 1024; it++)
+        if (sum.used[it])
+            used_bits[it / 64] |= 1ull << (it % 64);
     if (!c->local_failure[0] && c->n_ar > 0 && c->n_ar <= UB_AGREE_CAP && !have_summary)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot summarise the warm-up (out of memory)");
     ub_agree_local local = {
@@ -318,6 +327,7 @@ void ub_comm_agree_issue(ub_comm *c)
             .period_refuted = c->period_refuted ? 1.0 : 0.0,
             .addr_period = full_period(c),
             .neg_addr_period = -full_period(c),
+            .neg_iterations = have_summary ? -(double)sum.iterations_used : 0.0,
         },
     };
     if (!agree_buffers(c))
@@ -345,6 +355,7 @@ void ub_comm_agree_issue(ub_comm *c)
     ub_inside--;
     ub_state_lock();
     c->issuing_agreement = false;
+    memcpy(c->report.warmup_used, used_bits, sizeof used_bits);
     if (have_mine)
         ub_comm_report_set_local(&c->report, &mine);
     if (atomic_load(&c->ending)) {
@@ -481,13 +492,22 @@ static cudaError_t wait_agreement(ub_comm *c, cudaEvent_t done, bool limited)
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     long ns = 20000;
-    double next_line = ub_cfg.hang_s;
+    double next_line = ub_cfg.hang_s, next_ask = 0.0;
     for (;;) {
         cudaError_t e = UB_CUDA(ub_cuda.cudaEventQuery(done));
         if (e != cudaErrorNotReady || atomic_load(&c->ending))
             return e;
         clock_gettime(CLOCK_MONOTONIC, &now);
         double waited = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+        /* A peer gone never completes it: NCCL's asynchronous error says so (a few times a second). */
+        if (waited >= next_ask) {
+            next_ask = waited + 0.2;
+            ncclResult_t a = ub_comm_async_error(c->handle);
+            if (a != ncclSuccess) {
+                atomic_store(&c->peer_error, (int)a);
+                return cudaErrorNotReady;
+            }
+        }
         if (limited && waited > ub_cfg.hang_s)
             return cudaErrorNotReady;
         if (waited > next_line) {
@@ -533,7 +553,9 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
     ub_agree_outcome outcome = UB_AGREE_NOMEM;
     const char *failure = NULL;
     char why[240], *mismatch = NULL;
-    if (e == cudaErrorNotReady) {
+    if (atomic_load(&c->peer_error) != ncclSuccess) {
+        failure = "the agreement cannot complete: NCCL reports an asynchronous error (a peer gone)";
+    } else if (e == cudaErrorNotReady) {
         failure = "the agreement did not complete within USBYTE_HANG_S (a rank gone?)";
     } else if (e != cudaSuccess) {
         failure = "the agreement's result could not be read";
@@ -552,7 +574,28 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
             }
         } else if (outcome != UB_AGREE_OK) {
             failure = ub_agree_outcome_reason(outcome);
+        } else if (-agreed.flags.neg_iterations < 0.5 && agreed.flags.period_refuted <= 0 &&
+                   ++c->agree_tries > UB_MAX_AGREE_TRIES) {
+            snprintf(why, sizeof why, "no warm-up iteration had all its timing events complete on every rank, %d "
+                     "iterations after the warm-up (the device far behind the host)", UB_MAX_AGREE_TRIES + 1);
+            failure = why;
         }
+    }
+    /* Some rank contributed no iteration (none had completed when the agreement went out: the
+     * device behind the host): every rank issues the agreement again, with the same warm-up and
+     * whatever more of its timing has completed by then, at call agree_at + period, where the
+     * switch was to be, as the agreed numbers say (lifecycle.c).  A refuted period needs no timing:
+     * detection restarts instead, as below. */
+    if (!failure && -agreed.flags.neg_iterations < 0.5 && agreed.flags.period_refuted <= 0) {
+        ub_agreed_free(&agreed);
+        c->agree_again = true;
+        c->state = UB_COMM_PLANNED;
+        snprintf(c->reason, sizeof c->reason, "no warm-up iteration had completed on some rank when the agreement "
+                 "was issued: issued again one iteration later (try %d)", c->agree_tries + 1);
+        ub_debug("communicator %d: %s", c->index, c->reason);
+        r->state = ub_comm_state_name(c->state);
+        snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
+        return;
     }
 
     r->rank = c->rank;

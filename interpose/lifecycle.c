@@ -197,11 +197,21 @@ static void read_agreement_at_switch(ub_comm *c)
     }
 }
 
-/* After a wait that another thread's ncclCommAbort releases: the communicator is gone (NCCL
- * freed it, or is freeing it), so the call must not reach NCCL.  Returns true (the call is
- * answered, with an error, and the global lock released) when it was aborted. */
+/* After a wait that another thread's ncclCommAbort releases, or that NCCL's asynchronous error
+ * (a peer gone) ends: the call must not reach NCCL (the communicator is gone, or the other ranks
+ * will never match it).  Returns true (the call is answered, with an error, and the global lock
+ * released) when so: the application's own error handling (an abort) then runs. */
 static bool aborted_while_waiting(ub_comm *c, uint64_t index, const char *what, ub_coll_token *t)
 {
+    int peer = atomic_load(&c->peer_error);
+    if (peer != ncclSuccess && !atomic_load(&c->ending)) {
+        ub_error("communicator %d: call %llu is not issued: NCCL reports an asynchronous error (%s) while it "
+                 "waited %s: returning that error", c->index, (unsigned long long)index,
+                 peer == ncclRemoteError ? "ncclRemoteError, a peer gone" : "an NCCL error", what);
+        t->result = (ncclResult_t)peer;
+        ub_state_unlock();
+        return true;
+    }
     if (!atomic_load(&c->ending))
         return false;
     ub_error("communicator %d: aborted while call %llu waited %s: the call is not issued", c->index,
@@ -305,6 +315,15 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
                     ub_debug("communicator %d: %s; looking for a period of at least %u calls", c->index, why, next);
                     ub_comm_redetect(c, why);
                 }
+            } else if (c->state == UB_COMM_PLANNED && c->agree_again) {
+                /* Agreed: some rank had no complete iteration.  Every rank issues the agreement
+                 * again at this same call, from the same warm-up (more of its timing complete
+                 * by now), before forwarding it. */
+                c->agree_again = false;
+                c->agree_at = res.index;
+                ub_comm_agree_issue(c);
+                if (aborted_while_waiting(c, res.index, "while the agreement was issued again", t))
+                    return true;
             } else if (c->state == UB_COMM_PLANNED && c->phase_pos > 0) {
                 /* Agreed: the iteration begins phase_pos calls later.  Every rank profiles again
                  * from that same call, with the same period. */

@@ -136,6 +136,9 @@ struct ub_comm {
     uint32_t phase_pos;       /* agreed: the profiled iteration began mid-backward; the true one
                                  begins this many calls after the lock's (ub_iteration_phase) */
     bool rephased;            /* this lock's warm-up was already moved to its true start once */
+    bool agree_again;         /* agreed: some rank had no complete iteration; the agreement is issued
+                                 again at agree_at + period, from the same warm-up */
+    int agree_tries;          /* agreements of this warm-up that found no complete iteration */
     ub_iterdet *det_full;     /* rank-local: the same detector on full signatures (buffers included) */
     cudaStream_t nccl_stream; /* stream of the first profiled allreduce */
     bool multi_stream;        /* allreduces on more than one stream */
@@ -175,8 +178,13 @@ struct ub_comm {
     ub_sched_rt sched;        /* schedule mode (defer.c, exec.c, redirect.c) */
     atomic_bool ending;       /* ncclCommDestroy/Abort/Finalize reached it (read by waits without the lock) */
     atomic_bool aborted;      /* ncclCommAbort/Revoke reached it: nothing may be issued on it any more */
+    atomic_int peer_error;    /* ncclResult_t: NCCL's asynchronous error seen by a wait of the runtime */
     bool issuing_agreement;   /* a thread is in ub_comm_agree_issue without the lock, using the warm-up's record */
 };
+
+/* Agreements issued again, one iteration apart, while some rank has no warm-up iteration whose
+ * timing has completed (the device behind the host), before the communicator goes to pass-through. */
+#define UB_MAX_AGREE_TRIES 8
 
 /* The detector's min_span (usbyte/iteration.h): a repeating region of 16 calls before a lock. */
 #define UB_MIN_SPAN 16u
@@ -244,6 +252,8 @@ void ub_warmup_call_end(ub_comm *c, int iteration, int call, cudaStream_t stream
 /* Files the stream's (every stream's of c) pending upstream timing event. */
 void ub_warmup_file_ready(ub_comm *c, ub_stream *st);
 void ub_comm_file_ready(ub_comm *c);
+/* Per warm-up iteration: every timing event recorded for it has completed (ub_timing_poll first). */
+void ub_warmup_settled(ub_comm *c, bool *settled);
 /* Seconds per byte of the warm-up's timed device-to-device copy (0 when unknown). */
 double ub_comm_copy_beta(const ub_comm *c);
 /* Releases the warm-up's CUDA hooks (tracking count, CUPTI, event and stream tables), and with

@@ -199,6 +199,22 @@ int ub_timing_poll(ub_timing *t, bool block)
     }
 }
 
+bool ub_timing_pending_into(const ub_timing *t, const void *lo, const void *hi)
+{
+    const char *a = lo, *b = hi;
+    for (int i = 0; i < t->n_pending; i++) {
+        const ub_pending *p = &t->pending[i];
+        for (int k = 0; p->dest && k < p->n; k++) {
+            const char *d = (const char *)p->dest + (size_t)k * p->stride;
+            if (d >= a && d < b)
+                return true;
+        }
+        if (p->dest2 && (const char *)p->dest2 >= a && (const char *)p->dest2 < b)
+            return true;
+    }
+    return false;
+}
+
 void ub_timing_discard(ub_timing *t)
 {
     for (int i = 0; i < t->n_pending; i++) {

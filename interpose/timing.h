@@ -54,6 +54,8 @@ void ub_timing_file(ub_timing *t, cudaEvent_t ev, double *dest, int n, size_t st
  * most USBYTE_HANG_S (one without, such as the producer of the call being issued, is only
  * queried).  Returns how many remain pending. */
 int ub_timing_poll(ub_timing *t, bool block);
+/* Whether some event still pending writes into [lo, hi) when it completes. */
+bool ub_timing_pending_into(const ub_timing *t, const void *lo, const void *hi);
 /* Forgets every destination (the record they pointed into is going away). */
 void ub_timing_discard(ub_timing *t);
 /* Forgets every destination and releases everything, pending events included (never waits). */

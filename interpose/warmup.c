@@ -117,6 +117,14 @@ static void time_staging_copy(ub_comm *c)
         ub_timing_mark(&c->tm, c->tm.agree, &c->copy_t1, 1, 0, NULL);
 }
 
+void ub_warmup_settled(ub_comm *c, bool *settled)
+{
+    for (int it = 0; it < c->rec.warmup; it++) {
+        const ub_rec_call *first = ub_record_at(&c->rec, it, 0);
+        settled[it] = first && !ub_timing_pending_into(&c->tm, first, first + c->rec.capacity);
+    }
+}
+
 /* A staged byte is copied twice (in, and back out): copy_beta covers both (docs/model.md). */
 double ub_comm_copy_beta(const ub_comm *c)
 {
@@ -142,6 +150,8 @@ void ub_warmup_start(ub_comm *c, uint64_t first)
     c->local_failure[0] = '\0';
     c->consumers_host_other = 0;
     c->profile_gen++;
+    c->agree_again = false;
+    c->agree_tries = 0;
     c->agree_issued = false;
     memset(&c->seq, 0, sizeof c->seq);
     bool recorder = ub_record_init(&c->rec, ub_cfg.warmup, (int)c->period) == 0;

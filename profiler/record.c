@@ -1,5 +1,6 @@
 /* The warm-up recorder and its per-rank summary (see usbyte/record.h). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,30 +60,38 @@ typedef struct { double sum; int n; } mean_acc;
 static void acc(mean_acc *m, double v) { if (isfinite(v)) { m->sum += v; m->n++; } }
 static double mean_or(const mean_acc *m, double none) { return m->n ? m->sum / m->n : none; }
 
-int ub_record_summarize(const ub_record *r, ub_summary *out)
+int ub_record_summarize(const ub_record *r, const bool *settled, ub_summary *out)
 {
     memset(out, 0, sizeof *out);
     int n = r->n_calls;
     if (n < 1)
         return -1;
     out->calls = calloc((size_t)n, sizeof *out->calls);
-    if (!out->calls)
+    out->used = calloc((size_t)r->warmup, sizeof *out->used);
+    if (!out->calls || !out->used) {
+        ub_summary_free(out);
         return -1;
+    }
     out->n_calls = n;
     ub_record *rr = (ub_record *)r;  /* ub_record_at does not modify */
+    /* The iterations summarised: those whose timing has settled (every timing event recorded for
+     * them has completed; the agreement is issued without waiting for the rest) and whose first
+     * ready is known.  A value never measured (a wait before the warm-up watched) is left out of
+     * its call's means alone. */
+    for (int it = 0; it < r->warmup; it++)
+        if ((!settled || settled[it]) && isfinite(ub_record_at(rr, it, 0)->ready)) {
+            out->used[it] = true;
+            out->iterations_used++;
+        }
     mean_acc iter = {0, 0};
     for (int it = 0; it < r->warmup; it++) {
-        double t0 = ub_record_at(rr, it, 0)->ready;
-        if (!isfinite(t0))
+        if (!out->used[it])
             continue;
-        out->iterations_used++;
+        double t0 = ub_record_at(rr, it, 0)->ready;
         if (it + 1 < r->warmup)
             acc(&iter, ub_record_at(rr, it + 1, 0)->ready - t0);
-    }
-    if (iter.n == 0 && r->warmup >= 1) {
-        /* One iteration only: its end is the host clock at the next iteration's first call. */
-        double t0 = ub_record_at(rr, r->warmup - 1, 0)->ready;
-        acc(&iter, r->end_clock - t0);
+        else if (r->warmup == 1)  /* one iteration only: it ends at the host clock of the next call */
+            acc(&iter, r->end_clock - t0);
     }
     out->iteration = mean_or(&iter, 0.0);
     for (int c = 0; c < n; c++) {
@@ -90,10 +99,10 @@ int ub_record_summarize(const ub_record *r, ub_summary *out)
         double comm_min = INFINITY;
         ub_summary_call *s = &out->calls[c];
         for (int it = 0; it < r->warmup; it++) {
+            if (!out->used[it])
+                continue;
             double t0 = ub_record_at(rr, it, 0)->ready;
             const ub_rec_call *k = ub_record_at(rr, it, c);
-            if (!isfinite(t0))
-                continue;
             acc(&ready, k->ready - t0);
             acc(&done, k->end - t0);
             if (k->needed)
@@ -126,5 +135,6 @@ int ub_record_summarize(const ub_record *r, ub_summary *out)
 void ub_summary_free(ub_summary *s)
 {
     free(s->calls);
+    free(s->used);
     memset(s, 0, sizeof *s);
 }

@@ -184,6 +184,11 @@ json_t *ub_comm_report_json(const ub_comm_report *r)
     json_object_set_new(c, "nccl_calls_per_iteration", json_integer(r->nccl_calls_per_iteration));
     json_object_set_new(c, "iterations_observed", json_integer((json_int_t)r->iterations_observed));
     json_object_set_new(c, "warmup_iterations", json_integer(r->warmup));
+    json_t *used = json_array();
+    for (int it = 0; it < r->warmup && it < 1024; it++)
+        if (r->warmup_used[it / 64] >> (it % 64) & 1)
+            json_array_append_new(used, json_integer(it));
+    json_object_set_new(c, "warmup_iterations_used", used);
     json_object_set_new(c, "measured_iteration", json_real(r->measured_iteration));
     json_object_set_new(c, "profile", r->have_profile ? ub_profile_to_json(&r->profile) : json_null());
     json_object_set_new(c, "fit", r->have_profile ? fit_json(r) : json_null());

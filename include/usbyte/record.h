@@ -61,10 +61,13 @@ typedef struct ub_summary {
     int n_calls;
     ub_summary_call *calls;
     double iteration;          /* mean iteration length (first ready to next first ready) */
-    int iterations_used;       /* iterations with a complete first ready */
+    int iterations_used;       /* how many of the warm-up's iterations it covers */
+    bool *used;                /* per warm-up iteration: covered */
 } ub_summary;
 
-int ub_record_summarize(const ub_record *r, ub_summary *out);  /* -1: out of memory or no calls */
+/* settled (NULL: all): per warm-up iteration, whether every timing event recorded for it has
+ * completed.  -1: out of memory or no calls. */
+int ub_record_summarize(const ub_record *r, const bool *settled, ub_summary *out);
 void ub_summary_free(ub_summary *s);
 
 /* Facts about the communicator every rank must agree on, combined with max: X(field, meaning). */
@@ -80,7 +83,8 @@ void ub_summary_free(ub_summary *s);
     X(p2p, "1: point-to-point calls in the iteration")                                         \
     X(period_refuted, "1: an allreduce's buffers differ from the same position's one period earlier") \
     X(addr_period, "the period of the full signatures (buffers included), 0 when none")        \
-    X(neg_addr_period, "its negation: every rank found the same iff max == -max(-x)")
+    X(neg_addr_period, "its negation: every rank found the same iff max == -max(-x)")            \
+    X(neg_iterations, "minus the warm-up iterations whose timing events this rank had read: -max is the least over ranks")
 
 typedef struct ub_agree_flags {
 #define X(field, meaning) double field;
@@ -116,7 +120,9 @@ typedef struct ub_agree_settings {
 #define UB_AGREE_HEADER_FIELDS 13
 #define UB_AGREE_HEADER_LEN (2 * UB_AGREE_HEADER_FIELDS)
 #define UB_AGREE_PER_CALL 7
-#define UB_AGREE_FLAG_COUNT 12
+/* One per flag of the list (a sizeof cannot be used in the constant sizes below the list). */
+#define UB_AGREE_FLAG_ONE(field, meaning) +1
+#define UB_AGREE_FLAG_COUNT (0 UB_AGREE_FLAG_LIST(UB_AGREE_FLAG_ONE))
 #define UB_AGREE_GLOBALS (UB_AGREE_FLAG_COUNT + 2)
 #define UB_AGREE_MAX_LEN (UB_AGREE_HEADER_LEN + UB_AGREE_PER_CALL * UB_AGREE_CAP + UB_AGREE_GLOBALS)
 #define UB_AGREE_SUM_LEN (UB_AGREE_CAP + 1)

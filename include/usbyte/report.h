@@ -58,6 +58,9 @@ typedef struct ub_comm_report {
     uint64_t iterations_observed;       /* whole iterations seen since the period was found */
     double measured_iteration;  /* agreed mean iteration time of the warm-up, seconds */
     int warmup;                 /* iterations profiled */
+    /* this rank: the warm-up iterations its contribution covers (their timing had all completed
+     * when the agreement was issued), a bit each (USBYTE_WARMUP is at most 1000) */
+    uint64_t warmup_used[16];
 
     bool have_profile;
     ub_profile profile;         /* agreed, times relative to the first call's ready */

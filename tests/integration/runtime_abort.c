@@ -6,7 +6,15 @@
  * complete).  Its watchdog thread (--abort-thread) aborts when the training thread is done or has
  * been inside one call for 1.5 s; without it the training thread aborts after its loop.  Prints
  * how long the abort took and how long the training thread's call took to return after it.  Run
- * by runtime_abort.sh with and without libusbyte.so. */
+ * by runtime_abort.sh with and without libusbyte.so.
+ *
+ *   --check-errors   the training thread checks every call's result and aborts at the first error
+ *                    (a single-threaded program's own error handling); with --abort-thread an
+ *                    error ends the training loop and the watchdog aborts (PyTorch: the collective
+ *                    raises, the watchdog aborts); otherwise an error before the abort fails
+ *   --two-comms      a second communicator (a split of the first) with its own allreduces,
+ *                    interleaved; the abort ends both as PyTorch does with NCCL 2.22 and later:
+ *                    ncclGroupStart, ncclCommAbort of each, ncclGroupEnd */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -16,7 +24,8 @@
 
 #define CALLS 6
 
-static ncclComm_t comm;
+static ncclComm_t comm, comm2;
+static bool check_errors, two_comms, thread;
 static double abort_seconds;
 static _Atomic double aborted_at;
 static _Atomic double call_since;   /* when the training thread entered its current call, 0: none */
@@ -26,7 +35,14 @@ static void do_abort(void)
 {
     atomic_store(&aborted, true); /* before: the training thread released by it makes no more calls */
     double t0 = now_s();
-    NCCL_OK(ncclCommAbort(comm));
+    if (two_comms) {
+        NCCL_OK(ncclGroupStart());
+        NCCL_OK(ncclCommAbort(comm));
+        NCCL_OK(ncclCommAbort(comm2));
+        NCCL_OK(ncclGroupEnd());
+    } else {
+        NCCL_OK(ncclCommAbort(comm));
+    }
     abort_seconds = now_s() - t0;
     atomic_store(&aborted_at, now_s());
 }
@@ -47,15 +63,22 @@ static void *watchdog(void *arg)
 }
 
 /* Every call of the training thread: timed, and its error ignored once the communicator is
- * aborted; no call is made after the abort (an aborted communicator's handle is gone). */
+ * aborted; no call is made after the abort (an aborted communicator's handle is gone), nor
+ * after an error handed to the watchdog. */
 #define CALL(expr)                                                                              \
     do {                                                                                        \
-        if (atomic_load(&aborted))                                                              \
+        if (atomic_load(&aborted) || atomic_load(&done))                                        \
             break;                                                                              \
         atomic_store(&call_since, now_s());                                                     \
         int r_ = (int)(expr);                                                                   \
         atomic_store(&call_since, 0.0);                                                         \
-        if (r_ != 0 && !atomic_load(&aborted)) {                                                \
+        if (r_ != 0 && !atomic_load(&aborted) && thread) {                                      \
+            fprintf(stderr, "rank 0: %s returned %d: the watchdog aborts\n", #expr, r_);        \
+            atomic_store(&done, true);                                                          \
+        } else if (r_ != 0 && !atomic_load(&aborted) && check_errors) {                         \
+            fprintf(stderr, "rank 0: %s returned %d: aborting\n", #expr, r_);                   \
+            do_abort();                                                                         \
+        } else if (r_ != 0 && !atomic_load(&aborted)) {                                         \
             fprintf(stderr, "%s failed (%d)\n", #expr, r_);                                     \
             exit(1);                                                                            \
         }                                                                                       \
@@ -64,30 +87,35 @@ static void *watchdog(void *arg)
 int main(int argc, char **argv)
 {
     int die_at = 3, after = 3;
-    bool thread = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--die-at") && i + 1 < argc) die_at = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--after") && i + 1 < argc) after = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--abort-thread")) thread = true;
+        else if (!strcmp(argv[i], "--check-errors")) check_errors = true;
+        else if (!strcmp(argv[i], "--two-comms")) two_comms = true;
         else { fprintf(stderr, "runtime_abort: unknown option %s\n", argv[i]); return 2; }
     }
     int rank, world;
     comm = world_comm(&rank, &world);
-    cudaStream_t s, compute;
+    if (two_comms)
+        NCCL_OK(ncclCommSplit(comm, 0, rank, &comm2, NULL));
+    cudaStream_t s, s2, compute;
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_OK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
     CUDA_OK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
     float *buf[CALLS];
-    cudaEvent_t ready[CALLS], end;
+    cudaEvent_t ready[CALLS], end, end2;
     for (int k = 0; k < CALLS; k++) {
         CUDA_OK(cudaMalloc((void **)&buf[k], (size_t)(64 * (k + 1)) * sizeof(float)));
         CUDA_OK(cudaMemsetAsync(buf[k], 0, (size_t)(64 * (k + 1)) * sizeof(float), compute));
         CUDA_OK(cudaEventCreateWithFlags(&ready[k], cudaEventDisableTiming));
     }
     CUDA_OK(cudaEventCreateWithFlags(&end, cudaEventDisableTiming));
+    CUDA_OK(cudaEventCreateWithFlags(&end2, cudaEventDisableTiming));
     pthread_t wd;
     if (thread && rank == 0)
         EXPECT(pthread_create(&wd, NULL, watchdog, NULL) == 0, "pthread_create");
-    for (int it = 0; it < die_at + after && !atomic_load(&aborted); it++) {
+    for (int it = 0; it < die_at + after && !atomic_load(&aborted) && !atomic_load(&done); it++) {
         if (rank == 1 && it == die_at) {
             fprintf(stderr, "rank 1: dying at iteration %d\n", it);
             _exit(0);
@@ -96,9 +124,17 @@ int main(int argc, char **argv)
             CALL(cudaEventRecord(ready[k], compute));
             CALL(cudaStreamWaitEvent(s, ready[k], 0));
             CALL(ncclAllReduce(buf[k], buf[k], (size_t)(64 * (k + 1)), ncclFloat32, ncclSum, comm, s));
+            if (two_comms) {
+                CALL(cudaStreamWaitEvent(s2, ready[k], 0));
+                CALL(ncclAllReduce(buf[k], buf[k], (size_t)(32 * (k + 1)), ncclFloat32, ncclSum, comm2, s2));
+            }
         }
         CALL(cudaEventRecord(end, s));
         CALL(cudaStreamWaitEvent(compute, end, 0));
+        if (two_comms) {
+            CALL(cudaEventRecord(end2, s2));
+            CALL(cudaStreamWaitEvent(compute, end2, 0));
+        }
         if (it < die_at) /* the healthy iterations end with a host wait, like a loss print */
             CALL(cudaStreamSynchronize(compute));
     }
@@ -108,7 +144,7 @@ int main(int argc, char **argv)
     atomic_store(&done, true);
     if (thread)
         pthread_join(wd, NULL);
-    else
+    else if (!atomic_load(&aborted)) /* not already, at an error */
         do_abort();
     printf("runtime_abort: rank %d: ncclCommAbort returned in %.3f s, the training thread %.3f s after it\n", rank,
            abort_seconds, released);

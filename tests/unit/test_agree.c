@@ -86,7 +86,7 @@ static void test_data_roundtrip_two_ranks(void **state)
     /* call 2: rank 0 has no duration sample (comm_min 0), rank 1 does; then neither */
     c0[2] = (ub_summary_call){.ready = 0.02, .comm_min = 0};
     c1[2] = (ub_summary_call){.ready = 0.02, .comm_min = 0.003};
-    ub_summary s0 = {3, c0, 0.050, 3}, s1 = {3, c1, 0.052, 3};
+    ub_summary s0 = {3, c0, 0.050, 3, NULL}, s1 = {3, c1, 0.052, 3, NULL};
     ub_agree_local l0 = {3, 3, 0xabcdull, {.policy = 6}, &s0, {.other_calls = 1, .copy_beta = 2e-10}},
                    l1 = {3, 3, 0xabcdull, {.policy = 6}, &s1,
                          {.stream_ordered = 3, .cupti_missing = 1, .other_calls = 1, .copy_beta = 3e-10, .p2p = 1}};
@@ -128,7 +128,7 @@ static void test_disagreements_decode_alike_everywhere(void **state)
 {
     (void)state;
     ub_summary_call c[3] = {{.ready = 0}, {.ready = 0.01}, {.ready = 0.02}};
-    ub_summary s2 = {2, c, 0.05, 3}, s3 = {3, c, 0.05, 3};
+    ub_summary s2 = {2, c, 0.05, 3, NULL}, s3 = {3, c, 0.05, 3, NULL};
     ub_agree_local two = {2, 3, 0x1234ull, {0}, &s2, {.other_calls = 0}}, three = {3, 4, 0x1234ull, {0}, &s3, {.other_calls = 0}};
     static agreement g;
     ub_agreed a;
@@ -150,7 +150,7 @@ static void test_disagreements_decode_alike_everywhere(void **state)
     ub_agree_local many = {UB_AGREE_CAP + 1, UB_AGREE_CAP + 1, 0x2ull, {0}, NULL, {.other_calls = 0}};
     assert_int_equal(agree2(&g, &many, &many, &a), UB_AGREE_TOO_MANY);
     ub_agree_local full = {UB_AGREE_CAP, UB_AGREE_CAP, 0x3ull, {0}, NULL, {.other_calls = 0}};
-    ub_summary sf = {UB_AGREE_CAP, calloc(UB_AGREE_CAP, sizeof(ub_summary_call)), 0.1, 2};
+    ub_summary sf = {UB_AGREE_CAP, calloc(UB_AGREE_CAP, sizeof(ub_summary_call)), 0.1, 2, NULL};
     assert_non_null(sf.calls);
     full.summary = &sf;
     assert_int_equal(agree2(&g, &full, &full, &a), UB_AGREE_OK);
@@ -176,7 +176,7 @@ static void test_summary_averages_relative_to_first_ready(void **state)
                            .need = NAN, .upstream = it == 0, .barrier = true};
     }
     ub_summary s;
-    assert_int_equal(ub_record_summarize(&r, &s), 0);
+    assert_int_equal(ub_record_summarize(&r, NULL, &s), 0);
     assert_int_equal(s.iterations_used, 2);
     assert_double_equal(s.iteration, 0.1, 1e-12);
     assert_double_equal(s.calls[0].ready, 0, 0);

@@ -2,11 +2,13 @@
  * Every function is defined as pnccl<Name> (GLOBAL) with nccl<Name> a WEAK alias, like the
  * real libnccl.so.2. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dtype.h"
 #include "group.h"
@@ -261,6 +263,42 @@ static void drain(struct ncclComm *c)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* As drain, for at most `seconds`; true when every operation has run. */
+static bool drain_for(struct ncclComm *c, double seconds)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    double at = (double)until.tv_nsec * 1e-9 + seconds;
+    until.tv_sec += (time_t)at;
+    until.tv_nsec = (long)((at - (double)(time_t)at) * 1e9);
+    pthread_mutex_lock(&c->mu);
+    int r = 0;
+    while (c->run_ticket != c->issued && r != ETIMEDOUT)
+        r = pthread_cond_timedwait(&c->cv, &c->mu, &until);
+    bool all = c->run_ticket == c->issued;
+    pthread_mutex_unlock(&c->mu);
+    return all;
+}
+
+/* Communicators aborted while operations of theirs were still queued on streams that had not
+ * reached them (behind another communicator's collective stuck on a dead peer, say): kept, so
+ * that those operations find them and skip when their streams get there.  NCCL's abort does not
+ * wait for kernels not launched yet either (they see the abort flag and exit). */
+static pthread_mutex_t aborted_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct ncclComm **aborted_kept;
+static size_t n_aborted_kept;
+
+static void keep_aborted(struct ncclComm *c)
+{
+    pthread_mutex_lock(&aborted_mu);
+    struct ncclComm **p = realloc(aborted_kept, (n_aborted_kept + 1) * sizeof *p);
+    if (p) {
+        aborted_kept = p;
+        aborted_kept[n_aborted_kept++] = c;
+    }
+    pthread_mutex_unlock(&aborted_mu);
+}
+
 EMU_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm)
 {
     TRY(check_comm(comm, "ncclCommFinalize"));
@@ -291,8 +329,12 @@ EMU_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm)
     pthread_mutex_lock(&comm->mu);
     pthread_cond_broadcast(&comm->cv);
     pthread_mutex_unlock(&comm->mu);
-    drain(comm);
-    emu_comm_detach(comm);
+    /* The operations running notice the flag within one wait slice; the ones still queued are
+     * not waited for. */
+    if (drain_for(comm, 0.2))
+        emu_comm_detach(comm);
+    else
+        keep_aborted(comm);
     return ncclSuccess;
 }
 EMU_NCCL_ALIAS(ncclCommAbort);

@@ -162,7 +162,8 @@ def cmd_reports(a):
             fail("call %d: dtype/op %s/%s, expected %s/%s" % (k, m.get("dtype"), m.get("op"), t["dtype"], t["op"]))
         if m.get("merge", True) is not True and not a.any_needs:
             fail("call %d: merge false, but nothing waits for it before the next call" % k)
-    check_ready(a, c0, reports[0].get("config"), calls, tp, truths)
+    used_by_rank = {r.get("rank"): (r.get("comms") or [{}])[0].get("warmup_iterations_used") for r in reports}
+    check_ready(a, c0, reports[0].get("config"), calls, tp, truths, [used_by_rank.get(k) for k in range(len(truths))])
 
     # Needs.  A need boundary is a claim about forward compute: segment s may start when its calls
     # are done.  The runtime may join truth segments whose compute is too short to tell apart, and
@@ -390,7 +391,7 @@ def check_fit(a, c0, calls, net, config):
             fail("fitted %s %r is not within %.1f%% of %s %.6g" % (name, got, 100 * tol / ref, against, want[name]))
 
 
-def check_ready(a, c0, config, calls, tp, truths):
+def check_ready(a, c0, config, calls, tp, truths, used_of):
     """Each call's reported ready time against when the trainer really produced its data.
 
     The runtime measures when the compute stream passed the event the NCCL stream waits on (a
@@ -445,13 +446,17 @@ def check_ready(a, c0, config, calls, tp, truths):
             return None
         return [x - by[i][0] for x in r[i]], list(by[i])
 
+    # Each rank contributes the profiled iterations whose timing had all completed when the
+    # agreement was issued (its report lists them: warmup_iterations_used, offsets in the window).
+    used = [[i for i in u if isinstance(i, int) and 0 <= i < w] if isinstance(u, list) and u else list(range(w))
+            for u in used_of]
     best = None
     for s in range(first, iters - w + 1):
-        per_rank = [[bounds(r, by, i) for i in range(s, s + w)] for r, by in zip(rows, bys)]
+        per_rank = [[bounds(r, by, s + i) for i in u] for r, by, u in zip(rows, bys, used)]
         if any(b is None for pr in per_rank for b in pr):
             continue
-        mlo = [[sum(b[0][k] for b in pr) / w for k in range(n)] for pr in per_rank]
-        mhi = [[sum(b[1][k] for b in pr) / w for k in range(n)] for pr in per_rank]
+        mlo = [[sum(b[0][k] for b in pr) / len(pr) for k in range(n)] for pr in per_rank]
+        mhi = [[sum(b[1][k] for b in pr) / len(pr) for k in range(n)] for pr in per_rank]
         lo = [max(m[k] for m in mlo) for k in range(n)]
         hi = [max(m[k] for m in mhi) for k in range(n)]
         ranks_lo = [min(m[k] for m in mlo) for k in range(n)]
