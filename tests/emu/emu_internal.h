@@ -91,11 +91,31 @@ int usbyteEmuPointerKind(const void *ptr);
 cudaError_t usbyteEmuMemAlloc(void **ptr, size_t bytes);
 cudaError_t usbyteEmuMemFree(void *ptr);   /* like cudaFree: waits for the device first */
 
+/* For the driver API stand-in: enqueues a stream memory operation whose arguments it has
+ * checked: a wait (is_wait != 0) until condition (CU_STREAM_WAIT_VALUE_GEQ/EQ/AND/NOR) holds
+ * between the 32- or 64-bit word at addr and value, or a write of value to it. */
+cudaError_t usbyteEmuStreamMemOp(cudaStream_t stream, int ptsz, int is_wait, void *addr, uint64_t value,
+                                 unsigned condition, int is64);
+
+/* Hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, docs/emulator-cuda.md).  The number of queues
+ * per device in this process (reading the variable if no call has yet); the queue of a stream
+ * (handles as usbyteEmuStreamEnqueue, -1 for an invalid one); and the number of queue
+ * deadlocks now: waits at the head of a queue that can never be satisfied because the op that
+ * would satisfy them is queued behind them, in the same queue or behind another such wait.
+ * When fd >= 0, one line per deadlock is written to fd:
+ *   [pid N] queue <Q>: stream <S>'s <wait> blocks the queue; the <op> that would release it
+ *   is queued behind it on stream <T> (same queue): deadlock
+ * (device <D> queue <Q> for devices other than 0). */
+int usbyteEmuQueueCount(void);
+int usbyteEmuStreamQueue(cudaStream_t stream);
+int usbyteEmuQueueDeadlocks(int fd);
+
 /* Hang diagnosis: when the environment has USBYTE_EMU_LAUNCHED=1 (emu-run sets it), libcudart
- * installs a SIGUSR2 handler at load time that writes usbyteEmuDumpStreams(2), each line
- * starting with "[pid N]", so the launcher can ask every rank where its streams wait. The
- * dump format is one line per stream:
- *   [pid N] stream <id> <legacy|per-thread|blocking|non-blocking> depth <D>: <activity>
- * where activity is "idle", the running op's description, or what usbyteEmuSetActivity said. */
+ * installs a SIGUSR2 handler at load time that writes usbyteEmuDumpStreams(2) and then the
+ * queue deadlock lines of usbyteEmuQueueDeadlocks, each line starting with "[pid N]", so the
+ * launcher can ask every rank where its streams wait. The dump format is one line per stream:
+ *   [pid N] stream <id> <legacy|per-thread|blocking|non-blocking> queue <Q> depth <D>: <activity>
+ * where activity is "idle", the running op's description, what usbyteEmuSetActivity said, or
+ * "<op>: queued in queue <Q> behind stream <S>'s <op>" while the op waits for its turn. */
 
 #endif

@@ -18,10 +18,16 @@ done
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 # Second run: one gate per iteration, opened after the host issued it all: the runtime must not
-# wait, at the agreement, for the producer of the call being issued (the run would hang).
+# wait, at the agreement, for the producer of the call being issued (the run would hang).  That
+# gate is a host function waiting for the host, which no GPU work does: a stream sharing the
+# compute stream's hardware queue could not begin before the host has issued the iteration, and
+# the agreement the runtime waits for at the switch would wait for the gate.  So that run gets a
+# queue per stream, whatever CUDA_DEVICE_MAX_CONNECTIONS the suite runs under.
 for mode in call-gates iteration-gate; do
 echo "== $mode"
-LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_LOG=debug USBYTE_WARMUP=5 USBYTE_REPORT="$WORK/r-%r.json" \
+queues=()
+[ $mode = iteration-gate ] && queues=(CUDA_DEVICE_MAX_CONNECTIONS=32)
+env "${queues[@]}" LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_LOG=debug USBYTE_WARMUP=5 USBYTE_REPORT="$WORK/r-%r.json" \
     "$BUILD/emu/emu-run" -n 2 --timeout 30 -- "$PROG" $mode >"$WORK/out" 2>&1 \
     || { sed 's/^/    | /' "$WORK/out" | tail -40; echo "FAIL: runtime_ready $mode failed"; exit 1; }
 python3 - "$WORK/out" <<'PY'
