@@ -107,7 +107,9 @@ void *ub_cupti_open(char *origin, size_t origin_len, char *why, size_t why_len)
         snprintf(dir, sizeof dir, "%.*s", (int)(slash - cudart), cudart);
         for (size_t d = 0; d < sizeof beside / sizeof beside[0]; d++)
             for (int n = 0; n < 3; n++) {
-                if (snprintf(candidate, sizeof candidate, "%s/%s/%s", dir, beside[d], names[n]) >= (int)sizeof candidate ||
+                bool same = !strcmp(beside[d], ".");
+                if (snprintf(candidate, sizeof candidate, "%s/%s%s%s", dir, same ? "" : beside[d], same ? "" : "/",
+                             names[n]) >= (int)sizeof candidate ||
                     access(candidate, F_OK) != 0)
                     continue;
                 if ((h = try_open(candidate, RTLD_NOW | RTLD_LOCAL, why, why_len))) {
