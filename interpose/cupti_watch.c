@@ -199,6 +199,8 @@ void ub_cupti_release(void)
 
 void ub_cupti_yield(void)
 {
+    if (ub_state_in_child())   /* a forked child holds nothing of its parent's CUPTI */
+        return;
     ub_state_lock();
     if (cupti.holders <= 0) {
         ub_state_unlock();
