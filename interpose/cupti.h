@@ -3,7 +3,10 @@
 #ifndef USBYTE_CUPTI_H
 #define USBYTE_CUPTI_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+#include <cupti.h>
 
 /* A handle of libcupti as the process has it: one already loaded; else one next to the loaded
  * CUDA runtime (the same directory, a CUDA 12 wheel's nvidia/cuda_cupti/lib beside
@@ -15,9 +18,13 @@ void *ub_cupti_open(char *origin, size_t origin_len, char *why, size_t why_len);
 /* The libcupti already loaded in the process (the application's), NULL when none is. */
 void *ub_cupti_loaded(void);
 
-/* Another subscriber is about to subscribe (the application called cuptiSubscribe): usbyte
- * drops its own subscription, and every communicator it was watching for is judged not
- * schedulable, saying why.  Takes the global lock. */
+/* The application is about to subscribe (its cuptiSubscribe was called): usbyte drops its own
+ * subscription, every communicator it was watching for is judged not schedulable, saying why,
+ * and no warm-up subscribes until the application's subscription ends.  Then the application's
+ * call returned (ok: with the handle sub), and later its cuptiUnsubscribe(sub) succeeded.  Each
+ * takes the global lock. */
 void ub_cupti_yield(void);
+void ub_cupti_foreign_subscribed(bool ok, CUpti_SubscriberHandle sub);
+void ub_cupti_foreign_unsubscribed(CUpti_SubscriberHandle sub);
 
 #endif

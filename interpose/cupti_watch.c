@@ -34,6 +34,10 @@ static struct {
     result_string_fn result_string;
     CUpti_SubscriberHandle sub;
     int holders;
+    /* The application subscribes or holds CUPTI (cupti_wrap.c): usbyte does not subscribe until
+     * it unsubscribes that handle (NULL while its cuptiSubscribe is in progress). */
+    bool foreign;
+    CUpti_SubscriberHandle foreign_sub;
 } cupti;
 
 /* Each subscription's number: a thread's runtime-call depth counts only within the subscription
@@ -162,7 +166,10 @@ bool ub_cupti_acquire(char *detail, size_t len, bool *taken)
     }
     ub_inside++;
     bool ok = false;
-    if (!load()) {
+    if (cupti.foreign) {
+        *taken = true;
+        snprintf(detail, len, "another CUPTI subscriber (the application's cuptiSubscribe) holds CUPTI");
+    } else if (!load()) {
         snprintf(detail, len, "libcupti not found: %s", cupti.why);
     } else {
         char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1];
@@ -202,12 +209,11 @@ void ub_cupti_yield(void)
     if (ub_state_in_child())   /* a forked child holds nothing of its parent's CUPTI */
         return;
     ub_state_lock();
-    if (cupti.holders <= 0) {
-        ub_state_unlock();
-        return;
-    }
+    cupti.foreign = true;
+    cupti.foreign_sub = NULL;
     int n = 0;
-    for (ub_comm *c = ub_state_live_comms(); c; c = c->hh.next)
+    bool held = cupti.holders > 0;
+    for (ub_comm *c = ub_state_live_comms(); held && c; c = c->hh.next)
         if (c->cupti_held) {
             c->cupti_held = false;
             c->cupti_taken = true;
@@ -217,10 +223,37 @@ void ub_cupti_yield(void)
             n++;
         }
     cupti.holders = 0;
-    ub_inside++;
-    cupti.unsubscribe(cupti.sub);
-    ub_inside--;
+    CUpti_SubscriberHandle ours = cupti.sub;
     ub_state_unlock();
+    if (!held)
+        return;
+    /* Outside the lock: a callback in flight on another thread may be waiting for it.  No
+     * communicator subscribes meanwhile (foreign is set). */
+    ub_inside++;
+    cupti.unsubscribe(ours);
+    ub_inside--;
     ub_warn("the application subscribes to CUPTI (a profiler): usbyte lets it have CUPTI; the %d communicator%s "
             "profiled now %s judged not schedulable", n, n == 1 ? "" : "s", n == 1 ? "is" : "are");
+}
+
+void ub_cupti_foreign_subscribed(bool ok, CUpti_SubscriberHandle sub)
+{
+    if (ub_state_in_child())
+        return;
+    ub_state_lock();
+    cupti.foreign = ok;
+    cupti.foreign_sub = ok ? sub : NULL;
+    ub_state_unlock();
+}
+
+void ub_cupti_foreign_unsubscribed(CUpti_SubscriberHandle sub)
+{
+    if (ub_state_in_child())
+        return;
+    ub_state_lock();
+    if (cupti.foreign && cupti.foreign_sub == sub) {
+        cupti.foreign = false;
+        cupti.foreign_sub = NULL;
+    }
+    ub_state_unlock();
 }

@@ -3,7 +3,8 @@
  * would fail and its profiler would see nothing.  These wrappers (exported under CUPTI's version
  * node, like the CUDA runtime's: cuptiSubscribe@@libcupti.so.13, and @libcupti.so.12 for a
  * CUDA 12 CUPTI) make usbyte let go first (cupti_watch.c: the communicators it was watching for
- * are then judged not schedulable, saying why), then call the application's libcupti. */
+ * are then judged not schedulable, saying why), then call the application's libcupti; usbyte
+ * watches no warm-up until the application's cuptiUnsubscribe ends that subscription. */
 #include <dlfcn.h>
 
 #include <cupti.h>
@@ -36,9 +37,12 @@ UB_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_C
         (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))real("cuptiSubscribe");
     if (!fn)
         return CUPTI_ERROR_NOT_INITIALIZED;
-    if (!ub_inside)
-        ub_cupti_yield();
-    return fn(subscriber, callback, userdata);
+    if (ub_inside)
+        return fn(subscriber, callback, userdata);
+    ub_cupti_yield();
+    CUptiResult r = fn(subscriber, callback, userdata);
+    ub_cupti_foreign_subscribed(r == CUPTI_SUCCESS, r == CUPTI_SUCCESS && subscriber ? *subscriber : NULL);
+    return r;
 }
 
 UB_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback, void *userdata,
@@ -49,9 +53,24 @@ UB_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber, CUpt
             "cuptiSubscribe_v2");
     if (!fn)
         return CUPTI_ERROR_NOT_INITIALIZED;
-    if (!ub_inside)
-        ub_cupti_yield();
-    return fn(subscriber, callback, userdata, params);
+    if (ub_inside)
+        return fn(subscriber, callback, userdata, params);
+    ub_cupti_yield();
+    CUptiResult r = fn(subscriber, callback, userdata, params);
+    ub_cupti_foreign_subscribed(r == CUPTI_SUCCESS, r == CUPTI_SUCCESS && subscriber ? *subscriber : NULL);
+    return r;
+}
+
+/* The application's subscription ends: warm-ups may watch again. */
+UB_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)
+{
+    CUptiResult (*fn)(CUpti_SubscriberHandle) = (CUptiResult(*)(CUpti_SubscriberHandle))real("cuptiUnsubscribe");
+    if (!fn)
+        return CUPTI_ERROR_NOT_INITIALIZED;
+    CUptiResult r = fn(subscriber);
+    if (r == CUPTI_SUCCESS && !ub_inside)
+        ub_cupti_foreign_unsubscribed(subscriber);
+    return r;
 }
 
 /* The same under CUDA 12 CUPTI's version node (the default stays 13's, which unversioned
@@ -71,3 +90,10 @@ UB_EXPORT CUptiResult ub_v12_cuptiSubscribe_v2(CUpti_SubscriberHandle *subscribe
     return ub_local_cuptiSubscribe_v2(subscriber, callback, userdata, params);
 }
 __asm__(".symver ub_v12_cuptiSubscribe_v2, cuptiSubscribe_v2@libcupti.so.12");
+
+static __typeof__(cuptiUnsubscribe) ub_local_cuptiUnsubscribe __attribute__((alias("cuptiUnsubscribe")));
+UB_EXPORT CUptiResult ub_v12_cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)
+{
+    return ub_local_cuptiUnsubscribe(subscriber);
+}
+__asm__(".symver ub_v12_cuptiUnsubscribe, cuptiUnsubscribe@libcupti.so.12");
