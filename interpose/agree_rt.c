@@ -136,10 +136,21 @@ static const struct {
     why_arg arg;
     const char *why;
 } unschedulable[] = {
-    {offsetof(ub_agree_flags, stream_ordered), WHY_VALUE,
-     "stream-ordered work on the NCCL stream between collectives (%g operations per warm-up on the busiest rank): it "
-     "consumes results in stream order and cannot be redirected; with Horovod, set HOROVOD_FUSION_THRESHOLD=0 so that "
-     "usbyte does the fusion"},
+    {offsetof(ub_agree_flags, stream_copies), WHY_VALUE,
+     "stream-ordered work on the NCCL stream between collectives: copies or memsets (%g per warm-up on the busiest "
+     "rank), which consume results in stream order and cannot be redirected; with Horovod, set "
+     "HOROVOD_FUSION_THRESHOLD=0 so that usbyte does the fusion (Horovod copies fused tensors in and out of its "
+     "buffer on the NCCL stream)"},
+    {offsetof(ub_agree_flags, stream_compute), WHY_VALUE,
+     "stream-ordered compute on the NCCL stream between collectives: kernels, graphs or host functions (%g per "
+     "warm-up on the busiest rank), which consume results in stream order and cannot be redirected; with Horovod "
+     "these are the kernels that scale averaged gradients, which HOROVOD_FUSION_THRESHOLD=0 does not remove: average "
+     "with ncclAvg (Horovod 0.26 or later built against NCCL 2.10 or later) and leave gradient_predivide_factor at "
+     "1.0, or pass op=hvd.Sum and divide by hvd.size() yourself (scale the loss before backward)"},
+    {offsetof(ub_agree_flags, cupti_taken), WHY_PLAIN,
+     "another CUPTI subscriber held CUPTI during the warm-up on some rank (a profiler such as torch.profiler, or an "
+     "NVIDIA tool such as Nsight Systems the job runs under): stream-ordered work on the NCCL stream could not be "
+     "watched; profile without usbyte, or run with USBYTE_MODE=observe to measure and plan while profiling"},
     {offsetof(ub_agree_flags, cupti_missing), WHY_PLAIN,
      "CUPTI was not available on every rank: stream-ordered work on the NCCL stream cannot be ruled out"},
     {offsetof(ub_agree_flags, no_end_records), WHY_PLAIN,
@@ -338,7 +349,10 @@ void ub_comm_agree_issue(ub_comm *c)
         .summary = have_summary ? &sum : NULL,
         .flags = {
             .stream_ordered = c->stream_ordered,
-            .cupti_missing = (ub_cfg.cupti && c->report.cupti) ? 0.0 : 1.0,
+            .stream_compute = c->stream_compute,
+            .stream_copies = c->stream_copies,
+            .cupti_missing = (ub_cfg.cupti && (c->report.cupti || c->cupti_taken)) ? 0.0 : 1.0,
+            .cupti_taken = ub_cfg.cupti && c->cupti_taken ? 1.0 : 0.0,
             .no_end_records = c->end_records || c->stream_host_waits ? 0.0 : 1.0,
             .other_calls = c->other_calls,
             .copy_beta = ub_comm_copy_beta(c),

@@ -156,10 +156,13 @@ struct ub_comm {
     cudaStream_t last_need_stream;     /* the previous stream wait on a call's completion, */
     unsigned long long last_need_work; /* and the CUPTI work count at that moment */
     bool cupti_held;
+    bool cupti_taken;         /* another CUPTI subscriber held CUPTI, or took it, during the warm-up */
     bool end_records;
     bool stream_host_waits;   /* cudaStreamSynchronize/Query of the NCCL stream (seen: not a static runtime) */
     int consumers_stream, consumers_host;
-    double stream_ordered;
+    double stream_ordered;    /* stream-ordered operations on the NCCL stream, */
+    double stream_compute;    /* of which compute (kernels, graphs, host functions, callbacks) */
+    double stream_copies;     /* and copies, memsets and memory writes */
     char stream_ordered_example[80];
 
     /* The agreement (agree_rt.c): issued at agree_at whatever the group nesting, read later. */
@@ -272,11 +275,13 @@ void ub_warmup_device_wait(void);
 void ub_state_write_reports_at_exit(void);  /* runtime.c's destructor */
 extern atomic_int ub_agree_unread;  /* communicators whose agreement is issued and not read */
 
-/* CUPTI (cupti_watch.c): reference-counted subscription while some communicator profiles. */
-bool ub_cupti_acquire(char *detail, size_t len);  /* false: unavailable, detail says why */
+/* CUPTI (cupti_watch.c): reference-counted subscription while some communicator profiles.
+ * false: unavailable, detail says why; *taken: because another subscriber holds CUPTI. */
+bool ub_cupti_acquire(char *detail, size_t len, bool *taken);
 void ub_cupti_release(void);
-/* Called by the CUPTI callback for stream-ordered work on `stream` (global lock not held). */
-void ub_state_stream_work(cudaStream_t stream, const char *what);
+/* Called by the CUPTI callback for stream-ordered work on `stream` (global lock not held):
+ * compute (a kernel, graph, host function or stream callback) or a copy, memset or write. */
+void ub_state_stream_work(cudaStream_t stream, const char *what, bool compute);
 /* Compute operations (kernels, host functions) CUPTI saw on any stream while subscribed. */
 extern atomic_ullong ub_work_count;
 

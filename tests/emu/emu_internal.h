@@ -72,6 +72,33 @@ uint32_t usbyteEmuApiCallback(int domain, uint32_t cbid, int site, const char *f
 /* The one emulated context (what cuCtxGetCurrent and CUPTI report). */
 void *usbyteEmuContext(void);
 
+/* Stream work for the driver API stand-in (tests/emu/cuda/launch.c, copy.c).  The driver checks
+ * its own arguments (memory types, contexts, flags, launch dimensions) as the real one does;
+ * these check the stream (ptsz as usbyteEmuStreamEnqueueEx) and the memory ranges, and enqueue
+ * one operation; what: its description for the hang dump.
+ * A copy: depth slices of height rows of width bytes; a side with *_device set must lie inside
+ * one cudaMalloc/cudaMallocHost allocation, any other non-NULL pointer is host memory.
+ * cudaErrorInvalidPitchValue when a pitch is below the width or a slice below the rows. */
+struct usbyteEmuCopy {
+    void *dst;
+    const void *src;
+    size_t dpitch, spitch, dslice, sslice;
+    size_t width, height, depth;
+    int dst_device, src_device;
+};
+cudaError_t usbyteEmuCopyAsync(const struct usbyteEmuCopy *c, cudaStream_t stream, int ptsz, const char *what);
+/* height rows of width elements of elem_size (1, 2 or 4) bytes set to value, pitch bytes apart. */
+cudaError_t usbyteEmuSetAsync(void *dst, size_t pitch, uint32_t value, unsigned elem_size, size_t width,
+                              size_t height, cudaStream_t stream, int ptsz, const char *what);
+/* An emulated kernel (func: void fn(void **args), called with args), its grid and block checked
+ * as CUDA does (cudaErrorInvalidConfiguration, cudaErrorCooperativeLaunchTooLarge); or a host
+ * function. */
+cudaError_t usbyteEmuLaunchKernel(const void *func, const unsigned grid[3], const unsigned block[3], int cooperative,
+                                  void **args, cudaStream_t stream, int ptsz, const char *what);
+cudaError_t usbyteEmuLaunchHost(cudaStream_t stream, void (*fn)(void *), void *arg, int ptsz, const char *what);
+/* An executable graph made by cudaGraphInstantiate (cudaErrorInvalidResourceHandle for any other). */
+cudaError_t usbyteEmuGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream, int ptsz);
+
 /* Test control: make cudaStreamIsCapturing/cudaStreamGetCaptureInfo report an active capture
  * on stream (capturing != 0) or none.  Nothing is actually captured. */
 cudaError_t usbyteEmuSetCapturing(cudaStream_t stream, int capturing);
