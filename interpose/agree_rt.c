@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "cuda_list.h"
 #include "guard.h"
 #include "defer.h"
@@ -252,9 +253,9 @@ bool ub_comm_agree_buffers(ub_comm *c)
 {
     size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
     int previous = ub_device_enter(c->device);
-    if (!c->agree_host && UB_CUDA(ub_cuda.cudaMallocHost((void **)&c->agree_host, bytes)) != cudaSuccess)
+    if (!c->agree_host && UB_UNSAFE(ub_cuda.cudaMallocHost((void **)&c->agree_host, bytes)) != cudaSuccess)
         c->agree_host = NULL;
-    if (!c->agree_dev && UB_CUDA(ub_cuda.cudaMalloc(&c->agree_dev, bytes)) != cudaSuccess)
+    if (!c->agree_dev && UB_UNSAFE(ub_cuda.cudaMalloc(&c->agree_dev, bytes)) != cudaSuccess)
         c->agree_dev = NULL;
     if (!c->agree_done && UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&c->agree_done, cudaEventDisableTiming)) != cudaSuccess)
         c->agree_done = NULL;
