@@ -561,8 +561,11 @@ void ub_redirect_capture_begins(cudaStream_t s)
         return;
     ub_sched_rt *r = &c->sched;
     cudaError_t e = cudaSuccess;
-    if (!r->block_done)
+    if (!r->block_done) {
+        int previous = ub_device_enter(c->device);
         e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&r->block_done, cudaEventDisableTiming));
+        ub_device_leave(previous);
+    }
     if (e == cudaSuccess)
         e = UB_CUDA(ub_cuda.cudaEventRecord(r->block_done, r->priv));
     if (e == cudaSuccess)

@@ -356,6 +356,10 @@ cudaError_t emu_kernel_enqueue(struct CUstream_st *s, const void *func, void **a
 {
     if (func == NULL)
         return cudaErrorInvalidDeviceFunction;
+    /* "A kernel launch will fail if it is issued to a stream that is not associated to the
+     * current device" (copies and event waits may cross devices). */
+    if (!s->is_legacy && !s->implicit && s->device != emu_current_device())
+        return cudaErrorInvalidResourceHandle;
     struct kernel_op *k = malloc(sizeof *k);
     if (k == NULL)
         return cudaErrorMemoryAllocation;
