@@ -269,14 +269,11 @@ static cudaError_t end_capture(cudaStream_t stream, cudaGraph_t *graph, bool pts
         err = cudaErrorStreamCaptureInvalidated;
     else if (unjoined)
         err = cudaErrorStreamCaptureUnjoined;
+    if (err == cudaSuccess)
+        err = emu_graph_from_capture(c->nodes, c->n, graph);   /* takes every node */
     else
-        err = emu_graph_from_capture(c->nodes, c->n, graph);
-    if (err == cudaSuccess) {
-        c->nodes = NULL;
-        c->n = 0;
-    }
-    for (size_t i = 0; i < c->n; i++)
-        node_drop(&c->nodes[i]);
+        for (size_t i = 0; i < c->n; i++)
+            node_drop(&c->nodes[i]);
     free(c->nodes);
     free(c);
     return err;

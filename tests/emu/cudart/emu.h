@@ -344,7 +344,7 @@ cudaError_t emu_capture_sync_check(struct CUstream_st *s);
 cudaError_t emu_capture_unsafe(void);
 /* cudaDeviceSynchronize: encompasses every capture of the device (whatever the mode). */
 cudaError_t emu_capture_device_sync(void);
-/* graph.c: a graph of captured nodes (takes them). */
+/* graph.c: a graph of captured nodes (takes every node, also when it fails). */
 cudaError_t emu_graph_from_capture(struct emu_cnode *nodes, size_t n, cudaGraph_t *out);
 /* event.c: at a graph launch, an external record node's record of `event` (NULL when the event
  * is gone), completed with emu_record_complete; an external wait's record to wait on. */

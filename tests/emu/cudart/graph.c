@@ -24,16 +24,22 @@ struct emu_tmpl {
     struct emu_cnode n;
 };
 
+/* A captured op's arg that will never run. */
+static void cnode_free(struct emu_cnode *n)
+{
+    if (n->kind != EMU_CN_OP)
+        return;
+    if (n->drop)
+        n->drop(n->arg);
+    else
+        free(n->arg);
+}
+
 static void tmpl_release(struct emu_tmpl *t)
 {
     if (t == NULL || atomic_fetch_sub(&t->refs, 1) != 1)
         return;
-    if (t->n.kind == EMU_CN_OP) {
-        if (t->n.drop)
-            t->n.drop(t->n.arg);
-        else
-            free(t->n.arg);
-    }
+    cnode_free(&t->n);
     free(t);
 }
 
@@ -242,7 +248,8 @@ cudaError_t emu_graph_from_capture(struct emu_cnode *nodes, size_t n, cudaGraph_
 {
     cudaGraph_t g = NULL;
     cudaError_t err = cudaGraphCreate(&g, 0);
-    for (size_t i = 0; err == cudaSuccess && i < n; i++) {
+    size_t i = 0;
+    for (; err == cudaSuccess && i < n; i++) {
         struct emu_tmpl *t = malloc(sizeof *t);
         if (t == NULL) {
             err = cudaErrorMemoryAllocation;
@@ -252,12 +259,14 @@ cudaError_t emu_graph_from_capture(struct emu_cnode *nodes, size_t n, cudaGraph_
         t->n = nodes[i];
         cudaGraphNode_t x;
         if ((err = add_node(&x, g, NULL, 0, &(struct emu_node){.tmpl = t})) != cudaSuccess) {
-            t->n.kind = EMU_CN_RECORD;   /* the template stays the capture's to free */
-            tmpl_release(t);
-        } else {
-            nodes[i].kind = EMU_CN_RECORD;   /* taken: the caller frees nothing of it */
+            tmpl_release(t);   /* frees node i's arg */
+            i++;
+            break;
         }
     }
+    /* Every node is taken: the graph holds those added, the rest go with a failure. */
+    for (; i < n; i++)
+        cnode_free(&nodes[i]);
     if (err != cudaSuccess) {
         if (g)
             cudaGraphDestroy(g);
