@@ -588,7 +588,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
              how == UB_AGREE_WAIT_OR_GIVE_UP ? " before the communicator's destroy"
              : how == UB_AGREE_WAIT          ? " at the switch to the plan" : "");
     ub_comm_report *r = &c->report;
-    ub_agreed agreed;
+    ub_agreed agreed = {0};
     ub_agree_outcome outcome = UB_AGREE_NOMEM;
     const char *failure = NULL;
     char why[400], *mismatch = NULL;
@@ -668,6 +668,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         else
             snprintf(c->reason, sizeof c->reason, "the agreement failed (the verdict says why)");
         free(mismatch);
+        ub_agreed_free(&agreed); /* decoded, then refused: an executor or the timing failed */
     } else {
         if (ub_log_enabled(UB_LOG_DEBUG))
             for (int k = 0; k < agreed.n_calls; k++)
