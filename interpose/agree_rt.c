@@ -18,6 +18,7 @@
 #include "guard.h"
 #include "defer.h"
 #include "device.h"
+#include "exec.h"
 #include "nccl_list.h"
 #include "runtime.h"
 #include "state.h"
@@ -135,10 +136,21 @@ static const struct {
     why_arg arg;
     const char *why;
 } unschedulable[] = {
-    {offsetof(ub_agree_flags, stream_ordered), WHY_VALUE,
-     "stream-ordered work on the NCCL stream between collectives (%g operations per warm-up on the busiest rank): it "
-     "consumes results in stream order and cannot be redirected; with Horovod, set HOROVOD_FUSION_THRESHOLD=0 so that "
-     "usbyte does the fusion"},
+    {offsetof(ub_agree_flags, stream_copies), WHY_VALUE,
+     "stream-ordered work on the NCCL stream between collectives: copies or memsets (%g per warm-up on the busiest "
+     "rank), which consume results in stream order and cannot be redirected; with Horovod, set "
+     "HOROVOD_FUSION_THRESHOLD=0 so that usbyte does the fusion (Horovod copies fused tensors in and out of its "
+     "buffer on the NCCL stream)"},
+    {offsetof(ub_agree_flags, stream_compute), WHY_VALUE,
+     "stream-ordered compute on the NCCL stream between collectives: kernels, graphs or host functions (%g per "
+     "warm-up on the busiest rank), which consume results in stream order and cannot be redirected; with Horovod "
+     "these are the kernels that scale averaged gradients, which HOROVOD_FUSION_THRESHOLD=0 does not remove: average "
+     "with ncclAvg (Horovod 0.26 or later built against NCCL 2.10 or later) and leave gradient_predivide_factor at "
+     "1.0, or pass op=hvd.Sum and divide by hvd.size() yourself (scale the loss before backward)"},
+    {offsetof(ub_agree_flags, cupti_taken), WHY_PLAIN,
+     "another CUPTI subscriber held CUPTI during the warm-up on some rank (a profiler such as torch.profiler, or an "
+     "NVIDIA tool such as Nsight Systems the job runs under): stream-ordered work on the NCCL stream could not be "
+     "watched; profile without usbyte, or run with USBYTE_MODE=observe to measure and plan while profiling"},
     {offsetof(ub_agree_flags, cupti_missing), WHY_PLAIN,
      "CUPTI was not available on every rank: stream-ordered work on the NCCL stream cannot be ruled out"},
     {offsetof(ub_agree_flags, no_end_records), WHY_PLAIN,
@@ -216,7 +228,27 @@ static _Noreturn void cannot_take_part(ub_comm *c, const char *what)
     abort();
 }
 
-static bool agree_buffers(ub_comm *c)
+/* Schedule mode's executor, reserved before the agreement (exec.h): its failure is a flag of the
+ * agreement, not a rank that cannot follow the others.  Returns the staging bytes this rank
+ * offers the planner: what a plan of this iteration may stage (USBYTE_STAGING_MB at most),
+ * within what is allocated in schedule mode.  Runs without the lock (the issuing thread). */
+static uint64_t reserve_executor(ub_comm *c)
+{
+    uint64_t total = 0;
+    for (int k = 0; k < c->n_ar; k++)
+        total += c->rec.bytes[k];
+    uint64_t limit = (uint64_t)ub_cfg.staging_mb << 20, wanted = total < limit ? total : limit;
+    c->exec_failure[0] = '\0';
+    if (ub_cfg.mode != UB_MODE_SCHEDULE || c->local_failure[0] || c->n_ar <= 0)
+        return wanted;
+    if (ub_exec_reserve(c, c->n_ar, wanted, c->exec_failure, sizeof c->exec_failure) != 0) {
+        ub_warn("communicator %d: %s: every rank will stay in pass-through", c->index, c->exec_failure);
+        return 0;
+    }
+    return c->sched.staging_cap < wanted ? c->sched.staging_cap : wanted;
+}
+
+bool ub_comm_agree_buffers(ub_comm *c)
 {
     size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
     int previous = ub_device_enter(c->device);
@@ -307,6 +339,7 @@ void ub_comm_agree_issue(ub_comm *c)
             used_bits[it / 64] |= 1ull << (it % 64);
     if (!c->local_failure[0] && c->n_ar > 0 && c->n_ar <= UB_AGREE_CAP && !have_summary)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot summarise the warm-up (out of memory)");
+    uint64_t staging = reserve_executor(c);
     ub_agree_local local = {
         .n_calls = c->n_ar,
         .period = c->period,
@@ -316,7 +349,10 @@ void ub_comm_agree_issue(ub_comm *c)
         .summary = have_summary ? &sum : NULL,
         .flags = {
             .stream_ordered = c->stream_ordered,
-            .cupti_missing = (ub_cfg.cupti && c->report.cupti) ? 0.0 : 1.0,
+            .stream_compute = c->stream_compute,
+            .stream_copies = c->stream_copies,
+            .cupti_missing = (ub_cfg.cupti && (c->report.cupti || c->cupti_taken)) ? 0.0 : 1.0,
+            .cupti_taken = ub_cfg.cupti && c->cupti_taken ? 1.0 : 0.0,
             .no_end_records = c->end_records || c->stream_host_waits ? 0.0 : 1.0,
             .other_calls = c->other_calls,
             .copy_beta = ub_comm_copy_beta(c),
@@ -328,9 +364,11 @@ void ub_comm_agree_issue(ub_comm *c)
             .addr_period = full_period(c),
             .neg_addr_period = -full_period(c),
             .neg_iterations = have_summary ? -(double)sum.iterations_used : 0.0,
+            .exec_failed_rank = c->exec_failure[0] ? (double)c->rank + 1.0 : 0.0,
+            .neg_staging = -(double)staging,
         },
     };
-    if (!agree_buffers(c))
+    if (!ub_comm_agree_buffers(c))
         cannot_take_part(c, "cannot allocate the agreement buffers");
     double *maxv = c->agree_host, *sumv = c->agree_host + UB_AGREE_MAX_LEN;
     ub_agree_encode(&local, maxv, sumv);
@@ -393,11 +431,12 @@ void ub_comm_agree_copy_back(ub_comm *c)
 }
 
 /* The runtime's limits on what the planner may produce: cuts aligned for NCCL, merged blocks that
- * fit the staging buffer (USBYTE_STAGING_MB=0: a limit no merged block can meet). */
-static void set_limits(ub_profile *p)
+ * fit the staging buffer every rank holds (agreed; USBYTE_STAGING_MB at most; none: a limit no
+ * merged block can meet). */
+static void set_limits(const ub_comm *c, ub_profile *p)
 {
     p->align = (uint64_t)ub_cfg.align;
-    p->staging_max = ub_cfg.staging_mb > 0 ? (uint64_t)ub_cfg.staging_mb << 20 : 1;
+    p->staging_max = c->staging_agreed > 0 ? c->staging_agreed : 1;
 }
 
 /* Every policy on the agreed profile, and the chosen one under the other completion semantics
@@ -410,7 +449,7 @@ static bool plan_unlocked(ub_comm *c, const ub_agreed *a, bool stream_sem)
     ub_profile other;
     bool have_other = ub_derive_profile(a, c->rec.bytes, c->rec.dtype, c->rec.op, !stream_sem, &other, NULL) == 0;
     if (have_other)
-        set_limits(&other);
+        set_limits(c, &other);
     int chosen = ub_cfg.policy;
     double iters[UB_POLICY_COUNT];
     ub_plan plan, plan_other;
@@ -549,10 +588,10 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
              how == UB_AGREE_WAIT_OR_GIVE_UP ? " before the communicator's destroy"
              : how == UB_AGREE_WAIT          ? " at the switch to the plan" : "");
     ub_comm_report *r = &c->report;
-    ub_agreed agreed;
+    ub_agreed agreed = {0};
     ub_agree_outcome outcome = UB_AGREE_NOMEM;
     const char *failure = NULL;
-    char why[240], *mismatch = NULL;
+    char why[400], *mismatch = NULL;
     if (atomic_load(&c->peer_error) != ncclSuccess) {
         failure = "the agreement cannot complete: NCCL reports an asynchronous error (a peer gone)";
     } else if (e == cudaErrorNotReady) {
@@ -574,6 +613,14 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
             }
         } else if (outcome != UB_AGREE_OK) {
             failure = ub_agree_outcome_reason(outcome);
+        } else if (agreed.flags.exec_failed_rank > 0.5) {
+            int who = (int)(agreed.flags.exec_failed_rank + 0.5) - 1;
+            if (who == c->rank && c->exec_failure[0])
+                snprintf(why, sizeof why, "rank %d (this rank) %s before the agreement", who, c->exec_failure);
+            else
+                snprintf(why, sizeof why, "rank %d could not set up schedule mode's executor before the agreement "
+                         "(its report says why)", who);
+            failure = why;
         } else if (-agreed.flags.neg_iterations < 0.5 && agreed.flags.period_refuted <= 0 &&
                    ++c->agree_tries > UB_MAX_AGREE_TRIES) {
             snprintf(why, sizeof why, "no warm-up iteration had all its timing events complete on every rank, %d "
@@ -621,6 +668,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         else
             snprintf(c->reason, sizeof c->reason, "the agreement failed (the verdict says why)");
         free(mismatch);
+        ub_agreed_free(&agreed); /* decoded, then refused: an executor or the timing failed */
     } else {
         if (ub_log_enabled(UB_LOG_DEBUG))
             for (int k = 0; k < agreed.n_calls; k++)
@@ -629,6 +677,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
                          agreed.calls[k].comm_mean, agreed.calls[k].barrier ? " barrier" : "",
                          agreed.calls[k].fallback ? " fallback" : "");
         /* Per-call completion only where every call had its own end event on every rank. */
+        c->staging_agreed = agreed.flags.neg_staging < 0 ? (uint64_t)(-agreed.flags.neg_staging) : 0;
         bool stream_sem = ub_cfg.completion == UB_COMPLETION_STREAM || agreed.flags.missing_own_end > 0;
         c->sched.stream_semantics = stream_sem;
         if (r->have_profile)
@@ -636,7 +685,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         r->have_profile = false;
         if (ub_derive_profile(&agreed, c->rec.bytes, c->rec.dtype, c->rec.op, stream_sem, &r->profile, &r->fit) == 0) {
             r->have_profile = true;
-            set_limits(&r->profile);
+            set_limits(c, &r->profile);
             char src[200];
             snprintf(src, sizeof src, "usbyte observe: %d warm-up iterations on %d ranks, agreed (max ready/need, mean comm)",
                      ub_cfg.warmup, agreed.ranks);

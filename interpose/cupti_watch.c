@@ -1,78 +1,95 @@
 /* Watching the NCCL streams for stream-ordered work during the warm-up (docs/design.md section 3):
- * a CUPTI subscriber to runtime-API callbacks, held while at least one communicator profiles
- * and released afterwards (CUPTI allows one subscriber per process, so we never keep it).
- * libcupti is opened on demand; if it is missing, or another tool holds the subscription,
- * the caller is told why and the communicator is judged not schedulable. */
-#include <cupti.h>
+ * a CUPTI subscriber to the runtime and driver API callbacks of every call that puts work on a
+ * stream (cupti_work.h), held while at least one communicator profiles and released afterwards
+ * (CUPTI allows one subscriber per process, so we never keep it, and give it up as soon as the
+ * application asks for it: cupti_wrap.c).  libcupti is found as the process has it
+ * (cupti_find.c); if it is missing, or another tool holds the subscription, the caller is told
+ * why and the communicator is judged not schedulable. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cupti.h"
+#include "cupti_work.h"
 #include "runtime.h"
 #include "state.h"
 
 typedef CUptiResult (*subscribe_fn)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+typedef CUptiResult (*subscribe_v2_fn)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *, CUpti_SubscriberParams *);
 typedef CUptiResult (*unsubscribe_fn)(CUpti_SubscriberHandle);
-typedef CUptiResult (*enable_domain_fn)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
+typedef CUptiResult (*enable_callback_fn)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
 typedef CUptiResult (*result_string_fn)(CUptiResult, const char **);
 
 atomic_ullong ub_work_count;
 
+/* Under the global lock. */
 static struct {
     void *lib;
+    bool tried;
+    char why[200];           /* why no library, once tried */
     subscribe_fn subscribe;
+    subscribe_v2_fn subscribe_v2;
     unsubscribe_fn unsubscribe;
-    enable_domain_fn enable_domain;
+    enable_callback_fn enable_callback;
     result_string_fn result_string;
     CUpti_SubscriberHandle sub;
     int holders;
+    /* The application subscribes or holds CUPTI (cupti_wrap.c): usbyte does not subscribe until
+     * it unsubscribes that handle (NULL while its cuptiSubscribe is in progress). */
+    bool foreign;
+    CUpti_SubscriberHandle foreign_sub;
 } cupti;
 
-/* The stream of a stream-ordered operation, or NULL when cbid is not one. */
-static cudaStream_t work_stream(CUpti_CallbackId cbid, const void *params, const char **what)
-{
-    switch (cbid) {
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
-        *what = "kernel launch";
-        return ((const cudaLaunchKernel_v7000_params *)params)->stream;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000:
-        *what = "cudaMemcpyAsync";
-        return ((const cudaMemcpyAsync_v3020_params *)params)->stream;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000:
-        *what = "cudaMemsetAsync";
-        return ((const cudaMemsetAsync_v3020_params *)params)->stream;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchHostFunc_v10000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchHostFunc_ptsz_v10000:
-        *what = "cudaLaunchHostFunc";
-        return ((const cudaLaunchHostFunc_v10000_params *)params)->stream;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamAddCallback_v5000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamAddCallback_ptsz_v7000:
-        *what = "cudaStreamAddCallback";
-        return ((const cudaStreamAddCallback_v5000_params *)params)->stream;
-    default:
-        return NULL;
-    }
-}
+/* Each subscription's number: a thread's runtime-call depth counts only within the subscription
+ * it was counted in (a call entered before a release leaves no depth behind). */
+static atomic_uint generation;
+static _Thread_local unsigned tl_generation;
+static _Thread_local int tl_runtime_depth;
+
+static const struct {
+    CUpti_CallbackDomain domain;
+    CUpti_CallbackId cbid;
+} watched[] = {
+#define UB_RT(name, k, stream) {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##name},
+#define UB_DRV(name, k, stream) {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##name},
+    UB_CUPTI_RUNTIME_WORK(UB_RT) UB_CUPTI_DRIVER_WORK(UB_DRV)
+#undef UB_RT
+#undef UB_DRV
+};
 
 static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
     (void)user;
-    if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || ub_inside)
-        return;
     const CUpti_CallbackData *cb = data;
-    if (cb->callbackSite != CUPTI_API_ENTER || !cb->functionParams)
+    if ((domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) || !cb)
         return;
-    const char *what = NULL;
-    cudaStream_t s = work_stream(cbid, cb->functionParams, &what);
+    unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
+    if (tl_generation != gen) {
+        tl_generation = gen;
+        tl_runtime_depth = 0;
+    }
+    /* The driver call a runtime call goes through is that call, counted at the runtime's. */
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cb->callbackSite == CUPTI_API_EXIT) {
+        if (tl_runtime_depth > 0)
+            tl_runtime_depth--;
+        return;
+    }
+    if (cb->callbackSite != CUPTI_API_ENTER)
+        return;
+    bool nested = domain == CUPTI_CB_DOMAIN_DRIVER_API && tl_runtime_depth > 0;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+        tl_runtime_depth++;
+    if (nested || ub_inside)
+        return;
+    ub_work_kind kind;
+    cudaStream_t s = ub_cupti_work_stream(domain, cbid, cb->functionParams, &kind);
+    if (kind == UB_WORK_NONE)
+        return;
     /* Compute (kernels, host functions) separates forward segments; copies do not (DDP copies
      * each bucket back right after waiting for it). */
-    if (what && (what[0] == 'k' || strstr(what, "HostFunc") || strstr(what, "Callback")))
+    if (kind == UB_WORK_COMPUTE)
         atomic_fetch_add_explicit(&ub_work_count, 1, memory_order_relaxed);
-    if (s)
-        ub_state_stream_work(s, what);
+    ub_state_stream_work(s, cb->functionName ? cb->functionName : "?", kind == UB_WORK_COMPUTE);
 }
 
 static const char *result_text(CUptiResult r)
@@ -83,40 +100,93 @@ static const char *result_text(CUptiResult r)
     return "unknown CUPTI error";
 }
 
-/* Called with the state lock held. */
-bool ub_cupti_acquire(char *detail, size_t len)
+static bool load(void)
 {
+    if (cupti.tried)
+        return cupti.lib != NULL;
+    cupti.tried = true;
+    char origin[PATH_MAX + 160];
+    cupti.lib = ub_cupti_open(origin, sizeof origin, cupti.why, sizeof cupti.why);
+    if (!cupti.lib)
+        return false;
+    ub_debug("CUPTI: %s", origin);
+    cupti.subscribe = (subscribe_fn)dlsym(cupti.lib, "cuptiSubscribe");
+    cupti.subscribe_v2 = (subscribe_v2_fn)dlsym(cupti.lib, "cuptiSubscribe_v2");
+    cupti.unsubscribe = (unsubscribe_fn)dlsym(cupti.lib, "cuptiUnsubscribe");
+    cupti.enable_callback = (enable_callback_fn)dlsym(cupti.lib, "cuptiEnableCallback");
+    cupti.result_string = (result_string_fn)dlsym(cupti.lib, "cuptiGetResultString");
+    return true;
+}
+
+/* Subscribes under usbyte's name where CUPTI takes one (other tools then see who holds it), and
+ * learns who holds it when another does.  -> CUPTI_SUCCESS or why not; holder: the other's name. */
+static CUptiResult subscribe(char *holder, size_t len)
+{
+    holder[0] = '\0';
+    if (!cupti.subscribe_v2)
+        return cupti.subscribe(&cupti.sub, on_callback, NULL);
+    char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
+    CUpti_SubscriberParams p = {CUpti_SubscriberParams_STRUCT_SIZE, "usbyte", old, sizeof old - 1};
+    CUptiResult r = cupti.subscribe_v2(&cupti.sub, on_callback, NULL, &p);
+    snprintf(holder, len, "%s", old);
+    return r;
+}
+
+/* Enables every watched callback; ids this CUPTI does not know (a CUDA 13 function under CUPTI
+ * 12) cannot occur with it and are skipped.  False when none could be enabled. */
+static bool enable_all(char *detail, size_t len)
+{
+    int enabled = 0;
+    CUptiResult last = CUPTI_SUCCESS;
+    for (size_t i = 0; i < sizeof watched / sizeof watched[0]; i++) {
+        CUptiResult r = cupti.enable_callback(1, cupti.sub, watched[i].domain, watched[i].cbid);
+        if (r == CUPTI_SUCCESS)
+            enabled++;
+        else
+            last = r;
+    }
+    if (enabled == 0)
+        snprintf(detail, len, "cuptiEnableCallback failed: %s", result_text(last));
+    else if (enabled < (int)(sizeof watched / sizeof watched[0]))
+        ub_debug("CUPTI: %d of %zu callbacks enabled (the others are unknown to this CUPTI)", enabled,
+                 sizeof watched / sizeof watched[0]);
+    return enabled > 0;
+}
+
+static const char detail_held[] = "runtime and driver API callbacks during the warm-up";
+
+/* Called with the state lock held. */
+bool ub_cupti_acquire(char *detail, size_t len, bool *taken)
+{
+    *taken = false;
     if (cupti.holders > 0) {
         cupti.holders++;
-        snprintf(detail, len, "runtime API callbacks during the warm-up");
+        snprintf(detail, len, "%s", detail_held);
         return true;
     }
     ub_inside++;
-    if (!cupti.lib) {
-        cupti.lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
-        if (!cupti.lib)
-            cupti.lib = dlopen("libcupti.so", RTLD_NOW | RTLD_LOCAL);
-        if (cupti.lib) {
-            cupti.subscribe = (subscribe_fn)dlsym(cupti.lib, "cuptiSubscribe");
-            cupti.unsubscribe = (unsubscribe_fn)dlsym(cupti.lib, "cuptiUnsubscribe");
-            cupti.enable_domain = (enable_domain_fn)dlsym(cupti.lib, "cuptiEnableDomain");
-            cupti.result_string = (result_string_fn)dlsym(cupti.lib, "cuptiGetResultString");
-        }
-    }
     bool ok = false;
-    if (!cupti.lib || !cupti.subscribe || !cupti.unsubscribe || !cupti.enable_domain) {
-        snprintf(detail, len, "libcupti.so.13 not found or incomplete (%s)", cupti.lib ? "missing symbols" : dlerror());
+    if (cupti.foreign) {
+        *taken = true;
+        snprintf(detail, len, "another CUPTI subscriber (the application's cuptiSubscribe) holds CUPTI");
+    } else if (!load()) {
+        snprintf(detail, len, "libcupti not found: %s", cupti.why);
     } else {
-        CUptiResult r = cupti.subscribe(&cupti.sub, on_callback, NULL);
-        if (r != CUPTI_SUCCESS) {
-            snprintf(detail, len, "cuptiSubscribe failed: %s (another profiler or tool holds CUPTI?)", result_text(r));
-        } else if ((r = cupti.enable_domain(1, cupti.sub, CUPTI_CB_DOMAIN_RUNTIME_API)) != CUPTI_SUCCESS) {
-            snprintf(detail, len, "cuptiEnableDomain(runtime API) failed: %s", result_text(r));
+        char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1];
+        CUptiResult r = subscribe(holder, sizeof holder);
+        if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+            *taken = true;
+            snprintf(detail, len, "another CUPTI subscriber holds CUPTI (%s)",
+                     holder[0] ? holder : "a profiler, or an NVIDIA tool the job runs under");
+        } else if (r != CUPTI_SUCCESS) {
+            snprintf(detail, len, "cuptiSubscribe failed: %s", result_text(r));
+        } else if (!enable_all(detail, len)) {
             cupti.unsubscribe(cupti.sub);
         } else {
             ok = true;
             cupti.holders = 1;
-            snprintf(detail, len, "runtime API callbacks during the warm-up");
+            atomic_fetch_add(&generation, 1);
+            snprintf(detail, len, "%s", detail_held);
         }
     }
     ub_inside--;
@@ -132,4 +202,58 @@ void ub_cupti_release(void)
     ub_inside++;
     cupti.unsubscribe(cupti.sub);
     ub_inside--;
+}
+
+void ub_cupti_yield(void)
+{
+    if (ub_state_in_child())   /* a forked child holds nothing of its parent's CUPTI */
+        return;
+    ub_state_lock();
+    cupti.foreign = true;
+    cupti.foreign_sub = NULL;
+    int n = 0;
+    bool held = cupti.holders > 0;
+    for (ub_comm *c = ub_state_live_comms(); held && c; c = c->hh.next)
+        if (c->cupti_held) {
+            c->cupti_held = false;
+            c->cupti_taken = true;
+            c->report.cupti = false;
+            snprintf(c->report.cupti_detail, sizeof c->report.cupti_detail,
+                     "another CUPTI subscriber (the application's cuptiSubscribe) took CUPTI during the warm-up");
+            n++;
+        }
+    cupti.holders = 0;
+    CUpti_SubscriberHandle ours = cupti.sub;
+    ub_state_unlock();
+    if (!held)
+        return;
+    /* Outside the lock: a callback in flight on another thread may be waiting for it.  No
+     * communicator subscribes meanwhile (foreign is set). */
+    ub_inside++;
+    cupti.unsubscribe(ours);
+    ub_inside--;
+    ub_warn("the application subscribes to CUPTI (a profiler): usbyte lets it have CUPTI; the %d communicator%s "
+            "profiled now %s judged not schedulable", n, n == 1 ? "" : "s", n == 1 ? "is" : "are");
+}
+
+void ub_cupti_foreign_subscribed(bool ok, CUpti_SubscriberHandle sub)
+{
+    if (ub_state_in_child())
+        return;
+    ub_state_lock();
+    cupti.foreign = ok;
+    cupti.foreign_sub = ok ? sub : NULL;
+    ub_state_unlock();
+}
+
+void ub_cupti_foreign_unsubscribed(CUpti_SubscriberHandle sub)
+{
+    if (ub_state_in_child())
+        return;
+    ub_state_lock();
+    if (cupti.foreign && cupti.foreign_sub == sub) {
+        cupti.foreign = false;
+        cupti.foreign_sub = NULL;
+    }
+    ub_state_unlock();
 }

@@ -19,8 +19,9 @@
 int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len)
 {
     ub_sched_rt *s = &c->sched;
-    if (s->ready) /* a new plan after re-profiling: the old executor goes (its work is flushed) */
-        ub_exec_release(c, true);
+    /* A new plan after re-profiling reuses the executor reserved before its agreement (its old
+     * work was flushed). */
+    s->ready = false;
     ub_sched_free(&s->sp);
     ub_plan_free(&s->plan);
     ub_plan_init(&s->plan, plan->policy);
@@ -239,24 +240,25 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig)
 void ub_sched_end(ub_comm *c, bool abort)
 {
     ub_sched_rt *s = &c->sched;
-    if (!s->ready)
-        return;
-    if (c->state == UB_COMM_SCHEDULE && !abort)
-        flush(c);
-    s->active = false;
-    if (s->live) {
-        s->live = false;
-        atomic_fetch_sub(&ub_sched_live, 1);
+    if (s->ready) {
+        if (c->state == UB_COMM_SCHEDULE && !abort)
+            flush(c);
+        s->active = false;
+        if (s->live) {
+            s->live = false;
+            atomic_fetch_sub(&ub_sched_live, 1);
+        }
+        if (!abort) {
+            ub_state_unlock();
+            ub_exec_drain(c);
+            ub_state_lock();
+        }
+        /* Under the lock: other threads' report writers read these times. */
+        ub_timing_poll(&s->tm, false);
+        ub_sched_summary(c);
+        ub_redirect_end(c, !abort);
     }
-    if (!abort) {
-        ub_state_unlock();
-        ub_exec_drain(c);
-        ub_state_lock();
-    }
-    /* Under the lock: other threads' report writers read these times. */
-    ub_timing_poll(&s->tm, false);
-    ub_sched_summary(c);
-    ub_redirect_end(c, !abort);
+    /* The executor reserved before an agreement goes, a plan or not. */
     if (!abort) {
         ub_state_unlock();
         ub_exec_release(c, true);

@@ -22,34 +22,85 @@ static size_t nccl_dtype_size(int nccl)
     return 1;
 }
 
+static const char *error_text(cudaError_t e)
+{
+    return ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "CUDA error";
+}
+
+int ub_exec_reserve(ub_comm *c, int n_calls, uint64_t staging, char *why, size_t len)
+{
+    ub_sched_rt *s = &c->sched;
+    cudaError_t e = cudaSuccess;
+    int previous = ub_device_enter(c->device);
+    if (!s->priv) {
+        int lo = 0, hi = 0;
+        e = UB_CUDA(ub_cuda.cudaGetDevice(&s->device));
+        if (e == cudaSuccess && UB_CUDA(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
+            hi = 0;
+        if (e == cudaSuccess)
+            e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&s->priv, cudaStreamNonBlocking, hi));
+        if (e != cudaSuccess)
+            s->priv = NULL;
+    }
+    if (e == cudaSuccess && n_calls > s->n_ready) {
+        cudaEvent_t *grown = realloc(s->ready_ev, (size_t)n_calls * sizeof *grown);
+        if (!grown)
+            e = cudaErrorMemoryAllocation;
+        else
+            s->ready_ev = grown;
+        while (e == cudaSuccess && s->n_ready < n_calls) {
+            e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&s->ready_ev[s->n_ready], cudaEventDisableTiming));
+            if (e == cudaSuccess)
+                s->n_ready++;
+        }
+    }
+    /* Allocated once and kept to the end: freeing would wait for the whole device (cudaFree),
+     * behind collectives that may wait for this rank.  A later plan lives within it. */
+    if (e == cudaSuccess && !s->staging && staging > 0) {
+        e = UB_CUDA(ub_cuda.cudaMalloc(&s->staging, staging));
+        if (e == cudaSuccess)
+            s->staging_cap = staging;
+        else
+            s->staging = NULL;
+    }
+    ub_device_leave(previous);
+    if (e == cudaSuccess && !s->tm.ok && ub_timing_start(&s->tm, c->device, &c->ending) != 0)
+        e = cudaErrorMemoryAllocation;
+    if (e != cudaSuccess) {
+        snprintf(why, len, "cannot set up schedule mode's executor (%s; staging %llu bytes)", error_text(e),
+                 (unsigned long long)staging);
+        return -1;
+    }
+    return 0;
+}
+
 int ub_exec_setup(ub_comm *c, char *why, size_t len)
 {
     ub_sched_rt *s = &c->sched;
     int n = s->sp.n_calls;
-    s->args = calloc((size_t)n, sizeof *s->args);
-    s->ready_ev = calloc((size_t)n, sizeof *s->ready_ev);
+    if (n > s->n_ready || !s->priv || s->sp.staging_bytes > s->staging_cap) {
+        snprintf(why, len, "the plan needs more than the executor reserved before the agreement (%d calls, staging "
+                 "%llu of %llu bytes: a planner bug)", n, (unsigned long long)s->sp.staging_bytes,
+                 (unsigned long long)s->staging_cap);
+        return -1;
+    }
+    /* A previous plan's timing marks still pending point into the arrays replaced below. */
+    ub_timing_discard(&s->tm);
+    free(s->args);
     free(s->ready_stamp);
+    s->args = calloc((size_t)n, sizeof *s->args);
     s->ready_stamp = calloc((size_t)n, sizeof *s->ready_stamp);
     free(s->block_start);
     free(s->block_end);
     size_t traced = (size_t)s->sp.n_blocks * UB_SCHED_TRACED;
     s->block_start = malloc(traced * sizeof *s->block_start);
     s->block_end = malloc(traced * sizeof *s->block_end);
-    if (!s->args || !s->ready_ev || !s->ready_stamp || !s->block_start || !s->block_end) {
+    if (!s->args || !s->ready_stamp || !s->block_start || !s->block_end) {
         snprintf(why, len, "out of memory for the executor");
         return -1;
     }
     for (size_t b = 0; b < traced; b++)
         s->block_start[b] = s->block_end[b] = NAN;
-    int lo = 0, hi = 0;
-    int previous = ub_device_enter(c->device);
-    cudaError_t e = UB_CUDA(ub_cuda.cudaGetDevice(&s->device));
-    if (e == cudaSuccess && UB_CUDA(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
-        hi = 0;
-    if (e == cudaSuccess)
-        e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&s->priv, cudaStreamNonBlocking, hi));
-    for (int k = 0; e == cudaSuccess && k < n; k++)
-        e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&s->ready_ev[k], cudaEventDisableTiming));
     uint32_t most = 1;
     for (int b = 0; b < s->sp.n_blocks; b++)
         if (s->plan.blocks[b].n_segments > most)
@@ -61,6 +112,7 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
     free(s->batch_dst);
     free(s->batch_src);
     free(s->batch_size);
+    /* Without them the copies go one per segment: the same blocks to NCCL either way. */
     s->batch_dst = malloc(most * sizeof *s->batch_dst);
     s->batch_src = malloc(most * sizeof *s->batch_src);
     s->batch_size = malloc(most * sizeof *s->batch_size);
@@ -69,16 +121,6 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
     ub_debug("communicator %d: a merged block's staging copies go %s", c->index,
              s->batch_copies ? "as one cudaMemcpyBatchAsync each way" : "one cudaMemcpyAsync per segment");
     s->staging_bytes = s->sp.staging_bytes;
-    if (e == cudaSuccess && s->staging_bytes)
-        e = UB_CUDA(ub_cuda.cudaMalloc(&s->staging, s->staging_bytes));
-    ub_device_leave(previous);
-    if (e == cudaSuccess && ub_timing_start(&s->tm, c->device, &c->ending) != 0)
-        e = cudaErrorMemoryAllocation;
-    if (e != cudaSuccess) {
-        snprintf(why, len, "cannot set up the executor (%s)",
-                 ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "CUDA error");
-        return -1;
-    }
     return 0;
 }
 
@@ -207,8 +249,6 @@ void ub_exec_drain(ub_comm *c)
 void ub_exec_release(ub_comm *c, bool wait)
 {
     ub_sched_rt *s = &c->sched;
-    if (!s->ready)
-        return;
     s->ready = false;
     if (!wait) {
         /* Nothing may wait for device work here (a dead peer's collectives never complete): the
@@ -217,14 +257,15 @@ void ub_exec_release(ub_comm *c, bool wait)
         ub_timing_discard(&s->tm);
         return;
     }
-    UB_CUDA(ub_cuda.cudaStreamSynchronize(s->priv));
+    if (s->priv)
+        UB_CUDA(ub_cuda.cudaStreamSynchronize(s->priv));
     ub_timing_stop(&s->tm);
-    for (int k = 0; k < s->sp.n_calls; k++)
-        if (s->ready_ev[k])
-            UB_CUDA(ub_cuda.cudaEventDestroy(s->ready_ev[k]));
+    for (int k = 0; k < s->n_ready; k++)
+        UB_CUDA(ub_cuda.cudaEventDestroy(s->ready_ev[k]));
     if (s->staging)
         UB_CUDA(ub_cuda.cudaFree(s->staging));
-    UB_CUDA(ub_cuda.cudaStreamDestroy(s->priv));
+    if (s->priv)
+        UB_CUDA(ub_cuda.cudaStreamDestroy(s->priv));
     /* The measured block times stay for the report. */
     free(s->args);
     free(s->ready_ev);
@@ -239,4 +280,7 @@ void ub_exec_release(ub_comm *c, bool wait)
     s->ready_ev = NULL;
     s->ready_stamp = NULL;
     s->staging = NULL;
+    s->priv = NULL;
+    s->n_ready = 0;
+    s->staging_cap = 0;
 }

@@ -7,8 +7,14 @@
 
 #include "state.h"
 
-/* Creates everything a plan needs (called once the plan is known, with the global lock held).
- * Returns 0, or -1 with the reason in why. */
+/* Before the agreement (schedule mode): the device resources a plan of n_calls calls will need,
+ * the staging buffer of `staging` bytes among them, so that a failure is a flag of the agreement
+ * (every rank stays in pass-through) rather than a rank that cannot follow the plan the others
+ * run.  Kept to the end and reused by later plans (the staging buffer is never made larger).
+ * Called by the thread that issues the agreement.  0, or -1 with the reason in why. */
+int ub_exec_reserve(ub_comm *c, int n_calls, uint64_t staging, char *why, size_t len);
+/* Once the plan is known (lock held): the host-side tables; the plan must fit what was reserved.
+ * 0, or -1 with the reason in why (the same on every rank: the plan is agreed). */
 int ub_exec_setup(ub_comm *c, char *why, size_t len);
 /* Issues block b of the current iteration, restricted to the segments of calls below `arrived`
  * (slot >= 0: between timing events, the slot-th of the UB_SCHED_TRACED iterations recorded for
@@ -18,8 +24,9 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len);
 void ub_exec_issue_block(ub_comm *c, int b, int arrived, int slot);
 /* Waits (without the lock) for the blocks issued so far: their times can then be read. */
 void ub_exec_drain(ub_comm *c);
-/* Releases the executor.  wait: synchronise its stream first (destroy); otherwise (abort, a dead
- * peer) it never waits for device work: the device resources are left to the process's end. */
+/* Releases the executor (the communicator ends).  wait: synchronise its stream first (destroy);
+ * otherwise (abort, a dead peer) it never waits for device work: the device resources are left
+ * to the process's end. */
 void ub_exec_release(ub_comm *c, bool wait);
 
 #endif

@@ -279,6 +279,8 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
             c->iterations_observed = 0;
             c->rephased = false; /* a new lock may start mid-iteration again: one move each */
             ub_warmup_start(c, next);
+            if (!ub_comm_agree_buffers(c) && !c->local_failure[0])
+                snprintf(c->local_failure, sizeof c->local_failure, "cannot allocate the agreement buffers");
             {
                 ub_stream_get(d->stream, c); /* its next upstream waits are the first profiled call's */
                 ub_debug("communicator %d: period %u calls found at call %llu; profiling %d iterations from call %llu",

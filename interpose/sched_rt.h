@@ -52,11 +52,13 @@ typedef struct ub_sched_rt {
     uint64_t issued;         /* the highest block value enqueued on the private stream */
     ub_call_args *args;      /* per call */
     cudaEvent_t *ready_ev;   /* R_k: recorded on the caller's stream at call k when needed */
+    int n_ready;             /* readiness events made (ub_exec_reserve, before the agreement) */
     uint64_t *ready_stamp;   /* per call: base + 1 of the iteration whose R_k is recorded */
     cudaStream_t priv;       /* non-blocking, highest priority */
     int device;
     void *staging;
-    uint64_t staging_bytes;
+    uint64_t staging_cap;    /* its size, reserved before the agreement */
+    uint64_t staging_bytes;  /* what the plan uses of it */
     /* A merged block's copies in and out of staging, one cudaMemcpyBatchAsync each way where
      * the runtime has it with CUDA 13's signature; room for the plan's largest block. */
     bool batch_copies;

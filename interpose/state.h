@@ -156,10 +156,13 @@ struct ub_comm {
     cudaStream_t last_need_stream;     /* the previous stream wait on a call's completion, */
     unsigned long long last_need_work; /* and the CUPTI work count at that moment */
     bool cupti_held;
+    bool cupti_taken;         /* another CUPTI subscriber held CUPTI, or took it, during the warm-up */
     bool end_records;
     bool stream_host_waits;   /* cudaStreamSynchronize/Query of the NCCL stream (seen: not a static runtime) */
     int consumers_stream, consumers_host;
-    double stream_ordered;
+    double stream_ordered;    /* stream-ordered operations on the NCCL stream, */
+    double stream_compute;    /* of which compute (kernels, graphs, host functions, callbacks) */
+    double stream_copies;     /* and copies, memsets and memory writes */
     char stream_ordered_example[80];
 
     /* The agreement (agree_rt.c): issued at agree_at whatever the group nesting, read later. */
@@ -171,6 +174,8 @@ struct ub_comm {
     bool agree_copy_pending;   /* issued inside a group: the copy back waits for its ncclGroupEnd */
     unsigned long agree_thread;/* the thread whose group holds them */
     char local_failure[160];   /* rank-local: why this rank has no numbers (still takes part) */
+    char exec_failure[240];    /* rank-local: why its executor could not be reserved (still takes part) */
+    uint64_t staging_agreed;   /* agreed: the staging bytes every rank holds, the planner's limit */
     bool watching;             /* counted in ub_cuda_tracking, CUPTI held: the warm-up's CUDA hooks */
     int consumers_host_other;  /* host waits from threads that do not issue the calls (ignored) */
 
@@ -270,11 +275,13 @@ void ub_warmup_device_wait(void);
 void ub_state_write_reports_at_exit(void);  /* runtime.c's destructor */
 extern atomic_int ub_agree_unread;  /* communicators whose agreement is issued and not read */
 
-/* CUPTI (cupti_watch.c): reference-counted subscription while some communicator profiles. */
-bool ub_cupti_acquire(char *detail, size_t len);  /* false: unavailable, detail says why */
+/* CUPTI (cupti_watch.c): reference-counted subscription while some communicator profiles.
+ * false: unavailable, detail says why; *taken: because another subscriber holds CUPTI. */
+bool ub_cupti_acquire(char *detail, size_t len, bool *taken);
 void ub_cupti_release(void);
-/* Called by the CUPTI callback for stream-ordered work on `stream` (global lock not held). */
-void ub_state_stream_work(cudaStream_t stream, const char *what);
+/* Called by the CUPTI callback for stream-ordered work on `stream` (global lock not held):
+ * compute (a kernel, graph, host function or stream callback) or a copy, memset or write. */
+void ub_state_stream_work(cudaStream_t stream, const char *what, bool compute);
 /* Compute operations (kernels, host functions) CUPTI saw on any stream while subscribed. */
 extern atomic_ullong ub_work_count;
 
@@ -286,6 +293,9 @@ extern atomic_ullong ub_work_count;
  * ub_comm_agree_read: at a later call from outside a group (only if the result is there), at call
  *   agree_at + period, or before the communicator is destroyed: decodes, plans, reports. */
 void ub_comm_agree_issue(ub_comm *c);
+/* The agreement's buffers, made when a warm-up starts (lock held): the memory the agreement needs
+ * is taken before the warm-up's end, when the executor's is (a failure there is a flag). */
+bool ub_comm_agree_buffers(ub_comm *c);
 void ub_comm_agree_copy_back(ub_comm *c);
 /* How a read waits: not at all; at most USBYTE_HANG_S, then the communicator goes to pass-through
  * (destroy: the last chance); until the result is there or another thread ends the communicator

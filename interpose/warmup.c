@@ -145,7 +145,7 @@ void ub_warmup_start(ub_comm *c, uint64_t first)
     c->end_records = false;
     c->stream_host_waits = false;
     c->consumers_stream = c->consumers_host = 0;
-    c->stream_ordered = 0;
+    c->stream_ordered = c->stream_compute = c->stream_copies = 0;
     c->stream_ordered_example[0] = '\0';
     c->local_failure[0] = '\0';
     c->consumers_host_other = 0;
@@ -169,8 +169,9 @@ void ub_warmup_start(ub_comm *c, uint64_t first)
     else
         time_staging_copy(c);
     c->report.cupti = false;
+    c->cupti_taken = false;
     if (ub_cfg.cupti) {
-        c->cupti_held = ub_cupti_acquire(c->report.cupti_detail, sizeof c->report.cupti_detail);
+        c->cupti_held = ub_cupti_acquire(c->report.cupti_detail, sizeof c->report.cupti_detail, &c->cupti_taken);
         c->report.cupti = c->cupti_held;
     } else {
         snprintf(c->report.cupti_detail, sizeof c->report.cupti_detail, "disabled by USBYTE_CUPTI=0");
@@ -496,16 +497,19 @@ void ub_warmup_device_wait(void)
     ub_state_unlock();
 }
 
-void ub_state_stream_work(cudaStream_t stream, const char *what)
+void ub_state_stream_work(cudaStream_t stream, const char *what, bool compute)
 {
     if (ub_state_in_child())
         return;
     ub_state_lock();
     ub_stream *st = ub_stream_get(stream, NULL);
     if (st && profiling(st->comm)) {
-        st->comm->stream_ordered += 1;
-        if (!st->comm->stream_ordered_example[0])
-            snprintf(st->comm->stream_ordered_example, sizeof st->comm->stream_ordered_example, "%s", what);
+        ub_comm *c = st->comm;
+        c->stream_ordered += 1;
+        *(compute ? &c->stream_compute : &c->stream_copies) += 1;
+        if (!c->stream_ordered_example[0])
+            snprintf(c->stream_ordered_example, sizeof c->stream_ordered_example, "%s", what);
+        ub_debug("communicator %d: %s on its NCCL stream during the warm-up", c->index, what);
     }
     ub_state_unlock();
 }

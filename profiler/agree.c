@@ -12,7 +12,7 @@
 #include "usbyte/policy.h"
 #include "usbyte/record.h"
 
-#define AGREE_FORMAT 3.0
+#define AGREE_FORMAT 4.0
 #define NO_SAMPLE 1e300
 #define STR_(x) #x
 #define STR(x) STR_(x)

@@ -91,7 +91,7 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
     }
     double iteration = a->iteration > 0 ? a->iteration : max2(backward_end, latest_done);
     double join = max2(UB_SEGMENT_MIN_GAP, UB_SEGMENT_REL_GAP * iteration);
-    bool structural = a->flags.cupti_missing == 0;
+    bool structural = a->flags.cupti_missing == 0 && a->flags.cupti_taken == 0;
 
     int n_waited = 0;
     for (int c = 0; c < n; c++)

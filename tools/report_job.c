@@ -440,6 +440,16 @@ rp_outcome rp_comm_outcome(const rp_report *r, const rp_comm *c, const char **wh
 static const struct {
     const char *phrase, *hint;
 } hints[] = {
+    {"another CUPTI subscriber", "profile without usbyte (leave LD_PRELOAD unset for the profiling run), or run with "
+                                 "USBYTE_MODE=observe while profiling: usbyte schedules only a job that no CUPTI "
+                                 "profiler or NVIDIA tool watches"},
+    {"CUPTI was not available", "install the CUPTI of the job's CUDA (PyTorch's CUDA 12 wheels: nvidia-cuda-cupti-cu12) "
+                                "or make libcupti.so loadable on every rank "
+                                "(LD_LIBRARY_PATH=$CUDA_HOME/extras/CUPTI/lib64), and keep USBYTE_CUPTI=1"},
+    {"stream-ordered compute", "keep kernels off the NCCL stream between allreduces. Horovod: HOROVOD_FUSION_THRESHOLD=0 "
+                               "does not remove these kernels; average with ncclAvg (Horovod 0.26 or later built "
+                               "against NCCL 2.10 or later) and leave gradient_predivide_factor at 1.0, or pass "
+                               "op=hvd.Sum and divide by hvd.size() yourself (scale the loss before backward)"},
     {"stream-ordered work", "Horovod: set HOROVOD_FUSION_THRESHOLD=0 (usbyte then does the fusion); elsewhere keep "
                             "copies and kernels off the NCCL stream between allreduces"},
     {"CUPTI", "make libcupti.so loadable on every rank (LD_LIBRARY_PATH=$CUDA_HOME/extras/CUPTI/lib64), keep "

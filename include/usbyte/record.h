@@ -73,7 +73,10 @@ void ub_summary_free(ub_summary *s);
 /* Facts about the communicator every rank must agree on, combined with max: X(field, meaning). */
 #define UB_AGREE_FLAG_LIST(X)                                                                     \
     X(stream_ordered, "operations seen on the NCCL stream between collectives")                \
+    X(stream_compute, "of which kernels, graphs, host functions and stream callbacks")        \
+    X(stream_copies, "of which copies, memsets and memory writes")                             \
     X(cupti_missing, "1: CUPTI could not be had")                                              \
+    X(cupti_taken, "1: another CUPTI subscriber (a profiler) held or took CUPTI")              \
     X(no_end_records, "1: no event was recorded on the NCCL stream after a call")              \
     X(other_calls, "non-allreduce NCCL calls per iteration")                                   \
     X(copy_beta, "seconds per byte of a device-to-device copy on the private stream (staging)") \
@@ -84,7 +87,9 @@ void ub_summary_free(ub_summary *s);
     X(period_refuted, "1: an allreduce's buffers differ from the same position's one period earlier") \
     X(addr_period, "the period of the full signatures (buffers included), 0 when none")        \
     X(neg_addr_period, "its negation: every rank found the same iff max == -max(-x)")            \
-    X(neg_iterations, "minus the warm-up iterations whose timing events this rank had read: -max is the least over ranks")
+    X(neg_iterations, "minus the warm-up iterations whose timing events this rank had read: -max is the least over ranks") \
+    X(exec_failed_rank, "1 + the rank that could not set up schedule mode's executor before the agreement, 0: none") \
+    X(neg_staging, "minus the staging bytes this rank holds for a plan: -max is the least over ranks")
 
 typedef struct ub_agree_flags {
 #define X(field, meaning) double field;

@@ -72,6 +72,33 @@ uint32_t usbyteEmuApiCallback(int domain, uint32_t cbid, int site, const char *f
 /* The one emulated context (what cuCtxGetCurrent and CUPTI report). */
 void *usbyteEmuContext(void);
 
+/* Stream work for the driver API stand-in (tests/emu/cuda/launch.c, copy.c).  The driver checks
+ * its own arguments (memory types, contexts, flags, launch dimensions) as the real one does;
+ * these check the stream (ptsz as usbyteEmuStreamEnqueueEx) and the memory ranges, and enqueue
+ * one operation; what: its description for the hang dump.
+ * A copy: depth slices of height rows of width bytes; a side with *_device set must lie inside
+ * one cudaMalloc/cudaMallocHost allocation, any other non-NULL pointer is host memory.
+ * cudaErrorInvalidPitchValue when a pitch is below the width or a slice below the rows. */
+struct usbyteEmuCopy {
+    void *dst;
+    const void *src;
+    size_t dpitch, spitch, dslice, sslice;
+    size_t width, height, depth;
+    int dst_device, src_device;
+};
+cudaError_t usbyteEmuCopyAsync(const struct usbyteEmuCopy *c, cudaStream_t stream, int ptsz, const char *what);
+/* height rows of width elements of elem_size (1, 2 or 4) bytes set to value, pitch bytes apart. */
+cudaError_t usbyteEmuSetAsync(void *dst, size_t pitch, uint32_t value, unsigned elem_size, size_t width,
+                              size_t height, cudaStream_t stream, int ptsz, const char *what);
+/* An emulated kernel (func: void fn(void **args), called with args), its grid and block checked
+ * as CUDA does (cudaErrorInvalidConfiguration, cudaErrorCooperativeLaunchTooLarge); or a host
+ * function. */
+cudaError_t usbyteEmuLaunchKernel(const void *func, const unsigned grid[3], const unsigned block[3], int cooperative,
+                                  void **args, cudaStream_t stream, int ptsz, const char *what);
+cudaError_t usbyteEmuLaunchHost(cudaStream_t stream, void (*fn)(void *), void *arg, int ptsz, const char *what);
+/* An executable graph made by cudaGraphInstantiate (cudaErrorInvalidResourceHandle for any other). */
+cudaError_t usbyteEmuGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream, int ptsz);
+
 /* Test control: make cudaStreamIsCapturing/cudaStreamGetCaptureInfo report an active capture
  * on stream (capturing != 0) or none.  Nothing is actually captured. */
 cudaError_t usbyteEmuSetCapturing(cudaStream_t stream, int capturing);
@@ -91,11 +118,31 @@ int usbyteEmuPointerKind(const void *ptr);
 cudaError_t usbyteEmuMemAlloc(void **ptr, size_t bytes);
 cudaError_t usbyteEmuMemFree(void *ptr);   /* like cudaFree: waits for the device first */
 
+/* For the driver API stand-in: enqueues a stream memory operation whose arguments it has
+ * checked: a wait (is_wait != 0) until condition (CU_STREAM_WAIT_VALUE_GEQ/EQ/AND/NOR) holds
+ * between the 32- or 64-bit word at addr and value, or a write of value to it. */
+cudaError_t usbyteEmuStreamMemOp(cudaStream_t stream, int ptsz, int is_wait, void *addr, uint64_t value,
+                                 unsigned condition, int is64);
+
+/* Hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, docs/emulator-cuda.md).  The number of queues
+ * per device in this process (reading the variable if no call has yet); the queue of a stream
+ * (handles as usbyteEmuStreamEnqueue, -1 for an invalid one); and the number of queue
+ * deadlocks now: waits at the head of a queue that can never be satisfied because the op that
+ * would satisfy them is queued behind them, in the same queue or behind another such wait.
+ * When fd >= 0, one line per deadlock is written to fd:
+ *   [pid N] queue <Q>: stream <S>'s <wait> blocks the queue; the <op> that would release it
+ *   is queued behind it on stream <T> (same queue): deadlock
+ * (device <D> queue <Q> for devices other than 0). */
+int usbyteEmuQueueCount(void);
+int usbyteEmuStreamQueue(cudaStream_t stream);
+int usbyteEmuQueueDeadlocks(int fd);
+
 /* Hang diagnosis: when the environment has USBYTE_EMU_LAUNCHED=1 (emu-run sets it), libcudart
- * installs a SIGUSR2 handler at load time that writes usbyteEmuDumpStreams(2), each line
- * starting with "[pid N]", so the launcher can ask every rank where its streams wait. The
- * dump format is one line per stream:
- *   [pid N] stream <id> <legacy|per-thread|blocking|non-blocking> depth <D>: <activity>
- * where activity is "idle", the running op's description, or what usbyteEmuSetActivity said. */
+ * installs a SIGUSR2 handler at load time that writes usbyteEmuDumpStreams(2) and then the
+ * queue deadlock lines of usbyteEmuQueueDeadlocks, each line starting with "[pid N]", so the
+ * launcher can ask every rank where its streams wait. The dump format is one line per stream:
+ *   [pid N] stream <id> <legacy|per-thread|blocking|non-blocking> queue <Q> depth <D>: <activity>
+ * where activity is "idle", the running op's description, what usbyteEmuSetActivity said, or
+ * "<op>: queued in queue <Q> behind stream <S>'s <op>" while the op waits for its turn. */
 
 #endif

@@ -7,15 +7,19 @@
 # the issue of the next ones) the profile must match exactly as with fusion off: the finalizer is
 # not the thread that issues the calls, so its waits cannot hold back the next call and are no
 # needs and no merge barriers (docs/runtime.md); they are only counted
-# (pattern.consumers.host_waits_other_thread > 0, merge_barriers 0, every need 0).  All
-# bit-identical to runs without the library.
+# (pattern.consumers.host_waits_other_thread > 0, merge_barriers 0, every need 0).  With fusion off
+# and averaging as Horovod does without ncclAvg (--postscale: a scale kernel on the NCCL stream
+# after each allreduce) the communicator is not schedulable, and the reason's fix is what removes
+# those kernels (ncclAvg, op=hvd.Sum), not the fusion threshold again; the fix reaches
+# usbyte-report's summary and page whole.  All bit-identical to runs without the library.
 source "$(dirname "$0")/trainers/observe_lib.sh"
 N=2
 ARGS=(--profile "$PROFILES/vgg16-v100-b64-barrier.json" --iters 12 --time-scale 0.05 --bytes-scale 0.002)
-for mode in fused unfused finalizer; do
+for mode in fused unfused finalizer postscale; do
     extra=()
     [ $mode = unfused ] && extra=(--fusion-threshold-mb 0)
     [ $mode = finalizer ] && extra=(--fusion-threshold-mb 0 --host-finalizer)
+    [ $mode = postscale ] && extra=(--fusion-threshold-mb 0 --postscale)
     mkdir -p "$WORK/$mode"
     run horovod-$mode "$WORK/$mode/base.out" $N no -- horovod_like "${ARGS[@]}" "${extra[@]}"
     USBYTE_REPORT="$WORK/$mode/report-%r.json" \
@@ -27,6 +31,27 @@ mapfile -t R < <(reports "$WORK/fused" $N)
 echo "== fused"
 $CHECK reports "${READY_TOL[@]}" --truth "$WORK/fused/truth-%r.json" --world $N --expect-schedulable no \
     --reason 'stream.?ordered|memcpy|copy|fusion' "${R[@]}"
+mapfile -t R < <(reports "$WORK/postscale" $N)
+echo "== fusion off, averaging with a scale kernel"
+$CHECK reports "${READY_TOL[@]}" --truth "$WORK/postscale/truth-%r.json" --world $N --expect-schedulable no \
+    --reason 'stream-ordered compute' "${R[@]}"
+python3 - "${R[@]}" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    reasons = json.load(open(path))["comms"][0]["verdict"]["reasons"]
+    assert len(reasons) == 1 and reasons[0].startswith("stream-ordered compute"), reasons
+    why = reasons[0]
+    assert "set HOROVOD_FUSION_THRESHOLD=0" not in why and "op=hvd.Sum" in why and "ncclAvg" in why, why
+PY
+FIX="keep kernels off the NCCL stream between allreduces. Horovod: HOROVOD_FUSION_THRESHOLD=0 does not remove these \
+kernels; average with ncclAvg (Horovod 0.26 or later built against NCCL 2.10 or later) and leave \
+gradient_predivide_factor at 1.0, or pass op=hvd.Sum and divide by hvd.size() yourself (scale the loss before backward)"
+"$ROOT/$BUILD/usbyte-report" --summary --quiet -o "$WORK/postscale/page" "${R[@]}" >"$WORK/postscale/summary" 2>&1 \
+    || { cat "$WORK/postscale/summary"; echo "FAIL: usbyte-report failed"; exit 1; }
+grep -qxF "  fix: $FIX" "$WORK/postscale/summary" \
+    || { cat "$WORK/postscale/summary"; echo "FAIL: the summary lacks the whole fix"; exit 1; }
+grep -qF "Fix: $FIX</div>" "$WORK/postscale/page/usbyte-report.html" || { echo "FAIL: the page lacks the whole fix"; exit 1; }
+grep -q 'set HOROVOD_FUSION_THRESHOLD=0' "$WORK/postscale/summary" && { echo "FAIL: the summary says to turn fusion off"; exit 1; }
 mapfile -t R < <(reports "$WORK/unfused" $N)
 echo "== fusion off"
 $CHECK reports "${READY_TOL[@]}" --truth "$WORK/unfused/truth-%r.json" --world $N --expect-schedulable yes \

@@ -26,7 +26,10 @@
  *   --p2p-at IT                          a group of ncclSend/ncclRecv around the ring before IT
  *   --two-comms                          a second communicator, its calls interleaved
  *   --second-thread                      odd iterations are issued by another thread
- *   --fork-at IT                         fork a child (which exits at once) in iteration IT */
+ *   --fork-at IT                         fork a child (which exits at once) in iteration IT
+ *   --fill-at IT --fill-rank R --fill-free-kb K
+ *                                        at the start of iteration IT, rank R allocates device
+ *                                        memory until K KiB are left (cudaMemGetInfo) */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -47,6 +50,7 @@ typedef struct opts {
     const char *consumer;
     bool mixed, two_comms, second_thread, repeat_sizes;
     int size_change_at, barrier_at, early_at, destroy_at, exit_at, capture_at, p2p_at, fork_at, freeze_at;
+    int fill_at, fill_rank, fill_free_kb;
 } opts;
 
 typedef struct call {
@@ -255,8 +259,23 @@ static void barrier(job *j)
     CUDA_OK(cudaFree(d));
 }
 
+/* Takes the device's memory but fill_free_kb KiB (kept until the end). */
+static void fill_device(job *j)
+{
+    size_t free_bytes, total;
+    CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+    size_t keep = (size_t)j->o.fill_free_kb << 10;
+    void *p;
+    if (free_bytes > keep)
+        CUDA_OK(cudaMalloc(&p, free_bytes - keep));
+    CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+    fprintf(stderr, "rank %d: the device has %zu bytes left\n", j->rank, free_bytes);
+}
+
 static void iteration(job *j, int it)
 {
+    if (it == j->o.fill_at && j->rank == j->o.fill_rank)
+        fill_device(j);
     if (it == j->o.barrier_at)
         barrier(j);
     if (it == j->o.p2p_at)
@@ -323,7 +342,7 @@ int main(int argc, char **argv)
     opts *o = &j.o;
     *o = (opts){.iters = 16, .calls = 24, .elems = 256, .consumer = "end-event", .size_change_at = -1,
                 .barrier_at = -1, .early_at = -1, .destroy_at = -1, .exit_at = -1, .capture_at = -1,
-                .p2p_at = -1, .fork_at = -1, .freeze_at = -1};
+                .p2p_at = -1, .fork_at = -1, .freeze_at = -1, .fill_at = -1, .fill_rank = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--iters")) o->iters = opt_int(argc, argv, &i);
@@ -343,6 +362,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--p2p-at")) o->p2p_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--fork-at")) o->fork_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--freeze-at")) o->freeze_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--fill-at")) o->fill_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--fill-rank")) o->fill_rank = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--fill-free-kb")) o->fill_free_kb = opt_int(argc, argv, &i);
         else {
             fprintf(stderr, "runtime_sched: unknown option %s\n", a);
             return 2;

@@ -69,7 +69,7 @@ PY
 }
 
 # Consumers that rely on stream order, and mixed dtypes/ops/out-of-place calls.
-merging run end-event ok --consumer end-event --mixed
+merging run end-event ok --consumer end-event --mixed --iters 24
 report end-event '
 assert c["state"] == "schedule", "not scheduled"
 assert s["iterations"] >= 8, "iterations %r" % s["iterations"]
@@ -87,9 +87,9 @@ assert len(s["blocks"]) == len(plan) and all(b["end"] >= b["start"] >= 0 for b i
 assert s["measured_iteration"] > 0 and s["measured_speedup"] > 0 and s["predicted_speedup"] > 0, "numbers"
 assert s["predicted_speedup"] >= 1 or c["plan"]["policy"] != "best", "best predicted slower than wfbp"
 '
-run stream-sync ok --consumer stream-sync --mixed
+run stream-sync ok --consumer stream-sync --mixed --iters 24
 report stream-sync 'assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"'
-run query-poll ok --consumer query-poll
+run query-poll ok --consumer query-poll --iters 24
 report query-poll 'assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"'
 USBYTE_COMPLETION=call run per-call ok --consumer per-call --mixed
 report per-call 'assert c["state"] == "schedule" and s["completion"] == "call", "not scheduled with call completion"'
@@ -117,6 +117,14 @@ run freeze ok --iters 44 --freeze-at 11
 report freeze '
 assert c["state"] == "schedule" and c["calls_per_iteration"] == 12, "state %s, %r calls" % (c["state"], c.get("calls_per_iteration"))
 assert s["deviations"] >= 1 and s["iterations"] >= 16, "deviations %r, iterations %r" % (s["deviations"], s["iterations"])
+'
+# Device memory runs out on rank 1 during the warm-up (a 64 MiB device, filled to 16 KiB): the
+# executor's reservation before the agreement fails there, which the agreement carries, so every
+# rank stays in pass-through (no rank-local abort) and says that rank 1 could not set it up.
+USBYTE_EMU_DEVICE_MEM_MB=64 run nomem ok --fill-at 4 --fill-rank 1 --fill-free-kb 16
+report nomem '
+assert c["state"] == "pass-through" and "rank 1" in c.get("state_reason", "") and "executor" in c.get("state_reason", ""), c.get("state_reason")
+assert not s, "a plan ran"
 '
 run barrier ok --iters 24 --barrier-at 11
 report barrier 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["iterations"] >= 8, "barrier"'

@@ -322,10 +322,16 @@ static void test_one_subscriber_at_a_time(void **state)
     assert_int_equal(n_log, 0);
     assert_int_equal(cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API), CUPTI_ERROR_INVALID_PARAMETER);
     /* A new subscription starts with nothing enabled. */
-    CUPTI_CHECK(cuptiSubscribe(&sub, on_callback, &n_log));
+    CUpti_SubscriberParams named = {CUpti_SubscriberParams_STRUCT_SIZE, "first tool", NULL, 0};
+    CUPTI_CHECK(cuptiSubscribe_v2(&sub, on_callback, &n_log, &named));
     CHECK(cudaLaunchHostFunc(NULL, nothing, NULL));
     assert_int_equal(n_log, 0);
     CHECK(cudaStreamSynchronize(NULL));
+    /* The one turned away learns who holds CUPTI, by the name CUPTI gives it. */
+    char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
+    CUpti_SubscriberParams second = {CUpti_SubscriberParams_STRUCT_SIZE, "second tool", holder, sizeof holder};
+    assert_int_equal(cuptiSubscribe_v2(&other, on_callback, NULL, &second), CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+    assert_string_equal(holder, "CUPTI for first tool");
 }
 
 int main(void)

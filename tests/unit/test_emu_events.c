@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../emu/emu_internal.h"
+#include "../emu/testing/queues.h"
 #include "../emu/testing/sync.h"
 
 #define CHECK(call) assert_int_equal((call), cudaSuccess)
@@ -273,6 +274,7 @@ static void test_event_flags_and_invalid_handles(void **state)
 
 int main(void)
 {
+    emu_test_own_queues();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wait_binds_to_record_at_call_time),
         cmocka_unit_test(test_later_record_does_not_release_waiter),
@@ -282,5 +284,6 @@ int main(void)
         cmocka_unit_test(test_destroy_with_pending_record),
         cmocka_unit_test(test_event_flags_and_invalid_handles),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    return emu_test_queues_were_own() ? failed : failed + 1;
 }

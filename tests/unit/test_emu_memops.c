@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../emu/emu_internal.h"
+#include "../emu/testing/queues.h"
 #include "../emu/testing/sync.h"
 
 #define CHECK(call) assert_int_equal((call), cudaSuccess)
@@ -26,9 +27,10 @@ static CUdeviceptr dptr(void *p)
     return (CUdeviceptr)(uintptr_t)p;
 }
 
-/* docs/design.md section 3: an event recorded on A after A waits for a counter stays incomplete
- * until another stream writes the counter, even though that write is issued after the event
- * was recorded and is itself held back by a gate the test controls. */
+/* An event recorded on A after A waits for a counter stays incomplete until another stream
+ * writes the counter, even though that write is issued after the event was recorded and is
+ * itself held back by a gate the test controls (A and B in separate hardware queues: in one,
+ * this deadlocks, which test_emu_queues checks). */
 static void test_event_waits_for_write_issued_later(void **state)
 {
     (void)state;
@@ -243,6 +245,7 @@ static void test_driver_entry_points(void **state)
 
 int main(void)
 {
+    emu_test_own_queues();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_event_waits_for_write_issued_later),
         cmocka_unit_test(test_wait_conditions_block_and_release),
@@ -250,5 +253,6 @@ int main(void)
         cmocka_unit_test(test_memop_errors),
         cmocka_unit_test(test_driver_entry_points),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    return emu_test_queues_were_own() ? failed : failed + 1;
 }

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -214,9 +215,40 @@ static void test_bad_free_does_not_wait(void **state)
     (void)cudaGetLastError();
 }
 
+/* Each device holds USBYTE_EMU_DEVICE_MEM_MB (64 here, set in main before the first allocation):
+ * cudaMemGetInfo counts what is left (sizes rounded to 256 bytes), an allocation past it fails
+ * with cudaErrorMemoryAllocation, another device has its own, and cudaFree gives it back. */
+static void test_device_capacity(void **state)
+{
+    (void)state;
+    size_t free0, total, free1;
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaMemGetInfo(&free0, &total));
+    assert_int_equal(total, (size_t)64 << 20);
+    void *a, *b, *c;
+    CHECK(cudaMalloc(&a, 1000));
+    CHECK(cudaMemGetInfo(&free1, &total));
+    assert_int_equal(free0 - free1, 1024);
+    assert_int_equal(cudaMalloc(&b, free1 + 1), cudaErrorMemoryAllocation);
+    (void)cudaGetLastError();
+    CHECK(cudaMalloc(&b, free1 - 4096));
+    assert_int_equal(cudaMalloc(&c, 8192), cudaErrorMemoryAllocation);
+    (void)cudaGetLastError();
+    CHECK(cudaSetDevice(1));
+    CHECK(cudaMalloc(&c, 8192)); /* device 1 has its own */
+    CHECK(cudaFree(c));
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaFree(b));
+    CHECK(cudaFree(a));
+    CHECK(cudaMemGetInfo(&free1, &total));
+    assert_int_equal(free1, free0);
+}
+
 int main(void)
 {
+    setenv("USBYTE_EMU_DEVICE_MEM_MB", "64", 1);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_device_capacity),
         cmocka_unit_test(test_malloc_free_and_valid_ranges),
         cmocka_unit_test(test_copies_round_trip),
         cmocka_unit_test(test_async_copy_is_stream_ordered),

@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 
+#include "../emu/testing/queues.h"
 #include "../emu/testing/sync.h"
 
 #define CHECK(call) assert_int_equal((call), cudaSuccess)
@@ -127,9 +128,11 @@ static void test_ptsz_entry_points_and_callbacks(void **state)
 
 int main(void)
 {
+    emu_test_own_queues();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stream_zero_is_per_thread),
         cmocka_unit_test(test_ptsz_entry_points_and_callbacks),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    return emu_test_queues_were_own() ? failed : failed + 1;
 }

@@ -134,12 +134,20 @@ static const char *const cudart_required[] = {
     "cudaMemsetAsync", "cudaMemsetAsync_ptsz", "cudaLaunchHostFunc", "cudaLaunchHostFunc_ptsz",
     "cudaDeviceSynchronize", "cudaGetLastError", "cudaPeekAtLastError", "cudaGetErrorString", "cudaGetErrorName",
     "cudaRuntimeGetVersion", "cudaDriverGetVersion", "cudaLaunchKernel", "cudaLaunchKernel_ptsz",
+    "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz", "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernel_ptsz",
+    "cudaMemcpyBatchAsync", "cudaMemcpyBatchAsync_ptsz", "cudaMemcpy2DAsync", "cudaMemcpy2DAsync_ptsz",
+    "cudaMemcpy3DAsync", "cudaMemcpy3DAsync_ptsz", "cudaMemcpyPeerAsync", "cudaMemcpy3DPeerAsync",
+    "cudaMemcpy3DPeerAsync_ptsz", "cudaMemset2DAsync", "cudaMemset2DAsync_ptsz", "cudaMemset3DAsync",
+    "cudaMemset3DAsync_ptsz", "cudaStreamAddCallback", "cudaStreamAddCallback_ptsz", "cudaGraphCreate",
+    "cudaGraphAddKernelNode", "cudaGraphAddHostNode", "cudaGraphInstantiate", "cudaGraphLaunch", "cudaGraphLaunch_ptsz",
+    "cudaGraphExecDestroy", "cudaGraphDestroy",
 };
 
 static const char *const emu_required[] = {
     "usbyteEmuStreamEnqueue", "usbyteEmuSetActivity", "usbyteEmuValidRange", "usbyteEmuDumpStreams",
     "usbyteEmuStreamEnqueueEx", "usbyteEmuSetApiHook", "usbyteEmuApiCallback", "usbyteEmuContext",
-    "usbyteEmuSetCapturing", "usbyteEmuSetStickyError",
+    "usbyteEmuSetCapturing", "usbyteEmuSetStickyError", "usbyteEmuCopyAsync", "usbyteEmuSetAsync",
+    "usbyteEmuLaunchKernel", "usbyteEmuLaunchHost", "usbyteEmuGraphLaunch",
 };
 
 static const char *const cuda_required[] = {
@@ -149,6 +157,15 @@ static const char *const cuda_required[] = {
     "cuStreamWaitValue64", "cuStreamWaitValue64_v2", "cuStreamWaitValue64_ptsz", "cuStreamWaitValue64_v2_ptsz",
     "cuStreamWriteValue32", "cuStreamWriteValue32_v2", "cuStreamWriteValue32_ptsz", "cuStreamWriteValue32_v2_ptsz",
     "cuStreamWriteValue64", "cuStreamWriteValue64_v2", "cuStreamWriteValue64_ptsz", "cuStreamWriteValue64_v2_ptsz",
+    "cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cuLaunchCooperativeKernel",
+    "cuLaunchCooperativeKernel_ptsz", "cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync_v2_ptsz", "cuMemcpyDtoHAsync_v2",
+    "cuMemcpyDtoHAsync_v2_ptsz", "cuMemcpyDtoDAsync_v2", "cuMemcpyDtoDAsync_v2_ptsz", "cuMemcpyAsync",
+    "cuMemcpyAsync_ptsz", "cuMemcpy2DAsync_v2", "cuMemcpy2DAsync_v2_ptsz", "cuMemcpy3DAsync_v2",
+    "cuMemcpy3DAsync_v2_ptsz", "cuMemcpyPeerAsync", "cuMemcpyPeerAsync_ptsz", "cuMemsetD8Async", "cuMemsetD8Async_ptsz",
+    "cuMemsetD16Async", "cuMemsetD16Async_ptsz", "cuMemsetD32Async", "cuMemsetD32Async_ptsz", "cuMemsetD2D8Async",
+    "cuMemsetD2D8Async_ptsz", "cuMemsetD2D16Async", "cuMemsetD2D16Async_ptsz", "cuMemsetD2D32Async",
+    "cuMemsetD2D32Async_ptsz", "cuLaunchHostFunc", "cuLaunchHostFunc_ptsz", "cuStreamAddCallback",
+    "cuStreamAddCallback_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz",
 };
 
 static const char *const cupti_required[] = {

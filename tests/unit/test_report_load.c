@@ -258,8 +258,22 @@ static void test_hints(void **state)
                             "on the busiest rank): it consumes results in stream order");
     assert_non_null(h);
     assert_non_null(strstr(h, "HOROVOD_FUSION_THRESHOLD=0"));
-    assert_non_null(rp_hint("CUPTI was not available on every rank: stream-ordered work on the NCCL stream cannot "
-                            "be ruled out"));
+    /* Each reason gets its own fix, whole, though their wordings share phrases. */
+    const char *cupti = rp_hint("CUPTI was not available on every rank: stream-ordered work on the NCCL stream cannot "
+                                "be ruled out");
+    assert_non_null(cupti);
+    assert_non_null(strstr(cupti, "USBYTE_CUPTI=1"));
+    const char *taken = rp_hint("another CUPTI subscriber held CUPTI during the warm-up on some rank (a profiler such "
+                                "as torch.profiler, or an NVIDIA tool such as Nsight Systems the job runs under): "
+                                "stream-ordered work on the NCCL stream could not be watched; profile without usbyte, "
+                                "or run with USBYTE_MODE=observe to measure and plan while profiling");
+    assert_non_null(taken);
+    assert_non_null(strstr(taken, "USBYTE_MODE=observe while profiling"));
+    const char *compute = rp_hint("stream-ordered compute on the NCCL stream between collectives: kernels, graphs or "
+                                  "host functions (12 per warm-up on the busiest rank)");
+    assert_non_null(compute);
+    assert_null(strstr(compute, "set HOROVOD_FUSION_THRESHOLD=0"));
+    assert_non_null(strstr(compute, "op=hvd.Sum and divide by hvd.size() yourself (scale the loss before backward)"));
     assert_non_null(strstr(rp_hint("signature mismatch: the ranks saw different call sequences"), "same"));
     /* The Horovod hint is whole. */
     assert_non_null(strstr(h, "between allreduces"));

@@ -18,6 +18,12 @@ CUresult emu_cu_result(cudaError_t err)
     case cudaErrorInvalidResourceHandle: return CUDA_ERROR_INVALID_HANDLE;
     case cudaErrorInvalidDevice: return CUDA_ERROR_INVALID_DEVICE;
     case cudaErrorNotReady: return CUDA_ERROR_NOT_READY;
+    case cudaErrorInvalidPitchValue:
+    case cudaErrorInvalidConfiguration: return CUDA_ERROR_INVALID_VALUE;
+    case cudaErrorInvalidDeviceFunction: return CUDA_ERROR_INVALID_HANDLE;
+    case cudaErrorNotSupported: return CUDA_ERROR_NOT_SUPPORTED;
+    case cudaErrorCudartUnloading: return CUDA_ERROR_DEINITIALIZED;
+    case cudaErrorCooperativeLaunchTooLarge: return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
     default: return CUDA_ERROR_UNKNOWN;
     }
 }
@@ -189,6 +195,8 @@ EMU_CU_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute att
     X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")           \
     X(CUDA_ERROR_NOT_READY, "device not ready")                       \
     X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")            \
+    X(CUDA_ERROR_DEINITIALIZED, "driver shutting down")               \
+    X(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, "too many blocks in cooperative launch") \
     X(CUDA_ERROR_UNKNOWN, "unknown error")
 
 EMU_CU_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)

@@ -10,4 +10,17 @@
 /* Maps a runtime error from the private interface to the driver's code. */
 CUresult emu_cu_result(cudaError_t err);
 
+/* Returns `call` (a CUresult expression) run between the driver-domain CUPTI enter and exit
+ * callbacks of NAME (id CUPTI_DRIVER_TRACE_CBID_##NAME), params pointing at its NAME##_params. */
+#define EMU_CU_TRACED(NAME, params, call)                                                          \
+    do {                                                                                           \
+        uint64_t correlation_ = 0;                                                                 \
+        uint32_t id_ = usbyteEmuApiCallback(1, CUPTI_DRIVER_TRACE_CBID_##NAME, 0, #NAME, (params), \
+                                            NULL, 0, &correlation_);                               \
+        CUresult r_ = (call);                                                                      \
+        usbyteEmuApiCallback(1, CUPTI_DRIVER_TRACE_CBID_##NAME, 1, #NAME, (params), &r_, id_,      \
+                             &correlation_);                                                       \
+        return r_;                                                                                 \
+    } while (0)
+
 #endif

@@ -28,8 +28,49 @@
 cudaError_t emu_result(cudaError_t err);
 
 /* ---- operations and streams (stream.c) ---- */
+/* What an operation is, for the hardware-queue model (queue.c): a wait begins when it is
+ * satisfied, anything else when its worker starts it; the deadlock analysis (queue_check.c)
+ * needs to know what each pending wait waits for and what each pending op would release. */
+enum emu_op_kind {
+    EMU_OP_WORK,            /* kernel, copy, memset, host function, collective... */
+    EMU_OP_RECORD,          /* cudaEventRecord: rec */
+    EMU_OP_WAIT_EVENT,      /* cudaStreamWaitEvent: rec */
+    EMU_OP_WAIT_VALUE,      /* cuStreamWaitValue32/64: addr, value, condition, is64 */
+    EMU_OP_WRITE_VALUE,     /* cuStreamWriteValue32/64: addr, value, is64 */
+    EMU_OP_WAIT_POSITION,   /* the legacy stream's implicit wait: target's op number target_seq */
+};
+
+struct emu_record;
+struct emu_queue;
+
+struct emu_op_info {
+    enum emu_op_kind kind;
+    struct emu_record *rec;
+    void *addr;
+    uint64_t value;
+    unsigned condition;
+    bool is64;
+    struct CUstream_st *target;
+    uint64_t target_seq;
+};
+
+static inline bool emu_op_is_wait(enum emu_op_kind k)
+{
+    return k == EMU_OP_WAIT_EVENT || k == EMU_OP_WAIT_VALUE || k == EMU_OP_WAIT_POSITION;
+}
+
 struct emu_op {
-    struct emu_op *next;
+    struct emu_op *next;          /* the stream's FIFO (under the stream's mu) */
+    struct emu_op *qnext;         /* the queue's list of ops not yet begun (under the queue's mu) */
+    struct CUstream_st *stream;
+    struct emu_queue *queue;
+    uint64_t ticket;              /* position in the queue, in submission order */
+    uint64_t seq;                 /* position on the stream (1, 2, ...) */
+    bool begun;                   /* under the queue's mu */
+    /* Scratch of the deadlock analysis, written only with every queue's mu held. */
+    bool sim_begun;
+    uint64_t sim_order;
+    struct emu_op_info info;
     usbyteEmuOpFn run;
     void *arg;
     char what[96];
@@ -57,13 +98,22 @@ struct CUstream_st {
     uint64_t completed;       /* ops ever completed: an op's sequence number is enqueued after adding it */
     bool running;
     bool stop;
+    /* The hardware queue (queue.c), assigned at creation.  turn_cv is waited on with the
+     * queue's mu: the worker's next op may not begin before every earlier op of the queue. */
+    struct emu_queue *queue;
+    atomic_int queue_index;   /* for the dump; -1 before the first assignment */
+    pthread_cond_t turn_cv;
+    uint64_t begun_ops;       /* ops of this stream that have begun (under the queue's mu) */
+    uint64_t sim_begun_ops;   /* the deadlock analysis' scratch */
     pthread_t thread;
     bool thread_started;
     bool worker_ready;        /* under mu: the worker thread runs worker_main (see stream_object) */
 
-    /* Activity text, double-buffered so the signal-time dump reads a finished string. */
-    char activity[2][EMU_ACTIVITY_LEN];
-    atomic_int activity_idx;
+    /* Activity text, written by the worker only, read by the dump (in a signal handler too)
+     * without a lock: a sequence lock over atomic characters, so that a reader never sees a
+     * half-written string and never races with the writer. */
+    atomic_uint activity_seq;   /* odd while the worker writes */
+    _Atomic char activity[EMU_ACTIVITY_LEN];
     atomic_ullong depth;      /* enqueued - completed, readable without the lock */
     /* The modelled time at which the stream got through its latest op (its worker only).  A GPU
      * stamps an event when the work before it is done, whether or not anything else runs; the
@@ -85,6 +135,9 @@ cudaError_t emu_stream_resolve(cudaStream_t handle, bool ptsz, struct CUstream_s
 /* Enqueues run(arg) on s (inserting the implicit legacy-stream dependencies first) and returns
  * the op's sequence number on s through seq (may be NULL).  `what` is copied. */
 cudaError_t emu_enqueue(struct CUstream_st *s, usbyteEmuOpFn run, void *arg, const char *what, uint64_t *seq);
+/* The same for an op that the queue model must know more of (info copied; NULL: EMU_OP_WORK). */
+cudaError_t emu_enqueue_op(struct CUstream_st *s, const struct emu_op_info *info, usbyteEmuOpFn run, void *arg,
+                           const char *what, uint64_t *seq);
 
 /* Blocks until s has completed its op number seq. */
 void emu_stream_wait_seq(struct CUstream_st *s, uint64_t seq);
@@ -108,13 +161,81 @@ struct CUstream_st *emu_current_worker(void);
  * run function returns). */
 bool emu_worker_reached(struct timespec *out);
 void emu_worker_op_ends_at(struct timespec t);
+/* Called by a wait op on its worker once the wait is satisfied, before it releases what it
+ * waited on: the queue behind it may go on.  The worker calls it after every wait op anyway. */
+void emu_worker_op_begun(void);
+/* Sets the calling worker's activity text (no-op outside a worker). */
+void emu_worker_set_activity(const char *what);
+/* Every stream object ever made (append-only list through all_next). */
+struct CUstream_st *emu_all_streams(void);
+/* Whether this process runs s's worker (false for objects inherited through fork). */
+bool emu_stream_owned(const struct CUstream_st *s);
+/* Signal-safe formatting for the dumps: appends to buf[at..cap-1), returns the new length. */
+size_t emu_put_str(char *buf, size_t at, size_t cap, const char *s);
+size_t emu_put_u64(char *buf, size_t at, size_t cap, unsigned long long v);
+size_t emu_put_hex(char *buf, size_t at, size_t cap, unsigned long long v);
+void emu_write_all(int fd, const char *buf, size_t n);
 /* The later of two times. */
 struct timespec emu_timespec_max(struct timespec a, struct timespec b);
 
+/* ---- hardware queues (queue.c, queue_check.c) ---- */
+/* CUDA_DEVICE_MAX_CONNECTIONS queues per device.  Every op takes a ticket in its stream's
+ * queue when it is enqueued (under the stream's mu, so tickets follow stream order) and may
+ * not begin before every earlier ticket of the queue has begun. */
+struct emu_queue {
+    pthread_mutex_t mu;
+    int device, index;
+    uint64_t next_ticket;      /* tickets handed out */
+    uint64_t begun;            /* tickets 0..begun-1 have begun */
+    struct emu_op *head, *tail;   /* ops not yet begun, in ticket order */
+    struct emu_op *sim_cursor;    /* the deadlock analysis' scratch */
+};
+
+/* The number of queues per device (reads CUDA_DEVICE_MAX_CONNECTIONS on the first call of the
+ * process: the emulated context's creation). */
+int emu_queue_count(void);
+/* The queue of a new stream on `device`: queue 0 for the legacy stream, else the next in
+ * round-robin order.  Called with the stream table's lock held. */
+struct emu_queue *emu_queue_assign(int device, bool legacy);
+/* Under the stream's mu: gives op its ticket and appends it to its queue's list. */
+void emu_queue_push(struct CUstream_st *s, struct emu_op *op);
+/* On the worker, before running op: waits until every earlier ticket has begun; a non-wait
+ * op then begins.  False when the process is exiting (op must not run). */
+bool emu_queue_take_turn(struct CUstream_st *s, struct emu_op *op);
+/* Marks op (at the head of its queue) begun, if not yet, and lets the next ticket go. */
+void emu_queue_begin(struct emu_op *op);
+/* Wakes every worker waiting for its turn (the process is exiting). */
+void emu_queues_wake_all(void);
+/* fork handlers, called by stream.c's with the stream table's lock held. */
+void emu_queues_fork_prepare(void);
+void emu_queues_fork_parent(void);
+void emu_queues_fork_child(void);
+/* Calls fn on every queue of this process (device order, then index order). */
+void emu_queues_for_each(void (*fn)(struct emu_queue *q, void *ctx), void *ctx);
+
+/* Writes one line per queue deadlock found now to fd (fd < 0: none) and returns how many;
+ * with heads, first one line per queue with ops not begun, naming the first.  With try_only
+ * the queue locks are only tried (for the signal handler); returns -1 when one was busy.
+ * Allocates nothing and uses no stdio. */
+int emu_queue_deadlocks(int fd, bool try_only, bool heads);
+
+/* ---- stream memory operations (values.c) ---- */
+bool emu_value_satisfied(unsigned condition, bool is64, uint64_t wanted, uint64_t now);
+uint64_t emu_value_load(const void *addr, bool is64);
+const char *emu_value_condition_name(unsigned condition);
+
 /* ---- events (event.c) ---- */
+enum emu_record_state {
+    EMU_RECORD_UNSUBMITTED,      /* its op is not in a queue yet */
+    EMU_RECORD_QUEUED,           /* op points at its op, not yet begun */
+    EMU_RECORD_BEGUN,
+};
 struct emu_record {               /* one execution of one cudaEventRecord */
     atomic_int refs;
     atomic_bool done;
+    /* Under the queue's mu of the record's stream (for the deadlock analysis). */
+    enum emu_record_state state;
+    struct emu_op *op;
     struct timespec when;         /* CLOCK_MONOTONIC time the stream reached the record: the later of
                                    * the end of the work before it and the cudaEventRecord call */
     struct timespec enqueued;     /* when the host called cudaEventRecord */

@@ -69,6 +69,7 @@ static void wait_run(void *arg)
     /* Ends when the worker gets through (not at the awaited stamp): the work after it really
      * starts then, and a duration measured around that work must not include the wake-up. */
     emu_record_wait(rec);
+    emu_worker_op_begun();   /* satisfied: the queue behind it goes on (rec is still ours) */
     emu_record_release(rec);
 }
 
@@ -197,7 +198,7 @@ static cudaError_t event_record(cudaEvent_t handle, cudaStream_t stream, unsigne
 
     char what[64];
     snprintf(what, sizeof what, "cudaEventRecord event %llu", (unsigned long long)id);
-    err = emu_enqueue(s, record_run, rec, what, NULL);
+    err = emu_enqueue_op(s, &(struct emu_op_info){.kind = EMU_OP_RECORD, .rec = rec}, record_run, rec, what, NULL);
     if (err != cudaSuccess)
         record_run(rec);   /* never leave a record that can never complete */
     return err;
@@ -248,7 +249,7 @@ static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event, uns
     char what[96];
     snprintf(what, sizeof what, "cudaStreamWaitEvent event %llu (recorded on stream %llu)",
              (unsigned long long)rec->event_id, (unsigned long long)rec->stream_id);
-    err = emu_enqueue(s, wait_run, rec, what, NULL);
+    err = emu_enqueue_op(s, &(struct emu_op_info){.kind = EMU_OP_WAIT_EVENT, .rec = rec}, wait_run, rec, what, NULL);
     if (err != cudaSuccess)
         emu_record_release(rec);
     return err;

@@ -1,5 +1,8 @@
 /* "Device" memory: host memory from a tracking allocator.  Live allocations sit in an array
- * sorted by address, so any pointer can be checked against the allocation containing it. */
+ * sorted by address, so any pointer can be checked against the allocation containing it.  Each
+ * device has a capacity (USBYTE_EMU_DEVICE_MEM_MB, default 80 GiB, as an H100): cudaMalloc past it
+ * fails with cudaErrorMemoryAllocation, and cudaMemGetInfo says what is left, as on a GPU. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +17,30 @@ struct allocation {
     uintptr_t base;
     size_t size;
     enum alloc_kind kind;
+    int device;      /* ALLOC_DEVICE: the current device at the allocation */
+    size_t charged;  /* bytes charged to that device (the size rounded to 256) */
 };
+
+#define EMU_MAX_DEVICES 64
+static size_t device_used[EMU_MAX_DEVICES];  /* under allocs_lock */
+static pthread_once_t capacity_once = PTHREAD_ONCE_INIT;
+static size_t device_capacity = (size_t)80 << 30;
+
+static void read_capacity(void)
+{
+    const char *v = getenv("USBYTE_EMU_DEVICE_MEM_MB");
+    if (!v || !*v)
+        return;
+    char *end;
+    double mb = strtod(v, &end);
+    if (*end != '\0' || !(mb > 0) || mb > 1e9)
+        fprintf(stderr, "usbyte-emu: warning: USBYTE_EMU_DEVICE_MEM_MB='%s' is not a positive number of MiB; using "
+                        "the default 81920\n", v);
+    else
+        device_capacity = (size_t)(mb * 1048576.0);
+}
+
+static int device_slot(int device) { return device >= 0 && device < EMU_MAX_DEVICES ? device : 0; }
 
 static pthread_rwlock_t allocs_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct allocation *allocs;
@@ -67,9 +93,14 @@ EMU_EXPORT int usbyteEmuPointerKind(const void *ptr)
     return kind;
 }
 
-static cudaError_t track(void *p, size_t size, enum alloc_kind kind)
+static cudaError_t track(void *p, size_t size, size_t charged, enum alloc_kind kind)
 {
+    int device = device_slot(kind == ALLOC_DEVICE ? emu_current_device() : 0);
     pthread_rwlock_wrlock(&allocs_lock);
+    if (kind == ALLOC_DEVICE && charged > device_capacity - device_used[device]) {
+        pthread_rwlock_unlock(&allocs_lock);
+        return cudaErrorMemoryAllocation;
+    }
     if (n_allocs == cap_allocs) {
         size_t cap = cap_allocs ? cap_allocs * 2 : 64;
         struct allocation *grown = realloc(allocs, cap * sizeof *grown);
@@ -82,7 +113,8 @@ static cudaError_t track(void *p, size_t size, enum alloc_kind kind)
     }
     size_t i = upper_bound((uintptr_t)p);
     memmove(&allocs[i + 1], &allocs[i], (n_allocs - i) * sizeof *allocs);
-    allocs[i] = (struct allocation){(uintptr_t)p, size, kind};
+    allocs[i] = (struct allocation){(uintptr_t)p, size, kind, device, kind == ALLOC_DEVICE ? charged : 0};
+    device_used[device] += allocs[i].charged;
     n_allocs++;
     pthread_rwlock_unlock(&allocs_lock);
     return cudaSuccess;
@@ -105,6 +137,7 @@ static bool untrack(void *p, enum alloc_kind kind)
     size_t i = upper_bound((uintptr_t)p);
     bool found = i > 0 && allocs[i - 1].base == (uintptr_t)p && allocs[i - 1].kind == kind;
     if (found) {
+        device_used[allocs[i - 1].device] -= allocs[i - 1].charged;
         memmove(&allocs[i - 1], &allocs[i], (n_allocs - i) * sizeof *allocs);
         n_allocs--;
     }
@@ -124,10 +157,11 @@ static cudaError_t allocate(void **out, size_t size, enum alloc_kind kind)
     size_t rounded = (size + 255) & ~(size_t)255;
     if (rounded < size)
         return cudaErrorMemoryAllocation;
+    pthread_once(&capacity_once, read_capacity);
     void *p = aligned_alloc(256, rounded);
     if (p == NULL)
         return cudaErrorMemoryAllocation;
-    cudaError_t err = track(p, size, kind);
+    cudaError_t err = track(p, size, rounded, kind);
     if (err != cudaSuccess) {
         free(p);
         return err;
@@ -189,10 +223,15 @@ EMU_EXPORT cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, uns
 
 EMU_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
+    pthread_once(&capacity_once, read_capacity);
+    int device = device_slot(emu_current_device());
+    pthread_rwlock_rdlock(&allocs_lock);
+    size_t used = device_used[device];
+    pthread_rwlock_unlock(&allocs_lock);
     if (free_bytes)
-        *free_bytes = (size_t)64 << 30;
+        *free_bytes = device_capacity - used;
     if (total)
-        *total = (size_t)80 << 30;
+        *total = device_capacity;
     return emu_result(cudaSuccess);
 }
 

@@ -1,6 +1,7 @@
-/* Streams: one worker thread per stream executing its ops in FIFO order, the legacy and
- * per-thread default streams with the legacy stream's implicit synchronization, the registry
- * used for handle validation, device-wide synchronization and the hang dump. */
+/* Streams: one worker thread per stream executing its ops in FIFO order, each op in its turn
+ * in the stream's hardware queue (queue.c), the legacy and per-thread default streams with
+ * the legacy stream's implicit synchronization, the registry used for handle validation,
+ * device-wide synchronization and the hang dump. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +20,8 @@ static pthread_once_t legacy_once = PTHREAD_ONCE_INIT;
 static pthread_key_t per_thread_key;
 static __thread struct CUstream_st *tl_per_thread;
 static __thread struct CUstream_st *tl_worker;
+static __thread struct emu_op *tl_op;      /* the op the worker runs */
+static __thread bool tl_op_begun;          /* tl_op has begun (waits: once satisfied) */
 static __thread bool tl_op_end_set;        /* the running op said when it ends in the model */
 static __thread struct timespec tl_op_end;
 static atomic_bool shutting_down;
@@ -34,11 +37,29 @@ static bool owned(const struct CUstream_st *s)
     return s->owner == streams_pid;
 }
 
+bool emu_stream_owned(const struct CUstream_st *s)
+{
+    return owned(s);
+}
+
+struct CUstream_st *emu_all_streams(void)
+{
+    return atomic_load(&all_streams);
+}
+
 static void set_activity(struct CUstream_st *s, const char *what)
 {
-    int next = 1 - atomic_load_explicit(&s->activity_idx, memory_order_relaxed);
-    snprintf(s->activity[next], EMU_ACTIVITY_LEN, "%s", what);
-    atomic_store_explicit(&s->activity_idx, next, memory_order_release);
+    char text[EMU_ACTIVITY_LEN];
+    snprintf(text, sizeof text, "%s", what);
+    /* Release stores, so that a reader that sees one of the new characters (acquire) sees the
+     * odd sequence before it too (no fences: ThreadSanitizer does not model them). */
+    unsigned seq = atomic_load_explicit(&s->activity_seq, memory_order_relaxed);
+    atomic_store_explicit(&s->activity_seq, seq + 1, memory_order_relaxed);
+    size_t i = 0;
+    do
+        atomic_store_explicit(&s->activity[i], text[i], memory_order_release);
+    while (text[i++] != '\0');
+    atomic_store_explicit(&s->activity_seq, seq + 2, memory_order_release);
 }
 
 static void *worker_main(void *arg)
@@ -60,9 +81,19 @@ static void *worker_main(void *arg)
         s->running = true;
         pthread_mutex_unlock(&s->mu);
 
+        /* Exiting: the op is dropped, as pending work is when a context dies (it stays
+         * reachable from its queue's list). */
+        if (!emu_queue_take_turn(s, op)) {
+            pthread_mutex_lock(&s->mu);
+            break;
+        }
         set_activity(s, op->what);
+        tl_op = op;
+        tl_op_begun = !emu_op_is_wait(op->info.kind);
         tl_op_end_set = false;
         op->run(op->arg);
+        emu_worker_op_begun();
+        tl_op = NULL;
         if (tl_op_end_set)
             s->reached = tl_op_end;
         else
@@ -98,8 +129,11 @@ static struct CUstream_st *stream_object(void)
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work_cv, NULL);
     pthread_cond_init(&s->done_cv, NULL);
-    snprintf(s->activity[0], EMU_ACTIVITY_LEN, "idle");
+    pthread_cond_init(&s->turn_cv, NULL);
+    atomic_init(&s->queue_index, -1);
+    set_activity(s, "idle");
     if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
+        pthread_cond_destroy(&s->turn_cv);
         pthread_cond_destroy(&s->done_cv);
         pthread_cond_destroy(&s->work_cv);
         pthread_mutex_destroy(&s->mu);
@@ -137,6 +171,8 @@ static struct CUstream_st *stream_create_locked(unsigned flags, int priority, bo
     s->is_legacy = legacy;
     s->implicit = implicit;
     s->capturing = false;
+    s->queue = emu_queue_assign(s->device, legacy);
+    atomic_store(&s->queue_index, s->queue->index);
     s->alive = true;
     pthread_mutex_unlock(&s->mu);
     return s;
@@ -266,6 +302,20 @@ bool emu_worker_reached(struct timespec *out)
     return true;
 }
 
+void emu_worker_op_begun(void)
+{
+    if (tl_op != NULL && !tl_op_begun) {
+        tl_op_begun = true;
+        emu_queue_begin(tl_op);
+    }
+}
+
+void emu_worker_set_activity(const char *what)
+{
+    if (tl_worker != NULL)
+        set_activity(tl_worker, what);
+}
+
 void emu_worker_op_ends_at(struct timespec t)
 {
     tl_op_end = t;
@@ -292,7 +342,8 @@ static void position_wait_run(void *arg)
     free(w);
 }
 
-static cudaError_t push_op(struct CUstream_st *s, usbyteEmuOpFn run, void *arg, const char *what, uint64_t *seq)
+static cudaError_t push_op(struct CUstream_st *s, const struct emu_op_info *info, usbyteEmuOpFn run, void *arg,
+                           const char *what, uint64_t *seq)
 {
     /* A stream inherited through fork has no worker here: its work would never run.  CUDA
      * refuses a context used across fork with an initialization error. */
@@ -302,6 +353,9 @@ static cudaError_t push_op(struct CUstream_st *s, usbyteEmuOpFn run, void *arg, 
     if (op == NULL)
         return cudaErrorMemoryAllocation;
     op->next = NULL;
+    op->info = info ? *info : (struct emu_op_info){.kind = EMU_OP_WORK};
+    op->sim_begun = false;
+    op->sim_order = 0;
     op->run = run;
     op->arg = arg;
     snprintf(op->what, sizeof op->what, "%s", what ? what : "op");
@@ -312,6 +366,8 @@ static cudaError_t push_op(struct CUstream_st *s, usbyteEmuOpFn run, void *arg, 
         s->head = op;
     s->tail = op;
     s->enqueued++;
+    op->seq = s->enqueued;
+    emu_queue_push(s, op);   /* under s->mu: the stream's tickets follow its order */
     atomic_store_explicit(&s->depth, s->enqueued - s->completed, memory_order_relaxed);
     if (seq)
         *seq = s->enqueued;
@@ -338,7 +394,8 @@ static cudaError_t depend_on(struct CUstream_st *s, struct CUstream_st *other)
     char what[64];
     snprintf(what, sizeof what, "implicit wait for stream %llu op %llu",
              other_id, (unsigned long long)target);
-    cudaError_t err = push_op(s, position_wait_run, w, what, NULL);
+    struct emu_op_info info = {.kind = EMU_OP_WAIT_POSITION, .target = other, .target_seq = target};
+    cudaError_t err = push_op(s, &info, position_wait_run, w, what, NULL);
     if (err != cudaSuccess)
         free(w);
     return err;
@@ -378,12 +435,18 @@ static cudaError_t legacy_dependencies(struct CUstream_st *s)
     return cudaSuccess;
 }
 
-cudaError_t emu_enqueue(struct CUstream_st *s, usbyteEmuOpFn run, void *arg, const char *what, uint64_t *seq)
+cudaError_t emu_enqueue_op(struct CUstream_st *s, const struct emu_op_info *info, usbyteEmuOpFn run, void *arg,
+                           const char *what, uint64_t *seq)
 {
     cudaError_t err = legacy_dependencies(s);
     if (err != cudaSuccess)
         return err;
-    return push_op(s, run, arg, what, seq);
+    return push_op(s, info, run, arg, what, seq);
+}
+
+cudaError_t emu_enqueue(struct CUstream_st *s, usbyteEmuOpFn run, void *arg, const char *what, uint64_t *seq)
+{
+    return emu_enqueue_op(s, NULL, run, arg, what, seq);
 }
 
 void emu_stream_wait_seq(struct CUstream_st *s, uint64_t seq)
@@ -468,24 +531,64 @@ bool emu_stream_capturing(struct CUstream_st *s)
 }
 
 /* ---- hang dump: only write(2) and plain reads, so it may run in a signal handler ---- */
-static size_t put_str(char *buf, size_t at, size_t cap, const char *s)
+size_t emu_put_str(char *buf, size_t at, size_t cap, const char *s)
 {
     while (*s && at + 1 < cap)
         buf[at++] = *s++;
     return at;
 }
 
-static size_t put_u64(char *buf, size_t at, size_t cap, unsigned long long v)
+static size_t put_digits(char *buf, size_t at, size_t cap, unsigned long long v, unsigned base)
 {
     char tmp[24];
     int n = 0;
     do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
+        tmp[n++] = "0123456789abcdef"[v % base];
+        v /= base;
     } while (v);
     while (n && at + 1 < cap)
         buf[at++] = tmp[--n];
     return at;
+}
+
+size_t emu_put_u64(char *buf, size_t at, size_t cap, unsigned long long v)
+{
+    return put_digits(buf, at, cap, v, 10);
+}
+
+size_t emu_put_hex(char *buf, size_t at, size_t cap, unsigned long long v)
+{
+    at = emu_put_str(buf, at, cap, "0x");
+    return put_digits(buf, at, cap, v, 16);
+}
+
+void emu_write_all(int fd, const char *buf, size_t n)
+{
+    for (size_t off = 0; off < n;) {
+        ssize_t w = write(fd, buf + off, n - off);
+        if (w <= 0 && errno != EINTR)
+            break;
+        if (w > 0)
+            off += (size_t)w;
+    }
+}
+
+/* A consistent copy of s's activity; after a few tries against a busy writer, says so. */
+static void read_activity(struct CUstream_st *s, char out[EMU_ACTIVITY_LEN])
+{
+    for (int attempt = 0; attempt < 16; attempt++) {
+        unsigned before = atomic_load_explicit(&s->activity_seq, memory_order_acquire);
+        if (before % 2 == 0) {
+            for (size_t i = 0; i < EMU_ACTIVITY_LEN; i++)
+                if ((out[i] = atomic_load_explicit(&s->activity[i], memory_order_acquire)) == '\0')
+                    break;
+            out[EMU_ACTIVITY_LEN - 1] = '\0';
+            if (atomic_load_explicit(&s->activity_seq, memory_order_relaxed) == before)
+                return;
+        }
+    }
+    emu_put_str(out, 0, EMU_ACTIVITY_LEN, "(changing)");
+    out[sizeof "(changing)" - 1] = '\0';
 }
 
 EMU_EXPORT void usbyteEmuDumpStreams(int fd)
@@ -494,39 +597,37 @@ EMU_EXPORT void usbyteEmuDumpStreams(int fd)
         unsigned long long depth = atomic_load_explicit(&s->depth, memory_order_relaxed);
         if ((!s->alive && depth == 0 && !s->is_legacy) || !owned(s))
             continue;
-        char line[EMU_ACTIVITY_LEN + 96];
+        char line[EMU_ACTIVITY_LEN + 112];
         size_t n = 0;
-        n = put_str(line, n, sizeof line, "[pid ");
-        n = put_u64(line, n, sizeof line, (unsigned long long)getpid());
-        n = put_str(line, n, sizeof line, "] stream ");
-        n = put_u64(line, n, sizeof line, s->id);
-        n = put_str(line, n, sizeof line,
-                    s->is_legacy ? " legacy" : s->implicit ? " per-thread"
-                    : (s->flags & cudaStreamNonBlocking) ? " non-blocking" : " blocking");
-        n = put_str(line, n, sizeof line, " depth ");
-        n = put_u64(line, n, sizeof line, depth);
-        n = put_str(line, n, sizeof line, ": ");
-        int idx = atomic_load_explicit(&s->activity_idx, memory_order_acquire);
+        n = emu_put_str(line, n, sizeof line, "[pid ");
+        n = emu_put_u64(line, n, sizeof line, (unsigned long long)getpid());
+        n = emu_put_str(line, n, sizeof line, "] stream ");
+        n = emu_put_u64(line, n, sizeof line, s->id);
+        n = emu_put_str(line, n, sizeof line,
+                        s->is_legacy ? " legacy" : s->implicit ? " per-thread"
+                        : (s->flags & cudaStreamNonBlocking) ? " non-blocking" : " blocking");
+        n = emu_put_str(line, n, sizeof line, " queue ");
+        n = emu_put_u64(line, n, sizeof line, (unsigned long long)atomic_load(&s->queue_index));
+        n = emu_put_str(line, n, sizeof line, " depth ");
+        n = emu_put_u64(line, n, sizeof line, depth);
+        n = emu_put_str(line, n, sizeof line, ": ");
         char act[EMU_ACTIVITY_LEN];
-        memcpy(act, s->activity[idx], sizeof act);
-        act[EMU_ACTIVITY_LEN - 1] = '\0';
-        n = put_str(line, n, sizeof line, act);
+        read_activity(s, act);
+        n = emu_put_str(line, n, sizeof line, act);
         line[n++] = '\n';
-        for (size_t off = 0; off < n;) {
-            ssize_t w = write(fd, line + off, n - off);
-            if (w <= 0 && errno != EINTR)
-                break;
-            if (w > 0)
-                off += (size_t)w;
-        }
+        emu_write_all(fd, line, n);
     }
 }
 
+/* The stream lines, then where each queue stands and its deadlocks.  The queue analysis only
+ * tries the queue locks (a thread interrupted by the signal may hold one); at a hang nothing
+ * holds them for long. */
 static void dump_on_signal(int sig)
 {
     (void)sig;
     int saved = errno;
     usbyteEmuDumpStreams(2);
+    emu_queue_deadlocks(2, true, true);
     errno = saved;
 }
 
@@ -536,10 +637,12 @@ static void dump_on_signal(int sig)
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&emu_streams_mu);
+    emu_queues_fork_prepare();
 }
 
 static void fork_parent(void)
 {
+    emu_queues_fork_parent();
     pthread_mutex_unlock(&emu_streams_mu);
 }
 
@@ -548,6 +651,7 @@ static void fork_child(void)
     streams_pid = getpid();
     atomic_store(&legacy_stream, NULL);
     tl_per_thread = NULL;
+    emu_queues_fork_child();
     pthread_mutex_unlock(&emu_streams_mu);
 }
 
@@ -572,6 +676,7 @@ __attribute__((constructor)) static void emu_streams_init(void)
 __attribute__((destructor)) static void emu_streams_shutdown(void)
 {
     atomic_store(&shutting_down, true);
+    emu_queues_wake_all();   /* workers waiting for their turn see shutting_down */
     for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
         /* A forked child's inherited objects: their threads (and maybe a held lock) are the
          * parent's. */

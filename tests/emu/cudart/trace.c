@@ -37,3 +37,41 @@ EMU_EXPORT uint32_t usbyteEmuApiCallback(int domain, uint32_t cbid, int site, co
         hook(domain, cbid, site, functionName, params, returnValue, correlationId, correlationData);
     return correlationId;
 }
+
+/* ---- driver functions reported inside runtime calls (work.h) ---- */
+#include <cuda.h>
+
+#include "work.h"
+
+/* The driver's code for a runtime error, as the driver function would have returned it. */
+static CUresult driver_result(cudaError_t err)
+{
+    switch (err) {
+    case cudaSuccess: return CUDA_SUCCESS;
+    case cudaErrorInvalidValue:
+    case cudaErrorInvalidPitchValue:
+    case cudaErrorInvalidConfiguration:
+    case cudaErrorInvalidMemcpyDirection: return CUDA_ERROR_INVALID_VALUE;
+    case cudaErrorMemoryAllocation: return CUDA_ERROR_OUT_OF_MEMORY;
+    case cudaErrorInvalidResourceHandle:
+    case cudaErrorInvalidDeviceFunction: return CUDA_ERROR_INVALID_HANDLE;
+    case cudaErrorInvalidDevice: return CUDA_ERROR_INVALID_DEVICE;
+    case cudaErrorCooperativeLaunchTooLarge: return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+    case cudaErrorNotSupported: return CUDA_ERROR_NOT_SUPPORTED;
+    case cudaErrorCudartUnloading: return CUDA_ERROR_DEINITIALIZED;
+    default: return CUDA_ERROR_UNKNOWN;
+    }
+}
+
+void emu_nested_enter(struct emu_nested *n, usbyteEmuApiHookFn hook, uint32_t cbid, const char *name, const void *params)
+{
+    *n = (struct emu_nested){hook, cbid, name, params, atomic_fetch_add(&next_correlation_id, 1), 0};
+    hook(1 /* CUPTI_CB_DOMAIN_DRIVER_API */, cbid, 0, name, params, NULL, n->correlation_id, &n->correlation_data);
+}
+
+cudaError_t emu_nested_exit(struct emu_nested *n, cudaError_t err)
+{
+    CUresult r = driver_result(err);
+    n->hook(1, n->cbid, 1, n->name, n->params, &r, n->correlation_id, &n->correlation_data);
+    return err;
+}

@@ -81,7 +81,9 @@ static CUptiResult subscribe(CUpti_SubscriberHandle *out, CUpti_CallbackFunc cal
     }
     subscriber.callback = callback;
     subscriber.userdata = userdata;
-    snprintf(subscriber.name, sizeof subscriber.name, "%s", name ? name : "");
+    /* CUPTI names a subscriber "CUPTI for <subscriberName>" to the tools it turns away. */
+    snprintf(subscriber.name, sizeof subscriber.name, "%s%.*s", name ? "CUPTI for " : "", CUPTI_SUBSCRIBER_NAME_MAX_LEN,
+             name ? name : "");
     for (int d = 0; d < CUPTI_CB_DOMAIN_SIZE; d++)
         for (int c = 0; c < MAX_CBID; c++)
             atomic_store_explicit(&subscriber.enabled[d][c], 0, memory_order_relaxed);

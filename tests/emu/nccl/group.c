@@ -2,8 +2,11 @@
  * call outside a group is a group of one).  At the outermost ncclGroupEnd the operations are
  * cut into one batch per communicator, which takes the communicator's next ticket, collective
  * indices and message ordinals in issue order, and is enqueued on its streams. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cupti.h>   /* the driver callback id and params struct of cuLaunchKernelEx */
 
 #include "dtype.h"
 #include "group.h"
@@ -80,6 +83,21 @@ static void describe_batch(struct emu_unit *u)
     }
 }
 
+/* NCCL launches a batch's kernel with cuLaunchKernelEx on the stream, from the calling thread:
+ * a CUPTI driver-domain subscriber sees that launch there (whatever runtime NCCL links). */
+static cudaError_t launch_on(cudaStream_t stream, struct emu_unit *u)
+{
+    CUlaunchConfig config = {1, 1, 1, 1, 1, 1, 0, (CUstream)stream, NULL, 0};
+    cuLaunchKernelEx_params p = {&config, (CUfunction)(uintptr_t)emu_unit_run, NULL, NULL};
+    uint64_t correlation = 0;
+    uint32_t id = usbyteEmuApiCallback(1, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 0, "cuLaunchKernelEx", &p, NULL, 0,
+                                       &correlation);
+    cudaError_t e = usbyteEmuStreamEnqueue(stream, emu_unit_run, u, u->what);
+    CUresult r = e == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    usbyteEmuApiCallback(1, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 1, "cuLaunchKernelEx", &p, &r, id, &correlation);
+    return e;
+}
+
 /* Builds and enqueues the batch of communicator c from the pending ops in `idx`. */
 static ncclResult_t issue_batch(struct ncclComm *c, const int *idx, int n)
 {
@@ -127,7 +145,7 @@ static ncclResult_t issue_batch(struct ncclComm *c, const int *idx, int n)
     int ok = 0;
     cudaError_t err = cudaSuccess;
     for (int s = 0; s < nstreams; s++) {
-        cudaError_t e = usbyteEmuStreamEnqueue(streams[s], emu_unit_run, u, u->what);
+        cudaError_t e = launch_on(streams[s], u);
         if (e == cudaSuccess)
             ok++;
         else

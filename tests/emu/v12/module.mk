@@ -5,12 +5,12 @@
 # cudaEventRecord@libcudart.so.12 as a CUDA 12 program's are.  Objects are the CUDA 13 ones.
 EMU12_DIR := $(BUILD)/emu12
 
-# cudaMemcpyBatchAsync has CUDA 13's signature here; a CUDA 12 runtime has none (before 12.8) or
+# cudaMemcpyBatchAsync (and _ptsz) has CUDA 13's signature here; a CUDA 12 runtime has none (before 12.8) or
 # another one, so this one hides it, and usbyte's per-copy staging runs under it.
 $(EMU12_DIR)/libcudart.map: tests/emu/cudart/libcudart.map tests/emu/v12/module.mk
 	@mkdir -p $(@D)
 	sed -e 's/libcudart\.so\.13/libcudart.so.12/g' \
-	    -e 's/^\( *\)cuda\*;$$/\1cuda*;\n    local:\n\1cudaMemcpyBatchAsync;/' $< > $@
+	    -e 's/^\( *\)cuda\*;$$/\1cuda*;\n    local:\n\1cudaMemcpyBatchAsync;\n\1cudaMemcpyBatchAsync_ptsz;/' $< > $@
 
 $(EMU12_DIR)/libcudart.so.12: $(call objs,$(EMU_CUDART_SRCS)) $(EMU12_DIR)/libcudart.map
 	$(CC) -shared -Wl,-soname,libcudart.so.12 -Wl,--version-script=$(EMU12_DIR)/libcudart.map \

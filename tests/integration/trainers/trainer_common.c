@@ -50,7 +50,7 @@ static void usage(unsigned accepted, FILE *out)
     if (accepted & TR_OPT_BUCKETS)
         fprintf(out, " [--bucket-cap-mb MB] [--first-bucket-mb MB]");
     if (accepted & TR_OPT_FUSION)
-        fprintf(out, " [--fusion-threshold-mb MB] [--cycle-time-ms MS] [--host-finalizer]");
+        fprintf(out, " [--fusion-threshold-mb MB] [--cycle-time-ms MS] [--host-finalizer] [--postscale]");
     if (accepted & TR_OPT_WATCHDOG)
         fprintf(out, " [--watchdog-ms MS]");
     if (accepted & TR_OPT_MISMATCH)
@@ -113,6 +113,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         {"fusion-threshold-mb", required_argument, 0, 'F'},
         {"cycle-time-ms", required_argument, 0, 'C'},
         {"host-finalizer", no_argument, 0, 'H'},
+        {"postscale", no_argument, 0, 'S'},
         {"mismatch-rank", required_argument, 0, 'm'},
         {"group-rank", required_argument, 0, 'g'},
         {"bcast-rank", required_argument, 0, 'B'},
@@ -126,7 +127,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         unsigned need = 0;
         switch (c) {
         case 'c': case 'f': need = TR_OPT_BUCKETS; break;
-        case 'F': case 'C': case 'H': need = TR_OPT_FUSION; break;
+        case 'F': case 'C': case 'H': case 'S': need = TR_OPT_FUSION; break;
         case 'm': case 'g': case 'B': need = TR_OPT_MISMATCH; break;
         case 'w': need = TR_OPT_WATCHDOG; break;
         default: break;
@@ -147,6 +148,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         case 'F': o->fusion_threshold_mb = parse_double("fusion-threshold-mb", optarg, 0.0, false); break;
         case 'C': o->cycle_time_ms = parse_double("cycle-time-ms", optarg, 0.0, true); break;
         case 'H': o->host_finalizer = true; break;
+        case 'S': o->postscale = true; break;
         case 'm': o->mismatch_rank = parse_int("mismatch-rank", optarg, 0, 1 << 20); break;
         case 'g': o->group_rank = parse_int("group-rank", optarg, 0, 1 << 20); break;
         case 'B': o->bcast_rank = parse_int("bcast-rank", optarg, 0, 1 << 20); break;

@@ -38,7 +38,7 @@ void tr_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn)
 /* Options a trainer accepts besides the common ones (a bit mask). */
 enum {
     TR_OPT_BUCKETS = 1 << 0,   /* --bucket-cap-mb, --first-bucket-mb */
-    TR_OPT_FUSION = 1 << 1,    /* --fusion-threshold-mb, --cycle-time-ms, --host-finalizer */
+    TR_OPT_FUSION = 1 << 1,    /* --fusion-threshold-mb, --cycle-time-ms, --host-finalizer, --postscale */
     TR_OPT_MISMATCH = 1 << 2,  /* --mismatch-rank, --bcast-rank, --group-rank */
     TR_OPT_WATCHDOG = 1 << 3,  /* --watchdog-ms */
 };
@@ -60,6 +60,7 @@ typedef struct tr_options {
     double fusion_threshold_mb;/* HOROVOD_FUSION_THRESHOLD in MB (unscaled); 0 turns fusion off */
     double cycle_time_ms;      /* HOROVOD_CYCLE_TIME in ms of profile time (unscaled) */
     bool host_finalizer;       /* Horovod's finalizer thread waits on the host */
+    bool postscale;            /* Horovod averaging without ncclAvg: a scale kernel after each allreduce */
     int mismatch_rank;         /* -1: none */
     int bcast_rank;            /* -1: none */
     int group_rank;            /* -1: none */

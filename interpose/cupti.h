@@ -1,0 +1,30 @@
+/* CUPTI in the runtime: finding the library the process has (cupti_find.c), the warm-up's
+ * subscriber (cupti_watch.c) and the application's own subscriptions (cupti_wrap.c). */
+#ifndef USBYTE_CUPTI_H
+#define USBYTE_CUPTI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cupti.h>
+
+/* A handle of libcupti as the process has it: one already loaded; else one next to the loaded
+ * CUDA runtime (the same directory, a CUDA 12 wheel's nvidia/cuda_cupti/lib beside
+ * nvidia/cuda_runtime/lib, a toolkit's extras/CUPTI/lib64); else libcupti.so.13, .12 or the
+ * unversioned name through the dynamic linker's search path.  origin says which and where;
+ * NULL when none loads, why then says what was tried.  Call with ub_inside raised. */
+void *ub_cupti_open(char *origin, size_t origin_len, char *why, size_t why_len);
+
+/* The libcupti already loaded in the process (the application's), NULL when none is. */
+void *ub_cupti_loaded(void);
+
+/* The application is about to subscribe (its cuptiSubscribe was called): usbyte drops its own
+ * subscription, every communicator it was watching for is judged not schedulable, saying why,
+ * and no warm-up subscribes until the application's subscription ends.  Then the application's
+ * call returned (ok: with the handle sub), and later its cuptiUnsubscribe(sub) succeeded.  Each
+ * takes the global lock. */
+void ub_cupti_yield(void);
+void ub_cupti_foreign_subscribed(bool ok, CUpti_SubscriberHandle sub);
+void ub_cupti_foreign_unsubscribed(CUpti_SubscriberHandle sub);
+
+#endif

@@ -1,0 +1,282 @@
+/* CUDA graphs, as far as a program needs them to launch work in one call: a graph of kernel and
+ * host nodes (cudaGraphCreate, cudaGraphAddKernelNode, cudaGraphAddHostNode), its executable
+ * snapshot (cudaGraphInstantiate) and its launch as one stream operation (cudaGraphLaunch and
+ * _ptsz, reported as cuGraphLaunch; the driver stand-in's cuGraphLaunch comes here through
+ * usbyteEmuGraphLaunch).  A node may depend only on nodes already in its graph, so the order of
+ * insertion is a topological order: a launch runs the nodes in it, one after the other.
+ * Handles are checked against the live objects before anything is read through them. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cupti.h>   /* the runtime and driver callback ids and params structs */
+
+#include "work.h"
+
+typedef void (*emu_kernel_fn)(void **args);
+
+struct emu_node {
+    bool is_kernel;
+    emu_kernel_fn kernel;
+    void **args;
+    cudaHostFn_t fn;
+    void *user_data;
+};
+
+struct CUgraphNode_st {
+    struct CUgraph_st *graph;
+    struct emu_node node;
+};
+
+struct CUgraph_st {
+    struct CUgraph_st *next;   /* the live graphs */
+    size_t n, cap;
+    struct CUgraphNode_st **nodes;
+};
+
+struct CUgraphExec_st {
+    struct CUgraphExec_st *next;   /* the live executable graphs */
+    size_t n;
+    struct emu_node *nodes;
+};
+
+static pthread_mutex_t graphs_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct CUgraph_st *graphs;
+static struct CUgraphExec_st *execs;
+
+/* With graphs_mu held. */
+static bool graph_live(cudaGraph_t g)
+{
+    for (struct CUgraph_st *x = graphs; x; x = x->next)
+        if (x == g)
+            return true;
+    return false;
+}
+
+static bool exec_live(cudaGraphExec_t e)
+{
+    for (struct CUgraphExec_st *x = execs; x; x = x->next)
+        if (x == e)
+            return true;
+    return false;
+}
+
+EMU_EXPORT cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
+{
+    if (pGraph == NULL || flags != 0)
+        return emu_result(cudaErrorInvalidValue);
+    struct CUgraph_st *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return emu_result(cudaErrorMemoryAllocation);
+    pthread_mutex_lock(&graphs_mu);
+    g->next = graphs;
+    graphs = g;
+    pthread_mutex_unlock(&graphs_mu);
+    *pGraph = g;
+    return emu_result(cudaSuccess);
+}
+
+static cudaError_t add_node(cudaGraphNode_t *out, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t n_deps,
+                            const struct emu_node *node)
+{
+    if (out == NULL || (n_deps > 0 && deps == NULL))
+        return cudaErrorInvalidValue;
+    pthread_mutex_lock(&graphs_mu);
+    cudaError_t err = graph_live(graph) ? cudaSuccess : cudaErrorInvalidValue;
+    for (size_t i = 0; err == cudaSuccess && i < n_deps; i++) {
+        bool found = false;
+        for (size_t k = 0; k < graph->n && !found; k++)
+            found = graph->nodes[k] == deps[i];
+        if (!found)
+            err = cudaErrorInvalidValue;   /* "a dependency is not a node of this graph" */
+    }
+    struct CUgraphNode_st *x = NULL;
+    if (err == cudaSuccess && graph->n == graph->cap) {
+        size_t cap = graph->cap ? 2 * graph->cap : 8;
+        struct CUgraphNode_st **nodes = realloc(graph->nodes, cap * sizeof *nodes);
+        if (nodes == NULL) {
+            err = cudaErrorMemoryAllocation;
+        } else {
+            graph->nodes = nodes;
+            graph->cap = cap;
+        }
+    }
+    if (err == cudaSuccess && (x = malloc(sizeof *x)) == NULL)
+        err = cudaErrorMemoryAllocation;
+    if (err == cudaSuccess) {
+        *x = (struct CUgraphNode_st){graph, *node};
+        graph->nodes[graph->n++] = x;
+        *out = x;
+    }
+    pthread_mutex_unlock(&graphs_mu);
+    return err;
+}
+
+EMU_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                                              const cudaGraphNode_t *pDependencies, size_t numDependencies,
+                                              const struct cudaKernelNodeParams *pNodeParams)
+{
+    if (pNodeParams == NULL)
+        return emu_result(cudaErrorInvalidValue);
+    if (pNodeParams->func == NULL)
+        return emu_result(cudaErrorInvalidDeviceFunction);
+    cudaError_t err = emu_check_launch(pNodeParams->gridDim.x, pNodeParams->gridDim.y, pNodeParams->gridDim.z,
+                                       pNodeParams->blockDim.x, pNodeParams->blockDim.y, pNodeParams->blockDim.z, false);
+    if (err != cudaSuccess)
+        return emu_result(err);
+    if (pNodeParams->extra != NULL)
+        return emu_result(cudaErrorNotSupported);   /* the emulator passes kernelParams only */
+    struct emu_node node = {.is_kernel = true, .args = pNodeParams->kernelParams};
+    void *func = pNodeParams->func;
+    memcpy(&node.kernel, &func, sizeof node.kernel);
+    return emu_result(add_node(pGraphNode, graph, pDependencies, numDependencies, &node));
+}
+
+EMU_EXPORT cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                                            const cudaGraphNode_t *pDependencies, size_t numDependencies,
+                                            const struct cudaHostNodeParams *pNodeParams)
+{
+    if (pNodeParams == NULL || pNodeParams->fn == NULL)
+        return emu_result(cudaErrorInvalidValue);
+    struct emu_node node = {.fn = pNodeParams->fn, .user_data = pNodeParams->userData};
+    return emu_result(add_node(pGraphNode, graph, pDependencies, numDependencies, &node));
+}
+
+EMU_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags)
+{
+    if (pGraphExec == NULL || flags != 0)   /* the emulator knows no instantiation flags */
+        return emu_result(cudaErrorInvalidValue);
+    struct CUgraphExec_st *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return emu_result(cudaErrorMemoryAllocation);
+    pthread_mutex_lock(&graphs_mu);
+    cudaError_t err = graph_live(graph) ? cudaSuccess : cudaErrorInvalidValue;
+    if (err == cudaSuccess && graph->n > 0 && (e->nodes = malloc(graph->n * sizeof *e->nodes)) == NULL)
+        err = cudaErrorMemoryAllocation;
+    if (err == cudaSuccess) {
+        e->n = graph->n;
+        for (size_t i = 0; i < graph->n; i++)
+            e->nodes[i] = graph->nodes[i]->node;
+        e->next = execs;
+        execs = e;
+    }
+    pthread_mutex_unlock(&graphs_mu);
+    if (err != cudaSuccess) {
+        free(e);
+        return emu_result(err);
+    }
+    *pGraphExec = e;
+    return emu_result(cudaSuccess);
+}
+
+EMU_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+{
+    pthread_mutex_lock(&graphs_mu);
+    bool found = false;
+    for (struct CUgraphExec_st **x = &execs; *x; x = &(*x)->next)
+        if (*x == graphExec) {
+            *x = graphExec->next;
+            found = true;
+            break;
+        }
+    pthread_mutex_unlock(&graphs_mu);
+    if (!found)
+        return emu_result(cudaErrorInvalidValue);
+    /* A launch still pending runs its own copy of the nodes, as CUDA lets it finish. */
+    free(graphExec->nodes);
+    free(graphExec);
+    return emu_result(cudaSuccess);
+}
+
+EMU_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+    pthread_mutex_lock(&graphs_mu);
+    bool found = false;
+    for (struct CUgraph_st **x = &graphs; *x; x = &(*x)->next)
+        if (*x == graph) {
+            *x = graph->next;
+            found = true;
+            break;
+        }
+    pthread_mutex_unlock(&graphs_mu);
+    if (!found)
+        return emu_result(cudaErrorInvalidValue);
+    for (size_t i = 0; i < graph->n; i++)
+        free(graph->nodes[i]);
+    free(graph->nodes);
+    free(graph);
+    return emu_result(cudaSuccess);
+}
+
+/* ---- launches ---- */
+struct launch_op {
+    size_t n;
+    struct emu_node nodes[];
+};
+
+static void launch_run(void *arg)
+{
+    struct launch_op *l = arg;
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->nodes[i].is_kernel)
+            l->nodes[i].kernel(l->nodes[i].args);
+        else
+            l->nodes[i].fn(l->nodes[i].user_data);
+    }
+    free(l);
+}
+
+static cudaError_t launch(cudaGraphExec_t exec, cudaStream_t stream, bool ptsz)
+{
+    struct CUstream_st *s;
+    cudaError_t err = emu_stream_resolve(stream, ptsz, &s);
+    if (err != cudaSuccess)
+        return err;
+    pthread_mutex_lock(&graphs_mu);
+    struct launch_op *l = NULL;
+    if (!exec_live(exec))
+        err = cudaErrorInvalidResourceHandle;
+    else if ((l = malloc(sizeof *l + exec->n * sizeof l->nodes[0])) == NULL)
+        err = cudaErrorMemoryAllocation;
+    else {
+        l->n = exec->n;
+        if (exec->n)
+            memcpy(l->nodes, exec->nodes, exec->n * sizeof l->nodes[0]);
+    }
+    pthread_mutex_unlock(&graphs_mu);
+    if (err != cudaSuccess)
+        return err;
+    char what[64];
+    snprintf(what, sizeof what, "cudaGraphLaunch %zu nodes", l->n);
+    if ((err = emu_enqueue(s, launch_run, l, what, NULL)) != cudaSuccess)
+        free(l);
+    return err;
+}
+
+static cudaError_t launch_nested(cudaGraphExec_t exec, cudaStream_t stream, bool ptsz)
+{
+    cuGraphLaunch_params d = {exec, (CUstream)stream};
+    return ptsz ? EMU_NESTED(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, "cuGraphLaunch_ptsz", &d,
+                             launch(exec, stream, true))
+                : EMU_NESTED(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, "cuGraphLaunch", &d, launch(exec, stream, false));
+}
+
+EMU_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+    cudaGraphLaunch_v10000_params p = {graphExec, stream};
+    EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, "cudaGraphLaunch", &p,
+               launch_nested(graphExec, stream, false));
+}
+
+EMU_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+    cudaGraphLaunch_ptsz_v10000_params p = {graphExec, stream};
+    EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000, "cudaGraphLaunch_ptsz", &p,
+               launch_nested(graphExec, stream, true));
+}
+
+EMU_EXPORT cudaError_t usbyteEmuGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream, int ptsz)
+{
+    return launch(exec, stream, ptsz != 0);
+}
