@@ -673,7 +673,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         else
             snprintf(c->reason, sizeof c->reason, "the agreement failed (the verdict says why)");
         free(mismatch);
-        ub_agreed_free(&agreed);   /* decoded, then refused (a rank's executor failed) */
+        ub_agreed_free(&agreed); /* decoded, then refused: an executor or the timing failed */
     } else {
         if (ub_log_enabled(UB_LOG_DEBUG))
             for (int k = 0; k < agreed.n_calls; k++)

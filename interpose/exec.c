@@ -85,14 +85,12 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
                  (unsigned long long)s->staging_cap);
         return -1;
     }
+    /* A previous plan's timing marks still pending point into the arrays replaced below. */
+    ub_timing_discard(&s->tm);
     free(s->args);
     free(s->ready_stamp);
     s->args = calloc((size_t)n, sizeof *s->args);
     s->ready_stamp = calloc((size_t)n, sizeof *s->ready_stamp);
-    /* A new plan: timing events of the previous plan's blocks still pending must not write into
-     * the arrays freed here when they complete. */
-    if (s->block_start || s->block_end)
-        ub_timing_discard(&s->tm);
     free(s->block_start);
     free(s->block_end);
     size_t traced = (size_t)s->sp.n_blocks * UB_SCHED_TRACED;

@@ -69,11 +69,16 @@ PY
 }
 
 # Consumers that rely on stream order, and mixed dtypes/ops/out-of-place calls.
-merging run end-event ok --consumer end-event --mixed
-report end-event '
+# On one hardware queue the back-pressured ready times can move the phase finder's iteration start
+# (profiler/phase.c) a call off the program's: the plan is then as exact, but the job's last
+# iteration ends one call into the schedule's, which the end of the job flushes.
+END_FLUSHES=0
+[ "${CUDA_DEVICE_MAX_CONNECTIONS:-8}" = 1 ] && END_FLUSHES=1
+merging run end-event ok --consumer end-event --mixed --iters 24
+report end-event "END_FLUSHES = $END_FLUSHES"'
 assert c["state"] == "schedule", "not scheduled"
 assert s["iterations"] >= 8, "iterations %r" % s["iterations"]
-assert s["deviations"] == 0 and s["flushes"] == 0, "deviations"
+assert s["deviations"] == 0 and s["consumer_flushes"] == 0 and s["flushes"] <= END_FLUSHES, "deviations or flushes"
 assert s["completion"] == "stream", s["completion"]
 plan = c["plan"]["blocks"]
 assert any(len({g[0] for g in b["segments"]}) > 1 for b in plan), "the plan merges no calls: the test needs a link where it does"
@@ -87,9 +92,9 @@ assert len(s["blocks"]) == len(plan) and all(b["end"] >= b["start"] >= 0 for b i
 assert s["measured_iteration"] > 0 and s["measured_speedup"] > 0 and s["predicted_speedup"] > 0, "numbers"
 assert s["predicted_speedup"] >= 1 or c["plan"]["policy"] != "best", "best predicted slower than wfbp"
 '
-run stream-sync ok --consumer stream-sync --mixed
+run stream-sync ok --consumer stream-sync --mixed --iters 24
 report stream-sync 'assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"'
-run query-poll ok --consumer query-poll
+run query-poll ok --consumer query-poll --iters 24
 report query-poll 'assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"'
 USBYTE_COMPLETION=call run per-call ok --consumer per-call --mixed
 report per-call 'assert c["state"] == "schedule" and s["completion"] == "call", "not scheduled with call completion"'

@@ -146,8 +146,8 @@ static void test_refusals(void **state)
     p = sw_3d(&w);
     p.dstPtr.ysize = 1;   /* slices closer than the rows copied */
     assert_int_equal(cudaMemcpy3DAsync(&p, s), cudaErrorInvalidPitchValue);
-    unsigned char untracked[16];   /* never allocated by CUDA, wherever the heap put the buffers */
-    assert_int_equal(cuMemcpyHtoDAsync_v2(SW_DPTR(untracked), w.hsrc, 16, (CUstream)s), CUDA_ERROR_INVALID_VALUE);
+    unsigned char on_stack[16];   /* never inside an allocation, whatever the allocator's layout */
+    assert_int_equal(cuMemcpyHtoDAsync_v2(SW_DPTR(on_stack), w.hsrc, 16, (CUstream)s), CUDA_ERROR_INVALID_VALUE);
     assert_int_equal(cuMemcpyPeerAsync(SW_DPTR(w.dst), NULL, SW_DPTR(w.src), NULL, 16, (CUstream)s),
                      CUDA_ERROR_INVALID_CONTEXT);
     CUDA_MEMCPY2D m = {.srcMemoryType = CU_MEMORYTYPE_ARRAY, .dstMemoryType = CU_MEMORYTYPE_DEVICE,
