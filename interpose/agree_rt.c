@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "cuda_list.h"
 #include "guard.h"
 #include "defer.h"
@@ -252,9 +253,9 @@ bool ub_comm_agree_buffers(ub_comm *c)
 {
     size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
     int previous = ub_device_enter(c->device);
-    if (!c->agree_host && UB_CUDA(ub_cuda.cudaMallocHost((void **)&c->agree_host, bytes)) != cudaSuccess)
+    if (!c->agree_host && UB_UNSAFE(ub_cuda.cudaMallocHost((void **)&c->agree_host, bytes)) != cudaSuccess)
         c->agree_host = NULL;
-    if (!c->agree_dev && UB_CUDA(ub_cuda.cudaMalloc(&c->agree_dev, bytes)) != cudaSuccess)
+    if (!c->agree_dev && UB_UNSAFE(ub_cuda.cudaMalloc(&c->agree_dev, bytes)) != cudaSuccess)
         c->agree_dev = NULL;
     if (!c->agree_done && UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&c->agree_done, cudaEventDisableTiming)) != cudaSuccess)
         c->agree_done = NULL;
@@ -380,8 +381,12 @@ void ub_comm_agree_issue(ub_comm *c)
      * NCCL launches them at the outermost ncclGroupEnd, so nothing may wait for them here. */
     double *dmax = c->agree_dev, *dsum = dmax + UB_AGREE_MAX_LEN;
     cudaStream_t s = c->tm.agree ? c->tm.agree : NULL;
-    if (!s && UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&c->tm.agree, cudaStreamNonBlocking, 0)) == cudaSuccess)
-        s = c->tm.agree;
+    if (!s) {
+        int previous = ub_device_enter(c->device);
+        if (UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&c->tm.agree, cudaStreamNonBlocking, 0)) == cudaSuccess)
+            s = c->tm.agree;
+        ub_device_leave(previous);
+    }
     if (!s)
         cannot_take_part(c, "cannot create the private stream");
     if (UB_CUDA(ub_cuda.cudaMemcpyAsync(dmax, maxv, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double),
@@ -845,7 +850,9 @@ void ub_state_write_reports(bool unlock_for_io)
         r->iterations_observed = c->iterations_observed;
         r->state = ub_comm_state_name(c->state);
         snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
-        if (!r->have_plans && r->n_reasons == 0) {
+        /* Not one with a profile: another thread may be planning it right now (the lock is
+         * released while it plans), and its verdict is already made. */
+        if (!r->have_plans && !r->have_profile && r->n_reasons == 0) {
             r->schedulable = false;
             ub_comm_report_add_reason(r, "not profiled yet (state %s)", r->state);
         }
