@@ -103,11 +103,14 @@ int main(int argc, char **argv)
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     CUDA_OK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
     CUDA_OK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
-    float *buf[CALLS];
+    /* The second communicator reduces buffers of its own: the two streams run concurrently. */
+    float *buf[CALLS], *buf2[CALLS];
     cudaEvent_t ready[CALLS], end, end2;
     for (int k = 0; k < CALLS; k++) {
         CUDA_OK(cudaMalloc((void **)&buf[k], (size_t)(64 * (k + 1)) * sizeof(float)));
         CUDA_OK(cudaMemsetAsync(buf[k], 0, (size_t)(64 * (k + 1)) * sizeof(float), compute));
+        CUDA_OK(cudaMalloc((void **)&buf2[k], (size_t)(32 * (k + 1)) * sizeof(float)));
+        CUDA_OK(cudaMemsetAsync(buf2[k], 0, (size_t)(32 * (k + 1)) * sizeof(float), compute));
         CUDA_OK(cudaEventCreateWithFlags(&ready[k], cudaEventDisableTiming));
     }
     CUDA_OK(cudaEventCreateWithFlags(&end, cudaEventDisableTiming));
@@ -126,7 +129,7 @@ int main(int argc, char **argv)
             CALL(ncclAllReduce(buf[k], buf[k], (size_t)(64 * (k + 1)), ncclFloat32, ncclSum, comm, s));
             if (two_comms) {
                 CALL(cudaStreamWaitEvent(s2, ready[k], 0));
-                CALL(ncclAllReduce(buf[k], buf[k], (size_t)(32 * (k + 1)), ncclFloat32, ncclSum, comm2, s2));
+                CALL(ncclAllReduce(buf2[k], buf2[k], (size_t)(32 * (k + 1)), ncclFloat32, ncclSum, comm2, s2));
             }
         }
         CALL(cudaEventRecord(end, s));
