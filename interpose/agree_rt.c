@@ -35,6 +35,19 @@ static ub_versions versions = {USBYTE_VERSION, 0, 0, 0, NULL, NULL};
 static char nccl_library[1024], cudart_library[1024], gpu_name[256];
 static int gpu_device = -1;
 
+/* Communicators whose agreement is issued and not read yet: a thread leaving its outermost group
+ * looks for a result to read only while there is one. */
+static atomic_int agree_unread;
+
+bool ub_agree_any_unread(void) { return atomic_load(&agree_unread) > 0; }
+
+void ub_comm_agree_abandon(ub_comm *c)
+{
+    if (c->agree_issued) /* not while its issue is under way on another thread */
+        atomic_fetch_sub(&agree_unread, 1);
+    c->agree_issued = false;
+}
+
 /* The file a real function comes from (dladdr), into buf; false when unknown. */
 static bool library_of(void *fn, char *buf, size_t len)
 {
@@ -403,7 +416,7 @@ void ub_comm_agree_issue(ub_comm *c)
         return;
     }
     c->agree_issued = true;
-    atomic_fetch_add(&ub_agree_unread, 1);
+    atomic_fetch_add(&agree_unread, 1);
     ub_comm_stop_watching(c);
     ub_debug("communicator %d: agreement issued at call %llu%s", c->index, (unsigned long long)c->agree_at,
              ub_thread_in_group() ? " inside a group (copied back at its ncclGroupEnd)" : "");
@@ -582,8 +595,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         if (e == cudaErrorNotReady)
             return;
     }
-    atomic_fetch_sub(&ub_agree_unread, 1);
-    c->agree_issued = false;
+    ub_comm_agree_abandon(c);
     ub_debug("communicator %d: agreement read%s", c->index,
              how == UB_AGREE_WAIT_OR_GIVE_UP ? " before the communicator's destroy"
              : how == UB_AGREE_WAIT          ? " at the switch to the plan" : "");

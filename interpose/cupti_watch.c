@@ -22,6 +22,10 @@ typedef CUptiResult (*result_string_fn)(CUptiResult, const char **);
 
 atomic_ullong ub_work_count;
 
+/* The warm-up's observer of stream-ordered work, given at each acquire (read by the callback
+ * without the lock). */
+static _Atomic(ub_cupti_work_fn) on_work;
+
 /* Under the global lock. */
 static struct {
     void *lib;
@@ -89,7 +93,9 @@ static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain domain, CUpti_
      * each bucket back right after waiting for it). */
     if (kind == UB_WORK_COMPUTE)
         atomic_fetch_add_explicit(&ub_work_count, 1, memory_order_relaxed);
-    ub_state_stream_work(s, cb->functionName ? cb->functionName : "?", kind == UB_WORK_COMPUTE);
+    ub_cupti_work_fn fn = atomic_load_explicit(&on_work, memory_order_acquire);
+    if (fn)
+        fn(s, cb->functionName ? cb->functionName : "?", kind == UB_WORK_COMPUTE);
 }
 
 static const char *result_text(CUptiResult r)
@@ -156,9 +162,10 @@ static bool enable_all(char *detail, size_t len)
 static const char detail_held[] = "runtime and driver API callbacks during the warm-up";
 
 /* Called with the state lock held. */
-bool ub_cupti_acquire(char *detail, size_t len, bool *taken)
+bool ub_cupti_acquire(ub_cupti_work_fn work, char *detail, size_t len, bool *taken)
 {
     *taken = false;
+    atomic_store_explicit(&on_work, work, memory_order_release);
     if (cupti.holders > 0) {
         cupti.holders++;
         snprintf(detail, len, "%s", detail_held);

@@ -15,8 +15,6 @@
 #include "runtime.h"
 #include "state.h"
 
-atomic_int ub_agree_unread;   /* communicators in AGREE (issued, not read yet) */
-
 /* The communicator's rank, size and device, from NCCL (never with the global lock held). */
 static void comm_identity(ncclComm_t handle, int *rank, int *nranks, int *device)
 {
@@ -101,9 +99,7 @@ void ub_comm_ending(ncclComm_t handle, int id)
                 if (c->state == UB_COMM_AGREE) {
                     ub_comm_set_state(c, UB_COMM_PASS_THROUGH, abort ? "aborted before the agreement was read"
                                                                    : "destroyed before the agreement could be read");
-                    if (c->agree_issued) /* not while its issue is under way on another thread */
-                        atomic_fetch_sub(&ub_agree_unread, 1);
-                    c->agree_issued = false;
+                    ub_comm_agree_abandon(c);
                 }
             }
             if (c->state == UB_COMM_PROFILE || c->state == UB_COMM_DETECT)
@@ -146,7 +142,7 @@ void ub_group_end(void) { ub_group_leave(); }
 void ub_group_ended(void)
 {
     if (ub_thread_group_depth() > 0 || ub_state_in_child() ||
-        (!ub_group_pending() && atomic_load(&ub_agree_unread) == 0))
+        (!ub_group_pending() && !ub_agree_any_unread()))
         return;
     ub_state_lock();
     ub_group_run_after_launch();

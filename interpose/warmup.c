@@ -16,6 +16,9 @@
 #include "state.h"
 #include "usbyte/types.h"
 
+/* CUPTI's report of stream-ordered work on a stream (given to ub_cupti_acquire). */
+static void stream_work(cudaStream_t stream, const char *what, bool compute);
+
 /* Bytes of the device-to-device copy timed in the warm-up (staging's copy_beta). */
 #define COPY_PROBE_BYTES (2u << 20)
 
@@ -171,7 +174,7 @@ void ub_warmup_start(ub_comm *c, uint64_t first)
     c->report.cupti = false;
     c->cupti_taken = false;
     if (ub_cfg.cupti) {
-        c->cupti_held = ub_cupti_acquire(c->report.cupti_detail, sizeof c->report.cupti_detail, &c->cupti_taken);
+        c->cupti_held = ub_cupti_acquire(stream_work, c->report.cupti_detail, sizeof c->report.cupti_detail, &c->cupti_taken);
         c->report.cupti = c->cupti_held;
     } else {
         snprintf(c->report.cupti_detail, sizeof c->report.cupti_detail, "disabled by USBYTE_CUPTI=0");
@@ -497,7 +500,7 @@ void ub_warmup_device_wait(void)
     ub_state_unlock();
 }
 
-void ub_state_stream_work(cudaStream_t stream, const char *what, bool compute)
+static void stream_work(cudaStream_t stream, const char *what, bool compute)
 {
     if (ub_state_in_child())
         return;

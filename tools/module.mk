@@ -13,7 +13,7 @@ bench-sim: $(BUILD)/usbyte-sim
 
 # usbyte-report: the reports of a job as one HTML page and a Chrome trace; it draws its timelines
 # with the simulator's SVG writer.
-REPORT_LIB_SRCS := tools/report_load.c tools/report_job.c tools/report_html.c tools/report_html_comm.c \
+REPORT_LIB_SRCS := tools/report_load.c tools/report_job.c tools/report_page.c tools/report_html.c tools/report_html_comm.c \
 	tools/report_compare.c tools/report_trace.c tools/sim_svg.c
 REPORT_LIB_OBJS := $(call objs,$(REPORT_LIB_SRCS))
 
