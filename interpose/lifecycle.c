@@ -1,7 +1,8 @@
 /* The life cycle of a communicator (state.h): creation, every NCCL call (detection, warm-up,
  * agreement, the switch to the plan at agree_at + period, schedule mode), groups, destroy and
- * abort, and the reports at exit.  The only place that moves a communicator between the states
- * of the warm-up, the agreement and the plan. */
+ * abort, and the reports at exit.  It decides at which call each transition happens; the files
+ * it calls for the warm-up, the agreement, the decision and the deferral make it through
+ * ub_comm_set_state (tables.c), the state's only writer. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

@@ -306,6 +306,21 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how);
 void ub_comm_agree_abandon(ub_comm *c);
 /* Some communicator's agreement is issued and not read yet (read without the lock). */
 bool ub_agree_any_unread(void);
+
+/* ---- decide.c: the decision on the agreed numbers (lock held on entry and return) ---- */
+/* The agreed profile, the verdict and every policy's plan (planned without the lock); false when
+ * another thread ended the communicator meanwhile (an abort). */
+bool ub_comm_decide(ub_comm *c, const ub_agreed *a, bool stream_sem);
+/* Schedule mode: the executor for a schedulable plan that gains enough, or pass-through, saying why. */
+void ub_comm_decide_schedule(ub_comm *c);
+/* One line: what the communicator measured and decided. */
+void ub_comm_decision_line(ub_comm *c);
+/* A rank that cannot take part in the agreement would leave the others waiting: it stops the job. */
+_Noreturn void ub_comm_cannot_take_part(ub_comm *c, const char *what);
+
+/* ---- report_rt.c: the process's report ---- */
+/* The versions, libraries and GPU for the report, learnt once (the first agreement). */
+void ub_report_learn_versions(void);
 /* Lock held on entry and return; unlock_for_io: released while the file is written (never at exit). */
 void ub_state_write_reports(bool unlock_for_io);
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The layer check's own test: it passes on the built objects and fails on a copy of them with a
-# planted upward call (logging calling the life cycle) and with a planted circle (order/).
+# planted upward call (logging calling the life cycle), with a planted circle (order/), and on a
+# copy of the sources where a second file sets a communicator's state.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-build}
@@ -40,4 +41,12 @@ expect_fail "log.c calling the life cycle" 'interpose/log.c (.*) uses interpose/
 copy_objs
 plant order/alloc.o ub_policy_name
 expect_fail "order/alloc.c calling the policy registry" 'circle of .*order/alloc.c -> order/policy.c (ub_policy_name)'
+copy_objs
+root=$(cd "$here/../.." && pwd)
+mkdir -p "$tmp/src"
+for d in order partition profiler tools; do ln -s "$root/$d" "$tmp/src/$d"; done
+cp -r "$root/interpose" "$tmp/src/interpose"
+printf 'static void planted(ub_comm *c) { c->state = UB_COMM_PASS_THROUGH; }\n' >> "$tmp/src/interpose/defer.c"
+check() { "$here/layers.py" --obj "$tmp/obj" --src "$tmp/src"; }
+expect_fail "defer.c setting a communicator's state" 'interpose/defer.c:[0-9]*: sets c->state'
 echo "layers_test: ok"
