@@ -420,6 +420,8 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         ub_comm_set_state(c, UB_COMM_PASS_THROUGH, strlen(failure) < sizeof c->reason ? failure
                                                    : "the agreement failed (the verdict says why)");
         free(mismatch);
+        if (outcome == UB_AGREE_OK) /* decoded, then refused (an executor failure, too many tries) */
+            ub_agreed_free(&agreed);
     } else {
         if (ub_log_enabled(UB_LOG_DEBUG))
             for (int k = 0; k < agreed.n_calls; k++)
