@@ -33,6 +33,22 @@ $(BUILD)/tests/unit/test_config: $(call objs,tests/unit/test_config.c interpose/
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
 
 UNIT_TESTS += $(BUILD)/tests/unit/test_config
+# The thread's NCCL groups (group.c), with the bottom tier it uses and fake real NCCL functions.
+$(BUILD)/tests/unit/test_group: $(call objs,tests/unit/interpose/test_group.c interpose/group.c interpose/guard.c \
+		interpose/log.c interpose/globals.c interpose/config.c) $(PLAN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lpthread -lm
+
+UNIT_TESTS += $(BUILD)/tests/unit/test_group
+# The redirection's stream list and pending-event table (redirect.c) on the real tables (tables.c),
+# with fake real CUDA functions.
+$(BUILD)/tests/unit/test_redirect: $(call objs,tests/unit/interpose/test_redirect.c interpose/redirect.c \
+		interpose/tables.c interpose/guard.c interpose/log.c interpose/globals.c interpose/config.c \
+		$(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lpthread -lm
+
+UNIT_TESTS += $(BUILD)/tests/unit/test_redirect
 # The runtime end to end on the emulator: modes, readiness, schedule mode, pending events, several
 # communicators, aborts, its files (log file, report path); and the trainers under it, observe
 # mode checked against their truth, schedule mode bit-identical (observe_*.sh, schedule_*.sh).
