@@ -151,7 +151,6 @@ void ub_comm_agree_issue(ub_comm *c)
      * (an abort meanwhile leaves it to this thread). */
     c->issuing_agreement = true;
     ub_state_unlock();
-    ub_inside++;
     ub_report_learn_versions();
     /* Never waits: the iterations whose timing events have all completed are the ones this rank
      * contributes, with their count, and the agreed numbers decide (no iteration complete on some
@@ -162,7 +161,6 @@ void ub_comm_agree_issue(ub_comm *c)
     if (atomic_load(&c->ending)) {
         /* Aborted meanwhile (a peer gone, the watchdog): nothing to agree with.  The abort left
          * the warm-up's resources to this thread; they go without waiting for device work. */
-        ub_inside--;
         ub_state_lock();
         c->issuing_agreement = false;
         ub_comm_stop_profiling(c);
@@ -240,7 +238,6 @@ void ub_comm_agree_issue(ub_comm *c)
     if (UB_NCCL(ub_nccl.AllReduce(dmax, dmax, UB_AGREE_MAX_LEN, ncclFloat64, ncclMax, c->handle, s)) != ncclSuccess ||
         UB_NCCL(ub_nccl.AllReduce(dsum, dsum, UB_AGREE_SUM_LEN, ncclFloat64, ncclSum, c->handle, s)) != ncclSuccess)
         ub_comm_cannot_take_part(c, "ncclAllReduce of the agreement vectors failed");
-    ub_inside--;
     ub_state_lock();
     c->issuing_agreement = false;
     memcpy(c->report.warmup_used, used_bits, sizeof used_bits);
@@ -271,13 +268,11 @@ void ub_comm_agree_issue(ub_comm *c)
 void ub_comm_agree_copy_back(ub_comm *c)
 {
     c->agree_copy_pending = false;
-    ub_inside++;
     cudaStream_t s = c->tm.agree;
     size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
     if (UB_CUDA(ub_cuda.cudaMemcpyAsync(c->agree_host, c->agree_dev, bytes, cudaMemcpyDeviceToHost, s)) != cudaSuccess ||
         UB_CUDA(ub_cuda.cudaEventRecord(c->agree_done, s)) != cudaSuccess)
         ub_comm_cannot_take_part(c, "cannot copy the agreement's result back");
-    ub_inside--;
 }
 
 /* Waits for the agreement's completion, polling (a peer may be gone), until it is there, another

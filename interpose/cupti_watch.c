@@ -11,6 +11,7 @@
 
 #include "cupti.h"
 #include "cupti_work.h"
+#include "guard.h"
 #include "runtime.h"
 #include "state.h"
 
@@ -171,24 +172,23 @@ bool ub_cupti_acquire(ub_cupti_work_fn work, char *detail, size_t len, bool *tak
         snprintf(detail, len, "%s", detail_held);
         return true;
     }
-    ub_inside++;
     bool ok = false;
     if (cupti.foreign) {
         *taken = true;
         snprintf(detail, len, "another CUPTI subscriber (the application's cuptiSubscribe) holds CUPTI");
-    } else if (!load()) {
+    } else if (!UB_REAL(load())) {
         snprintf(detail, len, "libcupti not found: %s", cupti.why);
     } else {
         char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1];
-        CUptiResult r = subscribe(holder, sizeof holder);
+        CUptiResult r = UB_REAL(subscribe(holder, sizeof holder));
         if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
             *taken = true;
             snprintf(detail, len, "another CUPTI subscriber holds CUPTI (%s)",
                      holder[0] ? holder : "a profiler, or an NVIDIA tool the job runs under");
         } else if (r != CUPTI_SUCCESS) {
             snprintf(detail, len, "cuptiSubscribe failed: %s", result_text(r));
-        } else if (!enable_all(detail, len)) {
-            cupti.unsubscribe(cupti.sub);
+        } else if (!UB_REAL(enable_all(detail, len))) {
+            UB_REAL(cupti.unsubscribe(cupti.sub));
         } else {
             ok = true;
             cupti.holders = 1;
@@ -196,7 +196,6 @@ bool ub_cupti_acquire(ub_cupti_work_fn work, char *detail, size_t len, bool *tak
             snprintf(detail, len, "%s", detail_held);
         }
     }
-    ub_inside--;
     if (!ok)
         ub_warn("CUPTI unavailable: %s; communicators profiled now are judged not schedulable", detail);
     return ok;
@@ -206,9 +205,7 @@ void ub_cupti_release(void)
 {
     if (cupti.holders <= 0 || --cupti.holders > 0)
         return;
-    ub_inside++;
-    cupti.unsubscribe(cupti.sub);
-    ub_inside--;
+    UB_REAL(cupti.unsubscribe(cupti.sub));
 }
 
 void ub_cupti_yield(void)
@@ -236,9 +233,7 @@ void ub_cupti_yield(void)
         return;
     /* Outside the lock: a callback in flight on another thread may be waiting for it.  No
      * communicator subscribes meanwhile (foreign is set). */
-    ub_inside++;
-    cupti.unsubscribe(ours);
-    ub_inside--;
+    UB_REAL(cupti.unsubscribe(ours));
     ub_warn("the application subscribes to CUPTI (a profiler): usbyte lets it have CUPTI; the %d communicator%s "
             "profiled now %s judged not schedulable", n, n == 1 ? "" : "s", n == 1 ? "is" : "are");
 }

@@ -109,7 +109,6 @@ void ub_comm_ending(ncclComm_t handle, int id)
             if (!c->issuing_agreement) /* else the issuing thread releases them when it sees `ending` */
                 ub_comm_stop_profiling(c);
             if (!abort) {
-                ub_inside++;
                 if (c->agree_done)
                     UB_CUDA(ub_cuda.cudaEventDestroy(c->agree_done));
                 if (c->agree_dev)
@@ -118,7 +117,6 @@ void ub_comm_ending(ncclComm_t handle, int id)
                     UB_CUDA(ub_cuda.cudaFree(c->copy_buf));
                 if (c->agree_host)
                     UB_CUDA(ub_cuda.cudaFreeHost(c->agree_host));
-                ub_inside--;
             }
             c->agree_done = NULL;
             c->agree_dev = NULL;

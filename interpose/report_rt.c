@@ -64,7 +64,6 @@ static void learn_gpu(void)
 void ub_report_learn_versions(void)
 {
     pthread_mutex_lock(&versions_mutex);
-    ub_inside++;
     if (!versions.nccl && ub_nccl.GetVersion)
         UB_NCCL(ub_nccl.GetVersion(&versions.nccl));
     if (!versions.cuda_runtime && ub_cuda.cudaRuntimeGetVersion)
@@ -76,7 +75,6 @@ void ub_report_learn_versions(void)
     if (!versions.cudart_library && library_of((void *)ub_cuda.cudaEventRecord, cudart_library, sizeof cudart_library))
         versions.cudart_library = cudart_library;
     learn_gpu();
-    ub_inside--;
     pthread_mutex_unlock(&versions_mutex);
 }
 

@@ -81,9 +81,8 @@ static void check_report_dir(void)
                 "USBYTE_REPORT to a writable path)", ub_cfg.report, dir, why);
 }
 
-static void init_once_fn(void)
+static int init(void)
 {
-    ub_inside++;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     ub_started_unix = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
@@ -109,8 +108,11 @@ static void init_once_fn(void)
     pthread_atfork(NULL, NULL, fork_child);
     atomic_store(&ub_passthrough_all, ub_cfg.mode == UB_MODE_OFF);
     atomic_store(&init_done, true);
-    ub_inside--;
+    return 0;
 }
+
+/* What the start calls (getenv, the log file, the configuration) is usbyte's, never observed. */
+static void init_once_fn(void) { UB_REAL(init()); }
 
 void ub_runtime_init(void)
 {

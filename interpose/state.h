@@ -120,7 +120,8 @@ struct ub_comm {
     uint64_t agree_at;        /* call index of the agreement (first call after the warm-up) */
     uint64_t iterations_observed;
     int deviations;
-    unsigned profile_gen;     /* counts start_profiling: a deferred mark of an older warm-up is dropped */
+    unsigned profile_gen;     /* counts warm-up starts (ub_warmup_start): a deferred mark of an older
+                                 warm-up is dropped */
     unsigned long issuer;     /* thread that issues this communicator's calls (pthread_t) */
 
     /* warm-up */

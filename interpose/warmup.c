@@ -433,14 +433,12 @@ void ub_warmup_event_recorded(cudaEvent_t event, cudaStream_t stream)
         c->end_records = true;
     } else if (e) {
         e->comm = NULL; /* re-recorded elsewhere: it no longer marks our calls */
-        ub_inside++;
         if (!e->companion && UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&e->companion, cudaEventDefault)) != cudaSuccess)
             e->companion = NULL;
         if (e->companion && UB_CUDA(ub_cuda.cudaEventRecord(e->companion, stream)) != cudaSuccess) {
             UB_CUDA(ub_cuda.cudaEventDestroy(e->companion));
             e->companion = NULL;
         }
-        ub_inside--;
     }
     ub_state_unlock();
 }

@@ -37,20 +37,24 @@ KNOWN_CIRCLES = []
 KNOWN_UPWARD = []
 
 
-# A communicator's state has one writer: ub_comm_set_state (and the record's creation) in this file.
-STATE_WRITER = "interpose/tables.c"
+# State with one writer: (pattern, the only file where it may appear, what it does).
+OWNED = [
+    (r"\bc->state\s*=[^=]", "interpose/tables.c", "sets c->state (only ub_comm_set_state does)"),
+    (r"\bub_inside\s*(\+\+|--)", "interpose/guard.h", "raises the reentrancy guard by hand (UB_REAL does)"),
+]
 
 
-def state_writes(src):
-    """Assignments to a communicator's state outside STATE_WRITER, as error lines."""
+def owned_writes(src):
+    """Writes of OWNED state outside their owner, as error lines."""
     errors = []
     for n in sorted(os.listdir(os.path.join(src, "interpose"))):
         f = f"interpose/{n}"
-        if not n.endswith(".c") or f == STATE_WRITER:
+        if not n.endswith((".c", ".h")):
             continue
         for i, line in enumerate(open(os.path.join(src, f), encoding="utf-8"), 1):
-            if re.search(r"\bc->state\s*=[^=]", line):
-                errors.append(f"{f}:{i}: sets c->state (only {STATE_WRITER} does: ub_comm_set_state)")
+            for pattern, owner, what in OWNED:
+                if f != owner and re.search(pattern, line):
+                    errors.append(f"{f}:{i}: {what}")
     return errors
 
 
@@ -180,7 +184,7 @@ def main():
         for f in sorted(graph):
             print(f, "->", " ".join(sorted(graph[f])))
         summary(graph)
-    errors = check(graph) + state_writes(a.src)
+    errors = check(graph) + owned_writes(a.src)
     for e in errors:
         print("layers:", e, file=sys.stderr)
     sys.exit(1 if errors else 0)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The layer check's own test: it passes on the built objects and fails on a copy of them with a
 # planted upward call (logging calling the life cycle), with a planted circle (order/), and on a
-# copy of the sources where a second file sets a communicator's state.
+# copy of the sources where a second file sets a communicator's state or raises the reentrancy
+# guard by hand.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-build}
@@ -49,4 +50,7 @@ cp -r "$root/interpose" "$tmp/src/interpose"
 printf 'static void planted(ub_comm *c) { c->state = UB_COMM_PASS_THROUGH; }\n' >> "$tmp/src/interpose/defer.c"
 check() { "$here/layers.py" --obj "$tmp/obj" --src "$tmp/src"; }
 expect_fail "defer.c setting a communicator's state" 'interpose/defer.c:[0-9]*: sets c->state'
+cp "$root/interpose/defer.c" "$tmp/src/interpose/defer.c"
+printf 'static void planted(void) { ub_inside++; }\n' >> "$tmp/src/interpose/exec.c"
+expect_fail "exec.c raising the guard by hand" 'interpose/exec.c:[0-9]*: raises the reentrancy guard by hand'
 echo "layers_test: ok"
