@@ -315,70 +315,159 @@ static cudaError_t wait_agreement(ub_comm *c, cudaEvent_t done, bool limited)
     }
 }
 
+/* Whether the agreement's result can be read now: at once (a poll) or after a wait without the
+ * lock; *e: the completion event's status (cudaErrorNotReady: given up, or a peer gone). */
+static bool result_there(ub_comm *c, ub_agree_wait how, cudaError_t *e)
+{
+    if (how == UB_AGREE_POLL) {
+        *e = UB_CUDA(ub_cuda.cudaEventQuery(c->agree_done));
+        return *e != cudaErrorNotReady;
+    }
+    /* Not under the lock: other threads' hooks must not wait for the other ranks. */
+    cudaEvent_t done = c->agree_done; /* an abort meanwhile clears the field, not the event */
+    ub_state_unlock();
+    *e = wait_agreement(c, done, how == UB_AGREE_WAIT_OR_GIVE_UP);
+    ub_state_lock();
+    return c->state == UB_COMM_AGREE;
+}
+
+/* Decodes the result into *agreed (*decoded: it holds memory to free); returns why this rank cannot
+ * use it (NULL: it can), written into why[] or *mismatch (allocated) when it is composed. */
+static const char *read_failure(ub_comm *c, cudaError_t e, ub_agreed *agreed, bool *decoded, char *why, size_t len,
+                                char **mismatch)
+{
+    *decoded = false;
+    if (atomic_load(&c->peer_error) != ncclSuccess)
+        return "the agreement cannot complete: NCCL reports an asynchronous error (a peer gone)";
+    if (e == cudaErrorNotReady)
+        return "the agreement did not complete within USBYTE_HANG_S (a rank gone?)";
+    if (e != cudaSuccess)
+        return "the agreement's result could not be read";
+    ub_agree_outcome outcome = ub_agree_decode(c->agree_host, c->agree_host + UB_AGREE_MAX_LEN, agreed);
+    if (outcome == UB_AGREE_RANK_FAILED && c->local_failure[0]) {
+        snprintf(why, len, "%s (on this rank: %s)", ub_agree_outcome_reason(outcome), c->local_failure);
+        return why;
+    }
+    if (outcome == UB_AGREE_MISMATCH) {
+        /* What differs, in full: the call sequence, the version, each setting. */
+        size_t need = ub_agree_mismatch_text(c->agree_host, why, len) + 1;
+        if (need > len && (*mismatch = malloc(need)) != NULL) {
+            ub_agree_mismatch_text(c->agree_host, *mismatch, need);
+            return *mismatch;
+        }
+        return why;
+    }
+    if (outcome != UB_AGREE_OK)
+        return ub_agree_outcome_reason(outcome);
+    *decoded = true;
+    if (agreed->flags.exec_failed_rank > 0.5) {
+        int who = (int)(agreed->flags.exec_failed_rank + 0.5) - 1;
+        if (who == c->rank && c->exec_failure[0])
+            snprintf(why, len, "rank %d (this rank) %s before the agreement", who, c->exec_failure);
+        else
+            snprintf(why, len, "rank %d could not set up schedule mode's executor before the agreement (its report "
+                     "says why)", who);
+        return why;
+    }
+    if (-agreed->flags.neg_iterations < 0.5 && agreed->flags.period_refuted <= 0 &&
+        ++c->agree_tries > UB_MAX_AGREE_TRIES) {
+        snprintf(why, len, "no warm-up iteration had all its timing events complete on every rank, %d iterations "
+                 "after the warm-up (the device far behind the host)", UB_MAX_AGREE_TRIES + 1);
+        return why;
+    }
+    return NULL;
+}
+
+/* What this rank saw of the warm-up, for the report (whatever the outcome). */
+static void report_warmup(ub_comm *c)
+{
+    ub_comm_report *r = &c->report;
+    r->rank = c->rank;
+    r->nranks = c->nranks;
+    r->calls_per_iteration = c->n_ar;
+    r->nccl_calls_per_iteration = c->period;
+    r->warmup = ub_cfg.warmup;
+    r->other_calls = c->other_calls;
+    r->end_records = c->end_records;
+    r->consumers_stream = c->consumers_stream;
+    r->consumers_host = c->consumers_host;
+    r->consumers_host_other = c->consumers_host_other;
+    snprintf(r->stream_ordered_example, sizeof r->stream_ordered_example, "%s", c->stream_ordered_example);
+}
+
+/* The agreement failed: pass-through, the whole reason in the verdict. */
+static void refuse(ub_comm *c, const char *failure)
+{
+    ub_comm_report *r = &c->report;
+    r->schedulable = false;
+    ub_comm_report_clear_reasons(r);
+    ub_comm_report_add_reason(r, "%s", failure);
+    ub_comm_stop_profiling(c);
+    /* The state's reason is short; the verdict's reason holds the whole text. */
+    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, strlen(failure) < sizeof c->reason ? failure
+                                               : "the agreement failed (the verdict says why)");
+}
+
+/* The agreed numbers: the decision, where the iteration really begins, and PLANNED; false when
+ * another thread ended the communicator while it planned (an abort). */
+static bool adopt(ub_comm *c, const ub_agreed *agreed)
+{
+    ub_comm_report *r = &c->report;
+    if (ub_log_enabled(UB_LOG_DEBUG))
+        for (int k = 0; k < agreed->n_calls; k++)
+            ub_debug("communicator %d call %d: ready %.6f need %.6f done %.6f comm %.6f/%.6f%s%s", c->index, k,
+                     agreed->calls[k].ready, agreed->calls[k].need, agreed->calls[k].done, agreed->calls[k].comm_min,
+                     agreed->calls[k].comm_mean, agreed->calls[k].barrier ? " barrier" : "",
+                     agreed->calls[k].fallback ? " fallback" : "");
+    c->staging_agreed = agreed->flags.neg_staging < 0 ? (uint64_t)(-agreed->flags.neg_staging) : 0;
+    /* Per-call completion only where every call had its own end event on every rank. */
+    bool stream_sem = ub_cfg.completion == UB_COMPLETION_STREAM || agreed->flags.missing_own_end > 0;
+    c->sched.stream_semantics = stream_sem;
+    if (!ub_comm_decide(c, agreed, stream_sem))
+        return false;
+    /* Locked mid-backward (after a re-detection the lock falls anywhere): the agreed profile says
+     * where the iteration really begins; it is profiled again from there. */
+    c->phase_pos = 0;
+    int first = r->have_profile && !c->rephased ? ub_iteration_phase(&r->profile, agreed->iteration) : 0;
+    for (uint32_t p = 0; first > 0 && p < c->period; p++)
+        if (c->pos_call[p] == first) {
+            c->phase_pos = p;
+            break;
+        }
+    /* What schedule mode needs of the warm-up outlives it. */
+    free(c->sched.pos_sig);
+    free(c->sched.pos_call);
+    c->sched.pos_sig = c->pos_sig;
+    c->sched.pos_call = c->pos_call;
+    c->sched.period = c->period;
+    c->pos_sig = NULL;
+    c->pos_call = NULL;
+    ub_comm_stop_profiling(c);
+    ub_comm_set_state(c, UB_COMM_PLANNED, NULL);
+    c->refuted = agreed->flags.period_refuted > 0;
+    c->addr_period = agreed->flags.addr_period == -agreed->flags.neg_addr_period ? (uint32_t)agreed->flags.addr_period
+                                                                                 : 0;
+    if (ub_cfg.mode == UB_MODE_SCHEDULE && !c->refuted && c->phase_pos == 0)
+        ub_comm_decide_schedule(c);
+    return true;
+}
+
 void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
 {
     if (c->state != UB_COMM_AGREE || !c->agree_issued || c->agree_copy_pending)
         return;
     cudaError_t e;
-    bool block = how != UB_AGREE_POLL;
-    if (block) {
-        /* Not under the lock: other threads' hooks must not wait for the other ranks. */
-        cudaEvent_t done = c->agree_done; /* an abort meanwhile clears the field, not the event */
-        ub_state_unlock();
-        e = wait_agreement(c, done, how == UB_AGREE_WAIT_OR_GIVE_UP);
-        ub_state_lock();
-        if (c->state != UB_COMM_AGREE)
-            return;
-    } else {
-        e = UB_CUDA(ub_cuda.cudaEventQuery(c->agree_done));
-        if (e == cudaErrorNotReady)
-            return;
-    }
+    if (!result_there(c, how, &e))
+        return;
     ub_comm_agree_abandon(c);
     ub_debug("communicator %d: agreement read%s", c->index,
              how == UB_AGREE_WAIT_OR_GIVE_UP ? " before the communicator's destroy"
              : how == UB_AGREE_WAIT          ? " at the switch to the plan" : "");
     ub_comm_report *r = &c->report;
     ub_agreed agreed;
-    ub_agree_outcome outcome = UB_AGREE_NOMEM;
-    const char *failure = NULL;
+    bool decoded;
     char why[400], *mismatch = NULL;
-    if (atomic_load(&c->peer_error) != ncclSuccess) {
-        failure = "the agreement cannot complete: NCCL reports an asynchronous error (a peer gone)";
-    } else if (e == cudaErrorNotReady) {
-        failure = "the agreement did not complete within USBYTE_HANG_S (a rank gone?)";
-    } else if (e != cudaSuccess) {
-        failure = "the agreement's result could not be read";
-    } else {
-        outcome = ub_agree_decode(c->agree_host, c->agree_host + UB_AGREE_MAX_LEN, &agreed);
-        if (outcome == UB_AGREE_RANK_FAILED && c->local_failure[0]) {
-            snprintf(why, sizeof why, "%s (on this rank: %s)", ub_agree_outcome_reason(outcome), c->local_failure);
-            failure = why;
-        } else if (outcome == UB_AGREE_MISMATCH) {
-            /* What differs, in full: the call sequence, the version, each setting. */
-            size_t need = ub_agree_mismatch_text(c->agree_host, why, sizeof why) + 1;
-            failure = why;
-            if (need > sizeof why && (mismatch = malloc(need)) != NULL) {
-                ub_agree_mismatch_text(c->agree_host, mismatch, need);
-                failure = mismatch;
-            }
-        } else if (outcome != UB_AGREE_OK) {
-            failure = ub_agree_outcome_reason(outcome);
-        } else if (agreed.flags.exec_failed_rank > 0.5) {
-            int who = (int)(agreed.flags.exec_failed_rank + 0.5) - 1;
-            if (who == c->rank && c->exec_failure[0])
-                snprintf(why, sizeof why, "rank %d (this rank) %s before the agreement", who, c->exec_failure);
-            else
-                snprintf(why, sizeof why, "rank %d could not set up schedule mode's executor before the agreement "
-                         "(its report says why)", who);
-            failure = why;
-        } else if (-agreed.flags.neg_iterations < 0.5 && agreed.flags.period_refuted <= 0 &&
-                   ++c->agree_tries > UB_MAX_AGREE_TRIES) {
-            snprintf(why, sizeof why, "no warm-up iteration had all its timing events complete on every rank, %d "
-                     "iterations after the warm-up (the device far behind the host)", UB_MAX_AGREE_TRIES + 1);
-            failure = why;
-        }
-    }
+    const char *failure = read_failure(c, e, &agreed, &decoded, why, sizeof why, &mismatch);
     /* Some rank contributed no iteration (none had completed when the agreement went out: the
      * device behind the host): every rank issues the agreement again, with the same warm-up and
      * whatever more of its timing has completed by then, at call agree_at + period, where the
@@ -394,69 +483,17 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
         return;
     }
-
-    r->rank = c->rank;
-    r->nranks = c->nranks;
-    r->calls_per_iteration = c->n_ar;
-    r->nccl_calls_per_iteration = c->period;
-    r->warmup = ub_cfg.warmup;
-    r->other_calls = c->other_calls;
-    r->end_records = c->end_records;
-    r->consumers_stream = c->consumers_stream;
-    r->consumers_host = c->consumers_host;
-    r->consumers_host_other = c->consumers_host_other;
-    snprintf(r->stream_ordered_example, sizeof r->stream_ordered_example, "%s", c->stream_ordered_example);
-    if (failure) {
-        r->schedulable = false;
-        ub_comm_report_clear_reasons(r);
-        ub_comm_report_add_reason(r, "%s", failure);
-        ub_comm_stop_profiling(c);
-        /* The state's reason is short; the verdict's reason holds the whole text. */
-        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, strlen(failure) < sizeof c->reason ? failure
-                                                   : "the agreement failed (the verdict says why)");
-        free(mismatch);
-        if (outcome == UB_AGREE_OK) /* decoded, then refused (an executor failure, too many tries) */
-            ub_agreed_free(&agreed);
-    } else {
-        if (ub_log_enabled(UB_LOG_DEBUG))
-            for (int k = 0; k < agreed.n_calls; k++)
-                ub_debug("communicator %d call %d: ready %.6f need %.6f done %.6f comm %.6f/%.6f%s%s", c->index, k,
-                         agreed.calls[k].ready, agreed.calls[k].need, agreed.calls[k].done, agreed.calls[k].comm_min,
-                         agreed.calls[k].comm_mean, agreed.calls[k].barrier ? " barrier" : "",
-                         agreed.calls[k].fallback ? " fallback" : "");
-        /* Per-call completion only where every call had its own end event on every rank. */
-        c->staging_agreed = agreed.flags.neg_staging < 0 ? (uint64_t)(-agreed.flags.neg_staging) : 0;
-        bool stream_sem = ub_cfg.completion == UB_COMPLETION_STREAM || agreed.flags.missing_own_end > 0;
-        c->sched.stream_semantics = stream_sem;
-        if (!ub_comm_decide(c, &agreed, stream_sem)) {
-            ub_agreed_free(&agreed);
-            return; /* ended by another thread (an abort) while planning */
-        }
-        /* Locked mid-backward (after a re-detection the lock falls anywhere): the agreed
-         * profile says where the iteration really begins; it is profiled again from there. */
-        c->phase_pos = 0;
-        int first = r->have_profile && !c->rephased ? ub_iteration_phase(&r->profile, agreed.iteration) : 0;
-        for (uint32_t p = 0; first > 0 && p < c->period; p++)
-            if (c->pos_call[p] == first) {
-                c->phase_pos = p;
-                break;
-            }
-        /* What schedule mode needs of the warm-up outlives it. */
-        free(c->sched.pos_sig);
-        free(c->sched.pos_call);
-        c->sched.pos_sig = c->pos_sig;
-        c->sched.pos_call = c->pos_call;
-        c->sched.period = c->period;
-        c->pos_sig = NULL;
-        c->pos_call = NULL;
-        ub_comm_stop_profiling(c);
-        ub_comm_set_state(c, UB_COMM_PLANNED, NULL);
-        c->refuted = agreed.flags.period_refuted > 0;
-        c->addr_period = agreed.flags.addr_period == -agreed.flags.neg_addr_period ? (uint32_t)agreed.flags.addr_period : 0;
-        if (ub_cfg.mode == UB_MODE_SCHEDULE && !c->refuted && c->phase_pos == 0)
-            ub_comm_decide_schedule(c);
+    report_warmup(c);
+    bool ended = false;
+    if (failure)
+        refuse(c, failure);
+    else
+        ended = !adopt(c, &agreed);
+    free(mismatch);
+    if (decoded)
         ub_agreed_free(&agreed);
-    }
+    if (ended)
+        return; /* ended by another thread (an abort) while planning */
     r->state = ub_comm_state_name(c->state);
     snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
     ub_comm_decision_line(c);
