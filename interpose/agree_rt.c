@@ -464,7 +464,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
              how == UB_AGREE_WAIT_OR_GIVE_UP ? " before the communicator's destroy"
              : how == UB_AGREE_WAIT          ? " at the switch to the plan" : "");
     ub_comm_report *r = &c->report;
-    ub_agreed agreed;
+    ub_agreed agreed = {0};
     bool decoded;
     char why[400], *mismatch = NULL;
     const char *failure = read_failure(c, e, &agreed, &decoded, why, sizeof why, &mismatch);

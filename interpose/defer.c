@@ -22,9 +22,6 @@ int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, cha
     /* A new plan after re-profiling reuses the executor reserved before its agreement (its old
      * work was flushed). */
     s->ready = false;
-    /* The old plan's timing marks still pending point into its block arrays (freed by
-     * ub_exec_setup) and its iteration starts (counted again from 0): they are dropped. */
-    ub_timing_discard(&s->tm);
     ub_sched_free(&s->sp);
     ub_plan_free(&s->plan);
     ub_plan_init(&s->plan, plan->policy);

@@ -84,6 +84,8 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
                  (unsigned long long)s->staging_cap);
         return -1;
     }
+    /* A previous plan's timing marks still pending point into the arrays replaced below. */
+    ub_timing_discard(&s->tm);
     free(s->args);
     free(s->ready_stamp);
     s->args = calloc((size_t)n, sizeof *s->args);

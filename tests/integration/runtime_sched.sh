@@ -69,7 +69,7 @@ PY
 }
 
 # Consumers that rely on stream order, and mixed dtypes/ops/out-of-place calls.
-merging run end-event ok --consumer end-event --mixed
+merging run end-event ok --consumer end-event --mixed --iters 24
 report end-event '
 assert c["state"] == "schedule", "not scheduled"
 assert s["iterations"] >= 8, "iterations %r" % s["iterations"]
@@ -87,9 +87,9 @@ assert len(s["blocks"]) == len(plan) and all(b["end"] >= b["start"] >= 0 for b i
 assert s["measured_iteration"] > 0 and s["measured_speedup"] > 0 and s["predicted_speedup"] > 0, "numbers"
 assert s["predicted_speedup"] >= 1 or c["plan"]["policy"] != "best", "best predicted slower than wfbp"
 '
-run stream-sync ok --consumer stream-sync --mixed
+run stream-sync ok --consumer stream-sync --mixed --iters 24
 report stream-sync 'assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"'
-run query-poll ok --consumer query-poll
+run query-poll ok --consumer query-poll --iters 24
 report query-poll 'assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"'
 USBYTE_COMPLETION=call run per-call ok --consumer per-call --mixed
 report per-call 'assert c["state"] == "schedule" and s["completion"] == "call", "not scheduled with call completion"'
