@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "cuda_list.h"
 #include "guard.h"
 #include "defer.h"
@@ -102,9 +103,9 @@ bool ub_comm_agree_buffers(ub_comm *c)
 {
     size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
     int previous = ub_device_enter(c->device);
-    if (!c->agree_host && UB_CUDA(ub_cuda.cudaMallocHost((void **)&c->agree_host, bytes)) != cudaSuccess)
+    if (!c->agree_host && UB_UNSAFE(ub_cuda.cudaMallocHost((void **)&c->agree_host, bytes)) != cudaSuccess)
         c->agree_host = NULL;
-    if (!c->agree_dev && UB_CUDA(ub_cuda.cudaMalloc(&c->agree_dev, bytes)) != cudaSuccess)
+    if (!c->agree_dev && UB_UNSAFE(ub_cuda.cudaMalloc(&c->agree_dev, bytes)) != cudaSuccess)
         c->agree_dev = NULL;
     if (!c->agree_done && UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&c->agree_done, cudaEventDisableTiming)) != cudaSuccess)
         c->agree_done = NULL;
@@ -228,8 +229,12 @@ void ub_comm_agree_issue(ub_comm *c)
      * NCCL launches them at the outermost ncclGroupEnd, so nothing may wait for them here. */
     double *dmax = c->agree_dev, *dsum = dmax + UB_AGREE_MAX_LEN;
     cudaStream_t s = c->tm.agree ? c->tm.agree : NULL;
-    if (!s && UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&c->tm.agree, cudaStreamNonBlocking, 0)) == cudaSuccess)
-        s = c->tm.agree;
+    if (!s) {
+        int previous = ub_device_enter(c->device);
+        if (UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&c->tm.agree, cudaStreamNonBlocking, 0)) == cudaSuccess)
+            s = c->tm.agree;
+        ub_device_leave(previous);
+    }
     if (!s)
         ub_comm_cannot_take_part(c, "cannot create the private stream");
     if (UB_CUDA(ub_cuda.cudaMemcpyAsync(dmax, maxv, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double),

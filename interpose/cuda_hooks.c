@@ -6,6 +6,7 @@
  * work (redirect.c). */
 #include <pthread.h>
 
+#include "capture.h"
 #include "defer.h"
 #include "hooks.h"
 #include "redirect.h"
@@ -22,7 +23,9 @@ bool ub_cuda_event_record(cudaEvent_t event, cudaStream_t stream, unsigned flags
 
 void ub_cuda_event_recorded(cudaEvent_t event, cudaStream_t stream)
 {
-    if (watching())
+    /* A companion recorded on a capturing stream would be a captured event, which may not be
+     * queried. */
+    if (watching() && !ub_capture_stream(stream))
         ub_warmup_event_recorded(event, stream);
 }
 
@@ -68,7 +71,7 @@ void ub_cuda_stream_wait(cudaStream_t stream, cudaEvent_t event)
         ub_redirect_stream_work(stream);
         consume_event(event, "cudaStreamWaitEvent");
     }
-    if (watching())
+    if (watching() && !ub_capture_stream(stream))
         ub_warmup_stream_wait(stream, event);
 }
 
@@ -118,6 +121,20 @@ void ub_cuda_device_wait(void)
         device_wait_scheduled();
     if (watching())
         ub_warmup_device_wait();
+}
+
+void ub_cuda_capture_begin(cudaStream_t stream)
+{
+    if (!scheduling() || !ub_sched_stream_listed(stream))
+        return;
+    ub_state_lock();
+    ub_comm *c = ub_redirect_stream_unissued(stream);
+    if (c && issuing_thread(c))
+        ub_sched_deviation(c, "graph capture begins on a stream with deferred calls");
+    if (c)
+        ub_redirect_wait_stream(stream, "cudaStreamBeginCapture");
+    ub_redirect_capture_begins(stream);
+    ub_state_unlock();
 }
 
 void ub_cuda_stream_destroyed(cudaStream_t stream)

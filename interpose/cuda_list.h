@@ -6,7 +6,9 @@
  *   stream, event); EVSYNC / EVQUERY: host waits on an event (hook: event); EVELAPSED:
  *   cudaEventElapsedTime (hook: start, end); SSYNC / SQUERY: host waits on a stream (hook:
  *   stream); DSYNC: cudaDeviceSynchronize; SDESTROY / EDESTROY: handles going away (hook: stream
- *   / event); CALLONLY: not wrapped, resolved because usbyte calls it.
+ *   / event); BEGINCAP / ENDCAP: graph capture begins / ends on a stream (hook: stream; always
+ *   wrapped, not only on the slow path: every capture must be seen); CALLONLY: not wrapped,
+ *   resolved because usbyte calls it.
  * The _ptsz variants are the per-thread-default-stream entry points the real runtime exports;
  * a runtime without them leaves them NULL and their wrappers report cudaErrorNotSupported. */
 #ifndef USBYTE_CUDA_LIST_H
@@ -23,6 +25,8 @@ cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream
 cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph);
 
 #define UB_CUDA_LIST(X)                                                                           \
     X(cudaEventRecord, EVREC, (cudaEvent_t event, cudaStream_t stream), (event, stream),          \
@@ -45,6 +49,15 @@ cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
     X(cudaStreamQuery, SQUERY, (cudaStream_t stream), (stream), (stream))                         \
     X(cudaStreamQuery_ptsz, SQUERY, (cudaStream_t stream), (stream), (stream))                    \
     X(cudaDeviceSynchronize, DSYNC, (void), (), ())                                               \
+    X(cudaStreamBeginCapture, BEGINCAP, (cudaStream_t stream, enum cudaStreamCaptureMode mode),   \
+      (stream, mode), (stream))                                                                   \
+    X(cudaStreamBeginCapture_ptsz, BEGINCAP, (cudaStream_t stream, enum cudaStreamCaptureMode mode),\
+      (stream, mode), (stream ? stream : cudaStreamPerThread))                                    \
+    X(cudaStreamEndCapture, ENDCAP, (cudaStream_t stream, cudaGraph_t *graph), (stream, graph),   \
+      (stream))                                                                                   \
+    X(cudaStreamEndCapture_ptsz, ENDCAP, (cudaStream_t stream, cudaGraph_t *graph), (stream, graph),\
+      (stream ? stream : cudaStreamPerThread))                                                    \
+    X(cudaThreadExchangeStreamCaptureMode, CALLONLY, (enum cudaStreamCaptureMode *mode), (mode), ())\
     X(cudaStreamDestroy, SDESTROY, (cudaStream_t stream), (stream), (stream))                     \
     X(cudaEventDestroy, EDESTROY, (cudaEvent_t event), (event), (event))                          \
     X(cudaEventCreateWithFlags, CALLONLY, (cudaEvent_t *event, unsigned int flags), (event, flags), ())\

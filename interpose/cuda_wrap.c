@@ -2,6 +2,7 @@
  * usbyte involved, the steady state) is one relaxed atomic load and a branch before the real
  * function; the version script exports them under the runtime's own version node so that
  * references bound to cudaEventRecord@libcudart.so.13 reach them. */
+#include "capture.h"
 #include "cuda_list.h"
 #include "hooks.h"
 #include "redirect.h"
@@ -19,7 +20,8 @@ static cudaError_t missing(ub_cuda_id id)
 static inline bool slow_path(void)
 {
     return (atomic_load_explicit(&ub_cuda_tracking, memory_order_relaxed) != 0 ||
-            atomic_load_explicit(&ub_sched_live, memory_order_relaxed) != 0) &&
+            atomic_load_explicit(&ub_sched_live, memory_order_relaxed) != 0 ||
+            atomic_load_explicit(&ub_capture_live, memory_order_relaxed) != 0) &&
            !ub_bypass();
 }
 
@@ -33,10 +35,20 @@ static inline bool slow_path(void)
     if (__builtin_expect(!slow_path(), 1))                     \
         return ub_cuda.name args;
 
+#define PROLOGUE_ALWAYS(name, args)                            \
+    if (__builtin_expect(!atomic_load_explicit(&ub_cuda_resolved, memory_order_acquire), 0)) { \
+        ub_runtime_init();                                     \
+        ub_cuda_resolve();                                     \
+    }                                                          \
+    if (__builtin_expect(!ub_cuda.name, 0))                    \
+        return missing(UB_CUDA_##name);                        \
+    if (ub_bypass())                                           \
+        return ub_cuda.name args;
+
 /* A record on a stream with deferred calls is kept pending or recorded behind them (schedule
  * mode); every record must be known after it happened (the binding of later waits). */
 #define EVREC_TAKEN(ev, st, flags) ub_cuda_event_record((ev), (st), (flags), &r)
-#define EVREC_HOOK(ev, st, flags) ub_cuda_event_recorded((ev), (st))
+#define EVREC_HOOK(ev, st, flags) (ub_cuda_event_recorded((ev), (st)), ub_capture_recorded((ev), (st), (flags)))
 #define WRAP_EVREC(name, params, args, hook)                   \
     UB_EXPORT cudaError_t name params                          \
     {                                                          \
@@ -81,7 +93,17 @@ static inline bool slow_path(void)
         cls##_HOOK hook;                                       \
         return ub_cuda.name args;                              \
     }
-#define WRAP_SWAIT(...) WRAP_BEFORE(SWAIT, __VA_ARGS__)
+/* A wait on an event recorded in a capture joins the waiting stream to it. */
+#define WRAP_SWAIT(name, params, args, hook)                   \
+    UB_EXPORT cudaError_t name params                          \
+    {                                                          \
+        PROLOGUE(name, args)                                   \
+        SWAIT_HOOK hook;                                       \
+        cudaError_t r = ub_cuda.name args;                     \
+        if (r == cudaSuccess)                                  \
+            ub_capture_waited hook;                            \
+        return r;                                              \
+    }
 #define WRAP_EVSYNC(...) WRAP_BEFORE(EVSYNC, __VA_ARGS__)
 /* Host waits on a stream also see its deferred calls (schedule mode), after the real wait. */
 #define SSYNC_AFTER(st) ub_cuda_stream_host_waited((st), false, r)
@@ -99,6 +121,26 @@ static inline bool slow_path(void)
 #define WRAP_DSYNC(...) WRAP_BEFORE(DSYNC, __VA_ARGS__)
 #define WRAP_SDESTROY(...) WRAP_BEFORE(SDESTROY, __VA_ARGS__)
 #define WRAP_EDESTROY(...) WRAP_BEFORE(EDESTROY, __VA_ARGS__)
+/* Graph capture: seen whatever the state (a capture may begin before any communicator); what
+ * is deferred on the stream goes out before its capture begins. */
+#define WRAP_BEGINCAP(name, params, args, hook)                \
+    UB_EXPORT cudaError_t name params                          \
+    {                                                          \
+        PROLOGUE_ALWAYS(name, args)                            \
+        ub_cuda_capture_begin hook;                            \
+        cudaError_t r = ub_cuda.name args;                     \
+        if (r == cudaSuccess)                                  \
+            ub_capture_begun hook;                             \
+        return r;                                              \
+    }
+#define WRAP_ENDCAP(name, params, args, hook)                  \
+    UB_EXPORT cudaError_t name params                          \
+    {                                                          \
+        PROLOGUE_ALWAYS(name, args)                            \
+        cudaError_t r = ub_cuda.name args;                     \
+        ub_capture_ended hook;                                 \
+        return r;                                              \
+    }
 #define WRAP_CALLONLY(name, params, args, hook)
 
 #define X(name, cls, params, args, hook) WRAP_##cls(name, params, args, hook)
@@ -124,6 +166,8 @@ UB_CUDA_LIST(X)
 #define V12_DSYNC V12_WRAPPED
 #define V12_SDESTROY V12_WRAPPED
 #define V12_EDESTROY V12_WRAPPED
+#define V12_BEGINCAP V12_WRAPPED
+#define V12_ENDCAP V12_WRAPPED
 #define X(name, cls, params, args, hook) V12_##cls(name, params, args)
 UB_CUDA_LIST(X)
 #undef X

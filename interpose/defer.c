@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cuda_list.h"
+#include "capture.h"
 #include "defer.h"
 #include "exec.h"
 #include "guard.h"
@@ -146,8 +147,12 @@ uint64_t ub_sched_unissued(const ub_comm *c)
     return v > s->issued ? v : 0;
 }
 
+/* A capture usbyte saw needs no query; one begun where usbyte cannot see it (the driver API's
+ * cuStreamBeginCapture, not wrapped) is found only by asking, at every call. */
 static bool capturing(cudaStream_t st)
 {
+    if (ub_capture_stream(st))
+        return true;
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (!ub_cuda.cudaStreamIsCapturing || UB_CUDA(ub_cuda.cudaStreamIsCapturing(st, &cs)) != cudaSuccess)
         return false;

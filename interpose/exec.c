@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "cuda_list.h"
 #include "device.h"
 #include "exec.h"
@@ -57,7 +58,7 @@ int ub_exec_reserve(ub_comm *c, int n_calls, uint64_t staging, char *why, size_t
     /* Allocated once and kept to the end: freeing would wait for the whole device (cudaFree),
      * behind collectives that may wait for this rank.  A later plan lives within it. */
     if (e == cudaSuccess && !s->staging && staging > 0) {
-        e = UB_CUDA(ub_cuda.cudaMalloc(&s->staging, staging));
+        e = UB_UNSAFE(ub_cuda.cudaMalloc(&s->staging, staging));
         if (e == cudaSuccess)
             s->staging_cap = staging;
         else
@@ -263,7 +264,7 @@ void ub_exec_release(ub_comm *c, bool wait)
     for (int k = 0; k < s->n_ready; k++)
         UB_CUDA(ub_cuda.cudaEventDestroy(s->ready_ev[k]));
     if (s->staging)
-        UB_CUDA(ub_cuda.cudaFree(s->staging));
+        UB_UNSAFE(ub_cuda.cudaFree(s->staging));
     if (s->priv)
         UB_CUDA(ub_cuda.cudaStreamDestroy(s->priv));
     /* The measured block times stay for the report. */

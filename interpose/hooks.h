@@ -70,6 +70,9 @@ void ub_cuda_stream_host_wait(cudaStream_t stream, bool poll);
 /* After the real cudaStreamSynchronize/Query: deferred work on the stream is part of it. */
 cudaError_t ub_cuda_stream_host_waited(cudaStream_t stream, bool poll, cudaError_t r);
 void ub_cuda_device_wait(void);
+/* Before cudaStreamBeginCapture: what is deferred on the stream is issued, and the stream made to
+ * wait for it, before the capture severs the stream from its earlier work. */
+void ub_cuda_capture_begin(cudaStream_t stream);
 void ub_cuda_stream_destroyed(cudaStream_t stream);
 void ub_cuda_event_destroyed(cudaEvent_t event);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "cuda_list.h"
 #include "defer.h"
 #include "guard.h"
@@ -112,11 +113,11 @@ void ub_comm_ending(ncclComm_t handle, int id)
                 if (c->agree_done)
                     UB_CUDA(ub_cuda.cudaEventDestroy(c->agree_done));
                 if (c->agree_dev)
-                    UB_CUDA(ub_cuda.cudaFree(c->agree_dev));
+                    UB_UNSAFE(ub_cuda.cudaFree(c->agree_dev));
                 if (c->copy_buf)
-                    UB_CUDA(ub_cuda.cudaFree(c->copy_buf));
+                    UB_UNSAFE(ub_cuda.cudaFree(c->copy_buf));
                 if (c->agree_host)
-                    UB_CUDA(ub_cuda.cudaFreeHost(c->agree_host));
+                    UB_UNSAFE(ub_cuda.cudaFreeHost(c->agree_host));
             }
             c->agree_done = NULL;
             c->agree_dev = NULL;

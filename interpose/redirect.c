@@ -8,6 +8,7 @@
 #include "device.h"
 #include "guard.h"
 #include "nccl_list.h"
+#include "capture.h"
 #include "redirect.h"
 
 atomic_int ub_sched_live;
@@ -278,8 +279,10 @@ void ub_redirect_end(ub_comm *c, bool release)
 
 bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaError_t *r)
 {
-    /* An external record inside a graph capture is a node of the graph, not a completion. */
-    bool listed_stream = ub_sched_stream_listed(s) && !(flags & cudaEventRecordExternal);
+    /* An external record inside a graph capture is a node of the graph, not a completion; any
+     * record on a capturing stream belongs to the graph (recorded elsewhere, it would not be a
+     * captured event, and the graph's waits on it would fail). */
+    bool listed_stream = ub_sched_stream_listed(s) && !(flags & cudaEventRecordExternal) && !ub_capture_stream(s);
     if (!listed_stream && atomic_load_explicit(&ub_events_pending, memory_order_relaxed) == 0)
         return false;
     ub_state_lock();
@@ -548,6 +551,28 @@ cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r)
         ub_state_unlock();
     }
     return r;
+}
+
+void ub_redirect_capture_begins(cudaStream_t s)
+{
+    ub_stream *st = ub_stream_get(s, NULL);
+    ub_comm *c = st ? st->sch.comm : NULL;
+    if (!c || !c->sched.ready || st->sch.settled || st->sch.need_value > c->sched.issued)
+        return;
+    ub_sched_rt *r = &c->sched;
+    cudaError_t e = cudaSuccess;
+    if (!r->block_done) {
+        int previous = ub_device_enter(c->device);
+        e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&r->block_done, cudaEventDisableTiming));
+        ub_device_leave(previous);
+    }
+    if (e == cudaSuccess)
+        e = UB_CUDA(ub_cuda.cudaEventRecord(r->block_done, r->priv));
+    if (e == cudaSuccess)
+        e = UB_CUDA(ub_cuda.cudaStreamWaitEvent(s, r->block_done, 0));
+    if (e != cudaSuccess)
+        cannot_complete(c, "making a stream whose graph capture begins wait for its deferred calls", e);
+    st->sch.settled = true;
 }
 
 void ub_redirect_event_gone(ub_event *e)

@@ -63,6 +63,10 @@ void ub_redirect_wait_stream(cudaStream_t s, const char *what);
 void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what);
 /* After the real cudaStreamSynchronize/Query of s: the deferred calls are part of s. */
 cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r);
+/* Lock held, before graph capture begins on s and after its deferred calls were issued: s waits
+ * for their blocks (an event recorded on the private stream after them), so that its own order
+ * covers them again; usbyte then leaves s alone while it captures. */
+void ub_redirect_capture_begins(cudaStream_t s);
 /* Lock held: the event or the stream goes away. */
 void ub_redirect_event_gone(ub_event *e);
 void ub_redirect_stream_gone(ub_stream *st);

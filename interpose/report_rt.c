@@ -190,7 +190,9 @@ void ub_state_write_reports(bool unlock_for_io)
         r->iterations_observed = c->iterations_observed;
         r->state = ub_comm_state_name(c->state);
         snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
-        if (!r->have_plans && r->n_reasons == 0) {
+        /* Not one with a profile: another thread may be planning it right now (the lock is
+         * released while it plans), and its verdict is already made. */
+        if (!r->have_plans && !r->have_profile && r->n_reasons == 0) {
             r->schedulable = false;
             ub_comm_report_add_reason(r, "not profiled yet (state %s)", r->state);
         }

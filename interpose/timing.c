@@ -8,6 +8,7 @@
 #include "device.h"
 #include "guard.h"
 #include "runtime.h"
+#include "capture.h"
 #include "timing.h"
 
 static cudaEvent_t get_event(ub_timing *t)
@@ -88,6 +89,8 @@ cudaEvent_t ub_timing_mark(ub_timing *t, cudaStream_t stream, double *dest, int 
 {
     if (!t->ok)
         return NULL;
+    if (ub_capture_stream(stream))
+        return NULL; /* recorded there it would be a captured event, which may not be queried */
     cudaEvent_t ev = get_event(t);
     if (ev && UB_CUDA(ub_cuda.cudaEventRecord(ev, stream)) != cudaSuccess) {
         put_event(t, ev);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "cuda_list.h"
 #include "device.h"
 #include "guard.h"
@@ -106,7 +107,7 @@ static void time_staging_copy(ub_comm *c)
         return;
     c->copy_probed = true;
     int previous = ub_device_enter(c->device);
-    if (!c->copy_buf && UB_CUDA(ub_cuda.cudaMalloc(&c->copy_buf, 2 * (size_t)COPY_PROBE_BYTES)) != cudaSuccess)
+    if (!c->copy_buf && UB_UNSAFE(ub_cuda.cudaMalloc(&c->copy_buf, 2 * (size_t)COPY_PROBE_BYTES)) != cudaSuccess)
         c->copy_buf = NULL;
     ub_device_leave(previous);
     if (!c->copy_buf)

@@ -99,9 +99,14 @@ cudaError_t usbyteEmuLaunchHost(cudaStream_t stream, void (*fn)(void *), void *a
 /* An executable graph made by cudaGraphInstantiate (cudaErrorInvalidResourceHandle for any other). */
 cudaError_t usbyteEmuGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream, int ptsz);
 
-/* Test control: make cudaStreamIsCapturing/cudaStreamGetCaptureInfo report an active capture
- * on stream (capturing != 0) or none.  Nothing is actually captured. */
-cudaError_t usbyteEmuSetCapturing(cudaStream_t stream, int capturing);
+/* Graph capture, for the NCCL stand-in: 1 when stream records into a capture (its work is
+ * captured, not run).  usbyteEmuStreamEnqueueCapturable enqueues like usbyteEmuStreamEnqueueEx;
+ * on a capturing stream the op becomes a graph node, and each launch of the graph runs
+ * run(clone(arg)); the captured arg itself is freed with drop when the graph goes. */
+int usbyteEmuStreamCapturing(cudaStream_t stream, int ptsz);
+cudaError_t usbyteEmuStreamEnqueueCapturable(cudaStream_t stream, int ptsz, usbyteEmuOpFn run, void *arg,
+                                             const char *what, void *(*clone)(const void *arg),
+                                             void (*drop)(void *arg));
 
 /* Test control: sets the process's sticky error (as a device fault would).  From then on every
  * runtime call returns it and cudaGetLastError does not clear it. cudaSuccess clears it (the

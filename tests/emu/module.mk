@@ -56,6 +56,7 @@ $(eval $(call emu_unit_test,test_emu_symbols,cudart cuda cupti))
 $(eval $(call emu_unit_test,test_emu_ptds,cudart cupti))
 $(eval $(call emu_unit_test,test_emu_queues,cudart cuda))
 $(eval $(call emu_unit_test,test_emu_launch,cudart cuda cupti))
+$(eval $(call emu_unit_test,test_emu_capture,cudart))
 
 # An LD_PRELOAD interposer shaped like usbyte's, for test_emu_preload.
 $(BUILD)/tests/unit/libemu_preload_probe.so: $(call objs,tests/emu/testing/preload_probe.c) tests/emu/testing/preload_probe.map

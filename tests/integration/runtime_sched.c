@@ -22,7 +22,10 @@
  *   --early-consumer-at IT               the issuing thread waits on call 0's event right after
  *                                        issuing it (an early consumer: usbyte flushes)
  *   --destroy-at IT / --exit-at IT       ncclCommDestroy / exit(0) after half of iteration IT
- *   --capture-at IT                      call M/2 of iteration IT on a capturing stream
+ *   --capture-at IT                      call M/2 of iteration IT captured into a CUDA graph on its
+ *                                        stream (calls before it deferred), a captured event joining
+ *                                        the compute stream into the capture and back; the graph is
+ *                                        launched at once
  *   --p2p-at IT                          a group of ncclSend/ncclRecv around the ring before IT
  *   --two-comms                          a second communicator, its calls interleaved
  *   --second-thread                      odd iterations are issued by another thread
@@ -30,7 +33,6 @@
  *   --fill-at IT --fill-rank R --fill-free-kb K
  *                                        at the start of iteration IT, rank R allocates device
  *                                        memory until K KiB are left (cudaMemGetInfo) */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -38,12 +40,6 @@
 #include <unistd.h>
 
 #include "emu_common.h"
-
-/* The emulator's switch for a capturing stream, looked up at run time: a weak reference would bind
- * to the emulator's symbol version, which a real libcudart.so.13 lacks, and the program would not
- * load there (the GPU kit runs it on real CUDA). */
-typedef cudaError_t (*set_capturing_fn)(cudaStream_t stream, int capturing);
-static set_capturing_fn set_capturing;   /* set in main, before any thread starts */
 
 typedef struct opts {
     int iters, calls, elems;
@@ -152,6 +148,32 @@ static void setup(job *j)
         CUDA_OK(cudaEventCreateWithFlags(&j->last_end[m], cudaEventDisableTiming));
 }
 
+/* The allreduce captured into a graph, as PyTorch captures a collective: global mode, the
+ * collective's end event recorded in the capture and waited on by another stream (which joins
+ * the capture) that is joined back; then the graph runs once.  Any call on a capturing stream
+ * that capture forbids, or an event of the capture recorded elsewhere, fails a CUDA call here. */
+static void captured_allreduce(job *j, int m, call *k)
+{
+    cudaEvent_t in_capture, joined;
+    CUDA_OK(cudaEventCreateWithFlags(&in_capture, cudaEventDisableTiming));
+    CUDA_OK(cudaEventCreateWithFlags(&joined, cudaEventDisableTiming));
+    CUDA_OK(cudaStreamBeginCapture(j->nccl[m], cudaStreamCaptureModeGlobal));
+    NCCL_OK(ncclAllReduce(k->d_send, k->d_recv, k->count, k->dtype, k->op, j->comm[m], j->nccl[m]));
+    CUDA_OK(cudaEventRecord(in_capture, j->nccl[m]));
+    CUDA_OK(cudaStreamWaitEvent(j->compute, in_capture, 0));
+    CUDA_OK(cudaEventRecord(joined, j->compute));
+    CUDA_OK(cudaStreamWaitEvent(j->nccl[m], joined, 0));
+    cudaGraph_t graph;
+    CUDA_OK(cudaStreamEndCapture(j->nccl[m], &graph));
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_OK(cudaGraphLaunch(exec, j->nccl[m]));
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    CUDA_OK(cudaGraphDestroy(graph));
+    CUDA_OK(cudaEventDestroy(in_capture));
+    CUDA_OK(cudaEventDestroy(joined));
+}
+
 /* The issue of call c of communicator m in iteration it. */
 static void issue(job *j, int m, int c, int it)
 {
@@ -164,12 +186,10 @@ static void issue(job *j, int m, int c, int it)
     CUDA_OK(cudaMemcpyAsync(k->d_send, k->h_in, k->count * k->esize, cudaMemcpyHostToDevice, j->compute));
     CUDA_OK(cudaEventRecord(k->ready, j->compute));
     CUDA_OK(cudaStreamWaitEvent(j->nccl[m], k->ready, 0));
-    bool capture = it == j->o.capture_at && c == j->o.calls / 2 && set_capturing;
-    if (capture)
-        CUDA_OK(set_capturing(j->nccl[m], 1));
-    NCCL_OK(ncclAllReduce(k->d_send, k->d_recv, k->count, k->dtype, k->op, j->comm[m], j->nccl[m]));
-    if (capture)
-        CUDA_OK(set_capturing(j->nccl[m], 0));
+    if (it == j->o.capture_at && c == j->o.calls / 2)
+        captured_allreduce(j, m, k);
+    else
+        NCCL_OK(ncclAllReduce(k->d_send, k->d_recv, k->count, k->dtype, k->op, j->comm[m], j->nccl[m]));
     if (!strcmp(j->o.consumer, "per-call") || (it == j->o.early_at && c == 0))
         CUDA_OK(cudaEventRecord(k->end, j->nccl[m]));
     if (it == j->o.early_at && c == 0) {
@@ -375,7 +395,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "runtime_sched: unknown consumer %s\n", o->consumer);
         return 2;
     }
-    set_capturing = (set_capturing_fn)dlsym(RTLD_DEFAULT, "usbyteEmuSetCapturing");
     j.n_comms = o->two_comms ? 2 : 1;
     j.comm[0] = world_comm(&j.rank, &j.world);
     if (o->two_comms) {

@@ -25,8 +25,8 @@ TIERS = [
      ["lifecycle.c", "cuda_hooks.c", "identity.c"]),
     ("warm-up, agreement, decision, deferral, redirection",
      ["warmup.c", "agree_rt.c", "decide.c", "report_rt.c", "defer.c", "redirect.c"]),
-    ("executor, groups, tables, timing, CUPTI",
-     ["exec.c", "group.c", "tables.c", "timing.c", "cupti_watch.c"]),
+    ("executor, groups, tables, timing, CUPTI, graph captures",
+     ["exec.c", "group.c", "tables.c", "timing.c", "cupti_watch.c", "capture.c"]),
     ("resolution, process globals, logging, guard, configuration",
      ["resolve.c", "cupti_find.c", "guard.c", "log.c", "globals.c", "config.c"]),
 ]

@@ -286,14 +286,16 @@ static void test_stream_attributes(void **state)
     enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusActive;
     CHECK(cudaStreamIsCapturing(s, &st));
     assert_int_equal(st, cudaStreamCaptureStatusNone);
-    CHECK(usbyteEmuSetCapturing(s, 1));
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     CHECK(cudaStreamIsCapturing(s, &st));
     assert_int_equal(st, cudaStreamCaptureStatusActive);
     unsigned long long id = 0;
     CHECK(cudaStreamGetCaptureInfo(s, &st, &id, NULL, NULL, NULL, NULL));
     assert_int_equal(st, cudaStreamCaptureStatusActive);
     assert_true(id != 0);
-    CHECK(usbyteEmuSetCapturing(s, 0));
+    cudaGraph_t g;
+    CHECK(cudaStreamEndCapture(s, &g));
+    CHECK(cudaGraphDestroy(g));
     CHECK(cudaStreamGetCaptureInfo(s, &st, NULL, NULL, NULL, NULL, NULL));
     assert_int_equal(st, cudaStreamCaptureStatusNone);
     CHECK(cudaStreamIsCapturing(NULL, &st));

@@ -140,13 +140,14 @@ static const char *const cudart_required[] = {
     "cudaMemcpy3DPeerAsync_ptsz", "cudaMemset2DAsync", "cudaMemset2DAsync_ptsz", "cudaMemset3DAsync",
     "cudaMemset3DAsync_ptsz", "cudaStreamAddCallback", "cudaStreamAddCallback_ptsz", "cudaGraphCreate",
     "cudaGraphAddKernelNode", "cudaGraphAddHostNode", "cudaGraphInstantiate", "cudaGraphLaunch", "cudaGraphLaunch_ptsz",
-    "cudaGraphExecDestroy", "cudaGraphDestroy",
+    "cudaGraphExecDestroy", "cudaGraphDestroy", "cudaStreamBeginCapture", "cudaStreamBeginCapture_ptsz",
+    "cudaStreamEndCapture", "cudaStreamEndCapture_ptsz", "cudaThreadExchangeStreamCaptureMode",
 };
 
 static const char *const emu_required[] = {
     "usbyteEmuStreamEnqueue", "usbyteEmuSetActivity", "usbyteEmuValidRange", "usbyteEmuDumpStreams",
     "usbyteEmuStreamEnqueueEx", "usbyteEmuSetApiHook", "usbyteEmuApiCallback", "usbyteEmuContext",
-    "usbyteEmuSetCapturing", "usbyteEmuSetStickyError", "usbyteEmuCopyAsync", "usbyteEmuSetAsync",
+    "usbyteEmuStreamCapturing", "usbyteEmuStreamEnqueueCapturable", "usbyteEmuSetStickyError", "usbyteEmuCopyAsync", "usbyteEmuSetAsync",
     "usbyteEmuLaunchKernel", "usbyteEmuLaunchHost", "usbyteEmuGraphLaunch",
 };
 

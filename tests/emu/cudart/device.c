@@ -170,6 +170,9 @@ static cudaError_t device_sync(void)
 {
     if (emu_unloading())
         return cudaErrorCudartUnloading;
+    cudaError_t cap = emu_capture_device_sync();
+    if (cap != cudaSuccess)
+        return cap;
     emu_device_sync();
     return cudaSuccess;
 }

@@ -52,6 +52,13 @@ struct emu_op_info {
     bool is64;
     struct CUstream_st *target;
     uint64_t target_seq;
+    /* For graph capture (capture.c): how a captured op is run again at each launch of its
+     * graph.  arg_size: arg is one flat malloc'd block that run frees (copied per launch);
+     * else clone makes a fresh arg per launch and drop frees one never run.  An op with
+     * neither cannot be captured. */
+    size_t arg_size;
+    void *(*clone)(const void *arg);
+    void (*drop)(void *arg);
 };
 
 static inline bool emu_op_is_wait(enum emu_op_kind k)
@@ -86,7 +93,10 @@ struct CUstream_st {
     bool is_legacy;
     bool implicit;            /* a per-thread default stream */
     bool alive;               /* under emu_streams_mu; false once destroyed */
-    bool capturing;           /* only through usbyteEmuSetCapturing */
+    /* Graph capture (capture.c, under its lock): the capture this stream records into (NULL:
+     * none), the nodes it captured and how many of them were joined back to the origin. */
+    struct emu_capture *capture;
+    uint64_t cap_nodes, cap_joined;
     pid_t owner;              /* the process that made it and runs its worker (never changes):
                                  a forked child inherits the object but not the thread */
 
@@ -138,6 +148,11 @@ cudaError_t emu_enqueue(struct CUstream_st *s, usbyteEmuOpFn run, void *arg, con
 /* The same for an op that the queue model must know more of (info copied; NULL: EMU_OP_WORK). */
 cudaError_t emu_enqueue_op(struct CUstream_st *s, const struct emu_op_info *info, usbyteEmuOpFn run, void *arg,
                            const char *what, uint64_t *seq);
+
+/* The same for an op whose arg is one flat block of arg_size bytes that run frees: such an op
+ * can be captured into a graph and run again at each launch. */
+cudaError_t emu_enqueue_flat(struct CUstream_st *s, usbyteEmuOpFn run, void *arg, size_t arg_size, const char *what,
+                             uint64_t *seq);
 
 /* Blocks until s has completed its op number seq. */
 void emu_stream_wait_seq(struct CUstream_st *s, uint64_t seq);
@@ -274,6 +289,66 @@ void emu_trace_exit(struct emu_trace *t, const void *ret);
         emu_trace_exit(&tr_, &r_);                                                         \
         return r_;                                                                         \
     } while (0)
+
+/* ---- graph capture (capture.c) ---- */
+/* One capture sequence: begun on its origin stream, joined by other streams through events
+ * recorded in it, recorded as nodes in call order (a topological order of the captured work). */
+enum emu_cnode_kind { EMU_CN_OP, EMU_CN_RECORD, EMU_CN_WAIT };
+struct emu_cnode {
+    enum emu_cnode_kind kind;
+    usbyteEmuOpFn run;        /* EMU_CN_OP: run(a fresh arg) at each launch */
+    void *arg;                /* the template */
+    size_t arg_size;
+    void *(*clone)(const void *arg);
+    void (*drop)(void *arg);
+    cudaEvent_t event;        /* EMU_CN_RECORD / EMU_CN_WAIT: an external event node */
+    char what[96];
+};
+struct emu_capture {
+    uint64_t id;
+    enum cudaStreamCaptureMode mode;
+    pthread_t thread;         /* the thread that began it */
+    struct CUstream_st *origin;
+    int device;
+    bool invalidated;
+    size_t n, cap;
+    struct emu_cnode *nodes;
+    struct emu_capture *next; /* the live captures */
+};
+void emu_capture_lock(void);
+void emu_capture_unlock(void);
+/* Lock held: s's capture, or NULL; invalidates c (its streams' next uses fail). */
+struct emu_capture *emu_capture_of(struct CUstream_st *s);
+/* Lock held: the live capture of that id, or NULL (ended). */
+struct emu_capture *emu_capture_find(uint64_t id);
+void emu_capture_invalidate(struct emu_capture *c);
+/* Lock held: appends a node to c. */
+cudaError_t emu_capture_add(struct emu_capture *c, const struct emu_cnode *node);
+/* Lock held: s joins c (a wait on an event recorded in c). */
+void emu_capture_join(struct emu_capture *c, struct CUstream_st *s);
+/* Called for every op before it is enqueued: true when s is capturing, the op then recorded
+ * (cudaSuccess) or refused (*err). */
+bool emu_capture_enqueue(struct CUstream_st *s, const struct emu_op_info *info, usbyteEmuOpFn run, void *arg,
+                         const char *what, cudaError_t *err);
+/* Use of the legacy stream while a blocking stream of its device captures: the error
+ * (cudaErrorStreamCaptureImplicit), those captures invalidated when `invalidate`. */
+cudaError_t emu_capture_legacy(struct CUstream_st *legacy, bool invalidate);
+/* cudaStreamQuery/Synchronize of s: cudaErrorStreamCaptureUnsupported on a capturing stream
+ * (the capture invalidated), the legacy stream's rule, else cudaSuccess. */
+cudaError_t emu_capture_sync_check(struct CUstream_st *s);
+/* A potentially unsafe call of this thread (cudaMalloc, a synchronous copy...): prohibited by
+ * the thread's capture mode while captures run (cudaErrorStreamCaptureUnsupported, the
+ * captures that prohibit it invalidated). */
+cudaError_t emu_capture_unsafe(void);
+/* cudaDeviceSynchronize: encompasses every capture of the device (whatever the mode). */
+cudaError_t emu_capture_device_sync(void);
+/* graph.c: a graph of captured nodes (takes every node, also when it fails). */
+cudaError_t emu_graph_from_capture(struct emu_cnode *nodes, size_t n, cudaGraph_t *out);
+/* event.c: at a graph launch, an external record node's record of `event` (NULL when the event
+ * is gone), completed with emu_record_complete; an external wait's record to wait on. */
+struct emu_record *emu_event_record_at_launch(cudaEvent_t event, uint64_t stream_id);
+void emu_record_complete(struct emu_record *rec);
+struct emu_record *emu_event_latest_record(cudaEvent_t event);
 
 /* ---- misc ---- */
 int emu_device_count(void);

@@ -56,6 +56,13 @@ EMU_EXPORT cudaError_t cudaPeekAtLastError(void)
     X(cudaErrorNotSupported, "operation not supported")                               \
     X(cudaErrorStreamCaptureUnsupported, "operation not permitted when stream is capturing") \
     X(cudaErrorStreamCaptureInvalidated, "operation failed due to a previous error during capture") \
+    X(cudaErrorStreamCaptureMerge, "operation would result in a merge of separate capture sequences") \
+    X(cudaErrorStreamCaptureUnmatched, "capture was not ended in the same stream as it began") \
+    X(cudaErrorStreamCaptureUnjoined, "capturing stream has unjoined work")            \
+    X(cudaErrorStreamCaptureIsolation, "dependency created on uncaptured work in another stream") \
+    X(cudaErrorStreamCaptureImplicit, "operation would make the legacy stream depend on a capturing blocking stream") \
+    X(cudaErrorCapturedEvent, "operation not permitted on an event last recorded in a capturing stream") \
+    X(cudaErrorStreamCaptureWrongThread, "attempt to terminate a thread-local capture sequence from another thread") \
     X(cudaErrorIllegalState, "the resource is not valid for this operation")          \
     X(cudaErrorNotPermitted, "operation not permitted")                               \
     X(cudaErrorUnknown, "unknown error")

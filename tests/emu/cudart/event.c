@@ -15,6 +15,12 @@
 struct CUevent_st {
     unsigned flags;
     bool alive;
+    int device;                  /* the device current at its creation */
+    /* Recorded in a capture (under the capture lock): that capture's id (0: not captured),
+     * the stream and how many nodes it had captured then (for the join back to the origin). */
+    uint64_t cap_id;
+    struct CUstream_st *cap_stream;
+    uint64_t cap_mark;
     struct emu_record *latest;   /* NULL: never recorded, complete */
     uint64_t id;
     struct CUevent_st *self;     /* uthash key */
@@ -128,6 +134,8 @@ static cudaError_t event_create(cudaEvent_t *event, unsigned flags)
     }
     e->flags = flags;
     e->alive = true;
+    e->device = emu_current_device();
+    e->cap_id = 0;
     e->latest = NULL;
     e->id = next_event_id++;
     pthread_mutex_unlock(&events_mu);
@@ -183,11 +191,43 @@ static cudaError_t event_record(cudaEvent_t handle, cudaStream_t stream, unsigne
     atomic_init(&rec->done, false);
 
     struct CUevent_st *e;
+    emu_capture_lock();
     err = lock_event(handle, &e);
     if (err != cudaSuccess) {
+        emu_capture_unlock();
         free(rec);
         return err;
     }
+    /* An event records work of its own device only (a stream of another device: an invalid
+     * handle for that stream's context). */
+    struct emu_capture *c = emu_capture_of(s);
+    int stream_device = s->is_legacy || s->implicit ? emu_current_device() : s->device;
+    if (e->device != stream_device) {
+        err = cudaErrorInvalidResourceHandle;
+    } else if (c != NULL && c->invalidated) {
+        err = cudaErrorStreamCaptureInvalidated;
+    } else if (c != NULL && (flags & cudaEventRecordExternal)) {
+        /* An external event node: the event is recorded when the graph runs. */
+        struct emu_cnode n = {.kind = EMU_CN_RECORD, .event = handle};
+        snprintf(n.what, sizeof n.what, "cudaEventRecord event %llu (graph node)", (unsigned long long)e->id);
+        if ((err = emu_capture_add(c, &n)) == cudaSuccess)
+            s->cap_nodes++;
+        e->cap_id = 0;
+    } else if (c != NULL) {
+        /* A captured event: it stands for the capture's nodes so far, nothing is recorded. */
+        e->cap_id = c->id;
+        e->cap_stream = s;
+        e->cap_mark = s->cap_nodes;
+    } else {
+        e->cap_id = 0;
+    }
+    if (err != cudaSuccess || c != NULL) {
+        pthread_mutex_unlock(&events_mu);
+        emu_capture_unlock();
+        free(rec);
+        return err;
+    }
+    emu_capture_unlock();
     struct emu_record *old = e->latest;
     e->latest = rec;
     uint64_t id = e->id;
@@ -232,6 +272,73 @@ EMU_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStre
                event_record(event, stream, flags, true));
 }
 
+/* The capture rules of a wait (capture.c): cudaErrorNotYetImplemented when neither the event
+ * nor the stream is in a capture (an ordinary wait follows). */
+static cudaError_t capture_wait(struct CUstream_st *s, cudaEvent_t event, unsigned flags)
+{
+    struct CUevent_st *e;
+    emu_capture_lock();
+    cudaError_t err = lock_event(event, &e);
+    if (err != cudaSuccess) {
+        emu_capture_unlock();
+        return err;
+    }
+    struct emu_capture *ec = e->cap_id ? emu_capture_find(e->cap_id) : NULL;
+    struct emu_capture *sc = emu_capture_of(s);
+    err = cudaErrorNotYetImplemented;
+    if (ec != NULL) {
+        if (ec->invalidated) {
+            err = cudaErrorStreamCaptureInvalidated;
+        } else if (sc != NULL && sc != ec) {
+            sc->invalidated = true;   /* two capture sequences may not merge */
+            err = cudaErrorStreamCaptureMerge;
+        } else {
+            if (sc == NULL)
+                emu_capture_join(ec, s);   /* the waiting stream joins the capture */
+            else if (s == ec->origin && e->cap_stream != s && e->cap_stream->capture == ec &&
+                     e->cap_stream->cap_joined < e->cap_mark)
+                e->cap_stream->cap_joined = e->cap_mark;   /* joined back to the origin */
+            err = cudaSuccess;
+        }
+    } else if (sc != NULL) {
+        if (sc->invalidated) {
+            err = cudaErrorStreamCaptureInvalidated;
+        } else if (flags & cudaEventWaitExternal) {
+            struct emu_cnode n = {.kind = EMU_CN_WAIT, .event = event};
+            snprintf(n.what, sizeof n.what, "cudaStreamWaitEvent event %llu (graph node)", (unsigned long long)e->id);
+            if ((err = emu_capture_add(sc, &n)) == cudaSuccess)
+                s->cap_nodes++;
+        } else {
+            /* "invalid to wait on a non-captured event from a stream which is being captured
+             * without specifying the cudaEventWaitExternal flag" */
+            sc->invalidated = true;
+            err = cudaErrorStreamCaptureIsolation;
+        }
+    }
+    pthread_mutex_unlock(&events_mu);
+    emu_capture_unlock();
+    return err;
+}
+
+/* Querying or synchronizing an event recorded in a live capture: cudaErrorCapturedEvent, the
+ * capture invalidated. */
+static cudaError_t captured_check(cudaEvent_t event)
+{
+    struct CUevent_st *e;
+    emu_capture_lock();
+    cudaError_t err = lock_event(event, &e);
+    if (err == cudaSuccess) {
+        struct emu_capture *c = e->cap_id ? emu_capture_find(e->cap_id) : NULL;
+        if (c != NULL) {
+            c->invalidated = true;
+            err = cudaErrorCapturedEvent;
+        }
+        pthread_mutex_unlock(&events_mu);
+    }
+    emu_capture_unlock();
+    return err;
+}
+
 static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event, unsigned flags, bool ptsz)
 {
     if (flags & ~(unsigned)cudaEventWaitExternal)
@@ -239,6 +346,8 @@ static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event, uns
     struct CUstream_st *s;
     cudaError_t err = emu_stream_resolve(stream, ptsz, &s);
     if (err != cudaSuccess)
+        return err;
+    if ((err = capture_wait(s, event, flags)) != cudaErrorNotYetImplemented)
         return err;
     struct emu_record *rec;
     err = capture_latest(event, &rec, NULL);
@@ -272,7 +381,10 @@ EMU_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t
 static cudaError_t event_query(cudaEvent_t event)
 {
     struct emu_record *rec;
-    cudaError_t err = capture_latest(event, &rec, NULL);
+    cudaError_t err = captured_check(event);
+    if (err != cudaSuccess)
+        return err;
+    err = capture_latest(event, &rec, NULL);
     if (err != cudaSuccess || rec == NULL)
         return err;
     bool done = atomic_load_explicit(&rec->done, memory_order_acquire);
@@ -291,7 +403,10 @@ static cudaError_t event_synchronize(cudaEvent_t event)
     if (emu_unloading())
         return cudaErrorCudartUnloading;
     struct emu_record *rec;
-    cudaError_t err = capture_latest(event, &rec, NULL);
+    cudaError_t err = captured_check(event);
+    if (err != cudaSuccess)
+        return err;
+    err = capture_latest(event, &rec, NULL);
     if (err != cudaSuccess || rec == NULL)
         return err;
     emu_record_wait(rec);
@@ -312,7 +427,12 @@ static cudaError_t elapsed(float *ms, cudaEvent_t start, cudaEvent_t end)
         return cudaErrorInvalidValue;
     struct emu_record *a, *b;
     unsigned fa, fb;
-    cudaError_t err = capture_latest(start, &a, &fa);
+    cudaError_t err = captured_check(start);
+    if (err == cudaSuccess)
+        err = captured_check(end);
+    if (err != cudaSuccess)
+        return err;
+    err = capture_latest(start, &a, &fa);
     if (err != cudaSuccess)
         return err;
     err = capture_latest(end, &b, &fb);
@@ -336,4 +456,40 @@ static cudaError_t elapsed(float *ms, cudaEvent_t start, cudaEvent_t end)
 EMU_EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
     return emu_result(elapsed(ms, start, end));
+}
+
+/* ---- graph launches (graph.c) ---- */
+struct emu_record *emu_event_record_at_launch(cudaEvent_t event, uint64_t stream_id)
+{
+    struct emu_record *rec = calloc(1, sizeof *rec);
+    if (rec == NULL)
+        return NULL;
+    clock_gettime(CLOCK_MONOTONIC, &rec->enqueued);
+    atomic_init(&rec->refs, 2);   /* the event's and the launch's */
+    atomic_init(&rec->done, false);
+    struct CUevent_st *e;
+    if (lock_event(event, &e) != cudaSuccess) {
+        free(rec);
+        return NULL;   /* destroyed since the capture: the node records nothing */
+    }
+    struct emu_record *old = e->latest;
+    e->latest = rec;
+    rec->event_id = e->id;
+    rec->stream_id = stream_id;
+    pthread_mutex_unlock(&events_mu);
+    emu_record_release(old);
+    return rec;
+}
+
+void emu_record_complete(struct emu_record *rec)
+{
+    record_run(rec);
+}
+
+struct emu_record *emu_event_latest_record(cudaEvent_t event)
+{
+    struct emu_record *rec = NULL;
+    if (capture_latest(event, &rec, NULL) != cudaSuccess)
+        return NULL;
+    return rec;
 }

@@ -6,6 +6,7 @@
  * insertion is a topological order: a launch runs the nodes in it, one after the other.
  * Handles are checked against the live objects before anything is read through them. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,34 @@
 
 typedef void (*emu_kernel_fn)(void **args);
 
+/* A node captured from a stream (capture.c), shared by its graph and the executable graphs
+ * made from it. */
+struct emu_tmpl {
+    atomic_int refs;
+    struct emu_cnode n;
+};
+
+/* A captured op's arg that will never run. */
+static void cnode_free(struct emu_cnode *n)
+{
+    if (n->kind != EMU_CN_OP)
+        return;
+    if (n->drop)
+        n->drop(n->arg);
+    else
+        free(n->arg);
+}
+
+static void tmpl_release(struct emu_tmpl *t)
+{
+    if (t == NULL || atomic_fetch_sub(&t->refs, 1) != 1)
+        return;
+    cnode_free(&t->n);
+    free(t);
+}
+
 struct emu_node {
+    struct emu_tmpl *tmpl;   /* a captured node (else a kernel or host node) */
     bool is_kernel;
     emu_kernel_fn kernel;
     void **args;
@@ -156,8 +184,11 @@ EMU_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGra
         err = cudaErrorMemoryAllocation;
     if (err == cudaSuccess) {
         e->n = graph->n;
-        for (size_t i = 0; i < graph->n; i++)
+        for (size_t i = 0; i < graph->n; i++) {
             e->nodes[i] = graph->nodes[i]->node;
+            if (e->nodes[i].tmpl)
+                atomic_fetch_add(&e->nodes[i].tmpl->refs, 1);
+        }
         e->next = execs;
         execs = e;
     }
@@ -184,6 +215,8 @@ EMU_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
     if (!found)
         return emu_result(cudaErrorInvalidValue);
     /* A launch still pending runs its own copy of the nodes, as CUDA lets it finish. */
+    for (size_t i = 0; i < graphExec->n; i++)
+        tmpl_release(graphExec->nodes[i].tmpl);
     free(graphExec->nodes);
     free(graphExec);
     return emu_result(cudaSuccess);
@@ -202,27 +235,125 @@ EMU_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
     pthread_mutex_unlock(&graphs_mu);
     if (!found)
         return emu_result(cudaErrorInvalidValue);
-    for (size_t i = 0; i < graph->n; i++)
+    for (size_t i = 0; i < graph->n; i++) {
+        tmpl_release(graph->nodes[i]->node.tmpl);
         free(graph->nodes[i]);
+    }
     free(graph->nodes);
     free(graph);
     return emu_result(cudaSuccess);
 }
 
+cudaError_t emu_graph_from_capture(struct emu_cnode *nodes, size_t n, cudaGraph_t *out)
+{
+    cudaGraph_t g = NULL;
+    cudaError_t err = cudaGraphCreate(&g, 0);
+    size_t i = 0;
+    for (; err == cudaSuccess && i < n; i++) {
+        struct emu_tmpl *t = malloc(sizeof *t);
+        if (t == NULL) {
+            err = cudaErrorMemoryAllocation;
+            break;
+        }
+        atomic_init(&t->refs, 1);
+        t->n = nodes[i];
+        cudaGraphNode_t x;
+        if ((err = add_node(&x, g, NULL, 0, &(struct emu_node){.tmpl = t})) != cudaSuccess) {
+            tmpl_release(t);   /* frees node i's arg */
+            i++;
+            break;
+        }
+    }
+    /* Every node is taken: the graph holds those added, the rest go with a failure. */
+    for (; i < n; i++)
+        cnode_free(&nodes[i]);
+    if (err != cudaSuccess) {
+        if (g)
+            cudaGraphDestroy(g);
+        return err;
+    }
+    *out = g;
+    return cudaSuccess;
+}
+
 /* ---- launches ---- */
+struct launch_step {
+    struct emu_node node;
+    void *arg;                 /* a captured op's own arg for this launch */
+    struct emu_record *rec;    /* an external record or wait node's record */
+};
+
 struct launch_op {
     size_t n;
-    struct emu_node nodes[];
+    struct launch_step steps[];
 };
 
 static void launch_run(void *arg)
 {
     struct launch_op *l = arg;
     for (size_t i = 0; i < l->n; i++) {
-        if (l->nodes[i].is_kernel)
-            l->nodes[i].kernel(l->nodes[i].args);
-        else
-            l->nodes[i].fn(l->nodes[i].user_data);
+        struct launch_step *st = &l->steps[i];
+        struct emu_tmpl *t = st->node.tmpl;
+        if (t == NULL && st->node.is_kernel)
+            st->node.kernel(st->node.args);
+        else if (t == NULL)
+            st->node.fn(st->node.user_data);
+        else if (t->n.kind == EMU_CN_OP)
+            t->n.run(st->arg);
+        else if (t->n.kind == EMU_CN_RECORD && st->rec)
+            emu_record_complete(st->rec);
+        else if (t->n.kind == EMU_CN_WAIT && st->rec) {
+            emu_record_wait(st->rec);
+            emu_record_release(st->rec);
+        }
+        tmpl_release(t);
+    }
+    free(l);
+}
+
+/* A fresh arg (or record) for one launch of each captured node. */
+static cudaError_t launch_prepare(struct launch_op *l, struct CUstream_st *s)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        struct launch_step *st = &l->steps[i];
+        st->arg = NULL;
+        st->rec = NULL;
+        struct emu_tmpl *t = st->node.tmpl;
+        if (t == NULL)
+            continue;
+        atomic_fetch_add(&t->refs, 1);
+        if (t->n.kind == EMU_CN_OP) {
+            if (t->n.arg_size && (st->arg = malloc(t->n.arg_size)) != NULL)
+                memcpy(st->arg, t->n.arg, t->n.arg_size);
+            else if (!t->n.arg_size)
+                st->arg = t->n.clone(t->n.arg);
+            if (st->arg == NULL) {
+                l->n = i + 1;
+                return cudaErrorMemoryAllocation;
+            }
+        } else if (t->n.kind == EMU_CN_RECORD) {
+            st->rec = emu_event_record_at_launch(t->n.event, emu_stream_id(s));
+        } else {
+            st->rec = emu_event_latest_record(t->n.event);
+        }
+    }
+    return cudaSuccess;
+}
+
+/* A launch that never runs: what launch_prepare made goes. */
+static void launch_drop(struct launch_op *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        struct emu_tmpl *t = l->steps[i].node.tmpl;
+        if (t == NULL)
+            continue;
+        if (t->n.kind == EMU_CN_OP && l->steps[i].arg)
+            t->n.drop ? t->n.drop(l->steps[i].arg) : free(l->steps[i].arg);
+        else if (t->n.kind == EMU_CN_RECORD && l->steps[i].rec)
+            emu_record_complete(l->steps[i].rec);   /* never leave a record that cannot complete */
+        else if (l->steps[i].rec)
+            emu_record_release(l->steps[i].rec);
+        tmpl_release(t);
     }
     free(l);
 }
@@ -237,20 +368,24 @@ static cudaError_t launch(cudaGraphExec_t exec, cudaStream_t stream, bool ptsz)
     struct launch_op *l = NULL;
     if (!exec_live(exec))
         err = cudaErrorInvalidResourceHandle;
-    else if ((l = malloc(sizeof *l + exec->n * sizeof l->nodes[0])) == NULL)
+    else if ((l = malloc(sizeof *l + exec->n * sizeof l->steps[0])) == NULL)
         err = cudaErrorMemoryAllocation;
     else {
         l->n = exec->n;
-        if (exec->n)
-            memcpy(l->nodes, exec->nodes, exec->n * sizeof l->nodes[0]);
+        for (size_t i = 0; i < exec->n; i++)
+            l->steps[i].node = exec->nodes[i];
+        err = launch_prepare(l, s);
     }
     pthread_mutex_unlock(&graphs_mu);
-    if (err != cudaSuccess)
+    if (err != cudaSuccess) {
+        if (l)
+            launch_drop(l);
         return err;
+    }
     char what[64];
     snprintf(what, sizeof what, "cudaGraphLaunch %zu nodes", l->n);
     if ((err = emu_enqueue(s, launch_run, l, what, NULL)) != cudaSuccess)
-        free(l);
+        launch_drop(l);
     return err;
 }
 

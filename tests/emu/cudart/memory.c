@@ -149,6 +149,9 @@ static cudaError_t allocate(void **out, size_t size, enum alloc_kind kind)
 {
     if (out == NULL)
         return cudaErrorInvalidValue;
+    cudaError_t cap = emu_capture_unsafe();   /* not observed by a capture: potentially unsafe */
+    if (cap != cudaSuccess)
+        return cap;
     if (size == 0) {
         *out = NULL;
         return cudaSuccess;
@@ -175,6 +178,9 @@ static cudaError_t release(void *p, enum alloc_kind kind)
 {
     if (p == NULL)
         return cudaSuccess;
+    cudaError_t cap = emu_capture_unsafe();
+    if (cap != cudaSuccess)
+        return cap;
     if (!is_allocation(p, kind))   /* a bad pointer fails at once, without waiting */
         return cudaErrorInvalidValue;
     emu_device_sync();

@@ -173,6 +173,17 @@ static size_t put_queue(char *line, size_t n, size_t cap, const struct emu_queue
     return emu_put_u64(line, n, cap, (unsigned long long)q->index);
 }
 
+/* "[pid P] queue Q: stream S": how every line of the diagnostic begins. */
+static size_t put_head(char *line, size_t n, size_t cap, const struct emu_queue *q, unsigned long long stream)
+{
+    n = emu_put_str(line, n, cap, "[pid ");
+    n = emu_put_u64(line, n, cap, (unsigned long long)getpid());
+    n = emu_put_str(line, n, cap, "] ");
+    n = put_queue(line, n, cap, q);
+    n = emu_put_str(line, n, cap, ": stream ");
+    return emu_put_u64(line, n, cap, stream);
+}
+
 static size_t put_wait(char *line, size_t n, size_t cap, const struct emu_op *h)
 {
     const struct emu_op_info *in = &h->info;
@@ -218,12 +229,7 @@ static void report(int fd, const struct snapshot *ss, const struct emu_queue *q)
     const struct emu_op *rel = releaser(ss, h);
     char line[512];
     size_t cap = sizeof line - 1, n = 0;
-    n = emu_put_str(line, n, cap, "[pid ");
-    n = emu_put_u64(line, n, cap, (unsigned long long)getpid());
-    n = emu_put_str(line, n, cap, "] ");
-    n = put_queue(line, n, cap, q);
-    n = emu_put_str(line, n, cap, ": stream ");
-    n = emu_put_u64(line, n, cap, (unsigned long long)h->stream->id);
+    n = put_head(line, n, cap, q, h->stream->id);
     n = emu_put_str(line, n, cap, "'s ");
     n = put_wait(line, n, cap, h);
     n = emu_put_str(line, n, cap, " blocks the queue; ");
@@ -263,12 +269,7 @@ static void report_head(int fd, const struct emu_queue *q)
         pending++;
     char line[256];
     size_t cap = sizeof line - 1, n = 0;
-    n = emu_put_str(line, n, cap, "[pid ");
-    n = emu_put_u64(line, n, cap, (unsigned long long)getpid());
-    n = emu_put_str(line, n, cap, "] ");
-    n = put_queue(line, n, cap, q);
-    n = emu_put_str(line, n, cap, ": stream ");
-    n = emu_put_u64(line, n, cap, (unsigned long long)q->head->stream->id);
+    n = put_head(line, n, cap, q, q->head->stream->id);
     n = emu_put_str(line, n, cap, "'s ");
     n = emu_put_str(line, n, cap, q->head->what);
     n = emu_put_str(line, n, cap, " first, ");

@@ -170,7 +170,8 @@ static struct CUstream_st *stream_create_locked(unsigned flags, int priority, bo
     s->device = emu_current_device();
     s->is_legacy = legacy;
     s->implicit = implicit;
-    s->capturing = false;
+    s->capture = NULL;   /* a recycled object's capture ended with the capture's EndCapture */
+    s->cap_nodes = s->cap_joined = 0;
     s->queue = emu_queue_assign(s->device, legacy);
     atomic_store(&s->queue_index, s->queue->index);
     s->alive = true;
@@ -433,7 +434,16 @@ static cudaError_t legacy_dependencies(struct CUstream_st *s)
 cudaError_t emu_enqueue_op(struct CUstream_st *s, const struct emu_op_info *info, usbyteEmuOpFn run, void *arg,
                            const char *what, uint64_t *seq)
 {
-    cudaError_t err = legacy_dependencies(s);
+    cudaError_t err;
+    /* A capturing stream records the op instead of running it. */
+    if (emu_capture_enqueue(s, info, run, arg, what, &err)) {
+        if (seq)
+            *seq = 0;
+        return err;
+    }
+    if (s->is_legacy && (err = emu_capture_legacy(s, true)) != cudaSuccess)
+        return err;
+    err = legacy_dependencies(s);
     if (err != cudaSuccess)
         return err;
     return push_op(s, info, run, arg, what, seq);
@@ -442,6 +452,12 @@ cudaError_t emu_enqueue_op(struct CUstream_st *s, const struct emu_op_info *info
 cudaError_t emu_enqueue(struct CUstream_st *s, usbyteEmuOpFn run, void *arg, const char *what, uint64_t *seq)
 {
     return emu_enqueue_op(s, NULL, run, arg, what, seq);
+}
+
+cudaError_t emu_enqueue_flat(struct CUstream_st *s, usbyteEmuOpFn run, void *arg, size_t arg_size, const char *what,
+                             uint64_t *seq)
+{
+    return emu_enqueue_op(s, &(struct emu_op_info){.kind = EMU_OP_WORK, .arg_size = arg_size}, run, arg, what, seq);
 }
 
 void emu_stream_wait_seq(struct CUstream_st *s, uint64_t seq)
@@ -504,24 +520,30 @@ EMU_EXPORT void usbyteEmuWorkerOpEndsAtNs(uint64_t ns)
                                                 .tv_nsec = (long)(ns % 1000000000ull)});
 }
 
-EMU_EXPORT cudaError_t usbyteEmuSetCapturing(cudaStream_t stream, int capturing)
+/* For the NCCL stand-in: an op whose arg is made afresh for each launch of a graph it is
+ * captured into (clone) and freed unrun with drop. */
+EMU_EXPORT cudaError_t usbyteEmuStreamEnqueueCapturable(cudaStream_t stream, int ptsz, usbyteEmuOpFn run, void *arg,
+                                                        const char *what, void *(*clone)(const void *arg),
+                                                        void (*drop)(void *arg))
 {
+    if (run == NULL || clone == NULL || drop == NULL)
+        return cudaErrorInvalidValue;
     struct CUstream_st *s;
-    cudaError_t err = emu_stream_resolve(stream, false, &s);
+    cudaError_t err = emu_stream_resolve(stream, ptsz != 0, &s);
     if (err != cudaSuccess)
         return err;
-    pthread_mutex_lock(&s->mu);
-    s->capturing = capturing != 0;
-    pthread_mutex_unlock(&s->mu);
-    return cudaSuccess;
+    return emu_enqueue_op(s, &(struct emu_op_info){.kind = EMU_OP_WORK, .clone = clone, .drop = drop}, run, arg,
+                          what, NULL);
 }
 
-bool emu_stream_capturing(struct CUstream_st *s);
-bool emu_stream_capturing(struct CUstream_st *s)
+EMU_EXPORT int usbyteEmuStreamCapturing(cudaStream_t stream, int ptsz)
 {
-    pthread_mutex_lock(&s->mu);
-    bool c = s->capturing;
-    pthread_mutex_unlock(&s->mu);
+    struct CUstream_st *s;
+    if (emu_stream_resolve(stream, ptsz != 0, &s) != cudaSuccess)
+        return 0;
+    emu_capture_lock();
+    int c = emu_capture_of(s) != NULL;
+    emu_capture_unlock();
     return c;
 }
 

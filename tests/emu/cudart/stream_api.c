@@ -4,7 +4,7 @@
 
 #include "emu.h"
 
-bool emu_stream_capturing(struct CUstream_st *s);
+cudaError_t emu_capture_status(struct CUstream_st *s, enum cudaStreamCaptureStatus *status, unsigned long long *id);
 
 static cudaError_t stream_create(cudaStream_t *out, unsigned flags, int priority)
 {
@@ -48,6 +48,8 @@ static cudaError_t stream_query(cudaStream_t stream, bool ptsz)
     cudaError_t err = emu_stream_resolve(stream, ptsz, &s);
     if (err != cudaSuccess)
         return err;
+    if ((err = emu_capture_sync_check(s)) != cudaSuccess)
+        return err;
     pthread_mutex_lock(&s->mu);
     bool idle = s->completed == s->enqueued;
     pthread_mutex_unlock(&s->mu);
@@ -71,6 +73,8 @@ static cudaError_t stream_synchronize(cudaStream_t stream, bool ptsz)
     struct CUstream_st *s;
     cudaError_t err = emu_stream_resolve(stream, ptsz, &s);
     if (err != cudaSuccess)
+        return err;
+    if ((err = emu_capture_sync_check(s)) != cudaSuccess)
         return err;
     pthread_mutex_lock(&s->mu);
     uint64_t target = s->enqueued;
@@ -122,7 +126,7 @@ static cudaError_t is_capturing(cudaStream_t stream, enum cudaStreamCaptureStatu
     struct CUstream_st *s;
     cudaError_t err = emu_stream_resolve(stream, ptsz, &s);
     if (err == cudaSuccess)
-        *status = emu_stream_capturing(s) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+        err = emu_capture_status(s, status, NULL);
     return err;
 }
 
@@ -146,10 +150,9 @@ static cudaError_t capture_info(cudaStream_t stream, enum cudaStreamCaptureStatu
     cudaError_t err = emu_stream_resolve(stream, ptsz, &s);
     if (err != cudaSuccess)
         return err;
-    bool active = emu_stream_capturing(s);
-    *status = active ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
-    if (id)
-        *id = active ? s->id : 0;
+    if ((err = emu_capture_status(s, status, id)) != cudaSuccess)
+        return err;
+    /* The graph being built and the dependency set are not modelled. */
     if (graph)
         *graph = NULL;
     if (deps)

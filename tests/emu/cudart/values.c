@@ -110,7 +110,8 @@ EMU_EXPORT cudaError_t usbyteEmuStreamMemOp(cudaStream_t stream, int ptsz, int i
         return cudaErrorMemoryAllocation;
     *op = (struct mem_op){addr, is64 ? value : (uint32_t)value, condition & 3u, is64 != 0};
     struct emu_op_info info = {.kind = is_wait ? EMU_OP_WAIT_VALUE : EMU_OP_WRITE_VALUE, .addr = addr,
-                               .value = op->value, .condition = op->condition, .is64 = op->is64};
+                               .value = op->value, .condition = op->condition, .is64 = op->is64,
+                               .arg_size = sizeof *op};
     char what[96];
     snprintf(what, sizeof what, "cuStream%sValue%d %p %s %" PRIu64, is_wait ? "Wait" : "Write", is64 ? 64 : 32, addr,
              is_wait ? emu_value_condition_name(op->condition) : "=", op->value);

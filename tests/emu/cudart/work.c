@@ -50,7 +50,7 @@ cudaError_t emu_copy_enqueue(struct CUstream_st *s, const struct emu_copy *c, co
     if (o == NULL)
         return cudaErrorMemoryAllocation;
     o->c = *c;
-    cudaError_t err = emu_enqueue(s, copy_run, o, what, seq);
+    cudaError_t err = emu_enqueue_flat(s, copy_run, o, sizeof *o, what, seq);
     if (err != cudaSuccess)
         free(o);
     return err;
@@ -85,6 +85,8 @@ static cudaError_t copy(void *dst, const void *src, size_t count, enum cudaMemcp
 {
     struct CUstream_st *s;
     cudaError_t err = emu_stream_resolve(stream, ptsz, &s);
+    if (err == cudaSuccess && wait)
+        err = emu_capture_unsafe();   /* a synchronous copy */
     if (err != cudaSuccess)
         return err;
     struct emu_copy c = {dst, src, count, count, count, count, count, 1, 1, false, false};
@@ -176,7 +178,7 @@ static cudaError_t copy_batch(void *const *dsts, const void *const *srcs, const 
     }
     char what[80];
     snprintf(what, sizeof what, "cudaMemcpyBatchAsync %zu copies", count);
-    err = emu_enqueue(s, batch_run, b, what, NULL);
+    err = emu_enqueue_flat(s, batch_run, b, sizeof *b + count * sizeof b->c[0], what, NULL);
     if (err != cudaSuccess)
         free(b);
     return err;
@@ -274,7 +276,7 @@ cudaError_t emu_set_enqueue(struct CUstream_st *s, void *dst, size_t pitch, size
     if (o == NULL)
         return cudaErrorMemoryAllocation;
     *o = (struct set_op){dst, pitch, slice, width, height, depth, value, elem_size};
-    cudaError_t err = emu_enqueue(s, set_run, o, what, seq);
+    cudaError_t err = emu_enqueue_flat(s, set_run, o, sizeof *o, what, seq);
     if (err != cudaSuccess)
         free(o);
     return err;
@@ -284,6 +286,8 @@ static cudaError_t set(void *dst, int value, size_t count, cudaStream_t stream, 
 {
     struct CUstream_st *s;
     cudaError_t err = emu_stream_resolve(stream, ptsz, &s);
+    if (err == cudaSuccess && wait)
+        err = emu_capture_unsafe();
     if (err != cudaSuccess)
         return err;
     char what[80];
@@ -352,13 +356,17 @@ cudaError_t emu_kernel_enqueue(struct CUstream_st *s, const void *func, void **a
 {
     if (func == NULL)
         return cudaErrorInvalidDeviceFunction;
+    /* "A kernel launch will fail if it is issued to a stream that is not associated to the
+     * current device" (copies and event waits may cross devices). */
+    if (!s->is_legacy && !s->implicit && s->device != emu_current_device())
+        return cudaErrorInvalidResourceHandle;
     struct kernel_op *k = malloc(sizeof *k);
     if (k == NULL)
         return cudaErrorMemoryAllocation;
     usbyteEmuKernelFn fn;
     memcpy(&fn, &func, sizeof fn);   /* object-to-function pointer, as the convention says */
     *k = (struct kernel_op){fn, args};
-    cudaError_t err = emu_enqueue(s, kernel_run, k, what, NULL);
+    cudaError_t err = emu_enqueue_flat(s, kernel_run, k, sizeof *k, what, NULL);
     if (err != cudaSuccess)
         free(k);
     return err;
@@ -408,7 +416,7 @@ static cudaError_t host_op(struct CUstream_st *s, cudaStream_t stream, void (*fn
     if (h == NULL)
         return cudaErrorMemoryAllocation;
     *h = (struct host_fn_op){fn, callback, stream, user_data};
-    cudaError_t err = emu_enqueue(s, host_fn_run, h, what, NULL);
+    cudaError_t err = emu_enqueue_flat(s, host_fn_run, h, sizeof *h, what, NULL);
     if (err != cudaSuccess)
         free(h);
     return err;

@@ -3,6 +3,7 @@
  * cut into one batch per communicator, which takes the communicator's next ticket, collective
  * indices and message ordinals in issue order, and is enqueued on its streams. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,9 +99,102 @@ static cudaError_t launch_on(cudaStream_t stream, struct emu_unit *u)
     return e;
 }
 
+/* Graph capture: a batch issued on a capturing stream is a graph node; each launch of the graph
+ * issues it afresh (the next ticket and collective indices of its communicator, in launch order,
+ * as NCCL's persistent plans run in the order their graphs are launched).  The captured unit is
+ * the template, numbered at each clone. */
+static void *unit_clone(const void *arg)
+{
+    const struct emu_unit *t = arg;
+    struct emu_unit *u = calloc(1, sizeof *u);
+    if (u == NULL)
+        return NULL;
+    u->coll = calloc((size_t)t->ncoll + 1, sizeof *u->coll);
+    u->p2p = calloc((size_t)t->np2p + 1, sizeof *u->p2p);
+    if (u->coll == NULL || u->p2p == NULL) {
+        free(u->coll);
+        free(u->p2p);
+        free(u);
+        return NULL;
+    }
+    struct ncclComm *c = t->comm;
+    u->comm = c;
+    u->ncoll = t->ncoll;
+    u->np2p = t->np2p;
+    memcpy(u->coll, t->coll, sizeof *u->coll * (size_t)t->ncoll);
+    memcpy(u->p2p, t->p2p, sizeof *u->p2p * (size_t)t->np2p);
+    pthread_mutex_init(&u->mu, NULL);
+    pthread_cond_init(&u->cv, NULL);
+    pthread_mutex_lock(&c->mu);
+    u->ticket = c->issued++;
+    for (int i = 0; i < u->ncoll; i++)
+        u->coll[i].index = c->next_coll++;
+    for (int i = 0; i < u->np2p; i++)
+        u->p2p[i].index = (u->p2p[i].kind == EMU_SEND ? c->send_ordinal : c->recv_ordinal)[u->p2p[i].root]++;
+    pthread_mutex_unlock(&c->mu);
+    describe_batch(u);
+    u->nstreams = 1;
+    u->sealed = true;
+    u->enqueued_ns = emu_now_ns();
+    return u;
+}
+
+static void unit_drop(void *arg)
+{
+    struct emu_unit *u = arg;
+    pthread_mutex_destroy(&u->mu);
+    pthread_cond_destroy(&u->cv);
+    free(u->coll);
+    free(u->p2p);
+    free(u);
+}
+
+static ncclResult_t capture_batch(struct ncclComm *c, const int *idx, int n, cudaStream_t stream)
+{
+    struct emu_unit *u = calloc(1, sizeof *u);
+    if (u == NULL)
+        return emu_error(ncclSystemError, "out of memory");
+    for (int i = 0; i < n; i++)
+        (grp.ops[idx[i]].op.kind == EMU_SEND || grp.ops[idx[i]].op.kind == EMU_RECV) ? u->np2p++ : u->ncoll++;
+    u->coll = calloc((size_t)u->ncoll + 1, sizeof *u->coll);
+    u->p2p = calloc((size_t)u->np2p + 1, sizeof *u->p2p);
+    u->comm = c;
+    pthread_mutex_init(&u->mu, NULL);
+    pthread_cond_init(&u->cv, NULL);
+    if (u->coll == NULL || u->p2p == NULL) {
+        unit_drop(u);
+        return emu_error(ncclSystemError, "out of memory");
+    }
+    int nc = 0, np = 0;
+    for (int i = 0; i < n; i++) {
+        const struct emu_coll *op = &grp.ops[idx[i]].op;
+        if (op->kind == EMU_SEND || op->kind == EMU_RECV)
+            u->p2p[np++] = *op;
+        else
+            u->coll[nc++] = *op;
+    }
+    snprintf(u->what, sizeof u->what, "captured NCCL batch comm %s", c->hash);
+    cudaError_t e = usbyteEmuStreamEnqueueCapturable(stream, 0, emu_unit_run, u, u->what, unit_clone, unit_drop);
+    if (e != cudaSuccess) {
+        unit_drop(u);
+        return emu_error(ncclUnhandledCudaError, "capturing on stream failed: CUDA error %d", (int)e);
+    }
+    return ncclSuccess;
+}
+
 /* Builds and enqueues the batch of communicator c from the pending ops in `idx`. */
 static ncclResult_t issue_batch(struct ncclComm *c, const int *idx, int n)
 {
+    int capturing = 0;
+    for (int i = 0; i < n; i++)
+        capturing += usbyteEmuStreamCapturing(grp.ops[idx[i]].stream, 0);
+    if (capturing) {
+        for (int i = 1; i < n; i++)
+            if (grp.ops[idx[i]].stream != grp.ops[idx[0]].stream)
+                return emu_error(ncclInvalidUsage, "a batch over several streams, one of them capturing: the "
+                                                   "emulator captures a batch on one stream only");
+        return capture_batch(c, idx, n, grp.ops[idx[0]].stream);
+    }
     struct emu_unit *u = calloc(1, sizeof *u);
     cudaStream_t *streams = malloc(sizeof *streams * (size_t)n);
     if (u == NULL || streams == NULL) {

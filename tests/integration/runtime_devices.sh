@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# One process, two emulated devices, two threads (runtime_devices.c): each thread issues the calls
+# of its own rank of a communicator made by ncclCommInitAll, with the other device current.  In
+# schedule mode every private stream, event and buffer usbyte makes for a communicator must be on
+# that communicator's device (the emulator refuses an event recorded on a stream of another device)
+# and no call may leave the thread's current device changed; the program checks the results and
+# the device after every call, this script that both communicators ran their plan.
+source "$(dirname "$0")/runtime_lib.sh"
+PROG=$BUILD/tests/integration/runtime_devices
+need "$BUILD/libusbyte.so" "$PROG" "$BUILD/emu/emu-run"
+export USBYTE_EMU_ALPHA_US=200 USBYTE_EMU_GBPS=1 USBYTE_WARMUP=2 USBYTE_LOG=info USBYTE_MIN_GAIN_PCT=-100
+unset USBYTE_MODE
+LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_REPORT="$WORK/devices-%r.json" \
+    "$BUILD/emu/emu-run" -n 1 --timeout 90 -- "$PROG" >"$WORK/devices.out" 2>&1 \
+    || { sed 's/^/    | /' "$WORK/devices.out" | tail -20; fail "the run failed"; }
+grep -q 'runtime_devices ok' "$WORK/devices.out" || fail "the program did not check every result"
+python3 - "$WORK/devices-0.json" <<'PY' || fail "report check failed"
+import json, sys
+comms = json.load(open(sys.argv[1]))["comms"]
+assert [c["state"] for c in comms] == ["schedule", "schedule"], [(c["state"], c.get("state_reason")) for c in comms]
+assert all(c["schedule"]["iterations"] >= 8 for c in comms), [c["schedule"]["iterations"] for c in comms]
+PY
+echo "runtime devices: ok"
