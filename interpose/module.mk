@@ -42,7 +42,7 @@ $(BUILD)/tests/unit/test_group: $(call objs,tests/unit/interpose/test_group.c in
 UNIT_TESTS += $(BUILD)/tests/unit/test_group
 # The redirection's stream list and pending-event table (redirect.c) on the real tables (tables.c),
 # with fake real CUDA functions.
-$(BUILD)/tests/unit/test_redirect: $(call objs,tests/unit/interpose/test_redirect.c interpose/redirect.c \
+$(BUILD)/tests/unit/test_redirect: $(call objs,tests/unit/interpose/test_redirect.c interpose/redirect.c interpose/capture.c \
 		interpose/tables.c interpose/guard.c interpose/log.c interpose/globals.c interpose/config.c \
 		$(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
 	@mkdir -p $(@D)
