@@ -52,11 +52,6 @@ static void add_stream(cudaStream_t s, cudaStream_t origin)
     atomic_store(&ub_capture_live, n_streams);
 }
 
-void ub_capture_begin(cudaStream_t stream)
-{
-    ub_cuda_capture_begin(stream);
-}
-
 void ub_capture_begun(cudaStream_t stream)
 {
     pthread_mutex_lock(&mu);

@@ -19,7 +19,6 @@
 extern atomic_int ub_capture_live;
 
 /* The wrappers (cuda_wrap.c). */
-void ub_capture_begin(cudaStream_t stream);   /* before the real call: flush what is deferred */
 void ub_capture_begun(cudaStream_t stream);   /* after it succeeded */
 void ub_capture_ended(cudaStream_t stream);   /* after cudaStreamEndCapture, whatever its result */
 void ub_capture_recorded(cudaEvent_t event, cudaStream_t stream, unsigned flags);

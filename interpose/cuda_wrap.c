@@ -127,7 +127,7 @@ static inline bool slow_path(void)
     UB_EXPORT cudaError_t name params                          \
     {                                                          \
         PROLOGUE_ALWAYS(name, args)                            \
-        ub_capture_begin hook;                                 \
+        ub_cuda_capture_begin hook;                            \
         cudaError_t r = ub_cuda.name args;                     \
         if (r == cudaSuccess)                                  \
             ub_capture_begun hook;                             \

@@ -11,6 +11,7 @@
 
 #include "cupti.h"
 #include "cupti_work.h"
+#include "guard.h"
 #include "runtime.h"
 #include "state.h"
 
@@ -21,6 +22,10 @@ typedef CUptiResult (*enable_callback_fn)(uint32_t, CUpti_SubscriberHandle, CUpt
 typedef CUptiResult (*result_string_fn)(CUptiResult, const char **);
 
 atomic_ullong ub_work_count;
+
+/* The warm-up's observer of stream-ordered work, given at each acquire (read by the callback
+ * without the lock). */
+static _Atomic(ub_cupti_work_fn) on_work;
 
 /* Under the global lock. */
 static struct {
@@ -89,7 +94,9 @@ static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain domain, CUpti_
      * each bucket back right after waiting for it). */
     if (kind == UB_WORK_COMPUTE)
         atomic_fetch_add_explicit(&ub_work_count, 1, memory_order_relaxed);
-    ub_state_stream_work(s, cb->functionName ? cb->functionName : "?", kind == UB_WORK_COMPUTE);
+    ub_cupti_work_fn fn = atomic_load_explicit(&on_work, memory_order_acquire);
+    if (fn)
+        fn(s, cb->functionName ? cb->functionName : "?", kind == UB_WORK_COMPUTE);
 }
 
 static const char *result_text(CUptiResult r)
@@ -156,32 +163,32 @@ static bool enable_all(char *detail, size_t len)
 static const char detail_held[] = "runtime and driver API callbacks during the warm-up";
 
 /* Called with the state lock held. */
-bool ub_cupti_acquire(char *detail, size_t len, bool *taken)
+bool ub_cupti_acquire(ub_cupti_work_fn work, char *detail, size_t len, bool *taken)
 {
     *taken = false;
+    atomic_store_explicit(&on_work, work, memory_order_release);
     if (cupti.holders > 0) {
         cupti.holders++;
         snprintf(detail, len, "%s", detail_held);
         return true;
     }
-    ub_inside++;
     bool ok = false;
     if (cupti.foreign) {
         *taken = true;
         snprintf(detail, len, "another CUPTI subscriber (the application's cuptiSubscribe) holds CUPTI");
-    } else if (!load()) {
+    } else if (!UB_REAL(load())) {
         snprintf(detail, len, "libcupti not found: %s", cupti.why);
     } else {
         char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1];
-        CUptiResult r = subscribe(holder, sizeof holder);
+        CUptiResult r = UB_REAL(subscribe(holder, sizeof holder));
         if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
             *taken = true;
             snprintf(detail, len, "another CUPTI subscriber holds CUPTI (%s)",
                      holder[0] ? holder : "a profiler, or an NVIDIA tool the job runs under");
         } else if (r != CUPTI_SUCCESS) {
             snprintf(detail, len, "cuptiSubscribe failed: %s", result_text(r));
-        } else if (!enable_all(detail, len)) {
-            cupti.unsubscribe(cupti.sub);
+        } else if (!UB_REAL(enable_all(detail, len))) {
+            UB_REAL(cupti.unsubscribe(cupti.sub));
         } else {
             ok = true;
             cupti.holders = 1;
@@ -189,7 +196,6 @@ bool ub_cupti_acquire(char *detail, size_t len, bool *taken)
             snprintf(detail, len, "%s", detail_held);
         }
     }
-    ub_inside--;
     if (!ok)
         ub_warn("CUPTI unavailable: %s; communicators profiled now are judged not schedulable", detail);
     return ok;
@@ -199,9 +205,7 @@ void ub_cupti_release(void)
 {
     if (cupti.holders <= 0 || --cupti.holders > 0)
         return;
-    ub_inside++;
-    cupti.unsubscribe(cupti.sub);
-    ub_inside--;
+    UB_REAL(cupti.unsubscribe(cupti.sub));
 }
 
 void ub_cupti_yield(void)
@@ -229,9 +233,7 @@ void ub_cupti_yield(void)
         return;
     /* Outside the lock: a callback in flight on another thread may be waiting for it.  No
      * communicator subscribes meanwhile (foreign is set). */
-    ub_inside++;
-    cupti.unsubscribe(ours);
-    ub_inside--;
+    UB_REAL(cupti.unsubscribe(ours));
     ub_warn("the application subscribes to CUPTI (a profiler): usbyte lets it have CUPTI; the %d communicator%s "
             "profiled now %s judged not schedulable", n, n == 1 ? "" : "s", n == 1 ? "is" : "are");
 }

@@ -322,11 +322,16 @@ json_t *ub_sched_report_json(ub_comm *c)
     if (s->completion_note[0])
         json_object_set_new(o, "completion_note", json_string(s->completion_note));
     json_t *blocks = json_array();
-    if (s->measured_iter >= 0 && s->block_start && isfinite(s->iter_start[s->measured_iter])) {
+    /* The measured iteration's blocks, once all of them are timed (the report at exit does not
+     * wait for events still pending: then there are none). */
+    bool timed = s->measured_iter >= 0 && s->block_start && isfinite(s->iter_start[s->measured_iter]);
+    for (int b = 0; timed && b < s->sp.n_blocks; b++)
+        timed = isfinite(s->block_start[b]) && isfinite(s->block_end[b]);
+    if (timed) {
         double t0 = s->iter_start[s->measured_iter];
         for (int b = 0; b < s->sp.n_blocks; b++)
-            json_array_append_new(blocks, json_pack("{s:o, s:o}", "start", number_or_null(s->block_start[b] - t0),
-                                                    "end", number_or_null(s->block_end[b] - t0)));
+            json_array_append_new(blocks, json_pack("{s:f, s:f}", "start", s->block_start[b] - t0, "end",
+                                                    s->block_end[b] - t0));
     }
     json_object_set_new(o, "blocks", blocks);
     return o;

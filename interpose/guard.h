@@ -1,7 +1,7 @@
 /* The reentrancy guard: a call usbyte makes to a real function (and any callback it triggers, such
  * as CUPTI's) must not be observed as the application's.  UB_REAL(expr) evaluates expr with the
- * thread-local guard raised, instead of hand-written ub_inside++/-- pairs (libfaketime's
- * DONT_FAKE_TIME). */
+ * thread-local guard (ub_inside) raised; it is the only way the runtime raises it (libfaketime's
+ * DONT_FAKE_TIME).  A block of real calls goes into a function called through UB_REAL. */
 #ifndef USBYTE_GUARD_H
 #define USBYTE_GUARD_H
 

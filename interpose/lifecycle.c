@@ -1,7 +1,8 @@
 /* The life cycle of a communicator (state.h): creation, every NCCL call (detection, warm-up,
  * agreement, the switch to the plan at agree_at + period, schedule mode), groups, destroy and
- * abort, and the reports at exit.  The only place that moves a communicator between the states
- * of the warm-up, the agreement and the plan. */
+ * abort, and the reports at exit.  It decides at which call each transition happens; the files
+ * it calls for the warm-up, the agreement, the decision and the deferral make it through
+ * ub_comm_set_state (tables.c), the state's only writer. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,6 @@
 #include "redirect.h"
 #include "runtime.h"
 #include "state.h"
-
-atomic_int ub_agree_unread;   /* communicators in AGREE (issued, not read yet) */
 
 /* The communicator's rank, size and device, from NCCL (never with the global lock held). */
 static void comm_identity(ncclComm_t handle, int *rank, int *nranks, int *device)
@@ -102,9 +101,7 @@ void ub_comm_ending(ncclComm_t handle, int id)
                 if (c->state == UB_COMM_AGREE) {
                     ub_comm_set_state(c, UB_COMM_PASS_THROUGH, abort ? "aborted before the agreement was read"
                                                                    : "destroyed before the agreement could be read");
-                    if (c->agree_issued) /* not while its issue is under way on another thread */
-                        atomic_fetch_sub(&ub_agree_unread, 1);
-                    c->agree_issued = false;
+                    ub_comm_agree_abandon(c);
                 }
             }
             if (c->state == UB_COMM_PROFILE || c->state == UB_COMM_DETECT)
@@ -113,7 +110,6 @@ void ub_comm_ending(ncclComm_t handle, int id)
             if (!c->issuing_agreement) /* else the issuing thread releases them when it sees `ending` */
                 ub_comm_stop_profiling(c);
             if (!abort) {
-                ub_inside++;
                 if (c->agree_done)
                     UB_CUDA(ub_cuda.cudaEventDestroy(c->agree_done));
                 if (c->agree_dev)
@@ -122,7 +118,6 @@ void ub_comm_ending(ncclComm_t handle, int id)
                     UB_UNSAFE(ub_cuda.cudaFree(c->copy_buf));
                 if (c->agree_host)
                     UB_UNSAFE(ub_cuda.cudaFreeHost(c->agree_host));
-                ub_inside--;
             }
             c->agree_done = NULL;
             c->agree_dev = NULL;
@@ -147,7 +142,7 @@ void ub_group_end(void) { ub_group_leave(); }
 void ub_group_ended(void)
 {
     if (ub_thread_group_depth() > 0 || ub_state_in_child() ||
-        (!ub_group_pending() && atomic_load(&ub_agree_unread) == 0))
+        (!ub_group_pending() && !ub_agree_any_unread()))
         return;
     ub_state_lock();
     ub_group_run_after_launch();
@@ -222,6 +217,162 @@ static bool aborted_while_waiting(ub_comm *c, uint64_t index, const char *what, 
     return true;
 }
 
+/* Per state, the call at res->index of communicator c (docs/runtime.md, "The life of a
+ * communicator").  Each is called with the global lock held and returns with it released; true:
+ * the call is taken over (t->result is the answer), as ub_coll_before returns. */
+
+/* DETECT: a lock on a period starts the warm-up at the next iteration boundary. */
+static bool on_detect(ub_comm *c, const ub_coll_desc *d, const ub_iter_result *res)
+{
+    if (res->event == UB_ITER_LOCKED || res->event == UB_ITER_IN_PHASE) {
+        c->period = res->period;
+        /* Profile whole iterations only: start at the next iteration boundary. */
+        uint64_t next = res->index + (res->period - res->position);
+        c->iterations_observed = 0;
+        c->rephased = false; /* a new lock may start mid-iteration again: one move each */
+        ub_warmup_start(c, next);
+        if (!ub_comm_agree_buffers(c) && !c->local_failure[0])
+            snprintf(c->local_failure, sizeof c->local_failure, "cannot allocate the agreement buffers");
+        ub_stream_get(d->stream, c); /* its next upstream waits are the first profiled call's */
+        ub_debug("communicator %d: period %u calls found at call %llu; profiling %d iterations from call %llu",
+                 c->index, res->period, (unsigned long long)res->index, ub_cfg.warmup, (unsigned long long)next);
+    } else if (res->event == UB_ITER_GAVE_UP) {
+        char why[256];
+        snprintf(why, sizeof why, "no repeating call sequence found (%s)", ub_iterdet_gave_up_reason(c->det));
+        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
+    }
+    ub_state_unlock();
+    return false;
+}
+
+/* PROFILE: the warm-up records its iterations' calls; at call agree_at, the first after it, the
+ * agreement is issued.  A deviation restarts detection at this call. */
+static bool on_profile(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res, ub_coll_token *t)
+{
+    if (res->event != UB_ITER_IN_PHASE) {
+        ub_warmup_restart(c, res->event == UB_ITER_DEVIATION ? "the call sequence deviated" : "the lock was lost");
+        if (c->state == UB_COMM_DETECT)
+            return on_detect(c, d, res);
+        ub_state_unlock();
+        return false;
+    }
+    if (!c->local_failure[0])
+        ub_timing_poll(&c->tm, false);
+    if (res->index >= c->agree_at) {
+        /* The first call after the warm-up: the same call index on every rank, inside a
+         * group or not (the group structure is rank-local). */
+        if (!c->local_failure[0])
+            ub_timing_now(&c->tm, &c->rec.end_clock, 1, 0);
+        ub_comm_agree_issue(c);
+        if (aborted_while_waiting(c, res->index, "for the warm-up's timing events", t))
+            return true;
+    } else if (res->index < c->profile_start) {
+        /* Before the first profiled iteration: know the stream (so that the next waits on it
+         * count), and let no upstream wait of an unrecorded call leak into a recorded one. */
+        ub_stream *st = c->local_failure[0] ? NULL : ub_stream_get(d->stream, c);
+        if (st && st->comm == c)
+            ub_warmup_file_ready(c, st);
+    } else {
+        uint64_t it = (res->index - c->profile_start) / c->period;
+        uint32_t pos = (uint32_t)((res->index - c->profile_start) % c->period);
+        int k = ub_warmup_record_call(c, d, sig, it, pos);
+        if (k >= 0) {
+            t->comm = c;
+            t->call = k;
+            t->iteration = it;
+        }
+    }
+    ub_state_unlock();
+    return false;
+}
+
+/* Agreed: the period is refuted by some rank's buffers.  Every rank restarts at this same call,
+ * looking for a longer period: the one every rank's full signatures repeat with, when they all
+ * found the same multiple, else twice it. */
+static void restart_refuted(ub_comm *c)
+{
+    char why[200];
+    uint32_t next = c->addr_period > c->period && c->addr_period % c->period == 0 ? c->addr_period : 2 * c->period;
+    snprintf(why, sizeof why, "a period of %u calls is refuted by the buffer addresses", c->period);
+    if (next > UB_ITER_MAX_PERIOD) {
+        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
+    } else {
+        c->min_period = next;
+        ub_debug("communicator %d: %s; looking for a period of at least %u calls", c->index, why, next);
+        ub_comm_redetect(c, why);
+    }
+}
+
+/* Call agree_at + period: what the agreement decided takes effect here on every rank, in every
+ * mode, whether this rank read the result early (a poll: timing) or reads it now. */
+static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res, ub_coll_token *t)
+{
+    read_agreement_at_switch(c);
+    if (aborted_while_waiting(c, res->index, "for the agreement", t))
+        return true;
+    if (c->state != UB_COMM_PLANNED) {
+        /* pass-through, said by the agreement */
+    } else if (c->refuted) {
+        restart_refuted(c);
+    } else if (c->agree_again) {
+        /* Agreed: some rank had no complete iteration.  Every rank issues the agreement again at
+         * this same call, from the same warm-up (more of its timing complete by now), before
+         * forwarding it. */
+        c->agree_again = false;
+        c->agree_at = res->index;
+        ub_comm_agree_issue(c);
+        if (aborted_while_waiting(c, res->index, "while the agreement was issued again", t))
+            return true;
+    } else if (c->phase_pos > 0) {
+        /* Agreed: the iteration begins phase_pos calls later.  Every rank profiles again from
+         * that same call, with the same period. */
+        ub_warmup_rephase(c, res->index + c->phase_pos);
+        ub_stream_get(d->stream, c); /* as at a lock: its next upstream waits count */
+    } else if (c->sched.ready) {
+        ub_sched_begin(c);
+        bool held = ub_sched_call(c, d, sig);
+        ub_state_unlock();
+        return held;
+    }
+    ub_state_unlock();
+    return false;
+}
+
+/* AGREE and PLANNED: the agreement's result is read when it is there (outside a group), and at
+ * the latest at the switch. */
+static bool on_agreed(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res, ub_coll_token *t)
+{
+    if (res->index == c->agree_at + c->period)
+        return at_switch(c, d, sig, res, t);
+    if (c->state == UB_COMM_AGREE && ub_thread_group_depth() == 0) {
+        /* Reading the result early changes nothing that is issued: the plan takes effect at call
+         * agree_at + period, read or not. */
+        ub_comm_agree_read(c, UB_AGREE_POLL);
+        /* The read plans and writes the report without the global lock. */
+        if (aborted_while_waiting(c, res->index, "while the agreement was read", t))
+            return true;
+    }
+    ub_state_unlock();
+    return false;
+}
+
+/* The call's portable signature into the period detectors (and the full one, rank-local: only its
+ * period goes into the agreement, as evidence); counts whole iterations seen after detection. */
+static void detect_feed(ub_comm *c, const ub_coll_desc *d, const ub_call_sig *cs, uint64_t sig, ub_iter_result *res)
+{
+    ub_iterdet_feed(c->det, sig, res);
+    if (c->det_full) { /* every call before the plan runs */
+        ub_iter_result full;
+        ub_call_sig fs = *cs;
+        fs.sendbuf = (uintptr_t)d->send;
+        fs.recvbuf = (uintptr_t)d->recv;
+        ub_iterdet_feed(c->det_full, ub_sig_full(&fs), &full);
+    }
+    if ((res->event == UB_ITER_IN_PHASE || res->event == UB_ITER_LOCKED) && res->position == 0 &&
+        c->state != UB_COMM_DETECT)
+        c->iterations_observed++;
+}
+
 bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
 {
     t->comm = NULL;
@@ -252,133 +403,14 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         return held;
     }
     ub_iter_result res;
-    ub_iterdet_feed(c->det, sig, &res);
-    if (c->det_full) { /* every call before the plan runs (SCHEDULE returned above) */
-        /* Rank-local: only its period goes into the agreement, as evidence. */
-        ub_iter_result full;
-        ub_call_sig fs = cs;
-        fs.sendbuf = (uintptr_t)d->send;
-        fs.recvbuf = (uintptr_t)d->recv;
-        ub_iterdet_feed(c->det_full, ub_sig_full(&fs), &full);
+    detect_feed(c, d, &cs, sig, &res);
+    switch (c->state) {
+    case UB_COMM_DETECT: return on_detect(c, d, &res);
+    case UB_COMM_PROFILE: return on_profile(c, d, sig, &res, t);
+    case UB_COMM_AGREE:
+    case UB_COMM_PLANNED: return on_agreed(c, d, sig, &res, t);
+    default: ub_state_unlock(); return false;
     }
-    if (res.event == UB_ITER_IN_PHASE || res.event == UB_ITER_LOCKED)
-        if (res.position == 0 && c->state != UB_COMM_DETECT)
-            c->iterations_observed++;
-
-    if (c->state == UB_COMM_PROFILE && res.event != UB_ITER_IN_PHASE) {
-        ub_warmup_restart(c, res.event == UB_ITER_DEVIATION ? "the call sequence deviated" : "the lock was lost");
-        if (c->state != UB_COMM_DETECT) {
-            ub_state_unlock();
-            return false;
-        }
-    }
-    if (c->state == UB_COMM_DETECT) {
-        if (res.event == UB_ITER_LOCKED || res.event == UB_ITER_IN_PHASE) {
-            c->period = res.period;
-            /* Profile whole iterations only: start at the next iteration boundary. */
-            uint64_t next = res.index + (res.period - res.position);
-            c->iterations_observed = 0;
-            c->rephased = false; /* a new lock may start mid-iteration again: one move each */
-            ub_warmup_start(c, next);
-            if (!ub_comm_agree_buffers(c) && !c->local_failure[0])
-                snprintf(c->local_failure, sizeof c->local_failure, "cannot allocate the agreement buffers");
-            {
-                ub_stream_get(d->stream, c); /* its next upstream waits are the first profiled call's */
-                ub_debug("communicator %d: period %u calls found at call %llu; profiling %d iterations from call %llu",
-                         c->index, res.period, (unsigned long long)res.index, ub_cfg.warmup,
-                         (unsigned long long)next);
-            }
-        } else if (res.event == UB_ITER_GAVE_UP) {
-            char why[256];
-            snprintf(why, sizeof why, "no repeating call sequence found (%s)", ub_iterdet_gave_up_reason(c->det));
-            ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
-        }
-        ub_state_unlock();
-        return false;
-    }
-    if (c->state == UB_COMM_AGREE || c->state == UB_COMM_PLANNED) {
-        /* Whatever was decided at the agreement takes effect at this call on every rank, in
-         * every mode, whether this rank read the result early (a poll: timing) or reads it now. */
-        if (res.index == c->agree_at + c->period) {
-            read_agreement_at_switch(c);
-            if (aborted_while_waiting(c, res.index, "for the agreement", t))
-                return true;
-            if (c->state == UB_COMM_PLANNED && c->refuted) {
-                /* Agreed: the period is refuted by some rank's buffers.  Every rank restarts at
-                 * this same call, looking for a longer period: the one every rank's full
-                 * signatures repeat with, when they all found the same multiple, else twice it. */
-                char why[200];
-                uint32_t next = c->addr_period > c->period && c->addr_period % c->period == 0 ? c->addr_period
-                                                                                              : 2 * c->period;
-                snprintf(why, sizeof why, "a period of %u calls is refuted by the buffer addresses", c->period);
-                if (next > UB_ITER_MAX_PERIOD) {
-                    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
-                } else {
-                    c->min_period = next;
-                    ub_debug("communicator %d: %s; looking for a period of at least %u calls", c->index, why, next);
-                    ub_comm_redetect(c, why);
-                }
-            } else if (c->state == UB_COMM_PLANNED && c->agree_again) {
-                /* Agreed: some rank had no complete iteration.  Every rank issues the agreement
-                 * again at this same call, from the same warm-up (more of its timing complete
-                 * by now), before forwarding it. */
-                c->agree_again = false;
-                c->agree_at = res.index;
-                ub_comm_agree_issue(c);
-                if (aborted_while_waiting(c, res.index, "while the agreement was issued again", t))
-                    return true;
-            } else if (c->state == UB_COMM_PLANNED && c->phase_pos > 0) {
-                /* Agreed: the iteration begins phase_pos calls later.  Every rank profiles again
-                 * from that same call, with the same period. */
-                ub_warmup_rephase(c, res.index + c->phase_pos);
-                ub_stream_get(d->stream, c); /* as at a lock: its next upstream waits count */
-            } else if (c->state == UB_COMM_PLANNED && c->sched.ready) {
-                ub_sched_begin(c);
-                bool held = ub_sched_call(c, d, sig);
-                ub_state_unlock();
-                return held;
-            }
-        } else if (c->state == UB_COMM_AGREE && ub_thread_group_depth() == 0) {
-            /* Reading the result early changes nothing that is issued: the plan takes effect
-             * at call agree_at + period, read or not. */
-            ub_comm_agree_read(c, UB_AGREE_POLL);
-            /* The read plans and writes the report without the global lock. */
-            if (aborted_while_waiting(c, res.index, "while the agreement was read", t))
-                return true;
-        }
-        ub_state_unlock();
-        return false;
-    }
-    if (c->state == UB_COMM_PROFILE) {
-        if (!c->local_failure[0])
-            ub_timing_poll(&c->tm, false);
-        if (res.index >= c->agree_at) {
-            /* The first call after the warm-up: the same call index on every rank, inside a
-             * group or not (the group structure is rank-local). */
-            if (!c->local_failure[0])
-                ub_timing_now(&c->tm, &c->rec.end_clock, 1, 0);
-            ub_comm_agree_issue(c);
-            if (aborted_while_waiting(c, res.index, "for the warm-up's timing events", t))
-                return true;
-        } else if (res.index < c->profile_start) {
-            /* Before the first profiled iteration: know the stream (so that the next waits on it
-             * count), and let no upstream wait of an unrecorded call leak into a recorded one. */
-            ub_stream *st = c->local_failure[0] ? NULL : ub_stream_get(d->stream, c);
-            if (st && st->comm == c)
-                ub_warmup_file_ready(c, st);
-        } else if (res.index < c->agree_at) {
-            uint64_t it = (res.index - c->profile_start) / c->period;
-            uint32_t pos = (uint32_t)((res.index - c->profile_start) % c->period);
-            int k = ub_warmup_record_call(c, d, sig, it, pos);
-            if (k >= 0) {
-                t->comm = c;
-                t->call = k;
-                t->iteration = it;
-            }
-        }
-    }
-    ub_state_unlock();
-    return false;
 }
 
 void ub_coll_forwarded(const ub_coll_desc *d)

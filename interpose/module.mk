@@ -27,18 +27,34 @@ $(USBYTE_SO): $(call objs,$(INTERPOSE_SRCS) $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB
 ALL += $(USBYTE_SO)
 DEMO_DEPS += $(USBYTE_SO)
 
-# Unit tests of the runtime's pure pieces (config, report path, agreement, profile derivation).
-RUNTIME_UNIT_TESTS := test_config test_agree test_derive test_schedule
-RUNTIME_UNIT_BINS := $(patsubst %,$(BUILD)/tests/unit/%,$(RUNTIME_UNIT_TESTS))
+# Unit tests of the runtime's own files: the configuration (config.c).
 $(BUILD)/tests/unit/test_config: $(call objs,tests/unit/test_config.c interpose/config.c) $(PLAN_LIB)
-$(BUILD)/tests/unit/test_agree: $(call objs,tests/unit/test_agree.c interpose/config.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
-$(BUILD)/tests/unit/test_derive: $(call objs,tests/unit/test_derive.c interpose/config.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
-$(BUILD)/tests/unit/test_schedule: $(call objs,tests/unit/test_schedule.c interpose/config.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
-$(RUNTIME_UNIT_BINS):
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
 
-UNIT_TESTS += $(foreach t,$(RUNTIME_UNIT_TESTS),$(if $(wildcard tests/unit/$(t).c),$(BUILD)/tests/unit/$(t)))
+UNIT_TESTS += $(BUILD)/tests/unit/test_config
+# The thread's NCCL groups (group.c), with the bottom tier it uses and fake real NCCL functions.
+$(BUILD)/tests/unit/test_group: $(call objs,tests/unit/interpose/test_group.c interpose/group.c interpose/guard.c \
+		interpose/log.c interpose/globals.c interpose/config.c) $(PLAN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lpthread -lm
+
+UNIT_TESTS += $(BUILD)/tests/unit/test_group
+# The redirection's stream list and pending-event table (redirect.c) on the real tables (tables.c),
+# with fake real CUDA functions.
+$(BUILD)/tests/unit/test_redirect: $(call objs,tests/unit/interpose/test_redirect.c interpose/redirect.c interpose/capture.c \
+		interpose/tables.c interpose/guard.c interpose/log.c interpose/globals.c interpose/config.c \
+		$(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lpthread -lm
+
+UNIT_TESTS += $(BUILD)/tests/unit/test_redirect
+# The runtime end to end on the emulator: modes, readiness, schedule mode, pending events, several
+# communicators, aborts, its files (log file, report path); and the trainers under it, observe
+# mode checked against their truth, schedule mode bit-identical (observe_*.sh, schedule_*.sh).
+INTEGRATION_TESTS += tests/integration/runtime_files.sh
+OBSERVE_TESTS := $(sort $(wildcard tests/integration/observe_*.sh tests/integration/schedule_*.sh))
+INTEGRATION_TESTS += $(OBSERVE_TESTS)
 INTEGRATION_TESTS += tests/integration/runtime_modes.sh tests/integration/runtime_ready.sh tests/integration/runtime_sched.sh tests/integration/runtime_pending.sh tests/integration/runtime_comms.sh tests/integration/runtime_abort.sh tests/integration/runtime_one_queue.sh tests/integration/runtime_devices.sh
 
 # make bench-overhead: host ns per intercepted call (tests/bench/overhead.sh).

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cuda_list.h"
+#include "guard.h"
 #include "nccl_list.h"
 #include "runtime.h"
 
@@ -70,9 +71,8 @@ static void *nccl_lookup(void *handle, const char *name)
     return fn;
 }
 
-static void nccl_resolve_once(void)
+static int nccl_resolve_guarded(void)
 {
-    ub_inside++;
     const char *lib = ub_cfg.nccl_lib[0] ? ub_cfg.nccl_lib : "libnccl.so.2";
     void *handle = dlopen(lib, RTLD_NOLOAD | RTLD_LAZY);
     if (!handle && ub_cfg.nccl_lib[0]) {
@@ -96,8 +96,11 @@ static void nccl_resolve_once(void)
         ub_error("no real NCCL found (looked in %s and RTLD_NEXT): NCCL calls will fail", lib);
     else
         ub_debug("real NCCL functions from %s", nccl_origin);
-    ub_inside--;
+    return nccl_status;
 }
+
+/* A library loaded here may call CUDA or NCCL from its constructors: not the application's calls. */
+static void nccl_resolve_once(void) { UB_REAL(nccl_resolve_guarded()); }
 
 int ub_nccl_resolve(void)
 {
@@ -143,9 +146,8 @@ static void *cuda_lookup(void *handle, const char *name)
     return fn;
 }
 
-static void cuda_resolve_once(void)
+static int cuda_resolve_guarded(void)
 {
-    ub_inside++;
     char path[600] = "";
     dl_iterate_phdr(find_cudart, path);
     void *handle = path[0] ? dlopen(path, RTLD_NOLOAD | RTLD_LAZY) : NULL;
@@ -163,7 +165,12 @@ static void cuda_resolve_once(void)
                  path[0] ? path : "no libcudart.so.* loaded");
     else
         ub_debug("real CUDA runtime functions from %s (version node %s)", path[0] ? path : "RTLD_NEXT", cudart_node);
-    ub_inside--;
+    return cuda_status;
+}
+
+static void cuda_resolve_once(void)
+{
+    UB_REAL(cuda_resolve_guarded());
     /* Publishes the table: a wrapper reads it only after seeing this (weakly ordered CPUs too). */
     atomic_store_explicit(&ub_cuda_resolved, true, memory_order_release);
 }

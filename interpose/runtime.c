@@ -1,5 +1,6 @@
-/* Start, fork and exit of the runtime.  The configuration is read once, at load time (the
- * constructor) or at the first wrapped call if that comes earlier. */
+/* Start, fork and exit of the runtime.  The configuration is read once, at the first wrapped
+ * call (there is no constructor); the fork and exit hooks sit at the top of the layers
+ * (docs/design.md, "Layers"): they reach down into the tables and the life cycle. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,23 +13,6 @@
 #include "guard.h"
 #include "runtime.h"
 #include "state.h"
-
-ub_config ub_cfg;
-atomic_bool ub_passthrough_all = true;  /* until the configuration says otherwise */
-_Thread_local int ub_inside;
-atomic_int ub_rank = -1;
-double ub_started_unix;
-atomic_int ub_world = -1;
-atomic_ullong ub_cuda_calls;
-atomic_bool ub_report_dir_bad;
-_Thread_local bool ub_holds_state_lock;
-
-void ub_nccl_called_locked(const char *call)
-{
-    ub_error("internal error: %s called with the global lock held; aborting (USBYTE_MODE=off runs the job "
-             "without usbyte)", call);
-    abort();
-}
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static atomic_bool init_done;
@@ -97,9 +81,8 @@ static void check_report_dir(void)
                 "USBYTE_REPORT to a writable path)", ub_cfg.report, dir, why);
 }
 
-static void init_once_fn(void)
+static int init(void)
 {
-    ub_inside++;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     ub_started_unix = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
@@ -125,8 +108,11 @@ static void init_once_fn(void)
     pthread_atfork(NULL, NULL, fork_child);
     atomic_store(&ub_passthrough_all, ub_cfg.mode == UB_MODE_OFF);
     atomic_store(&init_done, true);
-    ub_inside--;
+    return 0;
 }
+
+/* What the start calls (getenv, the log file, the configuration) is usbyte's, never observed. */
+static void init_once_fn(void) { UB_REAL(init()); }
 
 void ub_runtime_init(void)
 {

@@ -120,7 +120,8 @@ struct ub_comm {
     uint64_t agree_at;        /* call index of the agreement (first call after the warm-up) */
     uint64_t iterations_observed;
     int deviations;
-    unsigned profile_gen;     /* counts start_profiling: a deferred mark of an older warm-up is dropped */
+    unsigned profile_gen;     /* counts warm-up starts (ub_warmup_start): a deferred mark of an older
+                                 warm-up is dropped */
     unsigned long issuer;     /* thread that issues this communicator's calls (pthread_t) */
 
     /* warm-up */
@@ -170,7 +171,7 @@ struct ub_comm {
     void *agree_dev;           /* the same on the device: the collectives run in place */
     cudaEvent_t agree_done;    /* recorded on tm.agree after the copy back to agree_host */
     bool agree_issued;         /* this warm-up's collectives were issued and not read yet (each
-                                  such communicator counts once in ub_agree_unread) */
+                                  such communicator counts once in agree_rt.c's unread count) */
     bool agree_copy_pending;   /* issued inside a group: the copy back waits for its ncclGroupEnd */
     unsigned long agree_thread;/* the thread whose group holds them */
     char local_failure[160];   /* rank-local: why this rank has no numbers (still takes part) */
@@ -273,15 +274,14 @@ void ub_warmup_device_wait(void);
 
 /* ---- lifecycle.c ---- */
 void ub_state_write_reports_at_exit(void);  /* runtime.c's destructor */
-extern atomic_int ub_agree_unread;  /* communicators whose agreement is issued and not read */
 
 /* CUPTI (cupti_watch.c): reference-counted subscription while some communicator profiles.
- * false: unavailable, detail says why; *taken: because another subscriber holds CUPTI. */
-bool ub_cupti_acquire(char *detail, size_t len, bool *taken);
-void ub_cupti_release(void);
-/* Called by the CUPTI callback for stream-ordered work on `stream` (global lock not held):
+ * false: unavailable, detail says why; *taken: because another subscriber holds CUPTI.  `work`
+ * is called by the CUPTI callback for stream-ordered work on `stream` (global lock not held):
  * compute (a kernel, graph, host function or stream callback) or a copy, memset or write. */
-void ub_state_stream_work(cudaStream_t stream, const char *what, bool compute);
+typedef void (*ub_cupti_work_fn)(cudaStream_t stream, const char *what, bool compute);
+bool ub_cupti_acquire(ub_cupti_work_fn work, char *detail, size_t len, bool *taken);
+void ub_cupti_release(void);
 /* Compute operations (kernels, host functions) CUPTI saw on any stream while subscribed. */
 extern atomic_ullong ub_work_count;
 
@@ -303,6 +303,25 @@ void ub_comm_agree_copy_back(ub_comm *c);
  * line every USBYTE_HANG_S says what it waits for, and an abort from the watchdog releases it). */
 typedef enum { UB_AGREE_POLL, UB_AGREE_WAIT_OR_GIVE_UP, UB_AGREE_WAIT } ub_agree_wait;
 void ub_comm_agree_read(ub_comm *c, ub_agree_wait how);
+/* The agreement will never be read (the communicator ends first): it no longer counts as unread. */
+void ub_comm_agree_abandon(ub_comm *c);
+/* Some communicator's agreement is issued and not read yet (read without the lock). */
+bool ub_agree_any_unread(void);
+
+/* ---- decide.c: the decision on the agreed numbers (lock held on entry and return) ---- */
+/* The agreed profile, the verdict and every policy's plan (planned without the lock); false when
+ * another thread ended the communicator meanwhile (an abort). */
+bool ub_comm_decide(ub_comm *c, const ub_agreed *a, bool stream_sem);
+/* Schedule mode: the executor for a schedulable plan that gains enough, or pass-through, saying why. */
+void ub_comm_decide_schedule(ub_comm *c);
+/* One line: what the communicator measured and decided. */
+void ub_comm_decision_line(ub_comm *c);
+/* A rank that cannot take part in the agreement would leave the others waiting: it stops the job. */
+_Noreturn void ub_comm_cannot_take_part(ub_comm *c, const char *what);
+
+/* ---- report_rt.c: the process's report ---- */
+/* The versions, libraries and GPU for the report, learnt once (the first agreement). */
+void ub_report_learn_versions(void);
 /* Lock held on entry and return; unlock_for_io: released while the file is written (never at exit). */
 void ub_state_write_reports(bool unlock_for_io);
 

@@ -42,7 +42,6 @@ int ub_timing_start(ub_timing *t, int device, const atomic_bool *cancel)
 {
     memset(t, 0, sizeof *t);
     t->cancel = cancel;
-    ub_inside++;
     int lo = 0, hi = 0;
     int previous = ub_device_enter(device);
     cudaError_t e = UB_CUDA(ub_cuda.cudaGetDevice(&t->device));
@@ -62,7 +61,6 @@ int ub_timing_start(ub_timing *t, int device, const atomic_bool *cancel)
     clock_gettime(CLOCK_REALTIME, &now);
     t->epoch_unix = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
     ub_device_leave(previous);
-    ub_inside--;
     if (e != cudaSuccess) {
         ub_warn("cannot set up timing events (%s): this communicator is not profiled",
                 ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "?");
@@ -79,10 +77,8 @@ void ub_timing_file(ub_timing *t, cudaEvent_t ev, double *dest, int n, size_t st
     if (t->n_pending == t->cap_pending) {
         int cap = t->cap_pending ? 2 * t->cap_pending : 256;
         ub_pending *p = realloc(t->pending, (size_t)cap * sizeof *p);
-        if (!p) {
-            t->failed++;
+        if (!p)
             return; /* the event leaks into nowhere: better than blocking */
-        }
         t->pending = p;
         t->cap_pending = cap;
     }
@@ -93,22 +89,15 @@ cudaEvent_t ub_timing_mark(ub_timing *t, cudaStream_t stream, double *dest, int 
 {
     if (!t->ok)
         return NULL;
-    if (ub_capture_stream(stream)) {
-        /* Recorded there it would be a captured event, which may not be queried. */
-        t->failed++;
-        return NULL;
-    }
-    ub_inside++;
+    if (ub_capture_stream(stream))
+        return NULL; /* recorded there it would be a captured event, which may not be queried */
     cudaEvent_t ev = get_event(t);
     if (ev && UB_CUDA(ub_cuda.cudaEventRecord(ev, stream)) != cudaSuccess) {
         put_event(t, ev);
         ev = NULL;
     }
-    ub_inside--;
-    if (!ev) {
-        t->failed++;
+    if (!ev)
         return NULL;
-    }
     ub_timing_file(t, ev, dest, n, stride, dest2);
     return ev;
 }
@@ -122,16 +111,12 @@ cudaEvent_t ub_timing_probe(ub_timing *t, cudaEvent_t producer)
 {
     if (!t->ok)
         return NULL;
-    ub_inside++;
     cudaEvent_t ev = get_event(t);
     if (ev && (UB_CUDA(ub_cuda.cudaStreamWaitEvent(t->probe, producer, 0)) != cudaSuccess ||
                UB_CUDA(ub_cuda.cudaEventRecord(ev, t->probe)) != cudaSuccess)) {
         put_event(t, ev);
         ev = NULL;
     }
-    ub_inside--;
-    if (!ev)
-        t->failed++;
     return ev;
 }
 
@@ -146,7 +131,6 @@ static void store(const ub_pending *p, double seconds)
 /* Reads every event that completed (never waits). */
 static int poll_pending(ub_timing *t)
 {
-    ub_inside++;
     int kept = 0;
     for (int i = 0; i < t->n_pending; i++) {
         ub_pending *p = &t->pending[i];
@@ -157,13 +141,10 @@ static int poll_pending(ub_timing *t)
         }
         float ms = 0;
         if (e == cudaSuccess && UB_CUDA(ub_cuda.cudaEventElapsedTime(&ms, t->epoch, p->event)) == cudaSuccess)
-            store(p, (double)ms * 1e-3);
-        else
-            t->failed++;
+            store(p, (double)ms * 1e-3); /* else unmeasured: the destination keeps what it held */
         put_event(t, p->event);
     }
     t->n_pending = kept;
-    ub_inside--;
     return kept;
 }
 
@@ -235,7 +216,6 @@ void ub_timing_stop(ub_timing *t)
         return;
     ub_timing_discard(t);
     ub_timing_poll(t, false);
-    ub_inside++;
     /* Never waited for (see poll_pending): CUDA releases an event destroyed with its record
      * pending once the record completes. */
     for (int i = 0; i < t->n_pending; i++)
@@ -246,7 +226,6 @@ void ub_timing_stop(ub_timing *t)
     UB_CUDA(ub_cuda.cudaStreamDestroy(t->clock));
     UB_CUDA(ub_cuda.cudaStreamDestroy(t->probe));
     UB_CUDA(ub_cuda.cudaStreamDestroy(t->agree));
-    ub_inside--;
     free(t->pool);
     free(t->pending);
     t->pool = NULL;

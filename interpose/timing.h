@@ -34,7 +34,6 @@ typedef struct ub_timing {
     int n_pool, cap_pool;
     ub_pending *pending;
     int n_pending, cap_pending;
-    int failed;           /* events whose time could not be read */
     const atomic_bool *cancel;
 } ub_timing;
 

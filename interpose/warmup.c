@@ -17,6 +17,9 @@
 #include "state.h"
 #include "usbyte/types.h"
 
+/* CUPTI's report of stream-ordered work on a stream (given to ub_cupti_acquire). */
+static void stream_work(cudaStream_t stream, const char *what, bool compute);
+
 /* Bytes of the device-to-device copy timed in the warm-up (staging's copy_beta). */
 #define COPY_PROBE_BYTES (2u << 20)
 
@@ -172,7 +175,7 @@ void ub_warmup_start(ub_comm *c, uint64_t first)
     c->report.cupti = false;
     c->cupti_taken = false;
     if (ub_cfg.cupti) {
-        c->cupti_held = ub_cupti_acquire(c->report.cupti_detail, sizeof c->report.cupti_detail, &c->cupti_taken);
+        c->cupti_held = ub_cupti_acquire(stream_work, c->report.cupti_detail, sizeof c->report.cupti_detail, &c->cupti_taken);
         c->report.cupti = c->cupti_held;
     } else {
         snprintf(c->report.cupti_detail, sizeof c->report.cupti_detail, "disabled by USBYTE_CUPTI=0");
@@ -431,14 +434,12 @@ void ub_warmup_event_recorded(cudaEvent_t event, cudaStream_t stream)
         c->end_records = true;
     } else if (e) {
         e->comm = NULL; /* re-recorded elsewhere: it no longer marks our calls */
-        ub_inside++;
         if (!e->companion && UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&e->companion, cudaEventDefault)) != cudaSuccess)
             e->companion = NULL;
         if (e->companion && UB_CUDA(ub_cuda.cudaEventRecord(e->companion, stream)) != cudaSuccess) {
             UB_CUDA(ub_cuda.cudaEventDestroy(e->companion));
             e->companion = NULL;
         }
-        ub_inside--;
     }
     ub_state_unlock();
 }
@@ -498,7 +499,7 @@ void ub_warmup_device_wait(void)
     ub_state_unlock();
 }
 
-void ub_state_stream_work(cudaStream_t stream, const char *what, bool compute)
+static void stream_work(cudaStream_t stream, const char *what, bool compute)
 {
     if (ub_state_in_child())
         return;

@@ -1,5 +1,5 @@
 /* `best`: ours (docs/policies-advanced.md).
- * Every other policy runs first; their plans, best first, are the starts of a deterministic
+ * The registry (policy.c) runs every other policy first; their plans, best first, are the starts of a deterministic
  * first-improvement local search under the model (moves: search_moves.c; incremental judging:
  * search_state.c), followed by an iterated local search (seeded kicks, then descent).  The
  * result replaces the best start only when the evaluator itself finds it strictly faster, so
@@ -88,59 +88,6 @@ void ub_best_floor(const ub_plan *ref, ub_plan *out)
     memcpy(out->params, params, sizeof(params));
 }
 
-/* Runs every other policy but the references, evaluated against lb, into start[] (initialised
- * here); returns how many succeeded. */
-static int run_starts(const ub_profile *prof, double lb, ub_plan *start)
-{
-    int n_start = 0;
-    for (int id = 0; id < UB_POLICY_COUNT; id++) {
-        if (id == UB_POLICY_BEST || ub_policy_is_reference(id))
-            continue;
-        ub_plan_init(&start[n_start], ub_policy_name(id));
-        if (ub_policy_run_bounded(id, prof, &start[n_start], lb) != 0) {
-            ub_plan_free(&start[n_start]);
-            continue;
-        }
-        n_start++;
-    }
-    return n_start;
-}
-
-int ub_best_plan_bounded(const ub_profile *prof, double lb, double budget_scale, ub_plan *out)
-{
-    if (prof->n_calls <= 0)
-        return -1;
-    ub_plan start[UB_POLICY_COUNT];
-    const ub_plan *view[UB_POLICY_COUNT] = {0};
-    int n_start = run_starts(prof, lb, start);
-    for (int k = 0; k < n_start; k++)
-        view[k] = &start[k];
-    int rc = ub_best_from_starts(prof, view, n_start, lb, budget_scale, out);
-    for (int k = 0; k < n_start; k++)
-        ub_plan_free(&start[k]);
-    if (rc == 0)
-        ub_evaluate_with_bound(prof, out, lb, NULL);
-    for (int id = 0; rc == 0 && id < UB_POLICY_COUNT; id++) {
-        if (!ub_policy_is_reference(id))
-            continue;
-        ub_plan ref;
-        ub_plan_init(&ref, ub_policy_name(id));
-        if (ub_policy_run_bounded(id, prof, &ref, lb) == 0)
-            ub_best_floor(&ref, out);
-        ub_plan_free(&ref);
-    }
-    return rc;
-}
-
-int ub_policy_best(const ub_profile *prof, ub_plan *out) { return ub_best_plan(prof, 1.0, out); }
-
-int ub_best_plan(const ub_profile *prof, double budget_scale, ub_plan *out)
-{
-    if (prof->n_calls <= 0)
-        return -1;
-    return ub_best_plan_bounded(prof, ub_lower_bound(prof), budget_scale, out);
-}
-
 /* Move evaluations of the unscaled budget: a pure function of n.  Up to 150,000 between 80 and
  * 500 calls, fewer for tiny profiles (they converge long before) and a slower-growing share for
  * large ones (each evaluation costs more there): 150,000 at 1,000 calls, 636,000 at 10,000. */
@@ -176,7 +123,8 @@ int ub_best_from_starts(const ub_profile *prof, const ub_plan *const *given, int
     for (int k = 0; k < N_EXTRA; k++)
         ub_plan_init(&extra[k], "ready-need");
     if (n_start == 0) { /* WFBP is valid for every profile */
-        ub_policy_run_bounded(UB_POLICY_WFBP, prof, &fallback, lb);
+        if (ub_policy_wfbp(prof, &fallback) == 0)
+            ub_evaluate_with_bound(prof, &fallback, lb, NULL);
         start[n_start++] = &fallback;
     }
     /* A start that meets the bound is optimal: nothing to search. */

@@ -245,6 +245,19 @@ uint64_t ub_cut_floor(const ub_profile *prof, int k, uint64_t offset)
     return q == UINT64_MAX ? 0 : offset - offset % q;
 }
 
+uint64_t ub_piece_at_least(const ub_profile *prof, int k, uint64_t want)
+{
+    uint64_t q = ub_cut_quantum(prof, k), bytes = prof->calls[k].bytes;
+    if (want == 0)
+        want = 1; /* a piece is never empty */
+    if (want >= bytes || q >= bytes)
+        return bytes;
+    uint64_t r = want % q;
+    if (r && want > bytes - (q - r))
+        return bytes;
+    return r ? want + (q - r) : want;
+}
+
 bool ub_staging_fits(const ub_profile *prof, double bytes)
 {
     return prof->staging_max == 0 || bytes <= (double)prof->staging_max;

@@ -3,6 +3,8 @@
 # oracle is test code and links only into test_oracle.
 ORDER_TESTS := test_policies_advanced test_policies_reference test_oracle test_properties
 ORDER_TESTS += test_regions
+# The evaluator (evaluate.c): the model's iteration time, validity and cut rules.
+ORDER_TESTS += test_evaluate
 ORDER_TEST_BINS := $(patsubst %,$(BUILD)/tests/unit/%,$(ORDER_TESTS))
 
 $(BUILD)/tests/unit/test_oracle: $(BUILD)/obj/tests/unit/oracle.o

@@ -1,4 +1,5 @@
-/* The policy registry, generated from UB_POLICY_LIST. */
+/* The policy registry, generated from UB_POLICY_LIST, and `best`'s entry points, which run the
+ * other policies of the registry before the search (best.c). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "order_internal.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
+#include "usbyte/schedulers.h"
 
 static const char *const names[] = {
 #define X(e, name, fn) name,
@@ -137,4 +139,59 @@ int ub_plan_all(const ub_profile *prof, int chosen, double iteration[UB_POLICY_C
     for (int id = 0; id < UB_POLICY_COUNT; id++)
         ub_plan_free(&plans[id]);
     return rc;
+}
+
+/* `best`'s entry points: the registry runs every other policy for its starts, then the search
+ * (best.c), which never calls the registry back. */
+/* Runs every other policy but the references, evaluated against lb, into start[] (initialised
+ * here); returns how many succeeded. */
+static int run_starts(const ub_profile *prof, double lb, ub_plan *start)
+{
+    int n_start = 0;
+    for (int id = 0; id < UB_POLICY_COUNT; id++) {
+        if (id == UB_POLICY_BEST || ub_policy_is_reference(id))
+            continue;
+        ub_plan_init(&start[n_start], ub_policy_name(id));
+        if (ub_policy_run_bounded(id, prof, &start[n_start], lb) != 0) {
+            ub_plan_free(&start[n_start]);
+            continue;
+        }
+        n_start++;
+    }
+    return n_start;
+}
+
+int ub_best_plan_bounded(const ub_profile *prof, double lb, double budget_scale, ub_plan *out)
+{
+    if (prof->n_calls <= 0)
+        return -1;
+    ub_plan start[UB_POLICY_COUNT];
+    const ub_plan *view[UB_POLICY_COUNT] = {0};
+    int n_start = run_starts(prof, lb, start);
+    for (int k = 0; k < n_start; k++)
+        view[k] = &start[k];
+    int rc = ub_best_from_starts(prof, view, n_start, lb, budget_scale, out);
+    for (int k = 0; k < n_start; k++)
+        ub_plan_free(&start[k]);
+    if (rc == 0)
+        ub_evaluate_with_bound(prof, out, lb, NULL);
+    for (int id = 0; rc == 0 && id < UB_POLICY_COUNT; id++) {
+        if (!ub_policy_is_reference(id))
+            continue;
+        ub_plan ref;
+        ub_plan_init(&ref, ub_policy_name(id));
+        if (ub_policy_run_bounded(id, prof, &ref, lb) == 0)
+            ub_best_floor(&ref, out);
+        ub_plan_free(&ref);
+    }
+    return rc;
+}
+
+int ub_policy_best(const ub_profile *prof, ub_plan *out) { return ub_best_plan(prof, 1.0, out); }
+
+int ub_best_plan(const ub_profile *prof, double budget_scale, ub_plan *out)
+{
+    if (prof->n_calls <= 0)
+        return -1;
+    return ub_best_plan_bounded(prof, ub_lower_bound(prof), budget_scale, out);
 }

@@ -86,16 +86,3 @@ int ub_rank_heap_pop(ub_rank_heap *h)
     }
     return top;
 }
-
-uint64_t ub_piece_at_least(const ub_profile *prof, int k, uint64_t want)
-{
-    uint64_t q = ub_cut_quantum(prof, k), bytes = prof->calls[k].bytes;
-    if (want == 0)
-        want = 1; /* a piece is never empty */
-    if (want >= bytes || q >= bytes)
-        return bytes;
-    uint64_t r = want % q;
-    if (r && want > bytes - (q - r))
-        return bytes;
-    return r ? want + (q - r) : want;
-}

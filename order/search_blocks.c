@@ -10,6 +10,40 @@
 #include "usbyte/alloc.h"
 #include "usbyte/model.h"
 
+/* A block's segment array and its growth: the block primitives the working plan uses too. */
+void ub_wblock_reserve(ub_wblock *w, uint32_t n)
+{
+    if (n <= w->cap)
+        return;
+    uint32_t c = ub_grown_cap(w->cap, n, 4);
+    w->seg = ub_xrealloc(w->seg, sizeof(ub_segment) * c, "in the plan search");
+    w->cap = c;
+}
+
+void ub_wblock_push(ub_wblock *w, int32_t call, uint64_t offset, uint64_t length)
+{
+    /* Keep a call's adjacent bytes in one segment where that is O(1) to see (the first or the
+     * last segment): fewer segments, same cost.  Other pieces of the same call stay separate
+     * segments, which is valid and costs the same. */
+    uint32_t ends[2] = {w->n ? w->n - 1 : 0, 0};
+    for (int e = 0; e < (w->n > 1 ? 2 : (int)w->n); e++) {
+        ub_segment *s = &w->seg[ends[e]];
+        if (s->call != call)
+            continue;
+        if (s->offset + s->length == offset) {
+            s->length += length;
+            return;
+        }
+        if (offset + length == s->offset) {
+            s->offset = offset;
+            s->length += length;
+            return;
+        }
+    }
+    ub_wblock_reserve(w, w->n + 1);
+    w->seg[w->n++] = (ub_segment){.call = call, .offset = offset, .length = length};
+}
+
 /* May calls a and b share a block?  Same dtype, op and merge group (docs/model.md). */
 static bool may_share(const ub_wplan *wp, int32_t a, int32_t b)
 {

@@ -59,39 +59,6 @@ static void reserve_blocks(ub_wplan *wp, int need)
     wp->cap = c;
 }
 
-void ub_wblock_reserve(ub_wblock *w, uint32_t n)
-{
-    if (n <= w->cap)
-        return;
-    uint32_t c = ub_grown_cap(w->cap, n, 4);
-    w->seg = xrealloc(w->seg, sizeof(ub_segment) * c);
-    w->cap = c;
-}
-
-void ub_wblock_push(ub_wblock *w, int32_t call, uint64_t offset, uint64_t length)
-{
-    /* Keep a call's adjacent bytes in one segment where that is O(1) to see (the first or the
-     * last segment): fewer segments, same cost.  Other pieces of the same call stay separate
-     * segments, which is valid and costs the same. */
-    uint32_t ends[2] = {w->n ? w->n - 1 : 0, 0};
-    for (int e = 0; e < (w->n > 1 ? 2 : (int)w->n); e++) {
-        ub_segment *s = &w->seg[ends[e]];
-        if (s->call != call)
-            continue;
-        if (s->offset + s->length == offset) {
-            s->length += length;
-            return;
-        }
-        if (offset + length == s->offset) {
-            s->offset = offset;
-            s->length += length;
-            return;
-        }
-    }
-    ub_wblock_reserve(w, w->n + 1);
-    w->seg[w->n++] = (ub_segment){.call = call, .offset = offset, .length = length};
-}
-
 void ub_wplan_load(ub_wplan *wp, const ub_plan *plan)
 {
     reserve_blocks(wp, (int)plan->n_blocks);

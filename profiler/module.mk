@@ -1,6 +1,29 @@
 # The profiler's own tests.  Its sources are built elsewhere: profile_io*.c and plan_io*.c into
-# $(PLAN_LIB) (Makefile), the rest into libusbyte.so (interpose/module.mk).
+# $(PLAN_LIB) (Makefile), the rest into libusbyte.so (interpose/module.mk, which defines
+# RUNTIME_PROFILER_SRCS before this fragment is read).
 #
+# The pure pieces, linked from their objects: call signatures (signature.c), iteration detection
+# (iteration.c), the alpha/beta fit (fit.c).  Their sources are in tests/unit/profiler/.
+PROFILER_PURE_TESTS := test_signature test_iteration test_fit
+PROFILER_PURE_TEST_BINS := $(patsubst %,$(BUILD)/tests/unit/%,$(PROFILER_PURE_TESTS))
+
+$(BUILD)/tests/unit/test_signature: $(call objs,tests/unit/profiler/test_signature.c profiler/signature.c)
+$(BUILD)/tests/unit/test_iteration: $(call objs,tests/unit/profiler/test_iteration.c profiler/iteration.c profiler/signature.c)
+$(BUILD)/tests/unit/test_fit: $(call objs,tests/unit/profiler/test_fit.c profiler/fit.c)
+
+$(PROFILER_PURE_TEST_BINS):
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS_CMOCKA) -lm
+
+UNIT_TESTS += $(PROFILER_PURE_TEST_BINS)
+
+# The profile and plan files (profile_io.c, plan_io.c).
+$(BUILD)/tests/unit/test_profile_io: $(BUILD)/obj/tests/unit/test_profile_io.o $(PLAN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
+
+UNIT_TESTS += $(BUILD)/tests/unit/test_profile_io
+
 # test_atomic_write: ub_write_file_atomic and ub_write_json_atomic (profile_io_atomic.c), linked
 # from its object so that the test's own getrandom is the one it calls.
 $(BUILD)/tests/unit/test_atomic_write: $(call objs,tests/unit/test_atomic_write.c profiler/profile_io_atomic.c)
@@ -9,5 +32,16 @@ $(BUILD)/tests/unit/test_atomic_write: $(call objs,tests/unit/test_atomic_write.
 
 UNIT_TESTS += $(BUILD)/tests/unit/test_atomic_write
 
-# The runtime's files end to end (log file, report path): tests/integration/runtime_files.sh.
-INTEGRATION_TESTS += tests/integration/runtime_files.sh
+# The runtime's profiler pieces with the configuration they read: the agreement's encoding
+# (agree.c), the profile derivation (derive.c), the schedule's cursor tables (schedule.c) and the
+# report (report.c, with the agreement's mismatch text).
+ifneq ($(wildcard interpose/module.mk),)
+PROFILER_RT_TESTS := test_agree test_derive test_schedule test_report_runtime
+PROFILER_RT_TEST_BINS := $(patsubst %,$(BUILD)/tests/unit/%,$(PROFILER_RT_TESTS))
+$(PROFILER_RT_TEST_BINS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o \
+		$(call objs,interpose/config.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
+
+UNIT_TESTS += $(PROFILER_RT_TEST_BINS)
+endif

@@ -6,6 +6,8 @@ $(BUILD)/usbyte-sim: $(call objs,$(SIM_SRCS)) $(PLAN_LIB)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,$(SIM_SRCS)) $(PLAN_LIB) $(LDLIBS_JSON) -lm
 
 ALL += $(BUILD)/usbyte-sim
+# Its command line (sim_cli.sh).
+INTEGRATION_TESTS += tests/integration/sim_cli.sh
 
 .PHONY: bench-sim
 bench-sim: $(BUILD)/usbyte-sim
@@ -13,7 +15,7 @@ bench-sim: $(BUILD)/usbyte-sim
 
 # usbyte-report: the reports of a job as one HTML page and a Chrome trace; it draws its timelines
 # with the simulator's SVG writer.
-REPORT_LIB_SRCS := tools/report_load.c tools/report_job.c tools/report_html.c tools/report_html_comm.c \
+REPORT_LIB_SRCS := tools/report_load.c tools/report_job.c tools/report_page.c tools/report_html.c tools/report_html_comm.c \
 	tools/report_compare.c tools/report_trace.c tools/sim_svg.c
 REPORT_LIB_OBJS := $(call objs,$(REPORT_LIB_SRCS))
 
@@ -38,15 +40,6 @@ $(REPORT_TEST_BINS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(REPORT
 
 UNIT_TESTS += $(REPORT_TEST_BINS)
 
-# The runtime's side of the report (profiler/report.c, the agreement's mismatch text).
-ifneq ($(wildcard interpose/module.mk),)
-$(BUILD)/tests/unit/test_report_runtime: $(call objs,tests/unit/test_report_runtime.c interpose/config.c \
-		$(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
-	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
-
-UNIT_TESTS += $(BUILD)/tests/unit/test_report_runtime
-endif
 ifneq ($(wildcard interpose/module.mk),)
 INTEGRATION_TESTS += tests/integration/tools_report.sh tests/integration/tools_report_modes.sh \
 	tests/integration/tools_report_jobs.sh tests/integration/tools_report_fuzz.sh tests/integration/tools_doctor.sh \

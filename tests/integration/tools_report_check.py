@@ -223,10 +223,13 @@ def check_run(pg, raw, reps):
         if id_ not in pg.ids:
             fail("no #" + id_)
     r0 = reps[min(reps)]
-    run = r0.get("run") or {}
+    # The start shown is the first rank's to start (ranks may straddle a second).
+    first = min(reps.values(), key=lambda r: (r.get("run") or {}).get("started_unix") or float("inf"))
     for key, id_ in (("command", "run-command"), ("host", "run-hosts"), ("gpu", "run-gpu"), ("started", "run-started")):
+        rep = first if key == "started" else r0
+        run = rep.get("run") or {}
         if run.get(key) and esc(run[key]) not in (element_text(raw, id_) or ""):
-            fail("#%s does not show rank %d's %s %r" % (id_, r0["rank"], key, run[key]))
+            fail("#%s does not show rank %d's %s %r" % (id_, rep["rank"], key, run[key]))
     for rank, rep in reps.items():
         for name, value in ((rep.get("config") or {}).get("ignored") or {}).items():
             shown = re.search(r"ranks? ([0-9, -]+): <code>%s=%s</code> is not a valid value" % (

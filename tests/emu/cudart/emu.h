@@ -169,8 +169,6 @@ uint64_t emu_stream_id(struct CUstream_st *s);
 /* True once the process is exiting and the workers have been stopped. */
 bool emu_unloading(void);
 
-/* The stream whose worker is the calling thread, or NULL. */
-struct CUstream_st *emu_current_worker(void);
 /* Called by an op on its worker: when the stream had got through the previous op in the model
  * (false when not called on a worker), and when this op ends in the model (by default: when its
  * run function returns). */

@@ -290,11 +290,6 @@ uint64_t emu_stream_id(struct CUstream_st *s)
     return id;
 }
 
-struct CUstream_st *emu_current_worker(void)
-{
-    return tl_worker;
-}
-
 bool emu_worker_reached(struct timespec *out)
 {
     if (tl_worker == NULL)

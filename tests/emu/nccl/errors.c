@@ -37,11 +37,6 @@ const char *emu_last_error(void)
     return last_error;
 }
 
-void emu_clear_error(void)
-{
-    last_error[0] = '\0';
-}
-
 const char *emu_kind_name(enum emu_kind kind)
 {
     switch (kind) {

@@ -194,7 +194,6 @@ ncclResult_t emu_error(ncclResult_t code, const char *fmt, ...) __attribute__((f
 const char *emu_last_error(void);
 /* snprintf where truncating a diagnostic is fine (keeps -Wformat-truncation quiet). */
 void emu_fmt(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void emu_clear_error(void);
 /* "allreduce count=1024 float32 sum" (root/peer where the kind has one) */
 void emu_format_sig(char *buf, size_t size, enum emu_kind kind, uint64_t count, int dtype, int op, int root);
 const char *emu_kind_name(enum emu_kind kind);

@@ -28,14 +28,3 @@ INTEGRATION_TESTS += tests/integration/trainers/check_report_test.py
 ifneq ($(wildcard tests/emu/nccl/module.mk),)
 INTEGRATION_TESTS += tests/integration/trainers/selfcheck.sh
 endif
-
-# The observe-mode tests (the trainers under build/libusbyte.so, checked against their truth) and
-# the schedule-mode ones (the same trainers running the plan: bit-identical results).
-OBSERVE_TESTS := $(sort $(wildcard tests/integration/observe_*.sh tests/integration/schedule_*.sh))
-# Tests written but not passing yet against the runtime (run them with tests/run
-# $(OBSERVE_TESTS_PENDING)); none at present.  observe_group.sh was here until the agreement was
-# issued at its call index whatever the rank-local group nesting.
-OBSERVE_TESTS_PENDING :=
-ifneq ($(wildcard interpose/module.mk),)
-INTEGRATION_TESTS += $(filter-out $(OBSERVE_TESTS_PENDING),$(OBSERVE_TESTS))
-endif

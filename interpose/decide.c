@@ -1,0 +1,234 @@
+/* The decision on the agreed numbers (docs/design.md sections 1 and 6): the agreed profile, the
+ * verdict (is the communicator schedulable, and if not, why), every policy's plan, and whether
+ * schedule mode runs the chosen one.  A pure function of what every rank agreed, so every rank
+ * decides the same. */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "defer.h"
+#include "guard.h"
+#include "runtime.h"
+#include "state.h"
+#include "usbyte/io.h"
+#include "usbyte/model.h"
+#include "usbyte/policy.h"
+
+/* Each agreed flag that makes a communicator unschedulable, and the reason the report gives,
+ * formatted with the flag's value, the period, or nothing. */
+typedef enum { WHY_PLAIN, WHY_VALUE, WHY_PERIOD } why_arg;
+static const struct {
+    size_t flag; /* offset in ub_agree_flags */
+    why_arg arg;
+    const char *why;
+} unschedulable[] = {
+    {offsetof(ub_agree_flags, stream_copies), WHY_VALUE,
+     "stream-ordered work on the NCCL stream between collectives: copies or memsets (%g per warm-up on the busiest "
+     "rank), which consume results in stream order and cannot be redirected; with Horovod, set "
+     "HOROVOD_FUSION_THRESHOLD=0 so that usbyte does the fusion (Horovod copies fused tensors in and out of its "
+     "buffer on the NCCL stream)"},
+    {offsetof(ub_agree_flags, stream_compute), WHY_VALUE,
+     "stream-ordered compute on the NCCL stream between collectives: kernels, graphs or host functions (%g per "
+     "warm-up on the busiest rank), which consume results in stream order and cannot be redirected; with Horovod "
+     "these are the kernels that scale averaged gradients, which HOROVOD_FUSION_THRESHOLD=0 does not remove: average "
+     "with ncclAvg (Horovod 0.26 or later built against NCCL 2.10 or later) and leave gradient_predivide_factor at "
+     "1.0, or pass op=hvd.Sum and divide by hvd.size() yourself (scale the loss before backward)"},
+    {offsetof(ub_agree_flags, cupti_taken), WHY_PLAIN,
+     "another CUPTI subscriber held CUPTI during the warm-up on some rank (a profiler such as torch.profiler, or an "
+     "NVIDIA tool such as Nsight Systems the job runs under): stream-ordered work on the NCCL stream could not be "
+     "watched; profile without usbyte, or run with USBYTE_MODE=observe to measure and plan while profiling"},
+    {offsetof(ub_agree_flags, cupti_missing), WHY_PLAIN,
+     "CUPTI was not available on every rank: stream-ordered work on the NCCL stream cannot be ruled out"},
+    {offsetof(ub_agree_flags, no_end_records), WHY_PLAIN,
+     "neither an event recorded on the NCCL stream after a call nor a host wait on that stream was seen on some rank: "
+     "completion could not be redirected (statically linked CUDA runtime?)"},
+    {offsetof(ub_agree_flags, multi_stream), WHY_PLAIN,
+     "the allreduces of an iteration were issued on more than one stream on some rank: one completion order per "
+     "communicator is assumed"},
+    {offsetof(ub_agree_flags, legacy_stream), WHY_PLAIN,
+     "an allreduce was issued on the legacy or a per-thread default stream, which synchronises with other streams "
+     "implicitly: issue collectives on a stream of their own (cudaStreamNonBlocking)"},
+    {offsetof(ub_agree_flags, period_refuted), WHY_PERIOD,
+     "the period found (%u calls) is refuted by the buffer addresses on some rank (equal-sized calls repeat within an "
+     "iteration): detection restarts one iteration after the agreement, looking for a longer period"},
+    {offsetof(ub_agree_flags, p2p), WHY_PLAIN,
+     "point-to-point calls (ncclSend/ncclRecv) in the iteration: their groups must stay intact, so the communicator is "
+     "not re-scheduled"},
+};
+
+static void verdict(ub_comm *c, const ub_agreed *a)
+{
+    ub_comm_report *r = &c->report;
+    r->schedulable = true;
+    ub_comm_report_clear_reasons(r);
+    for (size_t i = 0; i < sizeof unschedulable / sizeof unschedulable[0]; i++) {
+        double v = *(const double *)((const char *)&a->flags + unschedulable[i].flag);
+        if (!(v > 0))
+            continue;
+        r->schedulable = false;
+        const char *f = unschedulable[i].why;
+        switch (unschedulable[i].arg) {
+        case WHY_VALUE: ub_comm_report_add_reason(r, f, v); break;
+        case WHY_PERIOD: ub_comm_report_add_reason(r, f, c->period); break;
+        default: ub_comm_report_add_reason(r, "%s", f); break;
+        }
+    }
+}
+
+static void fill_pattern(ub_comm *c, const ub_agreed *a)
+{
+    ub_comm_report *r = &c->report;
+    r->ready_upstream_calls = r->ready_fallback_calls = r->merge_barriers = 0;
+    for (int k = 0; k < a->n_calls; k++) {
+        if (a->calls[k].fallback) r->ready_fallback_calls++;
+        else r->ready_upstream_calls++;
+        if (a->calls[k].barrier) r->merge_barriers++;
+    }
+    r->stream_ordered = a->flags.stream_ordered;
+    r->need_segments = r->have_profile ? r->profile.n_forward : 0;
+}
+
+void ub_comm_decision_line(ub_comm *c)
+{
+    ub_comm_report *r = &c->report;
+    if (!r->have_plans) {
+        ub_info("communicator %d: %s%s%s", c->index, ub_comm_state_name(c->state), c->reason[0] ? ": " : "",
+                c->reason);
+        return;
+    }
+    double wfbp = r->policy_iteration[UB_POLICY_WFBP], chosen = r->policy_iteration[r->chosen];
+    ub_info("communicator %d: %d allreduces/iteration, measured iteration %.3f ms, alpha %.1f us, "
+            "beta %.3g s/B; wfbp predicts %.3f ms, %s %.3f ms (%.2fx over wfbp); %s",
+            c->index, r->calls_per_iteration, 1e3 * r->measured_iteration, 1e6 * r->profile.alpha,
+            r->profile.beta, 1e3 * wfbp, ub_policy_name((ub_policy_id)r->chosen), 1e3 * chosen,
+            chosen > 0 ? wfbp / chosen : 0.0, r->schedulable ? "schedulable" : "not schedulable");
+}
+
+/* A rank that cannot take part in the agreement would leave the others waiting in its
+ * collectives (or, in schedule mode, planning without it): it stops the job with a clear line
+ * instead.  Only reached when CUDA refuses a copy or NCCL an enqueue on a healthy context. */
+void ub_comm_cannot_take_part(ub_comm *c, const char *what)
+{
+    ub_error("communicator %d: %s during the agreement; the other ranks would wait for this one "
+             "forever: aborting", c->index, what);
+    abort();
+}
+
+/* The runtime's limits on what the planner may produce: cuts aligned for NCCL, merged blocks that
+ * fit the staging buffer every rank holds (agreed; USBYTE_STAGING_MB at most; none: a limit no
+ * merged block can meet). */
+static void set_limits(const ub_comm *c, ub_profile *p)
+{
+    p->align = (uint64_t)ub_cfg.align;
+    p->staging_max = c->staging_agreed > 0 ? c->staging_agreed : 1;
+}
+
+/* Every policy on the agreed profile, and the chosen one under the other completion semantics
+ * (the report says what USBYTE_COMPLETION=call would gain), computed without the global lock:
+ * `best` may search for a while, and other threads' hooks (a watchdog's) must not wait for it.
+ * The communicator stays in AGREE meanwhile; false when another thread ended it (an abort). */
+static bool plan_unlocked(ub_comm *c, const ub_agreed *a, bool stream_sem)
+{
+    ub_comm_report *r = &c->report;
+    ub_profile other;
+    bool have_other = ub_derive_profile(a, c->rec.bytes, c->rec.dtype, c->rec.op, !stream_sem, &other, NULL) == 0;
+    if (have_other)
+        set_limits(c, &other);
+    int chosen = ub_cfg.policy;
+    double iters[UB_POLICY_COUNT];
+    ub_plan plan, plan_other;
+    ub_plan_init(&plan, ub_policy_name((ub_policy_id)chosen));
+    ub_plan_init(&plan_other, ub_policy_name((ub_policy_id)chosen));
+    ub_state_unlock();
+    int rc = ub_plan_all(&r->profile, chosen, iters, &plan);
+    double t_other = have_other && ub_policy_run((ub_policy_id)chosen, &other, &plan_other) == 0 ? plan_other.iteration : NAN;
+    ub_state_lock();
+    ub_plan_free(&plan_other);
+    if (have_other)
+        ub_profile_free(&other);
+    if (c->state != UB_COMM_AGREE) {
+        ub_plan_free(&plan);
+        return false;
+    }
+    r->chosen = chosen;
+    ub_plan_free(&r->plan);
+    r->plan = plan;
+    for (int id = 0; id < UB_POLICY_COUNT; id++)
+        r->policy_iteration[id] = iters[id];
+    r->have_plans = true; /* a failed chosen policy leaves an empty plan: the validation refuses it */
+    (void)rc;
+    ub_sched_rt *s = &c->sched;
+    s->predicted_iteration = iters[chosen];
+    s->predicted_wfbp = iters[UB_POLICY_WFBP];
+    s->predicted_other_completion = t_other;
+    s->completion_note[0] = '\0';
+    if (ub_cfg.completion == UB_COMPLETION_CALL && stream_sem)
+        snprintf(s->completion_note, sizeof s->completion_note,
+                 "USBYTE_COMPLETION=call refused: some allreduce had no event recorded right after it, so a consumer "
+                 "may rely on stream order; stream completion is used");
+    else if (stream_sem && t_other < 0.99 * s->predicted_iteration)
+        snprintf(s->completion_note, sizeof s->completion_note,
+                 "USBYTE_COMPLETION=call would predict %.3f ms (%.2fx over this plan): correct only if the framework "
+                 "waits on each call's own event before touching its data", 1e3 * t_other, s->predicted_iteration / t_other);
+    return true;
+}
+
+/* Schedule mode: a schedulable communicator gets its executor now (the plan runs from call
+ * agree_at + period); any other stays in pass-through, saying why.  Both outcomes are the same
+ * on every rank (agreed numbers, a pure planner); a rank that cannot set up the executor cannot
+ * follow the others and stops the job. */
+void ub_comm_decide_schedule(ub_comm *c)
+{
+    ub_comm_report *r = &c->report;
+    char why[300];
+    if (!r->have_plans || !r->schedulable) {
+        /* The reasons are the verdict's (each said once, in full): the state only points there. */
+        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, r->have_plans ? "not schedulable (the verdict says why)"
+                                                                   : "not schedulable: no plan");
+        return;
+    }
+    /* A plan that gains little is not worth deferring every call (its host cost, its risk): the
+     * same decision on every rank (agreed numbers, agreed threshold). */
+    double gain = c->sched.predicted_wfbp / c->sched.predicted_iteration;
+    if (!(gain >= 1.0 + ub_cfg.min_gain_pct / 100.0)) {
+        snprintf(why, sizeof why, "the plan is predicted %.2fx over wfbp, below USBYTE_MIN_GAIN_PCT=%d%%: "
+                 "not re-scheduled", gain, ub_cfg.min_gain_pct);
+        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
+        return;
+    }
+    char err[256];
+    if (ub_plan_validate(&r->profile, &r->plan, err, sizeof err) != 0) {
+        snprintf(why, sizeof why, "the chosen plan is invalid (a planner bug): %s", err);
+        ub_error("communicator %d: %s", c->index, why);
+        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
+        return;
+    }
+    if (ub_sched_prepare(c, &r->plan, c->sched.stream_semantics, why, sizeof why) != 0)
+        ub_comm_cannot_take_part(c, why);
+}
+
+bool ub_comm_decide(ub_comm *c, const ub_agreed *a, bool stream_sem)
+{
+    ub_comm_report *r = &c->report;
+    if (r->have_profile)
+        ub_profile_free(&r->profile);
+    r->have_profile = false;
+    if (ub_derive_profile(a, c->rec.bytes, c->rec.dtype, c->rec.op, stream_sem, &r->profile, &r->fit) == 0) {
+        r->have_profile = true;
+        set_limits(c, &r->profile);
+        char src[200];
+        snprintf(src, sizeof src, "usbyte observe: %d warm-up iterations on %d ranks, agreed (max ready/need, mean comm)",
+                 ub_cfg.warmup, a->ranks);
+        r->profile.source = strdup(src);
+        char name[64];
+        snprintf(name, sizeof name, "communicator %d", c->index);
+        r->profile.name = strdup(name);
+    }
+    r->measured_iteration = a->iteration;
+    fill_pattern(c, a);
+    verdict(c, a);
+    /* false: ended by another thread (an abort) while planning */
+    return !r->have_profile || plan_unlocked(c, a, stream_sem);
+}

@@ -1,0 +1,12 @@
+/* The process globals every layer reads (runtime.h): the configuration, the rank, the start time
+ * and the reentrancy guard's depth.  Set by runtime.c at the first wrapped call; at the bottom of
+ * the layers, so that reading them pulls in nothing. */
+#include "runtime.h"
+
+ub_config ub_cfg;
+atomic_bool ub_passthrough_all = true;  /* until the configuration says otherwise */
+_Thread_local int ub_inside;
+atomic_int ub_rank = -1;
+double ub_started_unix;
+atomic_int ub_world = -1;
+atomic_bool ub_report_dir_bad;
