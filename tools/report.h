@@ -144,6 +144,8 @@ typedef struct rp_job {
  * finds what the ranks disagree on.  Takes the array.  0, or -1 with one line in err. */
 int rp_job_make(rp_job *job, rp_report *reports, int n, char *err, size_t errlen);
 void rp_job_free(rp_job *job);
+/* "0-2, 5": the ranks of the job's reports whose flag in `on` is set (allocated). */
+char *rp_rank_ranges(const rp_job *job, const bool *on);
 /* Communicator `index` in report r, or NULL. */
 const rp_comm *rp_comm_find(const rp_report *r, int index);
 /* The first report holding communicator `index`: the reference others are compared with. */

@@ -3,6 +3,7 @@
  * shown next to each reason and the one-line description of each policy. */
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,13 +137,12 @@ static void put(text *t, const char *fmt, ...)
     t->n += (size_t)n;
 }
 
-/* "ranks 0-2, 5" for the ranks of the reports whose flag is set. */
-static void put_ranks(text *t, const rp_job *job, const bool *on)
+char *rp_rank_ranges(const rp_job *job, const bool *on)
 {
-    int count = 0;
-    for (int i = 0; i < job->n; i++)
-        count += on[i];
-    put(t, "rank%s ", count == 1 ? "" : "s");
+    /* Each rank at most ", " and its digits: 14 characters. */
+    size_t cap = 14 * (size_t)job->n + 1, n = 0;
+    char *out = ub_xrealloc(NULL, cap, "listing");
+    out[0] = '\0';
     bool first = true;
     for (int i = 0; i < job->n; i++) {
         if (!on[i])
@@ -150,12 +150,24 @@ static void put_ranks(text *t, const rp_job *job, const bool *on)
         int j = i;
         while (j + 1 < job->n && on[j + 1] && job->r[j + 1].rank == job->r[j].rank + 1)
             j++;
-        put(t, "%s%d", first ? "" : ", ", job->r[i].rank);
+        n += (size_t)snprintf(out + n, cap - n, "%s%d", first ? "" : ", ", job->r[i].rank);
         if (j > i)
-            put(t, "%s%d", j == i + 1 ? ", " : "-", job->r[j].rank);
+            n += (size_t)snprintf(out + n, cap - n, "%s%d", j == i + 1 ? ", " : "-", job->r[j].rank);
         first = false;
         i = j;
     }
+    return out;
+}
+
+/* "ranks 0-2, 5" for the ranks of the reports whose flag is set. */
+static void put_ranks(text *t, const rp_job *job, const bool *on)
+{
+    int count = 0;
+    for (int i = 0; i < job->n; i++)
+        count += on[i];
+    char *ranges = rp_rank_ranges(job, on);
+    put(t, "rank%s %s", count == 1 ? "" : "s", ranges);
+    free(ranges);
 }
 
 static void add_problem(rp_job *job, int comm, int rank, int bits, char *owned)

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "report.h"
 #include "report_html.h"
@@ -106,18 +107,7 @@ void rp_page_close(rp_page *pg)
 /* "0-3, 5" for ranks listed by the flags of the job's reports. */
 void rp_rank_list(rp_page *pg, const bool *on)
 {
-    const rp_job *job = pg->job;
-    bool first = true;
-    for (int i = 0; i < job->n; i++) {
-        if (!on[i])
-            continue;
-        int j = i;
-        while (j + 1 < job->n && on[j + 1] && job->r[j + 1].rank == job->r[j].rank + 1)
-            j++;
-        rp_out(pg, "%s%d", first ? "" : ", ", job->r[i].rank);
-        if (j > i)
-            rp_out(pg, "%s%d", j == i + 1 ? ", " : "-", job->r[j].rank);
-        first = false;
-        i = j;
-    }
+    char *ranges = rp_rank_ranges(pg->job, on);
+    rp_out(pg, "%s", ranges);
+    free(ranges);
 }

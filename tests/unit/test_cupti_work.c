@@ -44,11 +44,7 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 static int setup(void **state)
 {
     (void)state;
-    if (cuptiSubscribe(&sub, on_callback, NULL) != CUPTI_SUCCESS ||
-        cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API) != CUPTI_SUCCESS ||
-        cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS)
-        return -1;
-    return 0;
+    return sw_subscribe(&sub, on_callback);
 }
 
 static int teardown(void **state)

@@ -108,6 +108,16 @@ static void CUDA_CB sw_fill_cu_callback(CUstream s, CUresult status, void *arg)
 #define SW_DPTR(p) ((CUdeviceptr)(uintptr_t)(p))
 
 /* ---- how each kind is issued (0: accepted) ---- */
+/* Subscribes cb to both API domains, where every way work reaches a stream is reported: 0 or -1. */
+static inline int sw_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb)
+{
+    return cuptiSubscribe(sub, cb, NULL) == CUPTI_SUCCESS &&
+                   cuptiEnableDomain(1, *sub, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS &&
+                   cuptiEnableDomain(1, *sub, CUPTI_CB_DOMAIN_DRIVER_API) == CUPTI_SUCCESS
+               ? 0
+               : -1;
+}
+
 static inline int sw_launch_ex(struct stream_work *w, cudaStream_t s, bool ptsz)
 {
     cudaLaunchConfig_t c = {SW_ONE, SW_ONE, 0, s, NULL, 0};
