@@ -5,7 +5,12 @@
 # that communicator's device (the emulator refuses an event recorded on a stream of another device)
 # and no call may leave the thread's current device changed; the program checks the results and
 # the device after every call, this script that both communicators ran their plan.
+# Its subject is device scope, so it runs with the default hardware queues: on one queue per
+# device (CUDA_DEVICE_MAX_CONNECTIONS=1) this program hangs with or without usbyte (the emulator
+# names device 0's NCCL stream waiting on its compute stream's event behind an allreduce that
+# waits for the other device), which is the program's pattern, not usbyte's.
 source "$(dirname "$0")/runtime_lib.sh"
+export CUDA_DEVICE_MAX_CONNECTIONS=8
 PROG=$BUILD/tests/integration/runtime_devices
 need "$BUILD/libusbyte.so" "$PROG" "$BUILD/emu/emu-run"
 export USBYTE_EMU_ALPHA_US=200 USBYTE_EMU_GBPS=1 USBYTE_WARMUP=2 USBYTE_LOG=info USBYTE_MIN_GAIN_PCT=-100
