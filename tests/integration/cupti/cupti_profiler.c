@@ -13,8 +13,11 @@
  *                           communicator, split from the first, runs its iterations: usbyte may
  *                           watch its warm-up again
  * Either way its subscription must succeed and its callbacks must be called (the profiler works);
- * it prints "profiler subscribed at iteration N" and "profiler saw K callbacks".  Eight
- * allreduces per iteration on a stream of their own, results checked. */
+ * it prints "profiler subscribed at iteration N", "profiler unsubscribed at iteration U" (later)
+ * and "profiler saw K callbacks".  Eight allreduces per iteration on a stream of their own, results
+ * checked; the host idles GAP_US between iterations (an optimizer step, the next batch), so that the
+ * widest gap between ready times marks where an iteration begins unless the machine stalls longer
+ * inside one (then usbyte profiles again from the right phase: cupti_profiler.sh knows both). */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -26,6 +29,7 @@
 #define CALLS 8
 #define ITERS 24
 #define PROFILED 3
+#define GAP_US 20000
 
 static atomic_int callbacks;
 
@@ -96,6 +100,7 @@ static void run(ncclComm_t comm, int rank, int world, bool later, int *subscribe
         CUDA_OK(cudaMalloc((void **)&d[c], n[c] * sizeof(float)));
     }
     for (int it = 0; it < ITERS; it++) {
+        usleep(GAP_US);
         if (later && *subscribed_at < 0 && held()) {
             subscribe(false, false);
             *subscribed_at = it;
@@ -151,7 +156,10 @@ int main(int argc, char **argv)
     } else {
         EXPECT(cuptiUnsubscribe(sub) == CUPTI_SUCCESS, "the profiler's cuptiUnsubscribe failed");
     }
-    printf("profiler subscribed at iteration %d\nprofiler saw %d callbacks\n", subscribed_at, atomic_load(&callbacks));
+    printf("profiler subscribed at iteration %d\n", subscribed_at);
+    if (later)
+        printf("profiler unsubscribed at iteration %d\n", unsubscribed_at);
+    printf("profiler saw %d callbacks\n", atomic_load(&callbacks));
     NCCL_OK(ncclCommDestroy(comm));
     printf("cupti_profiler ok: rank %d\n", rank);
     return 0;
