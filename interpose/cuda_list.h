@@ -7,8 +7,9 @@
  *   cudaEventElapsedTime (hook: start, end); SSYNC / SQUERY: host waits on a stream (hook:
  *   stream); DSYNC: cudaDeviceSynchronize; SDESTROY / EDESTROY: handles going away (hook: stream
  *   / event); BEGINCAP / ENDCAP: graph capture begins / ends on a stream (hook: stream; always
- *   wrapped, not only on the slow path: every capture must be seen); CALLONLY: not wrapped,
- *   resolved because usbyte calls it.
+ *   wrapped, not only on the slow path: every capture must be seen); ENTRY: the lookups of driver
+ *   functions (hook: the returned pointer's address; a driver capture function is replaced by
+ *   usbyte's wrapper, driver_wrap.c); CALLONLY: not wrapped, resolved because usbyte calls it.
  * The _ptsz variants are the per-thread-default-stream entry points the real runtime exports;
  * a runtime without them leaves them NULL and their wrappers report cudaErrorNotSupported. */
 #ifndef USBYTE_CUDA_LIST_H
@@ -27,6 +28,14 @@ cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph);
+cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,
+                                               const cudaGraphEdgeData *dependencyData, size_t numDependencies,
+                                               enum cudaStreamCaptureMode mode);
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult *driverStatus);
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                                  unsigned long long flags,
+                                                  enum cudaDriverEntryPointQueryResult *driverStatus);
 
 #define UB_CUDA_LIST(X)                                                                           \
     X(cudaEventRecord, EVREC, (cudaEvent_t event, cudaStream_t stream), (event, stream),          \
@@ -53,10 +62,33 @@ cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph);
       (stream, mode), (stream))                                                                   \
     X(cudaStreamBeginCapture_ptsz, BEGINCAP, (cudaStream_t stream, enum cudaStreamCaptureMode mode),\
       (stream, mode), (stream ? stream : cudaStreamPerThread))                                    \
+    X(cudaStreamBeginCaptureToGraph, BEGINCAP,                                                    \
+      (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,               \
+       const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode),\
+      (stream, graph, dependencies, dependencyData, numDependencies, mode), (stream))             \
+    X(cudaStreamBeginCaptureToGraph_ptsz, BEGINCAP,                                               \
+      (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,               \
+       const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode),\
+      (stream, graph, dependencies, dependencyData, numDependencies, mode),                       \
+      (stream ? stream : cudaStreamPerThread))                                                    \
     X(cudaStreamEndCapture, ENDCAP, (cudaStream_t stream, cudaGraph_t *graph), (stream, graph),   \
       (stream))                                                                                   \
     X(cudaStreamEndCapture_ptsz, ENDCAP, (cudaStream_t stream, cudaGraph_t *graph), (stream, graph),\
       (stream ? stream : cudaStreamPerThread))                                                    \
+    X(cudaGetDriverEntryPoint, ENTRY,                                                             \
+      (const char *symbol, void **funcPtr, unsigned long long flags,                              \
+       enum cudaDriverEntryPointQueryResult *driverStatus), (symbol, funcPtr, flags, driverStatus), (funcPtr))\
+    X(cudaGetDriverEntryPoint_ptsz, ENTRY,                                                        \
+      (const char *symbol, void **funcPtr, unsigned long long flags,                              \
+       enum cudaDriverEntryPointQueryResult *driverStatus), (symbol, funcPtr, flags, driverStatus), (funcPtr))\
+    X(cudaGetDriverEntryPointByVersion, ENTRY,                                                    \
+      (const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,     \
+       enum cudaDriverEntryPointQueryResult *driverStatus),                                       \
+      (symbol, funcPtr, cudaVersion, flags, driverStatus), (funcPtr))                             \
+    X(cudaGetDriverEntryPointByVersion_ptsz, ENTRY,                                               \
+      (const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,     \
+       enum cudaDriverEntryPointQueryResult *driverStatus),                                       \
+      (symbol, funcPtr, cudaVersion, flags, driverStatus), (funcPtr))                             \
     X(cudaThreadExchangeStreamCaptureMode, CALLONLY, (enum cudaStreamCaptureMode *mode), (mode), ())\
     X(cudaStreamDestroy, SDESTROY, (cudaStream_t stream), (stream), (stream))                     \
     X(cudaEventDestroy, EDESTROY, (cudaEvent_t event), (event), (event))                          \
@@ -99,11 +131,15 @@ typedef enum {
     UB_CUDA_COUNT
 } ub_cuda_id;
 
+/* Applications still call the deprecated cudaGetDriverEntryPoint: naming its type is no use of it. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 typedef struct ub_cuda_real {
 #define X(name, cls, params, args, hook) __typeof__(name) *name;
     UB_CUDA_LIST(X)
 #undef X
 } ub_cuda_real;
+#pragma GCC diagnostic pop
 
 extern ub_cuda_real ub_cuda;
 extern const char *const ub_cuda_names[UB_CUDA_COUNT];

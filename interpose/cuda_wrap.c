@@ -4,6 +4,7 @@
  * references bound to cudaEventRecord@libcudart.so.13 reach them. */
 #include "capture.h"
 #include "cuda_list.h"
+#include "driver_list.h"
 #include "hooks.h"
 #include "redirect.h"
 #include "runtime.h"
@@ -141,6 +142,16 @@ static inline bool slow_path(void)
         ub_capture_ended hook;                                 \
         return r;                                              \
     }
+/* A driver capture function looked up through the runtime is handed out as usbyte's wrapper. */
+#define WRAP_ENTRY(name, params, args, hook)                   \
+    UB_EXPORT cudaError_t name params                          \
+    {                                                          \
+        PROLOGUE_ALWAYS(name, args)                            \
+        cudaError_t r = ub_cuda.name args;                     \
+        if (r == cudaSuccess && (hook) && *(hook))             \
+            *(hook) = ub_cu_substitute(*(hook));               \
+        return r;                                              \
+    }
 #define WRAP_CALLONLY(name, params, args, hook)
 
 #define X(name, cls, params, args, hook) WRAP_##cls(name, params, args, hook)
@@ -168,6 +179,10 @@ UB_CUDA_LIST(X)
 #define V12_EDESTROY V12_WRAPPED
 #define V12_BEGINCAP V12_WRAPPED
 #define V12_ENDCAP V12_WRAPPED
+#define V12_ENTRY V12_WRAPPED
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #define X(name, cls, params, args, hook) V12_##cls(name, params, args)
 UB_CUDA_LIST(X)
 #undef X
+#pragma GCC diagnostic pop

@@ -147,12 +147,18 @@ uint64_t ub_sched_unissued(const ub_comm *c)
     return v > s->issued ? v : 0;
 }
 
-/* A capture usbyte saw needs no query; one begun where usbyte cannot see it (the driver API's
- * cuStreamBeginCapture, not wrapped) is found only by asking, at every call. */
-static bool capturing(cudaStream_t st)
+/* Every capture begun through the runtime, the driver or a looked-up driver function is seen
+ * (cuda_wrap.c, driver_wrap.c) and needs no query.  One begun where no wrapper can see it (a
+ * driver function found with dlsym on libcuda's own handle) is asked for once per iteration and
+ * stream: at the iteration's first call and where the stream changes, so that such a capture of a
+ * whole step, the way steps are captured, is found before any of its calls is deferred. */
+static bool capturing(ub_sched_rt *s, cudaStream_t st)
 {
     if (ub_capture_stream(st))
         return true;
+    if (s->active && s->pos != 0 && st == s->asked)
+        return false;
+    s->asked = st;
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (!ub_cuda.cudaStreamIsCapturing || UB_CUDA(ub_cuda.cudaStreamIsCapturing(st, &cs)) != cudaSuccess)
         return false;
@@ -190,7 +196,7 @@ static void record_ready(ub_comm *c, int k)
 bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig)
 {
     ub_sched_rt *s = &c->sched;
-    bool capture = capturing(d->stream);
+    bool capture = capturing(s, d->stream);
     if (!s->active) {
         /* Pass-through since a deviation: the plan resumes at a call that starts an iteration. */
         if (capture || sig != s->pos_sig[0])

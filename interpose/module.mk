@@ -9,15 +9,18 @@ RUNTIME_PROFILER_SRCS := $(filter-out profiler/profile_io%.c profiler/plan_io%.c
 INTERPOSE_SRCS := $(wildcard interpose/*.c)
 USBYTE_SO := $(BUILD)/libusbyte.so
 
-# The version script, generated from the one list of wrapped CUDA functions (cuda_list.h): every
-# entry whose class is not CALLONLY.
+# The version script, generated from the lists of wrapped CUDA runtime and driver functions
+# (cuda_list.h, driver_list.h): every entry whose class is not CALLONLY.
 USBYTE_MAP := $(BUILD)/libusbyte.map
-$(USBYTE_MAP): interpose/libusbyte.map.in interpose/cuda_list.h
+$(USBYTE_MAP): interpose/libusbyte.map.in interpose/cuda_list.h interpose/driver_list.h
 	@mkdir -p $(@D)
 	sed -n 's/^ *X(\(cuda[A-Za-z_]*\), *\([A-Z]*\),.*/\2 \1/p' interpose/cuda_list.h | \
 		awk '$$1 != "CALLONLY" {printf "        %s;\n", $$2}' > $@.names
-	sed -e '/@CUDA_WRAPPERS@/{r $@.names' -e 'd}' interpose/libusbyte.map.in > $@
-	rm -f $@.names
+	sed -n 's/^ *X(\(cu[A-Z][A-Za-z0-9_]*\), *\([A-Z]*\),.*/\2 \1/p' interpose/driver_list.h | \
+		awk '$$1 != "CALLONLY" {printf "        %s;\n", $$2}' > $@.drivernames
+	sed -e '/@CUDA_WRAPPERS@/{r $@.names' -e 'd}' -e '/@DRIVER_WRAPPERS@/{r $@.drivernames' -e 'd}' \
+		interpose/libusbyte.map.in > $@
+	rm -f $@.names $@.drivernames
 
 $(USBYTE_SO): $(call objs,$(INTERPOSE_SRCS) $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB) $(USBYTE_MAP)
 	@mkdir -p $(@D)
@@ -73,9 +76,9 @@ bench-overhead: $(USBYTE_SO) $(BUILD)/tests/bench/overhead $(BUILD)/tests/bench/
 # The runtime's own multi-rank test programs (tests/integration/runtime_*.c), linked like any
 # CUDA/NCCL program against the emulator's stand-ins.
 RUNTIME_IT_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(wildcard tests/integration/runtime_*.c))
-$(RUNTIME_IT_PROGS): $(BUILD)/tests/integration/%: $(BUILD)/obj/tests/integration/%.o | $(BUILD)/emu/libnccl.so $(BUILD)/emu/libcudart.so
+$(RUNTIME_IT_PROGS): $(BUILD)/tests/integration/%: $(BUILD)/obj/tests/integration/%.o | $(BUILD)/emu/libnccl.so $(BUILD)/emu/libcudart.so $(BUILD)/emu/libcuda.so
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $< -L$(BUILD)/emu -lnccl -lcudart $(LDLIBS_THREAD)
+	$(CC) $(LDFLAGS) -o $@ $< -L$(BUILD)/emu -lnccl -lcudart -lcuda $(LDLIBS_THREAD)
 ALL += $(RUNTIME_IT_PROGS)
 
 # make bench-schedule: measured vs predicted speedups of schedule mode (tests/bench/schedule.py,

@@ -4,8 +4,9 @@
  * library the process already loaded (dlopen(..., RTLD_NOLOAD)), or USBYTE_NCCL_LIB, and look
  * up the pncclXxx aliases NCCL exports for interposers (strong, unlike the weak ncclXxx), then
  * fall back to RTLD_NEXT.  CUDA: the libcudart.so.* the process loaded (PyTorch wheels bring
- * their own), looked up with the runtime's symbol version first.  Any candidate that is one of
- * our own wrappers is rejected: calling it would recurse forever. */
+ * their own), looked up with the runtime's symbol version first.  The CUDA driver: the
+ * libcuda.so.1 the process loaded (the runtime loads it at its first call).  Any candidate that is
+ * one of our own wrappers is rejected: calling it would recurse forever. */
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "cuda_list.h"
+#include "driver_list.h"
 #include "guard.h"
 #include "nccl_list.h"
 #include "runtime.h"
@@ -179,4 +181,34 @@ int ub_cuda_resolve(void)
 {
     pthread_once(&cuda_once, cuda_resolve_once);
     return cuda_status;
+}
+
+/* ---- CUDA driver ---- */
+
+ub_cu_real ub_cu;
+static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool cu_found;
+
+static void cu_resolve_guarded(void)
+{
+    void *handle = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+    if (!handle)
+        return;
+#define X(name, cls, params, args, hook) ub_cu.name = (__typeof__(ub_cu.name))checked(dlsym(handle, #name));
+    UB_CU_LIST(X)
+#undef X
+    dlclose(handle); /* the process holds its own reference */
+    atomic_store_explicit(&cu_found, true, memory_order_release);
+    ub_debug("real CUDA driver functions from libcuda.so.1");
+}
+
+bool ub_cu_resolve(void)
+{
+    if (atomic_load_explicit(&cu_found, memory_order_acquire))
+        return true;
+    pthread_mutex_lock(&cu_mu);
+    if (!atomic_load_explicit(&cu_found, memory_order_relaxed))
+        UB_REAL((cu_resolve_guarded(), 0));
+    pthread_mutex_unlock(&cu_mu);
+    return atomic_load_explicit(&cu_found, memory_order_acquire);
 }

@@ -43,6 +43,7 @@ typedef struct ub_sched_rt {
     int *pos_call;           /* per position: the allreduce index, -1 for another call */
     bool active;             /* following the plan (false: pass-through until an iteration start) */
     uint32_t pos;            /* position of the next call in the iteration */
+    cudaStream_t asked;      /* the stream last asked whether it captures, in this iteration */
     int arrived;             /* allreduces of this iteration deferred so far */
     int next_block;          /* first block of this iteration not yet issued */
     /* Block values: block b of the iteration whose base is `base` has value base + b + 1; the

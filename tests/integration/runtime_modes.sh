@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The runtime's own checks: only the wrappers are exported (the CUDA and CUPTI ones under the real
-# libraries' version nodes); a program whose references are versioned (cudaStreamWaitEvent@libcudart.so.13)
-# reaches our wrappers through LD_PRELOAD (the report sees its upstream events and end events);
-# USBYTE_MODE=off writes nothing and says nothing; results are bit-identical in every mode.
+# The runtime's own checks: only the wrappers are exported (the CUDA runtime and CUPTI ones under
+# the real libraries' version nodes, the driver's under a node of ours); a program whose references
+# are versioned (cudaStreamWaitEvent@libcudart.so.13) reaches our wrappers through LD_PRELOAD (the
+# report sees its upstream events and end events); USBYTE_MODE=off writes nothing and says nothing; results are bit-identical in every mode.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -18,10 +18,11 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 # 1. Exports: the wrappers and nothing else.
 readelf -W --dyn-syms "$LIB" | awk '$7 != "UND" && ($5 == "GLOBAL" || $5 == "WEAK") {print $8}' | sort >"$WORK/exports"
-grep -v -E '^(nccl[A-Za-z]+@@USBYTE_NCCL_1|cuda[A-Za-z_]+@@libcudart\.so\.13|cuda[A-Za-z_]+@libcudart\.so\.12|(cuptiSubscribe|cuptiSubscribe_v2|cuptiUnsubscribe)@@libcupti\.so\.13|(cuptiSubscribe|cuptiSubscribe_v2|cuptiUnsubscribe)@libcupti\.so\.12|USBYTE_NCCL_1|libcudart\.so\.1[23]|libcupti\.so\.1[23])$' "$WORK/exports" \
+grep -v -E '^(nccl[A-Za-z]+@@USBYTE_NCCL_1|cuda[A-Za-z_]+@@libcudart\.so\.13|cuda[A-Za-z_]+@libcudart\.so\.12|(cuptiSubscribe|cuptiSubscribe_v2|cuptiUnsubscribe)@@libcupti\.so\.13|(cuptiSubscribe|cuptiSubscribe_v2|cuptiUnsubscribe)@libcupti\.so\.12|(cuStreamBeginCapture(_v2)?(_ptsz)?|cuStreamBeginCaptureToGraph(_ptsz)?|cuStreamEndCapture(_ptsz)?|cuGetProcAddress(_v2)?)@@USBYTE_CUDA_DRIVER_1|USBYTE_CUDA_DRIVER_1|USBYTE_NCCL_1|libcudart\.so\.1[23]|libcupti\.so\.1[23])$' "$WORK/exports" \
     && fail "unexpected exports above"
 for s in ncclAllReduce@@USBYTE_NCCL_1 ncclGroupStart@@USBYTE_NCCL_1 ncclCommDestroy@@USBYTE_NCCL_1 \
-         cudaEventRecord@@libcudart.so.13 cudaStreamWaitEvent@@libcudart.so.13 cudaEventSynchronize@@libcudart.so.13; do
+         cudaEventRecord@@libcudart.so.13 cudaStreamWaitEvent@@libcudart.so.13 cudaEventSynchronize@@libcudart.so.13 \
+         cuStreamBeginCapture_v2@@USBYTE_CUDA_DRIVER_1 cuGetProcAddress_v2@@USBYTE_CUDA_DRIVER_1; do
     grep -qx "$s" "$WORK/exports" || fail "$s not exported"
 done
 grep -q '^pnccl' "$WORK/exports" && fail "pncclXxx must stay NCCL's"

@@ -26,6 +26,14 @@
  *                                        stream (calls before it deferred), a captured event joining
  *                                        the compute stream into the capture and back; the graph is
  *                                        launched at once
+ *   --capture-call C                     the call captured (default M/2)
+ *   --capture-via ROUTE                  how the capture begins and ends: runtime
+ *                                        (cudaStreamBeginCapture, the default), runtime-to-graph
+ *                                        (cudaStreamBeginCaptureToGraph into a graph of its own),
+ *                                        driver (cuStreamBeginCapture, linked), driver-lookup
+ *                                        (through cuGetProcAddress), runtime-lookup (through
+ *                                        cudaGetDriverEntryPointByVersion), hidden (dlsym on
+ *                                        libcuda's own handle, which no interposer sees)
  *   --p2p-at IT                          a group of ncclSend/ncclRecv around the ring before IT
  *   --two-comms                          a second communicator, its calls interleaved
  *   --second-thread                      odd iterations are issued by another thread
@@ -33,19 +41,22 @@
  *   --fill-at IT --fill-rank R --fill-free-kb K
  *                                        at the start of iteration IT, rank R allocates device
  *                                        memory until K KiB are left (cudaMemGetInfo) */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cuda.h>
+
 #include "emu_common.h"
 
 typedef struct opts {
     int iters, calls, elems;
-    const char *consumer;
+    const char *consumer, *capture_via;
     bool mixed, two_comms, second_thread, repeat_sizes;
-    int size_change_at, barrier_at, early_at, destroy_at, exit_at, capture_at, p2p_at, fork_at, freeze_at;
+    int size_change_at, barrier_at, early_at, destroy_at, exit_at, capture_at, capture_call, p2p_at, fork_at, freeze_at;
     int fill_at, fill_rank, fill_free_kb;
 } opts;
 
@@ -148,23 +159,72 @@ static void setup(job *j)
         CUDA_OK(cudaEventCreateWithFlags(&j->last_end[m], cudaEventDisableTiming));
 }
 
+typedef CUresult (*cu_begin_fn)(CUstream, CUstreamCaptureMode);
+typedef CUresult (*cu_end_fn)(CUstream, CUgraph *);
+
+/* The driver's capture functions as the route finds them (NULL for the runtime routes). */
+static void driver_capture_functions(const char *via, cu_begin_fn *begin, cu_end_fn *end)
+{
+    *begin = NULL;
+    *end = NULL;
+    if (!strcmp(via, "driver")) {
+        *begin = cuStreamBeginCapture;
+        *end = cuStreamEndCapture;
+    } else if (!strcmp(via, "driver-lookup")) {
+        CUdriverProcAddressQueryResult st;
+        EXPECT(cuGetProcAddress("cuStreamBeginCapture", (void **)begin, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st) ==
+                   CUDA_SUCCESS, "cuGetProcAddress(cuStreamBeginCapture) failed");
+        EXPECT(cuGetProcAddress("cuStreamEndCapture", (void **)end, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st) ==
+                   CUDA_SUCCESS, "cuGetProcAddress(cuStreamEndCapture) failed");
+    } else if (!strcmp(via, "runtime-lookup")) {
+        enum cudaDriverEntryPointQueryResult st;
+        CUDA_OK(cudaGetDriverEntryPointByVersion("cuStreamBeginCapture", (void **)begin, 12000, cudaEnableDefault, &st));
+        CUDA_OK(cudaGetDriverEntryPointByVersion("cuStreamEndCapture", (void **)end, 12000, cudaEnableDefault, &st));
+    } else if (!strcmp(via, "hidden")) {
+        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        EXPECT(lib, "libcuda.so.1 is not loaded: %s", dlerror());
+        *begin = (cu_begin_fn)dlsym(lib, "cuStreamBeginCapture_v2");
+        *end = (cu_end_fn)dlsym(lib, "cuStreamEndCapture");
+    }
+    EXPECT(*begin || !*end, "no cuStreamBeginCapture through %s", via);
+}
+
 /* The allreduce captured into a graph, as PyTorch captures a collective: global mode, the
  * collective's end event recorded in the capture and waited on by another stream (which joins
  * the capture) that is joined back; then the graph runs once.  Any call on a capturing stream
- * that capture forbids, or an event of the capture recorded elsewhere, fails a CUDA call here. */
+ * that capture forbids, or an event of the capture recorded elsewhere, fails a CUDA call here.
+ * The capture begins and ends through the route --capture-via names. */
 static void captured_allreduce(job *j, int m, call *k)
 {
     cudaEvent_t in_capture, joined;
     CUDA_OK(cudaEventCreateWithFlags(&in_capture, cudaEventDisableTiming));
     CUDA_OK(cudaEventCreateWithFlags(&joined, cudaEventDisableTiming));
-    CUDA_OK(cudaStreamBeginCapture(j->nccl[m], cudaStreamCaptureModeGlobal));
+    cu_begin_fn cu_begin;
+    cu_end_fn cu_end;
+    driver_capture_functions(j->o.capture_via, &cu_begin, &cu_end);
+    cudaGraph_t graph = NULL;
+    if (cu_begin) {
+        EXPECT(cu_begin((CUstream)j->nccl[m], CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS,
+               "cuStreamBeginCapture through %s failed", j->o.capture_via);
+    } else if (!strcmp(j->o.capture_via, "runtime-to-graph")) {
+        CUDA_OK(cudaGraphCreate(&graph, 0));
+        CUDA_OK(cudaStreamBeginCaptureToGraph(j->nccl[m], graph, NULL, NULL, 0, cudaStreamCaptureModeGlobal));
+    } else {
+        CUDA_OK(cudaStreamBeginCapture(j->nccl[m], cudaStreamCaptureModeGlobal));
+    }
     NCCL_OK(ncclAllReduce(k->d_send, k->d_recv, k->count, k->dtype, k->op, j->comm[m], j->nccl[m]));
     CUDA_OK(cudaEventRecord(in_capture, j->nccl[m]));
     CUDA_OK(cudaStreamWaitEvent(j->compute, in_capture, 0));
     CUDA_OK(cudaEventRecord(joined, j->compute));
     CUDA_OK(cudaStreamWaitEvent(j->nccl[m], joined, 0));
-    cudaGraph_t graph;
-    CUDA_OK(cudaStreamEndCapture(j->nccl[m], &graph));
+    cudaGraph_t ended = NULL;
+    if (cu_end)
+        EXPECT(cu_end((CUstream)j->nccl[m], (CUgraph *)&ended) == CUDA_SUCCESS, "cuStreamEndCapture through %s failed",
+               j->o.capture_via);
+    else
+        CUDA_OK(cudaStreamEndCapture(j->nccl[m], &ended));
+    EXPECT(!graph || ended == graph, "the capture into a graph of its own ended with another graph");
+    graph = ended;
     cudaGraphExec_t exec;
     CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
     CUDA_OK(cudaGraphLaunch(exec, j->nccl[m]));
@@ -186,7 +246,7 @@ static void issue(job *j, int m, int c, int it)
     CUDA_OK(cudaMemcpyAsync(k->d_send, k->h_in, k->count * k->esize, cudaMemcpyHostToDevice, j->compute));
     CUDA_OK(cudaEventRecord(k->ready, j->compute));
     CUDA_OK(cudaStreamWaitEvent(j->nccl[m], k->ready, 0));
-    if (it == j->o.capture_at && c == j->o.calls / 2)
+    if (it == j->o.capture_at && c == j->o.capture_call)
         captured_allreduce(j, m, k);
     else
         NCCL_OK(ncclAllReduce(k->d_send, k->d_recv, k->count, k->dtype, k->op, j->comm[m], j->nccl[m]));
@@ -360,7 +420,8 @@ static job j;
 int main(int argc, char **argv)
 {
     opts *o = &j.o;
-    *o = (opts){.iters = 16, .calls = 24, .elems = 256, .consumer = "end-event", .size_change_at = -1,
+    *o = (opts){.iters = 16, .calls = 24, .elems = 256, .consumer = "end-event", .capture_via = "runtime",
+                .capture_call = -1, .size_change_at = -1,
                 .barrier_at = -1, .early_at = -1, .destroy_at = -1, .exit_at = -1, .capture_at = -1,
                 .p2p_at = -1, .fork_at = -1, .freeze_at = -1, .fill_at = -1, .fill_rank = -1};
     for (int i = 1; i < argc; i++) {
@@ -379,6 +440,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--destroy-at")) o->destroy_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--exit-at")) o->exit_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--capture-at")) o->capture_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--capture-call")) o->capture_call = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--capture-via") && i + 1 < argc) o->capture_via = argv[++i];
         else if (!strcmp(a, "--p2p-at")) o->p2p_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--fork-at")) o->fork_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--freeze-at")) o->freeze_at = opt_int(argc, argv, &i);
@@ -389,6 +452,18 @@ int main(int argc, char **argv)
             fprintf(stderr, "runtime_sched: unknown option %s\n", a);
             return 2;
         }
+    }
+    if (o->capture_call < 0)
+        o->capture_call = o->calls / 2;
+    static const char *const routes[] = {"runtime", "runtime-to-graph", "driver", "driver-lookup", "runtime-lookup",
+                                         "hidden"};
+    bool known = false;
+    for (size_t r = 0; r < sizeof routes / sizeof *routes; r++)
+        known = known || !strcmp(o->capture_via, routes[r]);
+    if (!known || o->capture_call >= o->calls) {
+        fprintf(stderr, "runtime_sched: unknown --capture-via %s, or --capture-call %d not below --calls %d\n",
+                o->capture_via, o->capture_call, o->calls);
+        return 2;
     }
     if (strcmp(o->consumer, "end-event") && strcmp(o->consumer, "stream-sync") && strcmp(o->consumer, "per-call") &&
         strcmp(o->consumer, "query-poll")) {

@@ -3,10 +3,11 @@
 # every iteration checked on the host against the exact sum or mean over ranks): the consumers that
 # rely on stream order (one end event, a host stream sync, events per call, a query loop), mixed
 # float16/float32 sum/avg and out-of-place calls, and one run per fault of docs/design.md section 1
-# (a size change on every rank, a barrier between iterations, equal sizes that hide the period, a capturing stream, a point-to-point
-# group, destroy and exit with blocks pending, two communicators interleaved, calls from a second
-# thread, fork), each ending with correct results; an early host consumer on the issuing thread is a
-# flush point, also exact (the launcher's timeout is the hang detector).
+# (a size change on every rank, a barrier between iterations, equal sizes that hide the period, a
+# capture begun through each entry point, a point-to-point group, destroy and exit with blocks
+# pending, two communicators interleaved, calls from a second thread, fork), each ending with
+# correct results; an early host consumer on the issuing thread is a flush point, also exact (the
+# launcher's timeout is the hang detector).
 source "$(dirname "$0")/runtime_lib.sh"
 PROG=$BUILD/tests/integration/runtime_sched
 need "$BUILD/libusbyte.so" "$PROG" "$BUILD/emu/emu-run"
@@ -135,6 +136,17 @@ run barrier ok --iters 24 --barrier-at 11
 report barrier 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["iterations"] >= 8, "barrier"'
 run capture ok --iters 24 --capture-at 11
 report capture 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["flushes"] == 1, "capture"'
+# The same capture begun and ended every other way a program can: usbyte sees each one at its
+# begin (no capture-status query in the middle of an iteration would find it), flushes, and the
+# capture succeeds.
+for via in runtime-to-graph driver driver-lookup runtime-lookup; do
+    run capture-$via ok --iters 24 --capture-at 11 --capture-via $via
+    report capture-$via 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["flushes"] == 1, "capture"'
+done
+# Begun where no interposer sees it (dlsym on libcuda's own handle), at an iteration's first call:
+# the capture-status query there finds it before anything is deferred.
+run capture-hidden ok --iters 24 --capture-at 11 --capture-via hidden --capture-call 0
+report capture-hidden 'assert c["state"] == "schedule" and s["deviations"] == 1, "capture"'
 run p2p ok --iters 24 --p2p-at 11
 report p2p 'assert c["state"] == "schedule" and s["deviations"] == 1, "p2p group"'
 # Both scheduled whatever the second one's predicted gain (its calls queue behind the first's on

@@ -20,7 +20,7 @@ FOLDERS = ["interpose", "order", "partition", "profiler", "tools"]
 # tiers below it, never above.  Every interpose/*.c must be in exactly one tier.
 TIERS = [
     ("wrappers and process hooks",
-     ["nccl_wrap.c", "cuda_wrap.c", "cupti_wrap.c", "runtime.c"]),
+     ["nccl_wrap.c", "cuda_wrap.c", "driver_wrap.c", "cupti_wrap.c", "runtime.c"]),
     ("life cycle and CUDA hooks",
      ["lifecycle.c", "cuda_hooks.c", "identity.c"]),
     ("warm-up, agreement, decision, deferral, redirection",

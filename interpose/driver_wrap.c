@@ -1,0 +1,75 @@
+/* The exported CUDA driver wrappers, generated from UB_CU_LIST: a capture begun or ended through
+ * the driver is seen as one begun through the runtime (cuda_wrap.c's BEGINCAP / ENDCAP), and a
+ * lookup that hands out a driver capture function hands out the wrapper instead, so that a
+ * program calling through a looked-up pointer is seen too.  Exported plain, as libcuda.so.1
+ * exports them (the version script's USBYTE_CUDA_DRIVER node). */
+#include "capture.h"
+#include "driver_list.h"
+#include "hooks.h"
+#include "runtime.h"
+
+#define UB_EXPORT __attribute__((visibility("default")))
+
+static CUresult missing(const char *name)
+{
+    ub_error("%s: the real CUDA driver function is not available (no libcuda.so.1 loaded, or it lacks it); "
+             "returning CUDA_ERROR_NOT_SUPPORTED", name);
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* The runtime's hooks need its table, as the runtime wrappers' prologue makes sure. */
+#define PROLOGUE(name, args)                                   \
+    if (!ub_cu_resolve() || !ub_cu.name)                       \
+        return missing(#name);                                 \
+    if (__builtin_expect(!atomic_load_explicit(&ub_cuda_resolved, memory_order_acquire), 0)) { \
+        ub_runtime_init();                                     \
+        ub_cuda_resolve();                                     \
+    }                                                          \
+    if (ub_bypass())                                           \
+        return ub_cu.name args;
+
+/* Deferred work on the stream goes out before its capture begins (ub_cuda_capture_begin). */
+#define WRAP_CUBEGIN(name, params, args, hook)                 \
+    UB_EXPORT CUresult name params                             \
+    {                                                          \
+        PROLOGUE(name, args)                                   \
+        cudaStream_t st_ = (cudaStream_t)(hook);               \
+        ub_cuda_capture_begin(st_);                            \
+        CUresult r = ub_cu.name args;                          \
+        if (r == CUDA_SUCCESS)                                 \
+            ub_capture_begun(st_);                             \
+        return r;                                              \
+    }
+#define WRAP_CUEND(name, params, args, hook)                   \
+    UB_EXPORT CUresult name params                             \
+    {                                                          \
+        PROLOGUE(name, args)                                   \
+        CUresult r = ub_cu.name args;                          \
+        ub_capture_ended((cudaStream_t)(hook));                \
+        return r;                                              \
+    }
+#define WRAP_CULOOKUP(name, params, args, hook)                \
+    UB_EXPORT CUresult name params                             \
+    {                                                          \
+        if (!ub_cu_resolve() || !ub_cu.name)                   \
+            return missing(#name);                             \
+        CUresult r = ub_cu.name args;                          \
+        if (r == CUDA_SUCCESS && (hook) && *(hook))            \
+            *(hook) = ub_cu_substitute(*(hook));               \
+        return r;                                              \
+    }
+#define X(name, cls, params, args, hook) WRAP_##cls(name, params, args, hook)
+UB_CU_LIST(X)
+#undef X
+
+void *ub_cu_substitute(void *fn)
+{
+    if (!fn || !ub_cu_resolve())
+        return fn;
+#define X(name, cls, params, args, hook)   \
+    if (fn == (void *)ub_cu.name)         \
+        return (void *)&name;
+    UB_CU_LIST(X)
+#undef X
+    return fn;
+}
