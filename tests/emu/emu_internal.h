@@ -108,6 +108,19 @@ cudaError_t usbyteEmuStreamEnqueueCapturable(cudaStream_t stream, int ptsz, usby
                                              const char *what, void *(*clone)(const void *arg),
                                              void (*drop)(void *arg));
 
+/* Graph capture for the driver API stand-in (cuStreamBeginCapture and _v2, ToGraph,
+ * cuStreamEndCapture, cuStreamIsCapturing and their _ptsz forms), which never passes through the
+ * public runtime entry points: on the real stack a runtime interposer does not see driver calls.
+ * Streams as usbyteEmuStreamEnqueueEx.  BeginCapture with graph NULL is cudaStreamBeginCapture;
+ * with a graph it is cudaStreamBeginCaptureToGraph (deps: n_deps nodes of graph, edges NULL or
+ * one per dependency).  Results are the runtime's codes; the thread's last runtime error is
+ * left alone. */
+cudaError_t usbyteEmuStreamBeginCapture(cudaStream_t stream, int ptsz, enum cudaStreamCaptureMode mode,
+                                        cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                        const cudaGraphEdgeData *edges, size_t n_deps);
+cudaError_t usbyteEmuStreamEndCapture(cudaStream_t stream, int ptsz, cudaGraph_t *graph);
+cudaError_t usbyteEmuStreamIsCapturing(cudaStream_t stream, int ptsz, enum cudaStreamCaptureStatus *status);
+
 /* Test control: sets the process's sticky error (as a device fault would).  From then on every
  * runtime call returns it and cudaGetLastError does not clear it. cudaSuccess clears it (the
  * emulator's equivalent of restarting the process). */

@@ -14,10 +14,19 @@ $(EMU_DIR)/libcudart.so: $(EMU_CUDART)
 
 ALL += $(EMU_CUDART) $(EMU_DIR)/libcudart.so
 
+# The driver's version script exports exactly the functions of tests/emu/cuda/exports.h (the list
+# cuGetProcAddress's table is made from).  -Bsymbolic-functions binds the library's references to
+# its own functions locally, as the real driver's are: the pointers cuGetProcAddress returns are
+# its own functions even when an LD_PRELOAD library defines the same names.
 EMU_CUDA_SRCS := $(wildcard tests/emu/cuda/*.c)
+EMU_CUDA_MAP := $(EMU_DIR)/libcuda.map
+EMU_CUDA_LDFLAGS := -Wl,-soname,libcuda.so.1 -Wl,--version-script=$(EMU_CUDA_MAP) -Wl,-Bsymbolic-functions
+$(EMU_CUDA_MAP): tests/emu/cuda/libcuda.map.in tests/emu/cuda/exports.h
+	@mkdir -p $(@D)
+	$(CC) -E -P -x c -o $@ $<
 EMU_CUDA := $(EMU_DIR)/libcuda.so.1
-$(EMU_CUDA): $(call objs,$(EMU_CUDA_SRCS)) tests/emu/cuda/libcuda.map $(EMU_DIR)/libcudart.so
-	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--version-script=tests/emu/cuda/libcuda.map \
+$(EMU_CUDA): $(call objs,$(EMU_CUDA_SRCS)) $(EMU_CUDA_MAP) $(EMU_DIR)/libcudart.so
+	$(CC) -shared $(EMU_CUDA_LDFLAGS) \
 		-Wl,--no-undefined $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(EMU_DIR) -lcudart $(LDLIBS_THREAD)
 $(EMU_DIR)/libcuda.so: $(EMU_CUDA)
 	ln -sf libcuda.so.1 $@
@@ -57,6 +66,12 @@ $(eval $(call emu_unit_test,test_emu_ptds,cudart cupti))
 $(eval $(call emu_unit_test,test_emu_queues,cudart cuda))
 $(eval $(call emu_unit_test,test_emu_launch,cudart cuda cupti))
 $(eval $(call emu_unit_test,test_emu_capture,cudart))
+# Linked with -rdynamic: its own cudaStreamBeginCapture and cuGetProcAddress_v2 stand where an
+# LD_PRELOAD interposer's would, exported so that they preempt the libraries' definitions.
+$(BUILD)/tests/unit/test_emu_driver_capture: $(call objs,tests/unit/test_emu_driver_capture.c) $(EMU_DIR)/libcudart.so $(EMU_DIR)/libcuda.so
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $(filter %.o,$^) -L$(EMU_DIR) -lcudart -lcuda $(EMU_TEST_RPATH) $(LDLIBS_CMOCKA) $(LDLIBS_THREAD)
+UNIT_TESTS += $(BUILD)/tests/unit/test_emu_driver_capture
 
 # An LD_PRELOAD interposer shaped like usbyte's, for test_emu_preload.
 $(BUILD)/tests/unit/libemu_preload_probe.so: $(call objs,tests/emu/testing/preload_probe.c) tests/emu/testing/preload_probe.map

@@ -24,6 +24,14 @@ CUresult emu_cu_result(cudaError_t err)
     case cudaErrorNotSupported: return CUDA_ERROR_NOT_SUPPORTED;
     case cudaErrorCudartUnloading: return CUDA_ERROR_DEINITIALIZED;
     case cudaErrorCooperativeLaunchTooLarge: return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+    case cudaErrorIllegalState: return CUDA_ERROR_ILLEGAL_STATE;
+    case cudaErrorStreamCaptureUnsupported: return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    case cudaErrorStreamCaptureInvalidated: return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    case cudaErrorStreamCaptureUnmatched: return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+    case cudaErrorStreamCaptureUnjoined: return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+    case cudaErrorStreamCaptureImplicit: return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+    case cudaErrorStreamCaptureWrongThread: return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+    case cudaErrorCapturedEvent: return CUDA_ERROR_CAPTURED_EVENT;
     default: return CUDA_ERROR_UNKNOWN;
     }
 }
@@ -37,7 +45,7 @@ EMU_CU_EXPORT CUresult cuDriverGetVersion(int *driverVersion)
 {
     if (driverVersion == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    *driverVersion = 13000;
+    *driverVersion = EMU_CU_DRIVER_VERSION;
     return CUDA_SUCCESS;
 }
 
@@ -197,6 +205,15 @@ EMU_CU_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute att
     X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")            \
     X(CUDA_ERROR_DEINITIALIZED, "driver shutting down")               \
     X(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, "too many blocks in cooperative launch") \
+    X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                \
+    X(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state") \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing") \
+    X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "operation failed due to a previous error during capture") \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "capture was not ended in the same stream as it began") \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "capturing stream has unjoined work") \
+    X(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "operation would make the legacy stream depend on a capturing blocking stream") \
+    X(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "attempt to terminate a thread-local capture sequence from another thread") \
+    X(CUDA_ERROR_CAPTURED_EVENT, "operation not permitted on an event last recorded in a capturing stream") \
     X(CUDA_ERROR_UNKNOWN, "unknown error")
 
 EMU_CU_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)

@@ -7,6 +7,9 @@
 
 #define EMU_CU_EXPORT __attribute__((visibility("default")))
 
+/* What cuDriverGetVersion reports: a CUDA 13.0 driver. */
+#define EMU_CU_DRIVER_VERSION 13000
+
 /* Maps a runtime error from the private interface to the driver's code. */
 CUresult emu_cu_result(cudaError_t err);
 

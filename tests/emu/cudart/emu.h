@@ -313,6 +313,11 @@ struct emu_capture {
     bool invalidated;
     size_t n, cap;
     struct emu_cnode *nodes;
+    /* cudaStreamBeginCaptureToGraph: the graph the nodes go into, after these nodes of it
+     * (into NULL: a new graph). */
+    cudaGraph_t into;
+    cudaGraphNode_t *deps;
+    size_t n_deps;
     struct emu_capture *next; /* the live captures */
 };
 void emu_capture_lock(void);
@@ -342,8 +347,13 @@ cudaError_t emu_capture_sync_check(struct CUstream_st *s);
 cudaError_t emu_capture_unsafe(void);
 /* cudaDeviceSynchronize: encompasses every capture of the device (whatever the mode). */
 cudaError_t emu_capture_device_sync(void);
-/* graph.c: a graph of captured nodes (takes every node, also when it fails). */
-cudaError_t emu_graph_from_capture(struct emu_cnode *nodes, size_t n, cudaGraph_t *out);
+/* graph.c: a graph of captured nodes (takes every node, also when it fails): a new one when
+ * into is NULL, else into itself (*out = into), the first node after deps, each next node
+ * after the one before; cudaErrorInvalidValue when into or one of deps is gone. */
+cudaError_t emu_graph_from_capture(struct emu_cnode *nodes, size_t n, cudaGraph_t into, const cudaGraphNode_t *deps,
+                                   size_t n_deps, cudaGraph_t *out);
+/* cudaErrorInvalidValue unless graph is live and deps (n_deps of them) are distinct nodes of it. */
+cudaError_t emu_graph_check_deps(cudaGraph_t graph, const cudaGraphNode_t *deps, size_t n_deps);
 /* event.c: at a graph launch, an external record node's record of `event` (NULL when the event
  * is gone), completed with emu_record_complete; an external wait's record to wait on. */
 struct emu_record *emu_event_record_at_launch(cudaEvent_t event, uint64_t stream_id);

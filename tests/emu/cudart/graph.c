@@ -4,6 +4,9 @@
  * _ptsz, reported as cuGraphLaunch; the driver stand-in's cuGraphLaunch comes here through
  * usbyteEmuGraphLaunch).  A node may depend only on nodes already in its graph, so the order of
  * insertion is a topological order: a launch runs the nodes in it, one after the other.
+ * Each node keeps its dependencies (cudaGraphGetNodes, cudaGraphNodeGetDependencies); captured
+ * nodes (capture.c) form a chain in capture order, the first one after the dependencies the
+ * capture began with (none, or those given to cudaStreamBeginCaptureToGraph).
  * Handles are checked against the live objects before anything is read through them. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -55,6 +58,8 @@ struct emu_node {
 struct CUgraphNode_st {
     struct CUgraph_st *graph;
     struct emu_node node;
+    size_t n_deps;
+    struct CUgraphNode_st **deps;
 };
 
 struct CUgraph_st {
@@ -105,21 +110,46 @@ EMU_EXPORT cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
     return emu_result(cudaSuccess);
 }
 
-static cudaError_t add_node(cudaGraphNode_t *out, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t n_deps,
-                            const struct emu_node *node)
+/* With graphs_mu held: graph is live and each of deps is one of its nodes, none twice. */
+static cudaError_t check_deps(cudaGraph_t graph, const cudaGraphNode_t *deps, size_t n_deps)
 {
-    if (out == NULL || (n_deps > 0 && deps == NULL))
+    if (n_deps > 0 && deps == NULL)
         return cudaErrorInvalidValue;
-    pthread_mutex_lock(&graphs_mu);
-    cudaError_t err = graph_live(graph) ? cudaSuccess : cudaErrorInvalidValue;
-    for (size_t i = 0; err == cudaSuccess && i < n_deps; i++) {
+    if (!graph_live(graph))
+        return cudaErrorInvalidValue;
+    for (size_t i = 0; i < n_deps; i++) {
         bool found = false;
         for (size_t k = 0; k < graph->n && !found; k++)
             found = graph->nodes[k] == deps[i];
+        for (size_t k = 0; k < i && found; k++)
+            found = deps[k] != deps[i];   /* a duplicate edge */
         if (!found)
-            err = cudaErrorInvalidValue;   /* "a dependency is not a node of this graph" */
+            return cudaErrorInvalidValue;   /* "a dependency is not a node of this graph" */
     }
+    return cudaSuccess;
+}
+
+cudaError_t emu_graph_check_deps(cudaGraph_t graph, const cudaGraphNode_t *deps, size_t n_deps)
+{
+    pthread_mutex_lock(&graphs_mu);
+    cudaError_t err = check_deps(graph, deps, n_deps);
+    pthread_mutex_unlock(&graphs_mu);
+    return err;
+}
+
+/* With graphs_mu held. */
+static cudaError_t add_node_locked(cudaGraphNode_t *out, cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                   size_t n_deps, const struct emu_node *node)
+{
+    cudaError_t err = check_deps(graph, deps, n_deps);
     struct CUgraphNode_st *x = NULL;
+    struct CUgraphNode_st **copy = NULL;
+    if (err == cudaSuccess && n_deps > 0) {
+        if ((copy = malloc(n_deps * sizeof *copy)) == NULL)
+            err = cudaErrorMemoryAllocation;
+        else
+            memcpy(copy, deps, n_deps * sizeof *copy);
+    }
     if (err == cudaSuccess && graph->n == graph->cap) {
         size_t cap = graph->cap ? 2 * graph->cap : 8;
         struct CUgraphNode_st **nodes = realloc(graph->nodes, cap * sizeof *nodes);
@@ -132,13 +162,77 @@ static cudaError_t add_node(cudaGraphNode_t *out, cudaGraph_t graph, const cudaG
     }
     if (err == cudaSuccess && (x = malloc(sizeof *x)) == NULL)
         err = cudaErrorMemoryAllocation;
-    if (err == cudaSuccess) {
-        *x = (struct CUgraphNode_st){graph, *node};
-        graph->nodes[graph->n++] = x;
-        *out = x;
+    if (err != cudaSuccess) {
+        free(copy);
+        return err;
     }
+    *x = (struct CUgraphNode_st){graph, *node, n_deps, copy};
+    graph->nodes[graph->n++] = x;
+    *out = x;
+    return cudaSuccess;
+}
+
+static cudaError_t add_node(cudaGraphNode_t *out, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t n_deps,
+                            const struct emu_node *node)
+{
+    if (out == NULL)
+        return cudaErrorInvalidValue;
+    pthread_mutex_lock(&graphs_mu);
+    cudaError_t err = add_node_locked(out, graph, deps, n_deps, node);
     pthread_mutex_unlock(&graphs_mu);
     return err;
+}
+
+/* With graphs_mu held: the live node x, or NULL. */
+static struct CUgraphNode_st *node_live(cudaGraphNode_t x)
+{
+    for (struct CUgraph_st *g = graphs; g; g = g->next)
+        for (size_t i = 0; i < g->n; i++)
+            if (g->nodes[i] == x)
+                return x;
+    return NULL;
+}
+
+/* Fills up to *count entries of out from src (n of them), NULL past n; *count = what was filled. */
+static void fill_nodes(cudaGraphNode_t *out, size_t *count, struct CUgraphNode_st *const *src, size_t n)
+{
+    if (out == NULL) {
+        *count = n;
+        return;
+    }
+    for (size_t i = 0; i < *count; i++)
+        out[i] = i < n ? src[i] : NULL;
+    if (*count > n)
+        *count = n;
+}
+
+EMU_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes)
+{
+    if (numNodes == NULL)
+        return emu_result(cudaErrorInvalidValue);
+    pthread_mutex_lock(&graphs_mu);
+    cudaError_t err = graph_live(graph) ? cudaSuccess : cudaErrorInvalidValue;
+    if (err == cudaSuccess)
+        fill_nodes(nodes, numNodes, graph->nodes, graph->n);
+    pthread_mutex_unlock(&graphs_mu);
+    return emu_result(err);
+}
+
+/* Every edge the emulator makes carries the default (zero) edge data. */
+EMU_EXPORT cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *pDependencies,
+                                                    cudaGraphEdgeData *edgeData, size_t *pNumDependencies)
+{
+    if (pNumDependencies == NULL || (edgeData != NULL && pDependencies == NULL))
+        return emu_result(cudaErrorInvalidValue);
+    pthread_mutex_lock(&graphs_mu);
+    struct CUgraphNode_st *x = node_live(node);
+    if (x != NULL) {
+        fill_nodes(pDependencies, pNumDependencies, x->deps, x->n_deps);
+        if (edgeData)
+            memset(edgeData, 0, *pNumDependencies * sizeof *edgeData);
+    }
+    pthread_mutex_unlock(&graphs_mu);
+    return emu_result(x != NULL ? cudaSuccess : cudaErrorInvalidValue);
 }
 
 EMU_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
@@ -237,6 +331,7 @@ EMU_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
         return emu_result(cudaErrorInvalidValue);
     for (size_t i = 0; i < graph->n; i++) {
         tmpl_release(graph->nodes[i]->node.tmpl);
+        free(graph->nodes[i]->deps);
         free(graph->nodes[i]);
     }
     free(graph->nodes);
@@ -244,11 +339,17 @@ EMU_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
     return emu_result(cudaSuccess);
 }
 
-cudaError_t emu_graph_from_capture(struct emu_cnode *nodes, size_t n, cudaGraph_t *out)
+cudaError_t emu_graph_from_capture(struct emu_cnode *nodes, size_t n, cudaGraph_t into, const cudaGraphNode_t *deps,
+                                   size_t n_deps, cudaGraph_t *out)
 {
-    cudaGraph_t g = NULL;
-    cudaError_t err = cudaGraphCreate(&g, 0);
+    cudaGraph_t g = into;
+    cudaError_t err = into ? cudaSuccess : cudaGraphCreate(&g, 0);
     size_t i = 0;
+    pthread_mutex_lock(&graphs_mu);
+    /* The graph captured into (and the dependencies) may have gone during the capture. */
+    if (err == cudaSuccess)
+        err = check_deps(g, deps, n_deps);
+    cudaGraphNode_t prev = NULL;
     for (; err == cudaSuccess && i < n; i++) {
         struct emu_tmpl *t = malloc(sizeof *t);
         if (t == NULL) {
@@ -258,17 +359,21 @@ cudaError_t emu_graph_from_capture(struct emu_cnode *nodes, size_t n, cudaGraph_
         atomic_init(&t->refs, 1);
         t->n = nodes[i];
         cudaGraphNode_t x;
-        if ((err = add_node(&x, g, NULL, 0, &(struct emu_node){.tmpl = t})) != cudaSuccess) {
+        err = prev ? add_node_locked(&x, g, &prev, 1, &(struct emu_node){.tmpl = t})
+                   : add_node_locked(&x, g, deps, n_deps, &(struct emu_node){.tmpl = t});
+        if (err != cudaSuccess) {
             tmpl_release(t);   /* frees node i's arg */
             i++;
             break;
         }
+        prev = x;
     }
+    pthread_mutex_unlock(&graphs_mu);
     /* Every node is taken: the graph holds those added, the rest go with a failure. */
     for (; i < n; i++)
         cnode_free(&nodes[i]);
     if (err != cudaSuccess) {
-        if (g)
+        if (g && !into)
             cudaGraphDestroy(g);
         return err;
     }

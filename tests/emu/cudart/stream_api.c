@@ -140,6 +140,11 @@ EMU_EXPORT cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cuda
     return emu_result(is_capturing(stream, pCaptureStatus, true));
 }
 
+EMU_EXPORT cudaError_t usbyteEmuStreamIsCapturing(cudaStream_t stream, int ptsz, enum cudaStreamCaptureStatus *status)
+{
+    return is_capturing(stream, status, ptsz != 0);
+}
+
 static cudaError_t capture_info(cudaStream_t stream, enum cudaStreamCaptureStatus *status, unsigned long long *id,
                                 cudaGraph_t *graph, const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges,
                                 size_t *n_deps, bool ptsz)

@@ -18,8 +18,8 @@ $(EMU12_DIR)/libcudart.so.12: $(call objs,$(EMU_CUDART_SRCS)) $(EMU12_DIR)/libcu
 $(EMU12_DIR)/libcudart.so: $(EMU12_DIR)/libcudart.so.12
 	ln -sf libcudart.so.12 $@
 
-$(EMU12_DIR)/libcuda.so.1: $(call objs,$(EMU_CUDA_SRCS)) tests/emu/cuda/libcuda.map $(EMU12_DIR)/libcudart.so
-	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--version-script=tests/emu/cuda/libcuda.map \
+$(EMU12_DIR)/libcuda.so.1: $(call objs,$(EMU_CUDA_SRCS)) $(EMU_CUDA_MAP) $(EMU12_DIR)/libcudart.so
+	$(CC) -shared $(EMU_CUDA_LDFLAGS) \
 		-Wl,--no-undefined $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(EMU12_DIR) -lcudart $(LDLIBS_THREAD)
 
 $(EMU12_DIR)/libcupti.so.13: $(call objs,$(EMU_CUPTI_SRCS)) tests/emu/cupti/libcupti.map $(EMU12_DIR)/libcudart.so
