@@ -346,11 +346,190 @@ static void cache_block(ub_search *s, ub_range_cache *c, int b)
     }
 }
 
-/* Every move at block i and the boundary after it; true when one was applied. */
-static bool improve_at(ub_search *s, int i)
+/* The moves at block i and the boundary after it (improve_at tries them in this order); each is
+ * true when it applied one. */
+
+/* Merge blocks i and i+1 into one. */
+static bool try_merge(ub_search *s, int i)
+{
+    ub_wplan *wp = &s->wp;
+    ub_blk_reset(&s->h[0]);
+    ub_hyp_add_block(wp, &s->h[0], &wp->b[i]);
+    ub_hyp_add_block(wp, &s->h[0], &wp->b[i + 1]);
+    if (!hyp_improves(s, i, 2, 1))
+        return false;
+    ub_blk_reset(&s->s[0]);
+    ub_blk_clone(&s->s[0], &wp->b[i]);
+    ub_blk_append(wp, &s->s[0], &wp->b[i + 1], 0, wp->b[i + 1].n);
+    return try_replace(s, i, 2, 1);
+}
+
+/* Swap, and relocations of one block over up to MAX_SHIFT others. */
+static bool try_rotations(ub_search *s, int i)
+{
+    ub_wplan *wp = &s->wp;
+    for (int k = 1; k <= MAX_SHIFT && i + k < wp->nb; k++) {
+        if (i + k < wp->busy_start)
+            continue;
+        if (try_rotate(s, i, i + k))
+            return true;
+        if (k > 1 && try_rotate(s, i + k, i))
+            return true;
+    }
+    return false;
+}
+
+/* A whole segment across the boundary between blocks i and i+1: A's last one into B, or B's
+ * first one into A. */
+static bool try_segment_across(ub_search *s, int i)
+{
+    ub_wplan *wp = &s->wp;
+    const ub_wblock *A = &wp->b[i], *B = &wp->b[i + 1];
+    if (A->n > 1) {
+        ub_blk_reset(&s->h[0]);
+        ub_hyp_set_range(wp, &s->h[0], &s->ca, A, 0, A->n - 1);
+        ub_blk_reset(&s->h[1]);
+        ub_hyp_add_block(wp, &s->h[1], B);
+        ub_hyp_add_range(wp, &s->h[1], A, A->n - 1, A->n);
+        if (hyp_improves(s, i, 2, 2)) {
+            ub_blk_reset(&s->s[0]);
+            ub_blk_append(wp, &s->s[0], A, 0, A->n - 1);
+            ub_blk_clone(&s->s[1], B);
+            ub_blk_append(wp, &s->s[1], A, A->n - 1, A->n);
+            if (try_replace(s, i, 2, 2))
+                return true;
+        }
+    }
+    A = &wp->b[i];
+    B = &wp->b[i + 1];
+    if (B->n > 1) {
+        ub_blk_reset(&s->h[0]);
+        ub_hyp_add_block(wp, &s->h[0], A);
+        ub_hyp_add_range(wp, &s->h[0], B, 0, 1);
+        ub_blk_reset(&s->h[1]);
+        ub_hyp_set_range(wp, &s->h[1], &s->cb, B, 1, B->n);
+        if (hyp_improves(s, i, 2, 2)) {
+            ub_blk_clone(&s->s[0], A);
+            ub_blk_append(wp, &s->s[0], B, 0, 1);
+            ub_blk_reset(&s->s[1]);
+            ub_blk_append(wp, &s->s[1], B, 1, B->n);
+            if (try_replace(s, i, 2, 2))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Cuts of block i's last segment; the tail goes after the next block, into it, or alone.  The
+ * targeted cut makes the block end when the next block's data is ready. */
+static bool try_tail_cuts(ub_search *s, int i, bool has_next)
 {
     ub_wplan *wp = &s->wp;
     const ub_profile *prof = wp->prof;
+    const ub_segment last = wp->b[i].seg[wp->b[i].n - 1];
+    double target = -1.0;
+    if (has_next) {
+        double per_byte = prof->beta + (wp->b[i].staged ? prof->copy_beta : 0.0);
+        if (per_byte > 0)
+            target = (double)(last.offset + last.length) -
+                     (start_of(wp, i) + wp->b[i].cost - wp->b[i + 1].r) / per_byte;
+    }
+    uint64_t cuts[MAX_CUTS];
+    int nc = ub_cut_points(prof, last.call, last.offset, last.offset + last.length, target, cuts);
+    for (int c = 0; c < nc; c++) {
+        uint64_t x = last.offset + last.length - cuts[c]; /* tail bytes */
+        if (has_next) {
+            ub_blk_clone(&s->s[0], &wp->b[i]);
+            ub_blk_trim(&s->s[0], s->s[0].n - 1, x, false);
+            ub_blk_clone(&s->s[1], &wp->b[i + 1]);
+            ub_blk_reset(&s->s[2]);
+            ub_blk_add(wp, &s->s[2], last.call, cuts[c], x);
+            if (try_replace(s, i, 2, 3))
+                return true;
+            ub_blk_clone(&s->s[0], &wp->b[i]);
+            ub_blk_trim(&s->s[0], s->s[0].n - 1, x, false);
+            ub_blk_clone(&s->s[1], &wp->b[i + 1]);
+            ub_blk_add(wp, &s->s[1], last.call, cuts[c], x);
+            if (try_replace(s, i, 2, 2))
+                return true;
+        }
+        ub_blk_clone(&s->s[0], &wp->b[i]);
+        ub_blk_trim(&s->s[0], s->s[0].n - 1, x, false);
+        ub_blk_reset(&s->s[1]);
+        ub_blk_add(wp, &s->s[1], last.call, cuts[c], x);
+        if (try_replace(s, i, 1, 2))
+            return true;
+    }
+    return false;
+}
+
+/* The head of block i+1's first segment moves back into block i. */
+static bool try_head_back(ub_search *s, int i)
+{
+    ub_wplan *wp = &s->wp;
+    const ub_segment first = wp->b[i + 1].seg[0];
+    uint64_t cuts[MAX_CUTS];
+    int nc = ub_cut_points(wp->prof, first.call, first.offset, first.offset + first.length, -1.0, cuts);
+    for (int c = 0; c < nc; c++) {
+        uint64_t x = cuts[c] - first.offset;
+        ub_blk_clone(&s->s[0], &wp->b[i]);
+        ub_blk_add(wp, &s->s[0], first.call, first.offset, x);
+        ub_blk_clone(&s->s[1], &wp->b[i + 1]);
+        ub_blk_trim(&s->s[1], 0, x, true);
+        if (try_replace(s, i, 2, 2))
+            return true;
+    }
+    return false;
+}
+
+/* Splits of block i (several segments) at up to 8 boundaries, alone or around block i+1. */
+static bool try_splits(ub_search *s, int i)
+{
+    ub_wplan *wp = &s->wp;
+    uint32_t n = wp->b[i].n, steps = n - 1 < 8 ? n - 1 : 8;
+    for (uint32_t q = 1; q <= steps; q++) {
+        uint32_t k = (uint32_t)((uint64_t)q * n / (steps + 1));
+        if (k == 0 || k >= n)
+            continue;
+        const ub_wblock *A = &wp->b[i];
+        ub_blk_reset(&s->h[0]);
+        ub_hyp_set_range(wp, &s->h[0], &s->ca, A, 0, k);
+        ub_blk_reset(&s->h[1]);
+        ub_hyp_set_range(wp, &s->h[1], &s->ca, A, k, n);
+        if (hyp_improves(s, i, 1, 2)) {
+            ub_blk_reset(&s->s[0]);
+            ub_blk_append(wp, &s->s[0], A, 0, k);
+            ub_blk_reset(&s->s[1]);
+            ub_blk_append(wp, &s->s[1], A, k, n);
+            if (try_replace(s, i, 1, 2))
+                return true;
+        }
+        if (i + 1 < wp->nb) {
+            A = &wp->b[i];
+            ub_wblock tail = s->h[1];
+            ub_blk_reset(&s->h[1]);
+            ub_hyp_add_block(wp, &s->h[1], &wp->b[i + 1]);
+            s->h[2] = tail;
+            if (hyp_improves(s, i, 2, 3)) {
+                ub_blk_reset(&s->s[0]);
+                ub_blk_append(wp, &s->s[0], A, 0, k);
+                ub_blk_clone(&s->s[1], &wp->b[i + 1]);
+                ub_blk_reset(&s->s[2]);
+                ub_blk_append(wp, &s->s[2], A, k, n);
+                if (try_replace(s, i, 2, 3))
+                    return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* Every move at block i and the boundary after it; true when one was applied (the first that
+ * improves).  Moves on the pair [i, i+1] are tried only where such a window can reach the busy
+ * period of the first critical block. */
+static bool improve_at(ub_search *s, int i)
+{
+    ub_wplan *wp = &s->wp;
     bool has_next = i + 1 < wp->nb;
     /* Range caches of blocks i and i+1; the one built for i+1 at the previous position serves
      * as block i's when the plan has not changed since. */
@@ -376,122 +555,16 @@ static bool improve_at(ub_search *s, int i)
         return false; /* no window from here reaches it */
 
     bool near = i + 1 >= wp->busy_start; /* windows [i, i+1] can matter */
-    if (has_next && near) {
-        /* merge */
-        ub_blk_reset(&s->h[0]);
-        ub_hyp_add_block(wp, &s->h[0], &wp->b[i]);
-        ub_hyp_add_block(wp, &s->h[0], &wp->b[i + 1]);
-        if (hyp_improves(s, i, 2, 1)) {
-            ub_blk_reset(&s->s[0]);
-            ub_blk_clone(&s->s[0], &wp->b[i]);
-            ub_blk_append(wp, &s->s[0], &wp->b[i + 1], 0, wp->b[i + 1].n);
-            if (try_replace(s, i, 2, 1))
-                return true;
-        }
-    }
-    if (has_next) {
-        /* swap, and relocations of one block over up to MAX_SHIFT others */
-        for (int k = 1; k <= MAX_SHIFT && i + k < wp->nb; k++) {
-            if (i + k < wp->busy_start)
-                continue;
-            if (try_rotate(s, i, i + k))
-                return true;
-            if (k > 1 && try_rotate(s, i + k, i))
-                return true;
-        }
-    }
-    if (has_next && near) {
-        /* a whole segment across the boundary */
-        const ub_wblock *A = &wp->b[i], *B = &wp->b[i + 1];
-        if (A->n > 1) {
-            ub_blk_reset(&s->h[0]);
-            ub_hyp_set_range(wp, &s->h[0], &s->ca, A, 0, A->n - 1);
-            ub_blk_reset(&s->h[1]);
-            ub_hyp_add_block(wp, &s->h[1], B);
-            ub_hyp_add_range(wp, &s->h[1], A, A->n - 1, A->n);
-            if (hyp_improves(s, i, 2, 2)) {
-                ub_blk_reset(&s->s[0]);
-                ub_blk_append(wp, &s->s[0], A, 0, A->n - 1);
-                ub_blk_clone(&s->s[1], B);
-                ub_blk_append(wp, &s->s[1], A, A->n - 1, A->n);
-                if (try_replace(s, i, 2, 2))
-                    return true;
-            }
-        }
-        A = &wp->b[i];
-        B = &wp->b[i + 1];
-        if (B->n > 1) {
-            ub_blk_reset(&s->h[0]);
-            ub_hyp_add_block(wp, &s->h[0], A);
-            ub_hyp_add_range(wp, &s->h[0], B, 0, 1);
-            ub_blk_reset(&s->h[1]);
-            ub_hyp_set_range(wp, &s->h[1], &s->cb, B, 1, B->n);
-            if (hyp_improves(s, i, 2, 2)) {
-                ub_blk_clone(&s->s[0], A);
-                ub_blk_append(wp, &s->s[0], B, 0, 1);
-                ub_blk_reset(&s->s[1]);
-                ub_blk_append(wp, &s->s[1], B, 1, B->n);
-                if (try_replace(s, i, 2, 2))
-                    return true;
-            }
-        }
-    }
-
-    /* Cuts of A's last segment; the tail goes after the next block, into it, or alone.  The
-     * targeted cut makes A end when the next block's data is ready. */
-    if (near) {
-        const ub_segment last = wp->b[i].seg[wp->b[i].n - 1];
-        double target = -1.0;
-        if (has_next) {
-            double per_byte = prof->beta + (wp->b[i].staged ? prof->copy_beta : 0.0);
-            if (per_byte > 0)
-                target = (double)(last.offset + last.length) -
-                         (start_of(wp, i) + wp->b[i].cost - wp->b[i + 1].r) / per_byte;
-        }
-        uint64_t cuts[MAX_CUTS];
-        int nc = ub_cut_points(prof, last.call, last.offset, last.offset + last.length, target, cuts);
-        for (int c = 0; c < nc; c++) {
-            uint64_t x = last.offset + last.length - cuts[c]; /* tail bytes */
-            if (has_next) {
-                ub_blk_clone(&s->s[0], &wp->b[i]);
-                ub_blk_trim(&s->s[0], s->s[0].n - 1, x, false);
-                ub_blk_clone(&s->s[1], &wp->b[i + 1]);
-                ub_blk_reset(&s->s[2]);
-                ub_blk_add(wp, &s->s[2], last.call, cuts[c], x);
-                if (try_replace(s, i, 2, 3))
-                    return true;
-                ub_blk_clone(&s->s[0], &wp->b[i]);
-                ub_blk_trim(&s->s[0], s->s[0].n - 1, x, false);
-                ub_blk_clone(&s->s[1], &wp->b[i + 1]);
-                ub_blk_add(wp, &s->s[1], last.call, cuts[c], x);
-                if (try_replace(s, i, 2, 2))
-                    return true;
-            }
-            ub_blk_clone(&s->s[0], &wp->b[i]);
-            ub_blk_trim(&s->s[0], s->s[0].n - 1, x, false);
-            ub_blk_reset(&s->s[1]);
-            ub_blk_add(wp, &s->s[1], last.call, cuts[c], x);
-            if (try_replace(s, i, 1, 2))
-                return true;
-        }
-    }
-
-    /* The head of the next block's first segment moves back into A. */
-    if (has_next && near) {
-        const ub_segment first = wp->b[i + 1].seg[0];
-        uint64_t cuts[MAX_CUTS];
-        int nc = ub_cut_points(prof, first.call, first.offset, first.offset + first.length, -1.0, cuts);
-        for (int c = 0; c < nc; c++) {
-            uint64_t x = cuts[c] - first.offset;
-            ub_blk_clone(&s->s[0], &wp->b[i]);
-            ub_blk_add(wp, &s->s[0], first.call, first.offset, x);
-            ub_blk_clone(&s->s[1], &wp->b[i + 1]);
-            ub_blk_trim(&s->s[1], 0, x, true);
-            if (try_replace(s, i, 2, 2))
-                return true;
-        }
-    }
-
+    if (has_next && near && try_merge(s, i))
+        return true;
+    if (has_next && try_rotations(s, i))
+        return true;
+    if (has_next && near && try_segment_across(s, i))
+        return true;
+    if (near && try_tail_cuts(s, i, has_next))
+        return true;
+    if (has_next && near && try_head_back(s, i))
+        return true;
     /* The cut between a call's pieces in two blocks moves (first and last segment of A). */
     if (has_next) {
         if (shift_same_call(s, i, wp->b[i].n - 1))
@@ -501,46 +574,7 @@ static bool improve_at(ub_search *s, int i)
         if (relocate_pieces(s, i, false))
             return true;
     }
-
-    /* Splits of a block of several segments at up to 8 boundaries, alone or around B. */
-    if (wp->b[i].n > 1 && near) {
-        uint32_t n = wp->b[i].n, steps = n - 1 < 8 ? n - 1 : 8;
-        for (uint32_t q = 1; q <= steps; q++) {
-            uint32_t k = (uint32_t)((uint64_t)q * n / (steps + 1));
-            if (k == 0 || k >= n)
-                continue;
-            const ub_wblock *A = &wp->b[i];
-            ub_blk_reset(&s->h[0]);
-            ub_hyp_set_range(wp, &s->h[0], &s->ca, A, 0, k);
-            ub_blk_reset(&s->h[1]);
-            ub_hyp_set_range(wp, &s->h[1], &s->ca, A, k, n);
-            if (hyp_improves(s, i, 1, 2)) {
-                ub_blk_reset(&s->s[0]);
-                ub_blk_append(wp, &s->s[0], A, 0, k);
-                ub_blk_reset(&s->s[1]);
-                ub_blk_append(wp, &s->s[1], A, k, n);
-                if (try_replace(s, i, 1, 2))
-                    return true;
-            }
-            if (i + 1 < wp->nb) {
-                A = &wp->b[i];
-                ub_wblock tail = s->h[1];
-                ub_blk_reset(&s->h[1]);
-                ub_hyp_add_block(wp, &s->h[1], &wp->b[i + 1]);
-                s->h[2] = tail;
-                if (hyp_improves(s, i, 2, 3)) {
-                    ub_blk_reset(&s->s[0]);
-                    ub_blk_append(wp, &s->s[0], A, 0, k);
-                    ub_blk_clone(&s->s[1], &wp->b[i + 1]);
-                    ub_blk_reset(&s->s[2]);
-                    ub_blk_append(wp, &s->s[2], A, k, n);
-                    if (try_replace(s, i, 2, 3))
-                        return true;
-                }
-            }
-        }
-    }
-    return false;
+    return wp->b[i].n > 1 && near && try_splits(s, i);
 }
 
 /* First-improvement descent: sweep the boundaries up to the first critical block (a move
