@@ -279,119 +279,121 @@ static int by_call_offset(const void *a, const void *b)
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, size_t errlen)
+/* Segment i of block b (seg: the block's segments): a call of the profile, a range inside it at
+ * cuts the runtime can issue, the dtype and op of the block's first segment. */
+static bool segment_ok(const ub_profile *prof, const ub_segment *seg, uint32_t b, uint32_t i, char *err,
+                       size_t errlen)
 {
     int n = prof->n_calls;
-    /* barrier_before[k]: number of merge:false calls among 0..k-1, so a block spanning calls
-     * lo..hi crosses a barrier iff barrier_before[hi] != barrier_before[lo]. */
-    int *barrier_before = calloc((size_t)n + 1, sizeof(int));
-    uint32_t *count = calloc((size_t)n + 1, sizeof(uint32_t));
-    /* Sized by what the blocks reference, not by n_segments: a malformed in-memory plan whose
-     * blocks share segments would otherwise overflow the bucket array. */
-    size_t referenced = 1;
-    for (uint32_t b = 0; b < plan->n_blocks; b++)
-        referenced += plan->blocks[b].n_segments;
-    covered *cov = malloc(sizeof(covered) * referenced);
-    uint32_t *fill = calloc((size_t)n + 1, sizeof(uint32_t));
-    int rc = -1;
-    int max_region = 0, max_call = -1; /* the latest region of the blocks so far, and one of its calls */
-    uint32_t max_block = 0;
-    if (!barrier_before || !count || !cov || !fill) {
-        snprintf(err, errlen, "out of memory validating the plan");
-        goto out;
+    const ub_segment *s = &seg[i];
+    if (s->call < 0 || s->call >= n) {
+        snprintf(err, errlen, "blocks[%u].segments[%u]: call %d does not exist (the profile has %d calls)", b, i,
+                 (int)s->call, n);
+        return false;
     }
-    for (int k = 0; k < n; k++)
-        barrier_before[k + 1] = barrier_before[k] + (prof->calls[k].merge ? 0 : 1);
+    const ub_call *c = &prof->calls[s->call];
+    if (s->length == 0 || s->offset >= c->bytes || s->length > c->bytes - s->offset) {
+        snprintf(err, errlen, "blocks[%u].segments[%u]: [%llu, +%llu) is empty or outside call %d's %llu bytes", b, i,
+                 (unsigned long long)s->offset, (unsigned long long)s->length, (int)s->call,
+                 (unsigned long long)c->bytes);
+        return false;
+    }
+    /* The runtime issues a segment as `count` elements at an address inside the call's buffer: a
+     * cut must not split an element, nor miss the alignment. */
+    uint64_t q = ub_cut_quantum(prof, s->call), end = s->offset + s->length;
+    bool bad_off = q == UINT64_MAX ? s->offset != 0 : s->offset % q != 0;
+    bool bad_end = end != c->bytes && (q == UINT64_MAX || end % q != 0);
+    if (bad_off || bad_end) {
+        snprintf(err, errlen,
+                 "blocks[%u].segments[%u]: %s %llu of call %d is not a cut the runtime can issue "
+                 "(multiples of %llu bytes: whole %s elements%s)",
+                 b, i, bad_off ? "offset" : "end", (unsigned long long)(bad_off ? s->offset : end), (int)s->call,
+                 (unsigned long long)(q == UINT64_MAX ? c->bytes : q), ub_dtype_name(c->dtype),
+                 prof->align && c->bytes > prof->align ? ", on the profile's align" : "");
+        return false;
+    }
+    const ub_call *c0 = &prof->calls[seg[0].call];
+    if (c->dtype != c0->dtype || c->op != c0->op) {
+        snprintf(err, errlen, "blocks[%u] mixes %s/%s (call %d) with %s/%s (call %d)", b, ub_dtype_name(c0->dtype),
+                 ub_op_name(c0->op), (int)seg[0].call, ub_dtype_name(c->dtype), ub_op_name(c->op), (int)s->call);
+        return false;
+    }
+    return true;
+}
 
-    for (uint32_t b = 0; b < plan->n_blocks; b++) {
-        const ub_block *blk = &plan->blocks[b];
-        if (blk->n_segments == 0) {
-            snprintf(err, errlen, "blocks[%u] is empty", b);
-            goto out;
-        }
-        if ((uint64_t)blk->first_segment + blk->n_segments > plan->n_segments) {
-            snprintf(err, errlen, "blocks[%u] refers past the plan's segments", b);
-            goto out;
-        }
-        const ub_segment *seg = &plan->segments[blk->first_segment];
-        int lo = n, hi = -1;
-        uint64_t block_bytes = 0;
-        bool staged = ub_segments_staged(seg, blk->n_segments, NULL);
-        for (uint32_t i = 0; i < blk->n_segments; i++) {
-            const ub_segment *s = &seg[i];
-            if (s->call < 0 || s->call >= n) {
-                snprintf(err, errlen, "blocks[%u].segments[%u]: call %d does not exist (the profile has %d calls)",
-                         b, i, (int)s->call, n);
-                goto out;
-            }
-            const ub_call *c = &prof->calls[s->call];
-            if (s->length == 0 || s->offset >= c->bytes || s->length > c->bytes - s->offset) {
-                snprintf(err, errlen,
-                         "blocks[%u].segments[%u]: [%llu, +%llu) is empty or outside call %d's %llu bytes", b, i,
-                         (unsigned long long)s->offset, (unsigned long long)s->length, (int)s->call,
-                         (unsigned long long)c->bytes);
-                goto out;
-            }
-            /* The runtime issues a segment as `count` elements at an address inside the
-             * call's buffer: a cut must not split an element, nor miss the alignment. */
-            uint64_t q = ub_cut_quantum(prof, s->call), end = s->offset + s->length;
-            bool bad_off = q == UINT64_MAX ? s->offset != 0 : s->offset % q != 0;
-            bool bad_end = end != c->bytes && (q == UINT64_MAX || end % q != 0);
-            if (bad_off || bad_end) {
-                snprintf(err, errlen,
-                         "blocks[%u].segments[%u]: %s %llu of call %d is not a cut the runtime can issue "
-                         "(multiples of %llu bytes: whole %s elements%s)",
-                         b, i, bad_off ? "offset" : "end", (unsigned long long)(bad_off ? s->offset : end),
-                         (int)s->call, (unsigned long long)(q == UINT64_MAX ? c->bytes : q), ub_dtype_name(c->dtype),
-                         prof->align && c->bytes > prof->align ? ", on the profile's align" : "");
-                goto out;
-            }
-            block_bytes = s->length > UINT64_MAX - block_bytes ? UINT64_MAX : block_bytes + s->length;
-            const ub_call *c0 = &prof->calls[seg[0].call];
-            if (c->dtype != c0->dtype || c->op != c0->op) {
-                snprintf(err, errlen, "blocks[%u] mixes %s/%s (call %d) with %s/%s (call %d)", b,
-                         ub_dtype_name(c0->dtype), ub_op_name(c0->op), (int)seg[0].call, ub_dtype_name(c->dtype),
-                         ub_op_name(c->op), (int)s->call);
-                goto out;
-            }
-            if (s->call < lo)
-                lo = s->call;
-            if (s->call > hi)
-                hi = s->call;
-            count[s->call]++;
-        }
-        if (barrier_before[hi] != barrier_before[lo]) {
-            snprintf(err, errlen, "blocks[%u] merges calls %d and %d across a call marked \"merge\": false", b, lo,
-                     hi);
-            goto out;
-        }
-        int region = barrier_before[lo];
-        if (region < max_region) {
-            /* the merge:false call that ends this block's region */
-            int end = hi;
-            while (end < n - 1 && prof->calls[end].merge)
-                end++;
-            snprintf(err, errlen,
-                     "blocks[%u] holds call %d after blocks[%u] holds call %d: call %d is marked \"merge\": false, so "
-                     "the blocks up to its last one may hold only calls up to %d (issuable when it arrives)",
-                     b, lo, max_block, max_call, end, end);
-            goto out;
-        }
-        if (region > max_region || max_call < 0) {
-            max_region = region;
-            max_block = b;
-            max_call = lo;
-        }
-        if (staged && prof->staging_max && block_bytes > prof->staging_max) {
-            snprintf(err, errlen,
-                     "blocks[%u] stages %llu bytes (several calls, or ranges of one call that do not touch), above "
-                     "staging_max %llu (the runtime's staging "
-                     "buffer)",
-                     b, (unsigned long long)block_bytes, (unsigned long long)prof->staging_max);
-            goto out;
-        }
+/* The latest barrier region the blocks so far hold a call of, the first block that did and its
+ * first call there. */
+typedef struct region_mark {
+    int region, call;
+    uint32_t block;
+} region_mark;
+
+/* Block b: non-empty, its segments valid (counted per call in count), within one barrier region
+ * (barrier_before), in region order after the blocks before it (mark), its staging within
+ * staging_max. */
+static bool block_ok(const ub_profile *prof, const ub_plan *plan, uint32_t b, const int *barrier_before,
+                     uint32_t *count, region_mark *mark, char *err, size_t errlen)
+{
+    int n = prof->n_calls;
+    const ub_block *blk = &plan->blocks[b];
+    if (blk->n_segments == 0) {
+        snprintf(err, errlen, "blocks[%u] is empty", b);
+        return false;
     }
-    /* Bucket the segments by call, then check each call's cover is exactly [0, bytes). */
+    if ((uint64_t)blk->first_segment + blk->n_segments > plan->n_segments) {
+        snprintf(err, errlen, "blocks[%u] refers past the plan's segments", b);
+        return false;
+    }
+    const ub_segment *seg = &plan->segments[blk->first_segment];
+    int lo = n, hi = -1;
+    uint64_t block_bytes = 0;
+    bool staged = ub_segments_staged(seg, blk->n_segments, NULL);
+    for (uint32_t i = 0; i < blk->n_segments; i++) {
+        if (!segment_ok(prof, seg, b, i, err, errlen))
+            return false;
+        const ub_segment *s = &seg[i];
+        block_bytes = s->length > UINT64_MAX - block_bytes ? UINT64_MAX : block_bytes + s->length;
+        if (s->call < lo)
+            lo = s->call;
+        if (s->call > hi)
+            hi = s->call;
+        count[s->call]++;
+    }
+    if (barrier_before[hi] != barrier_before[lo]) {
+        snprintf(err, errlen, "blocks[%u] merges calls %d and %d across a call marked \"merge\": false", b, lo, hi);
+        return false;
+    }
+    int region = barrier_before[lo];
+    if (region < mark->region) {
+        /* the merge:false call that ends this block's region */
+        int end = hi;
+        while (end < n - 1 && prof->calls[end].merge)
+            end++;
+        snprintf(err, errlen,
+                 "blocks[%u] holds call %d after blocks[%u] holds call %d: call %d is marked \"merge\": false, so "
+                 "the blocks up to its last one may hold only calls up to %d (issuable when it arrives)",
+                 b, lo, mark->block, mark->call, end, end);
+        return false;
+    }
+    if (region > mark->region || mark->call < 0)
+        *mark = (region_mark){region, lo, b};
+    if (staged && prof->staging_max && block_bytes > prof->staging_max) {
+        snprintf(err, errlen,
+                 "blocks[%u] stages %llu bytes (several calls, or ranges of one call that do not touch), above "
+                 "staging_max %llu (the runtime's staging "
+                 "buffer)",
+                 b, (unsigned long long)block_bytes, (unsigned long long)prof->staging_max);
+        return false;
+    }
+    return true;
+}
+
+/* Every call's bytes covered exactly once: the segments bucketed by call (count: segments per
+ * call, turned into bucket starts), each bucket sorted by offset. */
+static bool cover_ok(const ub_profile *prof, const ub_plan *plan, uint32_t *count, covered *cov, uint32_t *fill,
+                     char *err, size_t errlen)
+{
+    int n = prof->n_calls;
     uint32_t acc = 0;
     for (int k = 0; k <= n; k++) {
         uint32_t c = count[k];
@@ -410,20 +412,50 @@ int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, siz
         uint64_t at = 0;
         for (uint32_t i = 0; i < m; i++) {
             if (c[i].offset != at) {
-                snprintf(err, errlen, "call %d: bytes [%llu, %llu) are %s (block %u)", k, (unsigned long long)
-                         (c[i].offset < at ? c[i].offset : at), (unsigned long long)(c[i].offset < at ? at : c[i].offset),
+                snprintf(err, errlen, "call %d: bytes [%llu, %llu) are %s (block %u)", k,
+                         (unsigned long long)(c[i].offset < at ? c[i].offset : at),
+                         (unsigned long long)(c[i].offset < at ? at : c[i].offset),
                          c[i].offset < at ? "covered twice" : "not covered", c[i].block);
-                goto out;
+                return false;
             }
             at += c[i].length;
         }
         if (at != prof->calls[k].bytes) {
             snprintf(err, errlen, "call %d: bytes [%llu, %llu) are not covered", k, (unsigned long long)at,
                      (unsigned long long)prof->calls[k].bytes);
-            goto out;
+            return false;
         }
     }
-    rc = 0;
+    return true;
+}
+
+int ub_plan_validate(const ub_profile *prof, const ub_plan *plan, char *err, size_t errlen)
+{
+    int n = prof->n_calls;
+    /* barrier_before[k]: number of merge:false calls among 0..k-1, so a block spanning calls
+     * lo..hi crosses a barrier iff barrier_before[hi] != barrier_before[lo]. */
+    int *barrier_before = calloc((size_t)n + 1, sizeof(int));
+    uint32_t *count = calloc((size_t)n + 1, sizeof(uint32_t));
+    /* Sized by what the blocks reference, not by n_segments: a malformed in-memory plan whose
+     * blocks share segments would otherwise overflow the bucket array. */
+    size_t referenced = 1;
+    for (uint32_t b = 0; b < plan->n_blocks; b++)
+        referenced += plan->blocks[b].n_segments;
+    covered *cov = malloc(sizeof(covered) * referenced);
+    uint32_t *fill = calloc((size_t)n + 1, sizeof(uint32_t));
+    int rc = -1;
+    if (!barrier_before || !count || !cov || !fill) {
+        snprintf(err, errlen, "out of memory validating the plan");
+        goto out;
+    }
+    for (int k = 0; k < n; k++)
+        barrier_before[k + 1] = barrier_before[k] + (prof->calls[k].merge ? 0 : 1);
+    region_mark mark = {0, -1, 0};
+    for (uint32_t b = 0; b < plan->n_blocks; b++)
+        if (!block_ok(prof, plan, b, barrier_before, count, &mark, err, errlen))
+            goto out;
+    if (cover_ok(prof, plan, count, cov, fill, err, errlen))
+        rc = 0;
 out:
     free(barrier_before);
     free(count);
