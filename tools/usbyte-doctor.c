@@ -151,6 +151,114 @@ static void find_strings(Elf_Scn *scn, GElf_Shdr *sh, elf_facts *e)
     }
 }
 
+/* The dynamic section: needed libraries, soname, symbolic binding, PIE. */
+static void read_dynamic(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, elf_facts *e)
+{
+    Elf_Data *d = elf_getdata(scn, NULL);
+    for (size_t i = 0; d && i < sh->sh_size / (sh->sh_entsize ? sh->sh_entsize : 1); i++) {
+        GElf_Dyn dyn;
+        if (!gelf_getdyn(d, (int)i, &dyn))
+            break;
+        const char *s = NULL;
+        if (dyn.d_tag == DT_NEEDED || dyn.d_tag == DT_SONAME)
+            s = elf_strptr(elf, sh->sh_link, dyn.d_un.d_val);
+        if (dyn.d_tag == DT_NEEDED && s && e->n_needed < 32)
+            snprintf(e->needed[e->n_needed++], sizeof e->needed[0], "%s", s);
+        if (dyn.d_tag == DT_SONAME && s)
+            snprintf(e->soname, sizeof e->soname, "%s", s);
+        if (dyn.d_tag == DT_SYMBOLIC || (dyn.d_tag == DT_FLAGS && (dyn.d_un.d_val & DF_SYMBOLIC)))
+            e->symbolic = true;
+        if (dyn.d_tag == DT_FLAGS_1 && (dyn.d_un.d_val & DF_1_PIE))
+            e->pie = true;
+    }
+}
+
+/* The facts of NCCL_SYM or CUDA_SYM, by name; NULL for any other symbol. */
+static sym_info *watched(elf_facts *e, const char *name)
+{
+    return !name ? NULL : !strcmp(name, NCCL_SYM) ? &e->nccl : !strcmp(name, CUDA_SYM) ? &e->cuda : NULL;
+}
+
+/* .dynsym: the two entries imported or exported, their version nodes, and their indexes (for the
+ * relocations). */
+static void read_dynsym(Elf *elf, Elf_Scn *dynsym, const GElf_Shdr *sh, Elf_Scn *versym, const vnames *vn,
+                        elf_facts *e, size_t *nccl_ix, size_t *cuda_ix)
+{
+    e->has_dynsym = true;
+    Elf_Data *d = elf_getdata(dynsym, NULL), *vd = versym ? elf_getdata(versym, NULL) : NULL;
+    size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+    for (size_t i = 1; d && i < n; i++) {
+        GElf_Sym s;
+        if (!gelf_getsym(d, (int)i, &s))
+            break;
+        sym_info *si = watched(e, elf_strptr(elf, sh->sh_link, s.st_name));
+        if (!si)
+            continue;
+        *(si == &e->nccl ? nccl_ix : cuda_ix) = i;
+        GElf_Versym ver = 0;
+        if (vd)
+            gelf_getversym(vd, (int)i, &ver);
+        if ((ver & 0x7fff) > 1 && (ver & 0x7fff) < 64)
+            snprintf(si->version, sizeof si->version, "%s", vn->name[ver & 0x7fff]);
+        if (s.st_shndx == SHN_UNDEF) {
+            si->imported = true;
+        } else {
+            si->defined = true;
+            si->addr = s.st_value;
+            si->exported = GELF_ST_VISIBILITY(s.st_other) == STV_DEFAULT;
+        }
+    }
+}
+
+/* .symtab (when not stripped): definitions the dynamic table does not export. */
+static void read_symtab(Elf *elf, Elf_Scn *symtab, const GElf_Shdr *sh, elf_facts *e)
+{
+    Elf_Data *d = elf_getdata(symtab, NULL);
+    size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+    for (size_t i = 1; d && i < n; i++) {
+        GElf_Sym s;
+        if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF)
+            continue;
+        sym_info *si = watched(e, elf_strptr(elf, sh->sh_link, s.st_name));
+        if (si && !si->defined) {
+            si->defined = true;
+            si->addr = s.st_value;
+        }
+    }
+}
+
+/* Dynamic relocations against the two entries (indexes into .dynsym, section dynsym_index):
+ * calls that go through the PLT or the GOT. */
+static void read_relocations(Elf *elf, size_t dynsym_index, size_t nccl_ix, size_t cuda_ix, elf_facts *e)
+{
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn)) != NULL) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_RELA && sh.sh_type != SHT_REL) || sh.sh_link != dynsym_index)
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        size_t n = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+        for (size_t i = 0; d && i < n; i++) {
+            size_t sym;
+            if (sh.sh_type == SHT_RELA) {
+                GElf_Rela r;
+                if (!gelf_getrela(d, (int)i, &r))
+                    break;
+                sym = GELF_R_SYM(r.r_info);
+            } else {
+                GElf_Rel r;
+                if (!gelf_getrel(d, (int)i, &r))
+                    break;
+                sym = GELF_R_SYM(r.r_info);
+            }
+            if (sym && sym == nccl_ix)
+                e->nccl.relocated = true;
+            if (sym && sym == cuda_ix)
+                e->cuda.relocated = true;
+        }
+    }
+}
+
 /* Reads what the checks need.  0, or -1 with a one-line reason in why. */
 static int inspect(const char *path, elf_facts *e, char *why, size_t len)
 {
@@ -212,102 +320,18 @@ static int inspect(const char *path, elf_facts *e, char *why, size_t len)
         case SHT_GNU_versym: versym = scn; break;
         case SHT_GNU_verdef: read_verdef(elf, scn, &sh, vn); break;
         case SHT_GNU_verneed: read_verneed(elf, scn, &sh, vn); break;
-        case SHT_DYNAMIC: {
-            Elf_Data *d = elf_getdata(scn, NULL);
-            for (size_t i = 0; d && i < sh.sh_size / (sh.sh_entsize ? sh.sh_entsize : 1); i++) {
-                GElf_Dyn dyn;
-                if (!gelf_getdyn(d, (int)i, &dyn))
-                    break;
-                const char *s = NULL;
-                if (dyn.d_tag == DT_NEEDED || dyn.d_tag == DT_SONAME)
-                    s = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
-                if (dyn.d_tag == DT_NEEDED && s && e->n_needed < 32)
-                    snprintf(e->needed[e->n_needed++], sizeof e->needed[0], "%s", s);
-                if (dyn.d_tag == DT_SONAME && s)
-                    snprintf(e->soname, sizeof e->soname, "%s", s);
-                if (dyn.d_tag == DT_SYMBOLIC || (dyn.d_tag == DT_FLAGS && (dyn.d_un.d_val & DF_SYMBOLIC)))
-                    e->symbolic = true;
-                if (dyn.d_tag == DT_FLAGS_1 && (dyn.d_un.d_val & DF_1_PIE))
-                    e->pie = true;
-            }
-            break;
-        }
+        case SHT_DYNAMIC: read_dynamic(elf, scn, &sh, e); break;
         default: break;
         }
         find_strings(scn, &sh, e);
     }
-    /* .dynsym: imports, exports and their version nodes. */
-    size_t nccl_ix = 0, cuda_ix = 0;
     if (dynsym) {
-        e->has_dynsym = true;
-        Elf_Data *d = elf_getdata(dynsym, NULL), *vd = versym ? elf_getdata(versym, NULL) : NULL;
-        size_t n = dynsym_sh.sh_entsize ? dynsym_sh.sh_size / dynsym_sh.sh_entsize : 0;
-        for (size_t i = 1; d && i < n; i++) {
-            GElf_Sym s;
-            if (!gelf_getsym(d, (int)i, &s))
-                break;
-            const char *name = elf_strptr(elf, dynsym_sh.sh_link, s.st_name);
-            sym_info *si = !name ? NULL : !strcmp(name, NCCL_SYM) ? &e->nccl : !strcmp(name, CUDA_SYM) ? &e->cuda : NULL;
-            if (!si)
-                continue;
-            *(si == &e->nccl ? &nccl_ix : &cuda_ix) = i;
-            GElf_Versym ver = 0;
-            if (vd)
-                gelf_getversym(vd, (int)i, &ver);
-            if ((ver & 0x7fff) > 1 && (ver & 0x7fff) < 64)
-                snprintf(si->version, sizeof si->version, "%s", vn->name[ver & 0x7fff]);
-            if (s.st_shndx == SHN_UNDEF) {
-                si->imported = true;
-            } else {
-                si->defined = true;
-                si->addr = s.st_value;
-                si->exported = GELF_ST_VISIBILITY(s.st_other) == STV_DEFAULT;
-            }
-        }
+        size_t nccl_ix = 0, cuda_ix = 0;
+        read_dynsym(elf, dynsym, &dynsym_sh, versym, vn, e, &nccl_ix, &cuda_ix);
+        read_relocations(elf, dynsym_index, nccl_ix, cuda_ix, e);
     }
-    /* .symtab (when not stripped): definitions the dynamic table does not export. */
-    if (symtab) {
-        Elf_Data *d = elf_getdata(symtab, NULL);
-        size_t n = symtab_sh.sh_entsize ? symtab_sh.sh_size / symtab_sh.sh_entsize : 0;
-        for (size_t i = 1; d && i < n; i++) {
-            GElf_Sym s;
-            if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF)
-                continue;
-            const char *name = elf_strptr(elf, symtab_sh.sh_link, s.st_name);
-            sym_info *si = !name ? NULL : !strcmp(name, NCCL_SYM) ? &e->nccl : !strcmp(name, CUDA_SYM) ? &e->cuda : NULL;
-            if (si && !si->defined) {
-                si->defined = true;
-                si->addr = s.st_value;
-            }
-        }
-    }
-    /* Dynamic relocations against the two entries: calls that go through the PLT or the GOT. */
-    scn = NULL;
-    while (dynsym && (scn = elf_nextscn(elf, scn)) != NULL) {
-        GElf_Shdr sh;
-        if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_RELA && sh.sh_type != SHT_REL) || sh.sh_link != dynsym_index)
-            continue;
-        Elf_Data *d = elf_getdata(scn, NULL);
-        size_t n = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
-        for (size_t i = 0; d && i < n; i++) {
-            size_t sym;
-            if (sh.sh_type == SHT_RELA) {
-                GElf_Rela r;
-                if (!gelf_getrela(d, (int)i, &r))
-                    break;
-                sym = GELF_R_SYM(r.r_info);
-            } else {
-                GElf_Rel r;
-                if (!gelf_getrel(d, (int)i, &r))
-                    break;
-                sym = GELF_R_SYM(r.r_info);
-            }
-            if (sym && sym == nccl_ix)
-                e->nccl.relocated = true;
-            if (sym && sym == cuda_ix)
-                e->cuda.relocated = true;
-        }
-    }
+    if (symtab)
+        read_symtab(elf, symtab, &symtab_sh, e);
     free(vn);
     rc = 0;
 out:
