@@ -18,6 +18,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -436,24 +437,53 @@ static void test_cu_get_proc_address(void **state)
     assert_int_equal(proc_address_calls, 0);
 }
 
-/* Every export of the driver is in its table: found by its base name at some version, flags. */
+/* Every function the driver exports is in its table: found by its base name (the exported name
+ * without _ptsz and _vN) at some CUDA version, with the flags its suffix calls for. */
+static bool found_by_lookup(const char *name)
+{
+    char base[256];
+    snprintf(base, sizeof base, "%s", name);
+    size_t len = strlen(base);
+    bool ptsz = len > 5 && strcmp(base + len - 5, "_ptsz") == 0;
+    if (ptsz)
+        base[len -= 5] = '\0';
+    char *v = strrchr(base, '_');
+    if (v && v[1] == 'v' && v[2] >= '0' && v[2] <= '9' && strspn(v + 2, "0123456789") == strlen(v + 2))
+        *v = '\0';
+    void *want = driver_fn(name);
+    for (int version = 2000; version <= 13000; version += 10) {
+        void *fn = NULL;
+        if (proc_address(base, &fn, version,
+                         ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+                         NULL) == CUDA_SUCCESS &&
+            fn == want)
+            return true;
+    }
+    return false;
+}
+
 static void test_every_export_is_found(void **state)
 {
     (void)state;
-    static const char *const names[] = {"cuInit", "cuMemcpyAsync_ptsz", "cuMemcpyHtoDAsync_v2_ptsz",
-                                        "cuLaunchKernelEx", "cuGraphLaunch_ptsz", "cuStreamWriteValue64_v2",
-                                        "cuDevicePrimaryCtxRelease_v2", "cuPointerGetAttribute"};
-    static const char *const bases[] = {"cuInit", "cuMemcpyAsync", "cuMemcpyHtoDAsync", "cuLaunchKernelEx",
-                                        "cuGraphLaunch", "cuStreamWriteValue64", "cuDevicePrimaryCtxRelease",
-                                        "cuPointerGetAttribute"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        bool ptsz = strstr(names[i], "_ptsz") != NULL;
-        void *fn = NULL;
-        CU_CHECK(proc_address(bases[i], &fn, 13000,
-                              ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_LEGACY_STREAM,
-                              NULL));
-        assert_ptr_equal(fn, driver_fn(names[i]));
+    Dl_info info;
+    assert_int_not_equal(dladdr(driver_fn("cuInit"), &info), 0);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "readelf --dyn-syms -W '%s'", info.dli_fname);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    char line[512];
+    int exports = 0;
+    while (fgets(line, sizeof line, f)) {
+        char type[32], bind[32], vis[32], ndx[32], name[256];
+        if (sscanf(line, "%*s %*s %*s %31s %31s %31s %31s %255s", type, bind, vis, ndx, name) != 5 ||
+            strcmp(type, "FUNC") != 0 || strcmp(bind, "GLOBAL") != 0 || strcmp(ndx, "UND") == 0)
+            continue;
+        exports++;
+        if (!found_by_lookup(name))
+            fail_msg("libcuda.so.1 exports %s, which cuGetProcAddress does not find", name);
     }
+    assert_int_equal(pclose(f), 0);
+    assert_true(exports > 80);   /* the table was read */
 }
 
 static void expect_entry(cudaError_t (*get)(const char *, void **, unsigned long long,
