@@ -20,22 +20,7 @@
 
 #include <cuda_runtime_api.h>
 
-/* Declared by cuda_runtime_api.h only under CUDA_API_PER_THREAD_DEFAULT_STREAM. */
-cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
-cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags);
-cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
-cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
-cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
-cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
-cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph);
-cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,
-                                               const cudaGraphEdgeData *dependencyData, size_t numDependencies,
-                                               enum cudaStreamCaptureMode mode);
-cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
-                                         enum cudaDriverEntryPointQueryResult *driverStatus);
-cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
-                                                  unsigned long long flags,
-                                                  enum cudaDriverEntryPointQueryResult *driverStatus);
+#include "usbyte/cuda_exports.h"
 
 #define UB_CUDA_LIST(X)                                                                           \
     X(cudaEventRecord, EVREC, (cudaEvent_t event, cudaStream_t stream), (event, stream),          \

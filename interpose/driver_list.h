@@ -11,7 +11,8 @@
  *   users do, reaches usbyte as one that links them).
  * libcuda.so.1 exports each name plain (no symbol versions); the legacy one-argument
  * cuStreamBeginCapture and four-argument cuGetProcAddress are still exported under their own
- * names, which cuda.h maps to the _v2 forms: the names are taken literally here. */
+ * names, which cuda.h maps to the _v2 forms: the names are taken literally here
+ * (usbyte/cuda_exports.h). */
 #ifndef USBYTE_DRIVER_LIST_H
 #define USBYTE_DRIVER_LIST_H
 
@@ -19,27 +20,7 @@
 
 #include <cuda.h>
 
-#undef cuStreamBeginCapture
-#undef cuStreamBeginCaptureToGraph
-#undef cuStreamEndCapture
-#undef cuGetProcAddress
-#undef cuGetProcAddress_v2
-
-CUresult cuStreamBeginCapture(CUstream hStream);
-CUresult cuStreamBeginCapture_ptsz(CUstream hStream);
-CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode);
-CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
-CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
-                                     const CUgraphEdgeData *dependencyData, size_t numDependencies,
-                                     CUstreamCaptureMode mode);
-CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
-                                          const CUgraphEdgeData *dependencyData, size_t numDependencies,
-                                          CUstreamCaptureMode mode);
-CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph);
-CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
-CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
-CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-                             CUdriverProcAddressQueryResult *symbolStatus);
+#include "usbyte/cuda_exports.h"
 
 #define UB_CU_LIST(X)                                                                             \
     X(cuStreamBeginCapture, CUBEGIN, (CUstream hStream), (hStream), hStream)                      \

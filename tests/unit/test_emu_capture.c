@@ -17,8 +17,7 @@
 #include "../emu/emu_internal.h"
 #include "../emu/testing/sync.h"
 
-cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
-cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph);
+#include "usbyte/cuda_exports.h"
 
 #define CHECK(call) assert_int_equal((call), cudaSuccess)
 

@@ -25,25 +25,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#undef cuStreamBeginCapture   /* here: the legacy one-argument function */
-
-CUresult cuStreamBeginCapture(CUstream hStream);
-CUresult cuStreamBeginCapture_ptsz(CUstream hStream);
-CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
-CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
-                                          const CUgraphEdgeData *dependencyData, size_t numDependencies,
-                                          CUstreamCaptureMode mode);
-CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
-CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus);
-cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
-                                               const cudaGraphNode_t *dependencies,
-                                               const cudaGraphEdgeData *dependencyData, size_t numDependencies,
-                                               enum cudaStreamCaptureMode mode);
-cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
-                                         enum cudaDriverEntryPointQueryResult *driverStatus);
-cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
-                                                  unsigned long long flags,
-                                                  enum cudaDriverEntryPointQueryResult *driverStatus);
+#include "usbyte/cuda_exports.h"   /* cuStreamBeginCapture: the legacy one-argument function */
 
 #define CHECK(call) assert_int_equal((call), cudaSuccess)
 #define CU_CHECK(call) assert_int_equal((call), CUDA_SUCCESS)

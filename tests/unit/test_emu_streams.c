@@ -20,8 +20,7 @@
 #include "../emu/testing/sync.h"
 
 /* The _ptsz entry points, as a program built with CUDA_API_PER_THREAD_DEFAULT_STREAM calls them. */
-cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData);
-cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
+#include "usbyte/cuda_exports.h"
 
 #define CHECK(call) assert_int_equal((call), cudaSuccess)
 
