@@ -94,19 +94,10 @@ static inline bool slow_path(void)
         cls##_HOOK hook;                                       \
         return ub_cuda.name args;                              \
     }
-/* A wait on an event recorded in a capture joins the waiting stream to it. */
-#define WRAP_SWAIT(name, params, args, hook)                   \
-    UB_EXPORT cudaError_t name params                          \
-    {                                                          \
-        PROLOGUE(name, args)                                   \
-        SWAIT_HOOK hook;                                       \
-        cudaError_t r = ub_cuda.name args;                     \
-        if (r == cudaSuccess)                                  \
-            ub_capture_waited hook;                            \
-        return r;                                              \
-    }
 #define WRAP_EVSYNC(...) WRAP_BEFORE(EVSYNC, __VA_ARGS__)
-/* Host waits on a stream also see its deferred calls (schedule mode), after the real wait. */
+/* Host waits on a stream also see its deferred calls (schedule mode), after the real wait; a
+ * wait on an event recorded in a capture joins the waiting stream to it. */
+#define SWAIT_AFTER(st, ev) ((r == cudaSuccess ? ub_capture_waited((st), (ev)) : (void)0), r)
 #define SSYNC_AFTER(st) ub_cuda_stream_host_waited((st), false, r)
 #define SQUERY_AFTER(st) ub_cuda_stream_host_waited((st), true, r)
 #define WRAP_AROUND(cls, name, params, args, hook)             \
@@ -117,6 +108,7 @@ static inline bool slow_path(void)
         cudaError_t r = ub_cuda.name args;                     \
         return cls##_AFTER hook;                               \
     }
+#define WRAP_SWAIT(...) WRAP_AROUND(SWAIT, __VA_ARGS__)
 #define WRAP_SSYNC(...) WRAP_AROUND(SSYNC, __VA_ARGS__)
 #define WRAP_SQUERY(...) WRAP_AROUND(SQUERY, __VA_ARGS__)
 #define WRAP_DSYNC(...) WRAP_BEFORE(DSYNC, __VA_ARGS__)

@@ -272,20 +272,22 @@ EMU_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStre
                event_record(event, stream, flags, true));
 }
 
-/* The capture rules of a wait (capture.c): cudaErrorNotYetImplemented when neither the event
- * nor the stream is in a capture (an ordinary wait follows). */
-static cudaError_t capture_wait(struct CUstream_st *s, cudaEvent_t event, unsigned flags)
+/* The capture rules of a wait (capture.c): true, with the wait's result in *out, when the event
+ * or the stream is in a capture (or the event is invalid); false when neither is (an ordinary
+ * wait follows). */
+static bool capture_wait(struct CUstream_st *s, cudaEvent_t event, unsigned flags, cudaError_t *out)
 {
     struct CUevent_st *e;
     emu_capture_lock();
     cudaError_t err = lock_event(event, &e);
     if (err != cudaSuccess) {
         emu_capture_unlock();
-        return err;
+        *out = err;
+        return true;
     }
     struct emu_capture *ec = e->cap_id ? emu_capture_find(e->cap_id) : NULL;
     struct emu_capture *sc = emu_capture_of(s);
-    err = cudaErrorNotYetImplemented;
+    bool ruled = ec != NULL || sc != NULL;
     if (ec != NULL) {
         if (ec->invalidated) {
             err = cudaErrorStreamCaptureInvalidated;
@@ -317,7 +319,8 @@ static cudaError_t capture_wait(struct CUstream_st *s, cudaEvent_t event, unsign
     }
     pthread_mutex_unlock(&events_mu);
     emu_capture_unlock();
-    return err;
+    *out = err;
+    return ruled;
 }
 
 /* Querying or synchronizing an event recorded in a live capture: cudaErrorCapturedEvent, the
@@ -347,7 +350,7 @@ static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event, uns
     cudaError_t err = emu_stream_resolve(stream, ptsz, &s);
     if (err != cudaSuccess)
         return err;
-    if ((err = capture_wait(s, event, flags)) != cudaErrorNotYetImplemented)
+    if (capture_wait(s, event, flags, &err))
         return err;
     struct emu_record *rec;
     err = capture_latest(event, &rec, NULL);
