@@ -13,15 +13,21 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agree_rt.h"
 #include "capture.h"
 #include "cuda_list.h"
-#include "guard.h"
+#include "decide.h"
 #include "defer.h"
 #include "device.h"
 #include "exec.h"
+#include "group.h"
+#include "guard.h"
 #include "nccl_list.h"
+#include "report_rt.h"
 #include "runtime.h"
 #include "state.h"
+#include "tables.h"
+#include "warmup.h"
 #include "usbyte/io.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
