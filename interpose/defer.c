@@ -114,16 +114,13 @@ static void flush(ub_comm *c)
     s->next_block = 0;
 }
 
-void ub_sched_deviation(ub_comm *c, const char *why)
+/* One more deviation in a row; after USBYTE_MAX_DEVIATIONS of them the communicator is profiled
+ * again. */
+static void count_deviation(ub_comm *c, const char *why)
 {
     ub_sched_rt *s = &c->sched;
-    if (!s->active)
-        return;
-    flush(c);
-    s->active = false;
     s->deviations++;
     s->consecutive_deviations++;
-    s->run++;
     ub_debug("communicator %d: deviation from the plan (%s): pass-through until the next iteration start",
              c->index, why);
     if (s->consecutive_deviations > ub_cfg.max_deviations) {
@@ -133,6 +130,18 @@ void ub_sched_deviation(ub_comm *c, const char *why)
         ub_info("communicator %d: %s", c->index, reason);
         ub_comm_redetect(c, reason);
     }
+}
+
+void ub_sched_deviation(ub_comm *c, const char *why)
+{
+    ub_sched_rt *s = &c->sched;
+    if (!s->active)
+        return;
+    flush(c);
+    s->active = false;
+    s->run++;
+    s->idle_calls = 0;
+    count_deviation(c, why);
 }
 
 void ub_sched_consumer_flush(ub_comm *c, const char *what)
@@ -201,9 +210,18 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig)
     ub_sched_rt *s = &c->sched;
     bool capture = capturing(s, d->stream);
     if (!s->active) {
-        /* Pass-through since a deviation: the plan resumes at a call that starts an iteration. */
-        if (capture || sig != s->pos_sig[0])
+        /* Pass-through since a deviation: the plan resumes at a call that starts an iteration.
+         * That call may never come again (the sequence changed for good there, or the plan's
+         * iteration begins at a call the program no longer makes): a whole period of calls
+         * without it is one more deviation, so that the communicator is profiled again. */
+        if (capture || sig != s->pos_sig[0]) {
+            if (++s->idle_calls >= s->period) {
+                s->idle_calls = 0;
+                count_deviation(c, "a whole period of calls without the call that starts the plan's iteration");
+            }
             return false;
+        }
+        s->idle_calls = 0;
         s->active = true;
         s->pos = 0;
         s->run++;

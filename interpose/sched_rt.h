@@ -44,6 +44,7 @@ typedef struct ub_sched_rt {
     bool active;             /* following the plan (false: pass-through until an iteration start) */
     uint32_t pos;            /* position of the next call in the iteration */
     cudaStream_t asked;      /* the stream last asked whether it captures, in this iteration */
+    uint32_t idle_calls;     /* calls since the last deviation (or the last count of one) without the plan resuming */
     int arrived;             /* allreduces of this iteration deferred so far */
     int next_block;          /* first block of this iteration not yet issued */
     /* Block values: block b of the iteration whose base is `base` has value base + b + 1; the

@@ -18,6 +18,8 @@
  *   --size-change-at IT                  from iteration IT, call M/2 has one element more
  *   --freeze-at IT                       from iteration IT only the even calls are made (half of
  *                                        the layers frozen: a new call sequence for good)
+ *   --freeze-odd                         with --freeze-at: the odd calls are kept instead (call 0,
+ *                                        where the plan's iteration begins, is never made again)
  *   --barrier-at IT                      an allreduce of one int32 and a stream sync before IT
  *   --early-consumer-at IT               the issuing thread waits on call 0's event right after
  *                                        issuing it (an early consumer: usbyte flushes)
@@ -55,7 +57,7 @@
 typedef struct opts {
     int iters, calls, elems;
     const char *consumer, *capture_via;
-    bool mixed, two_comms, second_thread, repeat_sizes;
+    bool mixed, two_comms, second_thread, repeat_sizes, freeze_odd;
     int size_change_at, barrier_at, early_at, destroy_at, exit_at, capture_at, capture_call, p2p_at, fork_at, freeze_at;
     int fill_at, fill_rank, fill_free_kb;
 } opts;
@@ -261,7 +263,7 @@ static void issue(job *j, int m, int c, int it)
 /* Whether call c is made in iteration it. */
 static bool made(const job *j, int c, int it)
 {
-    return j->o.freeze_at < 0 || it < j->o.freeze_at || c % 2 == 0;
+    return j->o.freeze_at < 0 || it < j->o.freeze_at || c % 2 == (j->o.freeze_odd ? 1 : 0);
 }
 
 static void consume_and_check(job *j, int it, int n_issued)
@@ -445,6 +447,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--p2p-at")) o->p2p_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--fork-at")) o->fork_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--freeze-at")) o->freeze_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--freeze-odd")) o->freeze_odd = true;
         else if (!strcmp(a, "--fill-at")) o->fill_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--fill-rank")) o->fill_rank = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--fill-free-kb")) o->fill_free_kb = opt_int(argc, argv, &i);
