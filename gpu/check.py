@@ -640,6 +640,40 @@ def step3(k):
             k.checks.add(S, check, "fail" if problems else "pass", " | ".join(problems) if problems else
                          ("exact results" if ok_pattern else "equal checksums") + ", " + text,
                          **{x: y for x, y in nums.items() if y is not None})
+    step3_capture(k, usb)
+
+
+CAPTURE_ROUTES = ("runtime", "runtime-to-graph", "driver", "driver-lookup", "runtime-lookup", "hidden")
+
+
+def step3_capture(k, usb):
+    """A CUDA graph captured mid-iteration in schedule mode, begun through each route usbyte wraps
+    (the runtime, the driver linked, cuGetProcAddress, cudaGetDriverEntryPoint) and, at an
+    iteration's first call, through dlsym on libcuda's own handle: every result exact, every rank
+    back in schedule after the deviation."""
+    S = 3
+    n = 2 if k.smoke_ok else 1
+    check = "graph capture through each entry point, %d rank%s, with usbyte" % (n, "s" if n > 1 else "")
+    if k.budget_skip(S, check, 60):
+        return
+    it = 12 if k.rehearse else 24
+    problems, nums = [], {}
+    for route in CAPTURE_ROUTES:
+        argv = [os.path.join(k.libexec, "runtime_sched"), "--iters", str(it), "--consumer", "end-event",
+                "--capture-at", str(it // 2), "--capture-via", route]
+        if route == "hidden":
+            argv += ["--capture-call", "0"]
+        d = os.path.join(k.out, "step3", "capture-%s-%dr" % (route, n))
+        r = k.ranks(n, argv, k.env(**dict(NCCL_ENV, **usb)), 90, os.path.join(d, "with.log"), report=d)
+        oks = len(re.findall(r"^\[rank \d+\] runtime_sched ok", r.out, re.M))
+        ok, text, rep = comm_summary(reports(d), n)
+        if r.rc != 0 or oks != n:
+            problems.append("%s: exit %s, %d of %d ranks exact (%s)" % (route, r.rc, oks, n, r.tail(2)))
+        elif not ok or not rep.get("deviations"):
+            problems.append("%s: %s, deviations %s" % (route, text, rep.get("deviations")))
+        nums[route] = "exact, deviations %s" % rep.get("deviations") if r.rc == 0 and oks == n else "failed"
+    k.checks.add(S, check, "fail" if problems else "pass", " | ".join(problems) if problems else
+                 "exact results and schedule mode after the capture, every route", **nums)
 
 
 # ---- steps 4-6: PyTorch ---------------------------------------------------------------------

@@ -13,15 +13,21 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agree_rt.h"
 #include "capture.h"
 #include "cuda_list.h"
-#include "guard.h"
+#include "decide.h"
 #include "defer.h"
 #include "device.h"
 #include "exec.h"
+#include "group.h"
+#include "guard.h"
 #include "nccl_list.h"
+#include "report_rt.h"
 #include "runtime.h"
 #include "state.h"
+#include "tables.h"
+#include "warmup.h"
 #include "usbyte/io.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
@@ -143,6 +149,85 @@ static void copy_back_after_launch(const void *data)
         ub_comm_agree_copy_back(c);
 }
 
+/* Every warm-up timing of every call (debug). */
+static void log_raw_warmup(ub_comm *c)
+{
+    for (int it = 0; it < c->rec.warmup; it++)
+        for (int k = 0; k < c->n_ar; k++) {
+            ub_rec_call *x = ub_record_at(&c->rec, it, k);
+            ub_debug("raw it %d call %d: ready %.6f start %.6f end %.6f need %.6f%s", it, k, x->ready, x->start,
+                     x->end, x->need, x->upstream ? "" : " fallback");
+        }
+}
+
+/* The settled iterations summarised into *sum (true), with the iterations used as bits;
+ * false when there is nothing to summarise, or no memory (then local_failure says so). */
+static bool summarize_warmup(ub_comm *c, ub_summary *sum, uint64_t used_bits[16])
+{
+    bool *settled = calloc((size_t)c->rec.warmup + 1, sizeof *settled);
+    if (settled && !c->local_failure[0])
+        ub_warmup_settled(c, settled);
+    bool wanted = !c->local_failure[0] && c->n_ar > 0 && c->n_ar <= UB_AGREE_CAP;
+    bool have = wanted && settled && ub_record_summarize(&c->rec, settled, sum) == 0;
+    free(settled);
+    for (int it = 0; have && it < c->rec.warmup && it < 1024; it++)
+        if (sum->used[it])
+            used_bits[it / 64] |= 1ull << (it % 64);
+    if (wanted && !have)
+        snprintf(c->local_failure, sizeof c->local_failure, "cannot summarise the warm-up (out of memory)");
+    return have;
+}
+
+/* This rank's flags for the agreement (decide.c turns the agreed ones into the verdict). */
+static ub_agree_flags local_flags(ub_comm *c, const ub_summary *sum, uint64_t staging)
+{
+    return (ub_agree_flags){
+        .stream_ordered = c->stream_ordered,
+        .stream_compute = c->stream_compute,
+        .stream_copies = c->stream_copies,
+        .cupti_missing = (ub_cfg.cupti && (c->report.cupti || c->cupti_taken)) ? 0.0 : 1.0,
+        .cupti_taken = ub_cfg.cupti && c->cupti_taken ? 1.0 : 0.0,
+        .no_end_records = c->end_records || c->stream_host_waits ? 0.0 : 1.0,
+        .other_calls = c->other_calls,
+        .copy_beta = ub_comm_copy_beta(c),
+        .multi_stream = c->multi_stream ? 1.0 : 0.0,
+        .legacy_stream = c->legacy_stream ? 1.0 : 0.0,
+        .missing_own_end = missing_own_end(c) ? 1.0 : 0.0,
+        .p2p = c->p2p ? 1.0 : 0.0,
+        .period_refuted = c->period_refuted ? 1.0 : 0.0,
+        .addr_period = full_period(c),
+        .neg_addr_period = -full_period(c),
+        .neg_iterations = sum ? -(double)sum->iterations_used : 0.0,
+        .exec_failed_rank = c->exec_failure[0] ? (double)c->rank + 1.0 : 0.0,
+        .neg_staging = -(double)staging,
+    };
+}
+
+/* The encoded vectors to the device and their two collectives, on the agreement stream (made
+ * here on the communicator's device if the warm-up has none).  Constant sizes, back to back,
+ * nothing read in between: inside a group NCCL launches them at the outermost ncclGroupEnd, so
+ * nothing may wait for them here.  Without the lock. */
+static void issue_vectors(ub_comm *c)
+{
+    double *maxv = c->agree_host;
+    double *dmax = c->agree_dev, *dsum = dmax + UB_AGREE_MAX_LEN;
+    cudaStream_t s = c->tm.agree ? c->tm.agree : NULL;
+    if (!s) {
+        int previous = ub_device_enter(c->device);
+        if (UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&c->tm.agree, cudaStreamNonBlocking, 0)) == cudaSuccess)
+            s = c->tm.agree;
+        ub_device_leave(previous);
+    }
+    if (!s)
+        ub_comm_cannot_take_part(c, "cannot create the private stream");
+    if (UB_CUDA(ub_cuda.cudaMemcpyAsync(dmax, maxv, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double),
+                                cudaMemcpyHostToDevice, s)) != cudaSuccess)
+        ub_comm_cannot_take_part(c, "cudaMemcpyAsync of the agreement vectors failed");
+    if (UB_NCCL(ub_nccl.AllReduce(dmax, dmax, UB_AGREE_MAX_LEN, ncclFloat64, ncclMax, c->handle, s)) != ncclSuccess ||
+        UB_NCCL(ub_nccl.AllReduce(dsum, dsum, UB_AGREE_SUM_LEN, ncclFloat64, ncclSum, c->handle, s)) != ncclSuccess)
+        ub_comm_cannot_take_part(c, "ncclAllReduce of the agreement vectors failed");
+}
+
 void ub_comm_agree_issue(ub_comm *c)
 {
     ub_comm_set_state(c, UB_COMM_AGREE, NULL);
@@ -169,25 +254,10 @@ void ub_comm_agree_issue(ub_comm *c)
     }
 
     if (ub_log_enabled(UB_LOG_DEBUG) && !c->local_failure[0])
-        for (int it = 0; it < c->rec.warmup; it++)
-            for (int k = 0; k < c->n_ar; k++) {
-                ub_rec_call *x = ub_record_at(&c->rec, it, k);
-                ub_debug("raw it %d call %d: ready %.6f start %.6f end %.6f need %.6f%s", it, k, x->ready, x->start,
-                         x->end, x->need, x->upstream ? "" : " fallback");
-            }
+        log_raw_warmup(c);
     ub_summary sum;
-    bool *settled = calloc((size_t)c->rec.warmup + 1, sizeof *settled);
-    if (settled && !c->local_failure[0])
-        ub_warmup_settled(c, settled);
-    bool have_summary = !c->local_failure[0] && c->n_ar > 0 && c->n_ar <= UB_AGREE_CAP && settled &&
-                        ub_record_summarize(&c->rec, settled, &sum) == 0;
-    free(settled);
     uint64_t used_bits[16] = {0};
-    for (int it = 0; have_summary && it < c->rec.warmup && it < 1024; it++)
-        if (sum.used[it])
-            used_bits[it / 64] |= 1ull << (it % 64);
-    if (!c->local_failure[0] && c->n_ar > 0 && c->n_ar <= UB_AGREE_CAP && !have_summary)
-        snprintf(c->local_failure, sizeof c->local_failure, "cannot summarise the warm-up (out of memory)");
+    bool have_summary = summarize_warmup(c, &sum, used_bits);
     uint64_t staging = reserve_executor(c);
     ub_agree_local local = {
         .n_calls = c->n_ar,
@@ -196,53 +266,16 @@ void ub_comm_agree_issue(ub_comm *c)
         .settings = {.policy = ub_cfg.policy, .mode = ub_cfg.mode, .completion = ub_cfg.completion,
                      .staging_mb = ub_cfg.staging_mb, .align = ub_cfg.align, .min_gain_pct = ub_cfg.min_gain_pct},
         .summary = have_summary ? &sum : NULL,
-        .flags = {
-            .stream_ordered = c->stream_ordered,
-            .stream_compute = c->stream_compute,
-            .stream_copies = c->stream_copies,
-            .cupti_missing = (ub_cfg.cupti && (c->report.cupti || c->cupti_taken)) ? 0.0 : 1.0,
-            .cupti_taken = ub_cfg.cupti && c->cupti_taken ? 1.0 : 0.0,
-            .no_end_records = c->end_records || c->stream_host_waits ? 0.0 : 1.0,
-            .other_calls = c->other_calls,
-            .copy_beta = ub_comm_copy_beta(c),
-            .multi_stream = c->multi_stream ? 1.0 : 0.0,
-            .legacy_stream = c->legacy_stream ? 1.0 : 0.0,
-            .missing_own_end = missing_own_end(c) ? 1.0 : 0.0,
-            .p2p = c->p2p ? 1.0 : 0.0,
-            .period_refuted = c->period_refuted ? 1.0 : 0.0,
-            .addr_period = full_period(c),
-            .neg_addr_period = -full_period(c),
-            .neg_iterations = have_summary ? -(double)sum.iterations_used : 0.0,
-            .exec_failed_rank = c->exec_failure[0] ? (double)c->rank + 1.0 : 0.0,
-            .neg_staging = -(double)staging,
-        },
+        .flags = local_flags(c, have_summary ? &sum : NULL, staging),
     };
     if (!ub_comm_agree_buffers(c))
         ub_comm_cannot_take_part(c, "cannot allocate the agreement buffers");
-    double *maxv = c->agree_host, *sumv = c->agree_host + UB_AGREE_MAX_LEN;
-    ub_agree_encode(&local, maxv, sumv);
+    ub_agree_encode(&local, c->agree_host, c->agree_host + UB_AGREE_MAX_LEN);
     ub_rank_local mine;
     bool have_mine = have_summary && measure_local(c, &sum, &mine);
     if (have_summary)
         ub_summary_free(&sum);
-    /* Two collectives of constant sizes, back to back, nothing read in between: inside a group
-     * NCCL launches them at the outermost ncclGroupEnd, so nothing may wait for them here. */
-    double *dmax = c->agree_dev, *dsum = dmax + UB_AGREE_MAX_LEN;
-    cudaStream_t s = c->tm.agree ? c->tm.agree : NULL;
-    if (!s) {
-        int previous = ub_device_enter(c->device);
-        if (UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&c->tm.agree, cudaStreamNonBlocking, 0)) == cudaSuccess)
-            s = c->tm.agree;
-        ub_device_leave(previous);
-    }
-    if (!s)
-        ub_comm_cannot_take_part(c, "cannot create the private stream");
-    if (UB_CUDA(ub_cuda.cudaMemcpyAsync(dmax, maxv, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double),
-                                cudaMemcpyHostToDevice, s)) != cudaSuccess)
-        ub_comm_cannot_take_part(c, "cudaMemcpyAsync of the agreement vectors failed");
-    if (UB_NCCL(ub_nccl.AllReduce(dmax, dmax, UB_AGREE_MAX_LEN, ncclFloat64, ncclMax, c->handle, s)) != ncclSuccess ||
-        UB_NCCL(ub_nccl.AllReduce(dsum, dsum, UB_AGREE_SUM_LEN, ncclFloat64, ncclSum, c->handle, s)) != ncclSuccess)
-        ub_comm_cannot_take_part(c, "ncclAllReduce of the agreement vectors failed");
+    issue_vectors(c);
     ub_state_lock();
     c->issuing_agreement = false;
     memcpy(c->report.warmup_used, used_bits, sizeof used_bits);

@@ -11,6 +11,8 @@
 #include "hooks.h"
 #include "redirect.h"
 #include "state.h"
+#include "tables.h"
+#include "warmup.h"
 
 static bool watching(void) { return !ub_state_in_child() && atomic_load(&ub_cuda_tracking) != 0; }
 static bool scheduling(void) { return !ub_state_in_child() && atomic_load(&ub_sched_live) != 0; }

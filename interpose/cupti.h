@@ -6,7 +6,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <cuda_runtime_api.h>
 #include <cupti.h>
+#include <stdatomic.h>
 
 /* A handle of libcupti as the process has it: one already loaded; else one next to the loaded
  * CUDA runtime (the same directory, a CUDA 12 wheel's nvidia/cuda_cupti/lib beside
@@ -26,5 +28,15 @@ void *ub_cupti_loaded(void);
 void ub_cupti_yield(void);
 void ub_cupti_foreign_subscribed(bool ok, CUpti_SubscriberHandle sub);
 void ub_cupti_foreign_unsubscribed(CUpti_SubscriberHandle sub);
+
+/* CUPTI (cupti_watch.c): reference-counted subscription while some communicator profiles.
+ * false: unavailable, detail says why; *taken: because another subscriber holds CUPTI.  `work`
+ * is called by the CUPTI callback for stream-ordered work on `stream` (global lock not held):
+ * compute (a kernel, graph, host function or stream callback) or a copy, memset or write. */
+typedef void (*ub_cupti_work_fn)(cudaStream_t stream, const char *what, bool compute);
+bool ub_cupti_acquire(ub_cupti_work_fn work, char *detail, size_t len, bool *taken);
+void ub_cupti_release(void);
+/* Compute operations (kernels, host functions) CUPTI saw on any stream while subscribed. */
+extern atomic_ullong ub_work_count;
 
 #endif

@@ -14,6 +14,7 @@
 #include "guard.h"
 #include "runtime.h"
 #include "state.h"
+#include "tables.h"
 
 typedef CUptiResult (*subscribe_fn)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
 typedef CUptiResult (*subscribe_v2_fn)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *, CUpti_SubscriberParams *);

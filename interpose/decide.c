@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decide.h"
 #include "defer.h"
 #include "guard.h"
 #include "runtime.h"
 #include "state.h"
+#include "tables.h"
 #include "usbyte/io.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"

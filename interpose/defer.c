@@ -4,14 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_list.h"
 #include "capture.h"
+#include "cuda_list.h"
 #include "defer.h"
 #include "exec.h"
+#include "group.h"
 #include "guard.h"
 #include "nccl_list.h"
 #include "redirect.h"
 #include "runtime.h"
+#include "tables.h"
+#include "warmup.h"
 
 /* The steady iteration whose blocks are timed for the report: the transition iteration and the
  * one after it warm the caches and the completion streams. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "group.h"
 #include "guard.h"
 #include "nccl_list.h"
 #include "runtime.h"

@@ -76,4 +76,7 @@ void ub_cuda_capture_begin(cudaStream_t stream);
 void ub_cuda_stream_destroyed(cudaStream_t stream);
 void ub_cuda_event_destroyed(cudaEvent_t event);
 
+/* lifecycle.c: the reports at exit (runtime.c's destructor). */
+void ub_state_write_reports_at_exit(void);
+
 #endif

@@ -13,6 +13,7 @@
 
 #include "hooks.h"
 #include "state.h"
+#include "tables.h"
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 {

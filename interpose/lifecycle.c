@@ -7,15 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agree_rt.h"
 #include "capture.h"
 #include "cuda_list.h"
 #include "defer.h"
+#include "group.h"
 #include "guard.h"
 #include "hooks.h"
 #include "nccl_list.h"
 #include "redirect.h"
+#include "report_rt.h"
 #include "runtime.h"
 #include "state.h"
+#include "tables.h"
+#include "warmup.h"
 
 /* The communicator's rank, size and device, from NCCL (never with the global lock held). */
 static void comm_identity(ncclComm_t handle, int *rank, int *nranks, int *device)

@@ -4,12 +4,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "capture.h"
 #include "cuda_list.h"
 #include "device.h"
 #include "guard.h"
 #include "nccl_list.h"
-#include "capture.h"
 #include "redirect.h"
+#include "tables.h"
 
 atomic_int ub_sched_live;
 atomic_int ub_events_pending;

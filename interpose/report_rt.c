@@ -13,8 +13,10 @@
 #include "defer.h"
 #include "guard.h"
 #include "nccl_list.h"
+#include "report_rt.h"
 #include "runtime.h"
 #include "state.h"
+#include "tables.h"
 #include "usbyte/io.h"
 #include "usbyte/model.h"
 

@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include "guard.h"
+#include "hooks.h"
 #include "runtime.h"
 #include "state.h"
+#include "tables.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static atomic_bool init_done;

@@ -22,7 +22,10 @@
  *   they trigger on this thread return at once, so no callback takes the lock again.  CUDA's own
  *   locks are therefore always taken after this one, never before.
  * - A wait for another thread (a pending event, deferred calls not yet issued) releases it
- *   (ub_state_wait); so does the agreement's issue and planning. */
+ *   (ub_state_wait); so does the agreement's issue and planning.
+ *
+ * This header holds the records only; the functions are declared by their files' headers
+ * (tables.h, group.h, warmup.h, agree_rt.h, decide.h, report_rt.h, cupti.h, hooks.h). */
 #ifndef USBYTE_STATE_H
 #define USBYTE_STATE_H
 
@@ -194,135 +197,5 @@ struct ub_comm {
 
 /* The detector's min_span (usbyte/iteration.h): a repeating region of 16 calls before a lock. */
 #define UB_MIN_SPAN 16u
-
-/* ---- tables.c: the tables, the global lock (never held across a real NCCL call) ---- */
-void ub_state_lock(void);
-void ub_state_unlock(void);
-bool ub_state_trylock(void);
-/* Lock held: sleeps until ub_state_wake_all or `seconds` pass (spurious wake-ups too); the lock
- * is held again on return. */
-void ub_state_wait(double seconds);
-void ub_state_wake_all(void);
-void ub_state_forget_in_child(void);  /* runtime.c, in a forked child */
-bool ub_state_in_child(void);
-void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason);
-/* The communicator's record (NULL: unknown). */
-ub_comm *ub_comm_get(ncclComm_t handle);
-/* NCCL's asynchronous error of a communicator (a peer gone: ncclRemoteError), asked without the
- * lock; ncclSuccess while none (or in progress). */
-ncclResult_t ub_comm_async_error(ncclComm_t handle);
-/* A new record: detection starts.  rank, nranks and device come from NCCL, asked without the
- * lock. */
-ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device);
-void ub_comm_forget(ub_comm *c);      /* out of the live table; the record stays for the report */
-void ub_comm_add_disabled(ncclComm_t handle, const char *why);
-ub_comm *ub_state_live_comms(void);   /* walk with hh.next */
-/* Every communicator seen since the start (destroyed ones included), for the report. */
-ub_comm **ub_state_all_comms(int *n);
-/* The stream's record, created for c when create_for is set. */
-ub_stream *ub_stream_get(cudaStream_t s, ub_comm *create_for);
-void ub_stream_forget(ub_stream *st);
-ub_stream *ub_state_streams(void);    /* walk with hh.next */
-ub_event *ub_event_get(cudaEvent_t e, bool create);
-void ub_event_forget(ub_event *e);
-/* The event records of c; with all, every warm-up record (none profiles any more).  An event
- * pending in schedule mode stays. */
-void ub_event_forget_for(ub_comm *c, bool all);
-
-/* ---- group.c: the calling thread's NCCL groups ---- */
-void ub_group_enter(void);
-int ub_group_leave(void);             /* the depth left */
-int ub_thread_group_depth(void);
-bool ub_thread_in_group(void);
-/* Work that must follow the launch of this thread's open groups, run (lock held) after the
- * outermost real ncclGroupEnd; data is copied (at most 48 bytes).  false: no room. */
-typedef void (*ub_after_launch_fn)(const void *data);
-bool ub_group_after_launch(ub_after_launch_fn fn, const void *data, size_t size);
-bool ub_group_pending(void);
-void ub_group_run_after_launch(void);
-/* Ends the calling thread's open groups for real (the operations issued in them are launched) and
- * reopens them: blocks and the agreement's read may then follow what came before them, in order. */
-void ub_group_split_begin(int depth);
-void ub_group_split_end(int depth);
-
-/* ---- warmup.c: detection restarts, profiling, the CUDA hooks' observation (lock held) ---- */
-void ub_warmup_start(ub_comm *c, uint64_t first);     /* profile from call `first` */
-void ub_warmup_restart(ub_comm *c, const char *why);  /* a deviation during the warm-up */
-/* The agreed profile began mid-iteration (phase_pos): the warm-up again from call `first`. */
-void ub_warmup_rephase(ub_comm *c, uint64_t first);
-/* Restarts detection of the period (schedule mode after too many deviations, a refuted period). */
-void ub_comm_redetect(ub_comm *c, const char *why);
-/* Records call `pos` of profiled iteration `it`; returns its allreduce index or -1. */
-int ub_warmup_record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint64_t it, uint32_t pos);
-void ub_warmup_call_end(ub_comm *c, int iteration, int call, cudaStream_t stream);
-/* Files the stream's (every stream's of c) pending upstream timing event. */
-void ub_warmup_file_ready(ub_comm *c, ub_stream *st);
-void ub_comm_file_ready(ub_comm *c);
-/* Per warm-up iteration: every timing event recorded for it has completed (ub_timing_poll first). */
-void ub_warmup_settled(ub_comm *c, bool *settled);
-/* Seconds per byte of the warm-up's timed device-to-device copy (0 when unknown). */
-double ub_comm_copy_beta(const ub_comm *c);
-/* Releases the warm-up's CUDA hooks (tracking count, CUPTI, event and stream tables), and with
- * stop_profiling its record and timing events too. */
-void ub_comm_stop_watching(ub_comm *c);
-void ub_comm_stop_profiling(ub_comm *c);
-void ub_warmup_event_recorded(cudaEvent_t event, cudaStream_t stream);
-void ub_warmup_stream_wait(cudaStream_t stream, cudaEvent_t event);
-void ub_warmup_event_host_wait(cudaEvent_t event, bool poll);
-void ub_warmup_stream_host_wait(cudaStream_t stream, bool poll);
-void ub_warmup_device_wait(void);
-
-/* ---- lifecycle.c ---- */
-void ub_state_write_reports_at_exit(void);  /* runtime.c's destructor */
-
-/* CUPTI (cupti_watch.c): reference-counted subscription while some communicator profiles.
- * false: unavailable, detail says why; *taken: because another subscriber holds CUPTI.  `work`
- * is called by the CUPTI callback for stream-ordered work on `stream` (global lock not held):
- * compute (a kernel, graph, host function or stream callback) or a copy, memset or write. */
-typedef void (*ub_cupti_work_fn)(cudaStream_t stream, const char *what, bool compute);
-bool ub_cupti_acquire(ub_cupti_work_fn work, char *detail, size_t len, bool *taken);
-void ub_cupti_release(void);
-/* Compute operations (kernels, host functions) CUPTI saw on any stream while subscribed. */
-extern atomic_ullong ub_work_count;
-
-/* agree_rt.c, all called with the global lock held and returning with it held:
- * ub_comm_agree_issue: at call agree_at, before forwarding it, whatever the group depth: issues
- *   the two fixed-size agreement collectives (never waits for them);
- * ub_comm_agree_copy_back: once the thread is outside any group (at once, or after the outermost
- *   ncclGroupEnd's launch): enqueues the copy of the result to the host and its completion event;
- * ub_comm_agree_read: at a later call from outside a group (only if the result is there), at call
- *   agree_at + period, or before the communicator is destroyed: decodes, plans, reports. */
-void ub_comm_agree_issue(ub_comm *c);
-/* The agreement's buffers, made when a warm-up starts (lock held): the memory the agreement needs
- * is taken before the warm-up's end, when the executor's is (a failure there is a flag). */
-bool ub_comm_agree_buffers(ub_comm *c);
-void ub_comm_agree_copy_back(ub_comm *c);
-/* How a read waits: not at all; at most USBYTE_HANG_S, then the communicator goes to pass-through
- * (destroy: the last chance); until the result is there or another thread ends the communicator
- * (call agree_at + period: without the result this rank cannot know what the others issue; a
- * line every USBYTE_HANG_S says what it waits for, and an abort from the watchdog releases it). */
-typedef enum { UB_AGREE_POLL, UB_AGREE_WAIT_OR_GIVE_UP, UB_AGREE_WAIT } ub_agree_wait;
-void ub_comm_agree_read(ub_comm *c, ub_agree_wait how);
-/* The agreement will never be read (the communicator ends first): it no longer counts as unread. */
-void ub_comm_agree_abandon(ub_comm *c);
-/* Some communicator's agreement is issued and not read yet (read without the lock). */
-bool ub_agree_any_unread(void);
-
-/* ---- decide.c: the decision on the agreed numbers (lock held on entry and return) ---- */
-/* The agreed profile, the verdict and every policy's plan (planned without the lock); false when
- * another thread ended the communicator meanwhile (an abort). */
-bool ub_comm_decide(ub_comm *c, const ub_agreed *a, bool stream_sem);
-/* Schedule mode: the executor for a schedulable plan that gains enough, or pass-through, saying why. */
-void ub_comm_decide_schedule(ub_comm *c);
-/* One line: what the communicator measured and decided. */
-void ub_comm_decision_line(ub_comm *c);
-/* A rank that cannot take part in the agreement would leave the others waiting: it stops the job. */
-_Noreturn void ub_comm_cannot_take_part(ub_comm *c, const char *what);
-
-/* ---- report_rt.c: the process's report ---- */
-/* The versions, libraries and GPU for the report, learnt once (the first agreement). */
-void ub_report_learn_versions(void);
-/* Lock held on entry and return; unlock_for_io: released while the file is written (never at exit). */
-void ub_state_write_reports(bool unlock_for_io);
 
 #endif

@@ -13,6 +13,7 @@
 #include "nccl_list.h"
 #include "runtime.h"
 #include "state.h"
+#include "tables.h"
 
 static pthread_mutex_t state_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t state_changed = PTHREAD_COND_INITIALIZER;

@@ -9,12 +9,16 @@
 
 #include "capture.h"
 #include "cuda_list.h"
+#include "cupti.h"
 #include "device.h"
+#include "group.h"
 #include "guard.h"
 #include "hooks.h"
 #include "nccl_list.h"
 #include "runtime.h"
 #include "state.h"
+#include "tables.h"
+#include "warmup.h"
 #include "usbyte/types.h"
 
 /* CUPTI's report of stream-ordered work on a stream (given to ub_cupti_acquire). */

@@ -392,6 +392,108 @@ static bool is_usbyte(const char *path, const elf_facts *e)
 }
 
 /* Prints the lines for one file; its verdict and facts go into f. */
+/* The NCCL entry point of a file: printed; the problem that keeps its calls from usbyte, or NULL. */
+static const char *diagnose_nccl(const elf_facts *e, finding *f, bool is_nccl, bool shared)
+{
+    const sym_info *n = &e->nccl;
+    const char *problem = NULL;
+    if (is_nccl) {
+        printf("  NCCL: this is NCCL itself (SONAME %s), version %s: usbyte interposes the calls made into it\n", e->soname,
+               e->nccl_version[0] ? e->nccl_version : "unknown (no \"NCCL version\" string found)");
+    } else if (n->imported) {
+        f->calls_nccl = true;
+        printf("  NCCL: imported (undefined %s in .dynsym%s%s%s): interposable\n", NCCL_SYM,
+               needs(e, "libnccl.so") ? ", libnccl.so.2 in DT_NEEDED" : ", provided by a library loaded with it",
+               n->version[0] ? ", version " : "", n->version);
+    } else if (n->defined && shared && n->exported && n->relocated && !e->symbolic) {
+        f->calls_nccl = true;
+        printf("  NCCL: linked into the file (%s defined at 0x%llx), but exported and called through a dynamic "
+               "relocation: LD_PRELOAD still intercepts it\n", NCCL_SYM, n->addr);
+    } else if (n->defined || e->nccl_version[0]) {
+        f->calls_nccl = f->nccl_static = true;
+        problem = "its NCCL calls never reach usbyte";
+        const char *how = !n->defined ? "NCCL's version string is inside, its symbols stripped"
+                          : !shared   ? "a program's own definition binds its calls"
+                          : e->symbolic ? "-Bsymbolic binds the file's calls to its own definition"
+                          : !n->exported ? "not exported (hidden, or local by a version script)"
+                                          : "exported, but called directly (-Bsymbolic-functions or protected)";
+        printf("  NCCL: linked statically (%s defined in the file%s%s: %s): not interposable; fix: Horovod: build with "
+               "HOROVOD_NCCL_LINK=SHARED; PyTorch: the wheel that loads libnccl.so.2 from the nvidia-nccl package\n",
+               NCCL_SYM, e->nccl_version[0] ? ", NCCL " : "", e->nccl_version, how);
+    } else {
+        printf("  NCCL: not used (no %s)\n", NCCL_SYM);
+    }
+    return problem;
+}
+
+/* The CUDA runtime entry point of a file: printed; *uses when the file calls it; the problem that
+ * keeps schedule mode from it, or NULL. */
+static const char *diagnose_cuda(const elf_facts *e, finding *f, bool is_nccl, bool is_cudart, bool *uses)
+{
+    const sym_info *c = &e->cuda;
+    const char *problem = NULL;
+    const char *static_fix = "relink it with the shared runtime (nvcc -cudart shared, CMake's "
+                             "CUDA_RUNTIME_LIBRARY Shared) or use a framework build that loads libcudart.so; until "
+                             "then run with USBYTE_MODE=observe";
+    if (is_cudart) {
+        printf("  CUDA runtime: this is the CUDA runtime itself (SONAME %s): usbyte interposes the calls made into it\n",
+               e->soname);
+    } else if (is_nccl && (c->defined || e->cudart_names)) {
+        /* NVIDIA links NCCL with its own static runtime: those are NCCL's calls, not the framework's. */
+        printf("  CUDA runtime: NCCL's own, linked statically into it (as NVIDIA builds NCCL): its internal calls "
+               "are not the framework's and do not matter to usbyte\n");
+    } else if (c->imported) {
+        *uses = true;
+        snprintf(f->cuda_version, sizeof f->cuda_version, "%s", c->version);
+        char nodes[256];
+        usbyte_node_list(nodes, sizeof nodes);
+        if (!c->version[0]) {
+            printf("  CUDA runtime: imported (%s, unversioned): usbyte's wrappers bind to it\n", CUDA_SYM);
+        } else if (n_usbyte_nodes < 0) {
+            printf("  CUDA runtime: imported as %s@%s (no libusbyte.so found to compare with: --lib PATH)\n", CUDA_SYM,
+                   c->version);
+        } else if (usbyte_has_node(c->version)) {
+            printf("  CUDA runtime: imported as %s@%s: usbyte's wrappers bind to it (%s exports %s)\n", CUDA_SYM,
+                   c->version, usbyte_lib, nodes);
+        } else {
+            problem = "its CUDA runtime calls do not reach usbyte (another version node): build usbyte against "
+                           "this CUDA version";
+            printf("  CUDA runtime: imported as %s@%s, but %s exports its wrappers only under %s: completion cannot be "
+                   "redirected (schedule mode impossible); observe still measures the NCCL calls\n",
+                   CUDA_SYM, c->version, usbyte_lib, nodes[0] ? nodes : "no libcudart node");
+        }
+    } else if (c->defined) {
+        *uses = true;
+        problem = static_fix;
+        printf("  CUDA runtime: linked statically (%s defined in the file at 0x%llx): completion cannot be redirected, "
+               "so schedule mode is impossible; observe can still measure the NCCL calls\n", CUDA_SYM, c->addr);
+    } else if (e->cudart_names) {
+        *uses = true;
+        problem = static_fix;
+        printf("  CUDA runtime: linked statically (the runtime's error names are in the file, its symbols stripped): "
+               "completion cannot be redirected, so schedule mode is impossible; observe can still measure the NCCL "
+               "calls\n");
+    } else {
+        printf("  CUDA runtime: not used (no %s)\n", CUDA_SYM);
+    }
+    f->cuda_problem = problem != NULL;
+    return problem;
+}
+
+/* Binding, where it decides something. */
+static void diagnose_binding(const elf_facts *e, bool is_nccl, bool is_cudart)
+{
+    /* Binding, where it decides something: a file whose own calls of an entry point it defines
+     * matter (NCCL's and the runtime's internal calls do not). */
+    bool own_defs = (e->nccl.defined && !is_nccl) || (e->cuda.defined && !is_cudart && !is_nccl);
+    if (e->symbolic && own_defs)
+        printf("  binding: linked with -Bsymbolic (DT_SYMBOLIC/DF_SYMBOLIC): the file's calls of its own "
+               "definitions bind inside it, and LD_PRELOAD cannot intercept them\n");
+    else if (e->symbolic)
+        printf("  binding: linked with -Bsymbolic; the calls it binds inside are its own internal ones, not the "
+               "framework's, so it does not matter here\n");
+}
+
 static verdict diagnose(const char *path, finding *f)
 {
     elf_facts e;
@@ -411,103 +513,16 @@ static verdict diagnose(const char *path, finding *f)
         say_verdict(f->v = V_NOTHING, "usbyte's own library");
         return f->v;
     }
-    bool uses_nccl = false, uses_cuda = false;
-    const char *nccl_problem = NULL, *cuda_problem = NULL;
-
-    /* NCCL */
-    const sym_info *n = &e.nccl;
-    if (is_nccl) {
-        printf("  NCCL: this is NCCL itself (SONAME %s), version %s: usbyte interposes the calls made into it\n", e.soname,
-               e.nccl_version[0] ? e.nccl_version : "unknown (no \"NCCL version\" string found)");
-    } else if (n->imported) {
-        uses_nccl = f->calls_nccl = true;
-        printf("  NCCL: imported (undefined %s in .dynsym%s%s%s): interposable\n", NCCL_SYM,
-               needs(&e, "libnccl.so") ? ", libnccl.so.2 in DT_NEEDED" : ", provided by a library loaded with it",
-               n->version[0] ? ", version " : "", n->version);
-    } else if (n->defined && shared && n->exported && n->relocated && !e.symbolic) {
-        uses_nccl = f->calls_nccl = true;
-        printf("  NCCL: linked into the file (%s defined at 0x%llx), but exported and called through a dynamic "
-               "relocation: LD_PRELOAD still intercepts it\n", NCCL_SYM, n->addr);
-    } else if (n->defined || e.nccl_version[0]) {
-        uses_nccl = f->calls_nccl = f->nccl_static = true;
-        nccl_problem = "its NCCL calls never reach usbyte";
-        const char *how = !n->defined ? "NCCL's version string is inside, its symbols stripped"
-                          : !shared   ? "a program's own definition binds its calls"
-                          : e.symbolic ? "-Bsymbolic binds the file's calls to its own definition"
-                          : !n->exported ? "not exported (hidden, or local by a version script)"
-                                          : "exported, but called directly (-Bsymbolic-functions or protected)";
-        printf("  NCCL: linked statically (%s defined in the file%s%s: %s): not interposable; fix: Horovod: build with "
-               "HOROVOD_NCCL_LINK=SHARED; PyTorch: the wheel that loads libnccl.so.2 from the nvidia-nccl package\n",
-               NCCL_SYM, e.nccl_version[0] ? ", NCCL " : "", e.nccl_version, how);
-    } else {
-        printf("  NCCL: not used (no %s)\n", NCCL_SYM);
-    }
-
-    /* CUDA runtime */
-    const sym_info *c = &e.cuda;
-    const char *static_fix = "relink it with the shared runtime (nvcc -cudart shared, CMake's "
-                             "CUDA_RUNTIME_LIBRARY Shared) or use a framework build that loads libcudart.so; until "
-                             "then run with USBYTE_MODE=observe";
-    if (is_cudart) {
-        printf("  CUDA runtime: this is the CUDA runtime itself (SONAME %s): usbyte interposes the calls made into it\n",
-               e.soname);
-    } else if (is_nccl && (c->defined || e.cudart_names)) {
-        /* NVIDIA links NCCL with its own static runtime: those are NCCL's calls, not the framework's. */
-        printf("  CUDA runtime: NCCL's own, linked statically into it (as NVIDIA builds NCCL): its internal calls "
-               "are not the framework's and do not matter to usbyte\n");
-    } else if (c->imported) {
-        uses_cuda = true;
-        snprintf(f->cuda_version, sizeof f->cuda_version, "%s", c->version);
-        char nodes[256];
-        usbyte_node_list(nodes, sizeof nodes);
-        if (!c->version[0]) {
-            printf("  CUDA runtime: imported (%s, unversioned): usbyte's wrappers bind to it\n", CUDA_SYM);
-        } else if (n_usbyte_nodes < 0) {
-            printf("  CUDA runtime: imported as %s@%s (no libusbyte.so found to compare with: --lib PATH)\n", CUDA_SYM,
-                   c->version);
-        } else if (usbyte_has_node(c->version)) {
-            printf("  CUDA runtime: imported as %s@%s: usbyte's wrappers bind to it (%s exports %s)\n", CUDA_SYM,
-                   c->version, usbyte_lib, nodes);
-        } else {
-            cuda_problem = "its CUDA runtime calls do not reach usbyte (another version node): build usbyte against "
-                           "this CUDA version";
-            printf("  CUDA runtime: imported as %s@%s, but %s exports its wrappers only under %s: completion cannot be "
-                   "redirected (schedule mode impossible); observe still measures the NCCL calls\n",
-                   CUDA_SYM, c->version, usbyte_lib, nodes[0] ? nodes : "no libcudart node");
-        }
-    } else if (c->defined) {
-        uses_cuda = true;
-        cuda_problem = static_fix;
-        printf("  CUDA runtime: linked statically (%s defined in the file at 0x%llx): completion cannot be redirected, "
-               "so schedule mode is impossible; observe can still measure the NCCL calls\n", CUDA_SYM, c->addr);
-    } else if (e.cudart_names) {
-        uses_cuda = true;
-        cuda_problem = static_fix;
-        printf("  CUDA runtime: linked statically (the runtime's error names are in the file, its symbols stripped): "
-               "completion cannot be redirected, so schedule mode is impossible; observe can still measure the NCCL "
-               "calls\n");
-    } else {
-        printf("  CUDA runtime: not used (no %s)\n", CUDA_SYM);
-    }
-    f->cuda_problem = cuda_problem != NULL;
-
-    /* Binding, where it decides something: a file whose own calls of an entry point it defines
-     * matter (NCCL's and the runtime's internal calls do not). */
-    bool own_defs = (n->defined && !is_nccl) || (c->defined && !is_cudart && !is_nccl);
-    if (e.symbolic && own_defs)
-        printf("  binding: linked with -Bsymbolic (DT_SYMBOLIC/DF_SYMBOLIC): the file's calls of its own "
-               "definitions bind inside it, and LD_PRELOAD cannot intercept them\n");
-    else if (e.symbolic)
-        printf("  binding: linked with -Bsymbolic; the calls it binds inside are its own internal ones, not the "
-               "framework's, so it does not matter here\n");
+    const char *nccl_problem = diagnose_nccl(&e, f, is_nccl, shared);
+    bool uses_cuda = false;
+    const char *cuda_problem = diagnose_cuda(&e, f, is_nccl, is_cudart, &uses_cuda);
+    diagnose_binding(&e, is_nccl, is_cudart);
 
     if (nccl_problem)
         say_verdict(f->v = V_NOT, nccl_problem);
-    else if (cuda_problem && uses_nccl)
-        say_verdict(f->v = V_OBSERVE, cuda_problem);
     else if (cuda_problem)
         say_verdict(f->v = V_OBSERVE, cuda_problem);
-    else if (uses_nccl || uses_cuda)
+    else if (f->calls_nccl || uses_cuda)
         say_verdict(f->v = V_INTERPOSABLE, NULL);
     else
         say_verdict(f->v = V_NOTHING, is_nccl     ? "NCCL itself: usbyte interposes the framework's calls into it"

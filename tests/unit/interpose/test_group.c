@@ -13,9 +13,11 @@
 
 #include <cmocka.h>
 
+#include "../../../interpose/group.h"
 #include "../../../interpose/guard.h"
 #include "../../../interpose/nccl_list.h"
 #include "../../../interpose/state.h"
+#include "../../../interpose/tables.h"
 
 ub_nccl_real ub_nccl; /* resolve.c's table: here, the fakes below */
 

@@ -22,6 +22,7 @@
 #include "../../../interpose/nccl_list.h"
 #include "../../../interpose/redirect.h"
 #include "../../../interpose/state.h"
+#include "../../../interpose/tables.h"
 
 ub_cuda_real ub_cuda; /* resolve.c's tables: here, the fakes below */
 ub_nccl_real ub_nccl;

@@ -1,0 +1,17 @@
+/* The decision on the agreed numbers (decide.c), lock held on entry and return. */
+#ifndef USBYTE_DECIDE_H
+#define USBYTE_DECIDE_H
+
+#include "state.h"
+
+/* The agreed profile, the verdict and every policy's plan (planned without the lock); false when
+ * another thread ended the communicator meanwhile (an abort). */
+bool ub_comm_decide(ub_comm *c, const ub_agreed *a, bool stream_sem);
+/* Schedule mode: the executor for a schedulable plan that gains enough, or pass-through, saying why. */
+void ub_comm_decide_schedule(ub_comm *c);
+/* One line: what the communicator measured and decided. */
+void ub_comm_decision_line(ub_comm *c);
+/* A rank that cannot take part in the agreement would leave the others waiting: it stops the job. */
+_Noreturn void ub_comm_cannot_take_part(ub_comm *c, const char *what);
+
+#endif

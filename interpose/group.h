@@ -1,0 +1,22 @@
+/* The calling thread's NCCL groups (group.c). */
+#ifndef USBYTE_GROUP_H
+#define USBYTE_GROUP_H
+
+#include "state.h"
+
+void ub_group_enter(void);
+int ub_group_leave(void);             /* the depth left */
+int ub_thread_group_depth(void);
+bool ub_thread_in_group(void);
+/* Work that must follow the launch of this thread's open groups, run (lock held) after the
+ * outermost real ncclGroupEnd; data is copied (at most 48 bytes).  false: no room. */
+typedef void (*ub_after_launch_fn)(const void *data);
+bool ub_group_after_launch(ub_after_launch_fn fn, const void *data, size_t size);
+bool ub_group_pending(void);
+void ub_group_run_after_launch(void);
+/* Ends the calling thread's open groups for real (the operations issued in them are launched) and
+ * reopens them: blocks and the agreement's read may then follow what came before them, in order. */
+void ub_group_split_begin(int depth);
+void ub_group_split_end(int depth);
+
+#endif

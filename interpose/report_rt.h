@@ -1,0 +1,12 @@
+/* The process's report (report_rt.c). */
+#ifndef USBYTE_REPORT_RT_H
+#define USBYTE_REPORT_RT_H
+
+#include "state.h"
+
+/* The versions, libraries and GPU for the report, learnt once (the first agreement). */
+void ub_report_learn_versions(void);
+/* Lock held on entry and return; unlock_for_io: released while the file is written (never at exit). */
+void ub_state_write_reports(bool unlock_for_io);
+
+#endif

@@ -1,0 +1,41 @@
+/* The runtime's tables of communicators, streams and events, and the global lock (tables.c;
+ * docs: state.h).  The lock is never held across a real NCCL call. */
+#ifndef USBYTE_TABLES_H
+#define USBYTE_TABLES_H
+
+#include "state.h"
+
+void ub_state_lock(void);
+void ub_state_unlock(void);
+bool ub_state_trylock(void);
+/* Lock held: sleeps until ub_state_wake_all or `seconds` pass (spurious wake-ups too); the lock
+ * is held again on return. */
+void ub_state_wait(double seconds);
+void ub_state_wake_all(void);
+void ub_state_forget_in_child(void);  /* runtime.c, in a forked child */
+bool ub_state_in_child(void);
+void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason);
+/* The communicator's record (NULL: unknown). */
+ub_comm *ub_comm_get(ncclComm_t handle);
+/* NCCL's asynchronous error of a communicator (a peer gone: ncclRemoteError), asked without the
+ * lock; ncclSuccess while none (or in progress). */
+ncclResult_t ub_comm_async_error(ncclComm_t handle);
+/* A new record: detection starts.  rank, nranks and device come from NCCL, asked without the
+ * lock. */
+ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device);
+void ub_comm_forget(ub_comm *c);      /* out of the live table; the record stays for the report */
+void ub_comm_add_disabled(ncclComm_t handle, const char *why);
+ub_comm *ub_state_live_comms(void);   /* walk with hh.next */
+/* Every communicator seen since the start (destroyed ones included), for the report. */
+ub_comm **ub_state_all_comms(int *n);
+/* The stream's record, created for c when create_for is set. */
+ub_stream *ub_stream_get(cudaStream_t s, ub_comm *create_for);
+void ub_stream_forget(ub_stream *st);
+ub_stream *ub_state_streams(void);    /* walk with hh.next */
+ub_event *ub_event_get(cudaEvent_t e, bool create);
+void ub_event_forget(ub_event *e);
+/* The event records of c; with all, every warm-up record (none profiles any more).  An event
+ * pending in schedule mode stays. */
+void ub_event_forget_for(ub_comm *c, bool all);
+
+#endif
