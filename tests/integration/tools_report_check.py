@@ -266,14 +266,8 @@ def check_ready_spread(pg, reps, c):
             fail("ready-spread-%d call %d: spread %s, reports give %r" % (idx, k, e[1]["data-v"], want))
 
 
-def check_html(page_path, report_paths, expect_problems, expect_diff, dom):
-    reps = load_reports(report_paths)
-    raw = open(page_path, encoding="utf-8").read()
-    pg = Page()
-    pg.feed(raw)
-    text = " ".join(pg.text)
-
-    # Self-contained: nothing fetched from anywhere.
+def check_self_contained(pg, raw):
+    """Checks that the page fetches nothing from anywhere."""
     for e in pg.external:
         fail("external resource: " + e)
     for m in re.finditer(r"https?://[^\s\"'<>]+", raw):
@@ -281,18 +275,27 @@ def check_html(page_path, report_paths, expect_problems, expect_diff, dom):
             fail("page refers to %s" % m.group(0))
     if re.search(r"@import|url\(", raw):
         fail("the style loads something (@import or url())")
-    if dom and not any(t == "th" and has_class(a, "sort") for t, a, _ in pg.elements):
+
+
+def check_script_ran(pg):
+    """Checks that the browser's DOM carries what the page's script marks (the sortable headers)."""
+    if not any(t == "th" and has_class(a, "sort") for t, a, _ in pg.elements):
         fail("the page's script did not run in the browser (no sortable header marked)")
 
-    # Every SVG is well-formed XML.
+
+def check_svgs(raw):
+    """Checks that every SVG is well-formed XML; how many there are."""
     svgs = re.findall(r"<svg\b.*?</svg>", raw, re.S)
     for i, s in enumerate(svgs):
         try:
             ET.fromstring(s)
         except ET.ParseError as e:
             fail("svg %d is not well-formed: %s" % (i, e))
+    return len(svgs)
 
-    # Every number shown from a report equals the report's value.
+
+def check_numbers(pg, reps):
+    """Checks that every number shown from a report equals the report's value; the (rank, path)s checked."""
     checked = set()
     for a, t, _ in pg.numbers:
         r, p, x = int(a["data-r"]), a["data-p"], float(a["data-x"])
@@ -307,10 +310,12 @@ def check_html(page_path, report_paths, expect_problems, expect_diff, dom):
         if not shown_matches(t, v, x):
             fail("rank %d %s: page shows %r, report has %r (x %g)" % (r, p, t, v, x))
         checked.add((r, p))
+    return checked
 
-    ref = min(reps)
+
+def rank_numbers(reps):
+    """The (rank, path)s of each rank's own iteration times (the straggler view), not the agreed number repeated."""
     want = set()
-    # Each rank's own iteration times (the straggler view), not the agreed number repeated.
     for rank, rep in reps.items():
         for ci, c in enumerate(rep["comms"]):
             it = (c.get("local") or {}).get("iteration") or {}
@@ -322,6 +327,12 @@ def check_html(page_path, report_paths, expect_problems, expect_diff, dom):
                 want |= {(rank, "comms/%d/schedule/iteration_spread/%s" % (ci, k)) for k in ("mean", "min", "max")}
             elif s.get("measured_iteration") is not None:
                 want.add((rank, "comms/%d/schedule/measured_iteration" % ci))
+    return want
+
+
+def agreed_numbers(reps, ref):
+    """The (ref, path)s of the agreed numbers: measured and predicted iterations, fit, plan, profile, schedule."""
+    want = set()
     for ci, c in enumerate(reps[ref]["comms"]):
         base = "comms/%d/" % ci
         if c.get("measured_iteration", 0) > 0:
@@ -346,84 +357,116 @@ def check_html(page_path, report_paths, expect_problems, expect_diff, dom):
                      if s.get(k) is not None}
             for b in range(len(s.get("blocks", []))):
                 want |= {(ref, base + "schedule/blocks/%d/%s" % (b, k)) for k in ("start", "end")}
+    return want
+
+
+def check_numbers_shown(reps, ref, checked):
+    """Checks that the page shows every number it should: each rank's own and the agreed ones."""
+    want = rank_numbers(reps) | agreed_numbers(reps, ref)
     for r, p in sorted(want - checked):
         fail("the page does not show rank %d's %s" % (r, p))
 
-    # Per communicator: verdict, reasons with their fixes, tables, timeline.
-    for ci, c in enumerate(reps[ref]["comms"]):
-        idx = c["index"]
-        for what in ("comm-%d", "verdict-%d", "ranks-%d"):
-            if what % idx not in pg.ids:
-                fail("no element #" + what % idx)
-        v = pg.ids.get("verdict-%d" % idx)
-        if v:
-            word, want_cls = expected_outcome(reps[ref], c)
-            if v[1].get("data-outcome") != word:
-                fail("verdict-%d says %r, want %r" % (idx, v[1].get("data-outcome"), word))
-            if not has_class(v[1], want_cls):
-                fail("verdict-%d has class %r, want %r" % (idx, v[1].get("class"), want_cls))
-        # Each reason whole and once; each fix once.
-        for reason in c["verdict"]["reasons"]:
-            n = text.count(reason)
-            if n != 1:
-                fail("reason shown %d times (want once): %s" % (n, reason))
-            if "HOROVOD_FUSION_THRESHOLD" in reason and not re.search(r"Fix: [^.]*HOROVOD_FUSION_THRESHOLD=0", text):
-                fail("no fix naming HOROVOD_FUSION_THRESHOLD=0 for: " + reason)
-        for m in set(re.findall(r"Fix: ([^<]*)<", raw)):
-            if raw.count("Fix: " + m + "<") != 1:
-                fail("fix shown %d times (want once): %s" % (raw.count("Fix: " + m + "<"), m))
-        check_derived(pg, c, idx)
-        check_chart(pg, c, idx)
-        pols = [e for e in pg.elements if e[0] == "tr" and "data-policy" in e[1] and inside(e[2], "id", "policies-%d" % idx)]
-        if [e[1]["data-policy"] for e in pols] != [p["policy"] for p in c.get("policies", [])]:
-            fail("policies-%d: rows %s" % (idx, [e[1]["data-policy"] for e in pols]))
-        rows = [e for e in pg.elements if e[0] == "tr" and "data-rank" in e[1] and inside(e[2], "id", "ranks-%d" % idx)]
-        if sorted(int(e[1]["data-rank"]) for e in rows) != sorted(reps):
-            fail("ranks-%d: rows for ranks %s, want %s" % (idx, [e[1]["data-rank"] for e in rows], sorted(reps)))
-        if c.get("plan"):
-            n = sum(1 for e in pg.elements if e[0] == "tr" and inside(e[2], "id", "plan-blocks-%d" % idx)) - 1
-            if n != len(c["plan"]["blocks"]):
-                fail("plan table: %d rows, the plan has %d blocks" % (n, len(c["plan"]["blocks"])))
-            opt = c["plan"].get("optimal")
-            o = pg.ids.get("optimal-%d" % idx)
-            if opt is not None and not o:
-                fail("plan carries optimal=%s and the page does not show it" % opt)
-        if c.get("profile"):
-            n = sum(1 for e in pg.elements if e[0] == "tr" and inside(e[2], "id", "profile-calls-%d" % idx)) - 1
-            if n != len(c["profile"]["calls"]):
-                fail("profile table: %d rows for %d calls" % (n, len(c["profile"]["calls"])))
-            tl = [e for e in pg.elements if inside(e[2], "id", "timeline-%d" % idx)]
-            groups = [e[1].get("data-policy") for e in tl if e[0] == "g" and has_class(e[1], "ub-policy")]
-            # In schedule mode the chosen plan is drawn first on its own, with the measured blocks.
-            measured_blocks = (c.get("schedule") or {}).get("blocks") or []
-            want_groups = ([c["plan"]["policy"]] if measured_blocks else []) + [p["policy"] for p in c["policies"]]
-            if groups != want_groups:
-                fail("timeline-%d: lanes %s, want %s" % (idx, groups, want_groups))
-            ready = sum(1 for e in tl if has_class(e[1], "ub-ready"))
-            svgs_here = sum(1 for e in tl if e[0] == "svg")
-            if ready != len(c["profile"]["calls"]) * svgs_here:
-                fail("timeline-%d: %d ready marks for %d calls in %d drawings" % (idx, ready, len(c["profile"]["calls"]),
-                                                                                 svgs_here))
-            if c.get("plan"):
-                chosen = c["plan"]["policy"]
-                blocks = sum(1 for e in tl if has_class(e[1], "ub-block") and inside(e[2], "data-policy", chosen))
-                if blocks != len(c["plan"]["blocks"]) * groups.count(chosen):
-                    fail("timeline-%d: %d %s blocks drawn, the plan has %d" % (idx, blocks, chosen,
-                                                                              len(c["plan"]["blocks"])))
-                measured = [e for e in tl if has_class(e[1], "ub-measured")]
-                want_m = len(c["schedule"]["blocks"]) if c.get("schedule") else 0
-                if len(measured) != want_m:
-                    fail("timeline-%d: %d measured blocks drawn, the schedule has %d" % (idx, len(measured), want_m))
-                if any(not inside(e[2], "data-policy", chosen) for e in measured):
-                    fail("timeline-%d: measured blocks outside the chosen plan's lanes" % idx)
-                ends = sum(1 for e in tl if has_class(e[1], "ub-end"))
-                if ends != len(groups):
-                    fail("timeline-%d: %d iteration ends for %d plans" % (idx, ends, len(groups)))
 
-    check_run(pg, raw, reps)
-    for c in reps[ref]["comms"]:
-        check_ready_spread(pg, reps, c)
+def check_verdict(pg, rep, c, idx):
+    """Checks that the communicator's section, verdict and ranks exist and the verdict says the right outcome."""
+    for what in ("comm-%d", "verdict-%d", "ranks-%d"):
+        if what % idx not in pg.ids:
+            fail("no element #" + what % idx)
+    v = pg.ids.get("verdict-%d" % idx)
+    if v:
+        word, want_cls = expected_outcome(rep, c)
+        if v[1].get("data-outcome") != word:
+            fail("verdict-%d says %r, want %r" % (idx, v[1].get("data-outcome"), word))
+        if not has_class(v[1], want_cls):
+            fail("verdict-%d has class %r, want %r" % (idx, v[1].get("class"), want_cls))
 
+
+def check_reasons(c, text, raw):
+    """Checks that each reason is shown whole and once, with its fix, and each fix once."""
+    for reason in c["verdict"]["reasons"]:
+        n = text.count(reason)
+        if n != 1:
+            fail("reason shown %d times (want once): %s" % (n, reason))
+        if "HOROVOD_FUSION_THRESHOLD" in reason and not re.search(r"Fix: [^.]*HOROVOD_FUSION_THRESHOLD=0", text):
+            fail("no fix naming HOROVOD_FUSION_THRESHOLD=0 for: " + reason)
+    for m in set(re.findall(r"Fix: ([^<]*)<", raw)):
+        if raw.count("Fix: " + m + "<") != 1:
+            fail("fix shown %d times (want once): %s" % (raw.count("Fix: " + m + "<"), m))
+
+
+def check_tables(pg, reps, c, idx):
+    """Checks the rows of the policies, ranks, plan and profile tables, and the plan's optimality shown."""
+    pols = [e for e in pg.elements
+            if e[0] == "tr" and "data-policy" in e[1] and inside(e[2], "id", "policies-%d" % idx)]
+    if [e[1]["data-policy"] for e in pols] != [p["policy"] for p in c.get("policies", [])]:
+        fail("policies-%d: rows %s" % (idx, [e[1]["data-policy"] for e in pols]))
+    rows = [e for e in pg.elements if e[0] == "tr" and "data-rank" in e[1] and inside(e[2], "id", "ranks-%d" % idx)]
+    if sorted(int(e[1]["data-rank"]) for e in rows) != sorted(reps):
+        fail("ranks-%d: rows for ranks %s, want %s" % (idx, [e[1]["data-rank"] for e in rows], sorted(reps)))
+    if c.get("plan"):
+        n = sum(1 for e in pg.elements if e[0] == "tr" and inside(e[2], "id", "plan-blocks-%d" % idx)) - 1
+        if n != len(c["plan"]["blocks"]):
+            fail("plan table: %d rows, the plan has %d blocks" % (n, len(c["plan"]["blocks"])))
+        opt = c["plan"].get("optimal")
+        o = pg.ids.get("optimal-%d" % idx)
+        if opt is not None and not o:
+            fail("plan carries optimal=%s and the page does not show it" % opt)
+    if c.get("profile"):
+        n = sum(1 for e in pg.elements if e[0] == "tr" and inside(e[2], "id", "profile-calls-%d" % idx)) - 1
+        if n != len(c["profile"]["calls"]):
+            fail("profile table: %d rows for %d calls" % (n, len(c["profile"]["calls"])))
+
+
+def check_timeline(pg, c, idx):
+    """Checks the timeline's lanes (one per policy) and its ready marks (one per call per drawing)."""
+    tl = [e for e in pg.elements if inside(e[2], "id", "timeline-%d" % idx)]
+    groups = [e[1].get("data-policy") for e in tl if e[0] == "g" and has_class(e[1], "ub-policy")]
+    # In schedule mode the chosen plan is drawn first on its own, with the measured blocks.
+    measured_blocks = (c.get("schedule") or {}).get("blocks") or []
+    want_groups = ([c["plan"]["policy"]] if measured_blocks else []) + [p["policy"] for p in c["policies"]]
+    if groups != want_groups:
+        fail("timeline-%d: lanes %s, want %s" % (idx, groups, want_groups))
+    ready = sum(1 for e in tl if has_class(e[1], "ub-ready"))
+    svgs_here = sum(1 for e in tl if e[0] == "svg")
+    if ready != len(c["profile"]["calls"]) * svgs_here:
+        fail("timeline-%d: %d ready marks for %d calls in %d drawings" % (idx, ready, len(c["profile"]["calls"]),
+                                                                         svgs_here))
+    if c.get("plan"):
+        check_timeline_blocks(c, idx, tl, groups)
+
+
+def check_timeline_blocks(c, idx, tl, groups):
+    """Checks the timeline's blocks: the plan's in each of its lanes, the measured in its own, one end per lane."""
+    chosen = c["plan"]["policy"]
+    blocks = sum(1 for e in tl if has_class(e[1], "ub-block") and inside(e[2], "data-policy", chosen))
+    if blocks != len(c["plan"]["blocks"]) * groups.count(chosen):
+        fail("timeline-%d: %d %s blocks drawn, the plan has %d" % (idx, blocks, chosen,
+                                                                  len(c["plan"]["blocks"])))
+    measured = [e for e in tl if has_class(e[1], "ub-measured")]
+    want_m = len(c["schedule"]["blocks"]) if c.get("schedule") else 0
+    if len(measured) != want_m:
+        fail("timeline-%d: %d measured blocks drawn, the schedule has %d" % (idx, len(measured), want_m))
+    if any(not inside(e[2], "data-policy", chosen) for e in measured):
+        fail("timeline-%d: measured blocks outside the chosen plan's lanes" % idx)
+    ends = sum(1 for e in tl if has_class(e[1], "ub-end"))
+    if ends != len(groups):
+        fail("timeline-%d: %d iteration ends for %d plans" % (idx, ends, len(groups)))
+
+
+def check_comm(pg, raw, text, reps, ref, c):
+    """Checks one communicator's section: verdict, reasons and fixes, derived numbers, chart, tables, timeline."""
+    idx = c["index"]
+    check_verdict(pg, reps[ref], c, idx)
+    check_reasons(c, text, raw)
+    check_derived(pg, c, idx)
+    check_chart(pg, c, idx)
+    check_tables(pg, reps, c, idx)
+    if c.get("profile"):
+        check_timeline(pg, c, idx)
+
+
+def check_consistency(pg, text, expect_problems, expect_diff):
+    """Checks the consistency banner: its count of problems and each difference --expect-diff names."""
     cons = pg.ids.get("consistency")
     if not cons:
         fail("no #consistency")
@@ -437,7 +480,29 @@ def check_html(page_path, report_paths, expect_problems, expect_diff, dom):
             fail("rank %s's row shows no difference" % rank)
         if not re.search(r"rank %s's [^<]*%s[^<]* differ" % (rank, what), text):
             fail("the banner does not say that rank %s's %s differs" % (rank, what))
-    print("info: %d numbers checked against the reports, %d SVGs parsed" % (len(checked), len(svgs)))
+
+
+def check_html(page_path, report_paths, expect_problems, expect_diff, dom):
+    """Checks a usbyte-report page (or the browser's DOM of it, with dom) against the reports it shows."""
+    reps = load_reports(report_paths)
+    raw = open(page_path, encoding="utf-8").read()
+    pg = Page()
+    pg.feed(raw)
+    text = " ".join(pg.text)
+    check_self_contained(pg, raw)
+    if dom:
+        check_script_ran(pg)
+    n_svgs = check_svgs(raw)
+    checked = check_numbers(pg, reps)
+    ref = min(reps)
+    check_numbers_shown(reps, ref, checked)
+    for c in reps[ref]["comms"]:
+        check_comm(pg, raw, text, reps, ref, c)
+    check_run(pg, raw, reps)
+    for c in reps[ref]["comms"]:
+        check_ready_spread(pg, reps, c)
+    check_consistency(pg, text, expect_problems, expect_diff)
+    print("info: %d numbers checked against the reports, %d SVGs parsed" % (len(checked), n_svgs))
 
 
 # The Chrome trace event format (docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU,

@@ -85,12 +85,8 @@ def load_truths(pattern, world):
     return [load(p) for p in paths]
 
 
-def cmd_reports(a):
-    truths = load_truths(a.truth, a.world)
-    reports = [load(p) for p in a.reports]
-    if any(t is None for t in truths) or any(r is None for r in reports):
-        return
-    truth = truths[0]
+def check_headers(a, reports):
+    """Checks the ranks present and each report's header; False when a report lacks its one communicator."""
     ranks = sorted(r.get("rank") for r in reports)
     if ranks != list(range(a.world)):
         fail("reports hold ranks %s, expected 0..%d" % (ranks, a.world - 1))
@@ -104,31 +100,34 @@ def cmd_reports(a):
                 fail("%s: no %r" % (p, key))
         if not isinstance(r.get("comms"), list) or len(r.get("comms")) != 1:
             fail("%s: expected exactly one communicator in comms, got %r" % (p, r.get("comms")))
-            return
-    comms = [r["comms"][0] for r in reports]
-    c0 = comms[0]
-    tp = truth["profile"]
-    n_calls = len(tp["calls"])
-    n_other = len(truth.get("other_calls_per_iteration", []))
+            return False
+    return True
 
+
+def check_state(a, reports, comms):
+    """Checks each rank's state against --expect-state."""
     states = [norm(c.get("state")) for c in comms]
     info("states %s, calls_per_iteration %s, iterations_observed %s"
-         % (sorted(set(c.get("state") for c in comms)), c0.get("calls_per_iteration"),
+         % (sorted(set(c.get("state") for c in comms)), comms[0].get("calls_per_iteration"),
             [c.get("iterations_observed") for c in comms]))
     if a.expect_state:
         for r, s in zip(reports, states):
             if s != norm(a.expect_state):
                 fail("rank %s: state %r, expected %r" % (r.get("rank"), s, a.expect_state))
-        if norm(a.expect_state) == "passthrough":
-            # Nothing was agreed: no profile or plan to compare, only why.
-            for r, c in zip(reports, comms):
-                why = [c.get("state_reason", "")] + list((c.get("verdict") or {}).get("reasons", []))
-                info("rank %s: state %s because %s" % (r.get("rank"), c.get("state"), json.dumps(why)))
-                if a.reason and not any(re.search(a.reason, str(x), re.I) for x in why):
-                    fail("rank %s: no reason matches /%s/: %s" % (r.get("rank"), a.reason, why))
-            return
 
-    # Every rank holds the same agreed profile and the same plan.
+
+def check_passthrough_reasons(a, reports, comms):
+    """Checks that each pass-through rank gives a reason matching --reason."""
+    for r, c in zip(reports, comms):
+        why = [c.get("state_reason", "")] + list((c.get("verdict") or {}).get("reasons", []))
+        info("rank %s: state %s because %s" % (r.get("rank"), c.get("state"), json.dumps(why)))
+        if a.reason and not any(re.search(a.reason, str(x), re.I) for x in why):
+            fail("rank %s: no reason matches /%s/: %s" % (r.get("rank"), a.reason, why))
+
+
+def check_ranks_agree(reports, comms, n_calls, n_other):
+    """Checks that every rank holds rank 0's profile and plan and counts the trainer's calls."""
+    c0 = comms[0]
     for r, c in zip(reports, comms):
         if c.get("profile") != c0.get("profile"):
             fail("rank %s: profile differs from rank %s's" % (r.get("rank"), reports[0].get("rank")))
@@ -145,16 +144,21 @@ def cmd_reports(a):
         if not isinstance(c.get("iterations_observed"), int) or c["iterations_observed"] < 1:
             fail("rank %s: iterations_observed %r" % (r.get("rank"), c.get("iterations_observed")))
 
-    prof = c0.get("profile")
+
+def check_profile_calls(prof, n_calls):
+    """Checks that the agreed profile is a profile of n_calls calls; its calls, or None when not."""
     if not isinstance(prof, dict) or prof.get("usbyte_profile") != 1:
         fail("the report's profile is not a docs/model.md profile: %r" % (prof,))
-        return
+        return None
     calls = prof.get("calls", [])
     if len(calls) != n_calls:
         fail("profile has %d calls, the trainer issues %d per iteration" % (len(calls), n_calls))
-        return
+        return None
+    return calls
 
-    # Bytes exactly; dtype and op; merge flags.
+
+def check_call_bytes(a, calls, tp):
+    """Checks each call's bytes exactly, its dtype and op, and its merge flag."""
     for k, (m, t) in enumerate(zip(calls, tp["calls"])):
         if m.get("bytes") != t["bytes"]:
             fail("call %d: %r bytes, the trainer sends %d" % (k, m.get("bytes"), t["bytes"]))
@@ -162,16 +166,17 @@ def cmd_reports(a):
             fail("call %d: dtype/op %s/%s, expected %s/%s" % (k, m.get("dtype"), m.get("op"), t["dtype"], t["op"]))
         if m.get("merge", True) is not True and not a.any_needs:
             fail("call %d: merge false, but nothing waits for it before the next call" % k)
-    used_by_rank = {r.get("rank"): (r.get("comms") or [{}])[0].get("warmup_iterations_used") for r in reports}
-    check_ready(a, c0, reports[0].get("config"), calls, tp, truths, [used_by_rank.get(k) for k in range(len(truths))])
 
-    # Needs.  A need boundary is a claim about forward compute: segment s may start when its calls
-    # are done.  The runtime may join truth segments whose compute is too short to tell apart, and
-    # may split a truth segment where the consumer does a little work between two waits (DDP's
+
+def check_needs(a, prof, tp, calls):
+    """Checks the measured need boundaries against the truth's, within --need-tol of forward compute."""
+    # A need boundary is a claim about forward compute: segment s may start when its calls are
+    # done.  The runtime may join truth segments whose compute is too short to tell apart, and may
+    # split a truth segment where the consumer does a little work between two waits (DDP's
     # finalize copies bucket b out before waiting for bucket b+1).  Either changes the model only
     # by the forward compute between the two boundaries, so that compute must stay within the
-    # need tolerance.  (Order is not assumed: DDP's finalize consumes buckets in arrival order, the
-    # forward-overlap pattern in reverse.)
+    # need tolerance.  (Order is not assumed: DDP's finalize consumes buckets in arrival order,
+    # the forward-overlap pattern in reverse.)
     tneed = [t["need"] for t in tp["calls"]]
     mneed = [m.get("need", 0) for m in calls]
     if a.any_needs:
@@ -183,8 +188,20 @@ def cmd_reports(a):
     if not a.any_needs:
         info("need: %d distinct values measured, %d in the truth; exact match %s; measured %s"
          % (distinct, tdistinct, mneed == tneed, mneed))
+    worst = check_need_boundaries(a, tneed, mneed, tf, mf)
+    if not a.any_needs:
+        info("need: largest forward compute across a joined or split boundary %.3f ms" % (1e3 * worst))
+    if a.distinct_needs and distinct < 2:
+        fail("expected distinct needs (the truth has %d), measured %s" % (tdistinct, mneed))
+    nf = len(prof.get("forward", [0]))
+    if max(mneed) >= nf:
+        fail("need %d but the profile has %d forward segments" % (max(mneed), nf))
+
+
+def check_need_boundaries(a, tneed, mneed, tf, mf):
+    """Checks each pair of neighbouring calls' needs; the most forward compute a joined or split boundary spans."""
     worst = 0.0
-    for k in range(n_calls - 1):
+    for k in range(len(mneed) - 1):
         lo, hi = sorted((mneed[k], mneed[k + 1]))
         tlo, thi = sorted((tneed[k], tneed[k + 1]))
         if (tneed[k] > tneed[k + 1]) != (mneed[k] > mneed[k + 1]) and tlo != thi and lo != hi:
@@ -201,21 +218,12 @@ def cmd_reports(a):
         if between > a.need_tol:
             fail("calls %d and %d: the measured profile %s a forward segment across %.3f ms of compute "
                  "(tolerance %.3f ms)" % (k, k + 1, what, 1e3 * between, 1e3 * a.need_tol))
-    if not a.any_needs:
-        info("need: largest forward compute across a joined or split boundary %.3f ms" % (1e3 * worst))
-    if a.distinct_needs and distinct < 2:
-        fail("expected distinct needs (the truth has %d), measured %s" % (tdistinct, mneed))
-    nf = len(prof.get("forward", [0]))
-    if max(mneed) >= nf:
-        fail("need %d but the profile has %d forward segments" % (max(mneed), nf))
+    return worst
 
-    # The fitted link model against the emulator's settings (ring formula), or, with its op log,
-    # against what the emulated link really delivered.
-    net = prof.get("net") or {}
-    if a.alpha_us is not None:
-        check_fit(a, c0, calls, net, reports[0].get("config"))
 
-    # Verdict, pattern, policies, plan.
+def check_verdict(a, reports, comms):
+    """Checks that every rank holds rank 0's verdict, and it against --expect-schedulable and --reason."""
+    c0 = comms[0]
     verdict = c0.get("verdict") or {}
     reasons = verdict.get("reasons", [])
     info("verdict: schedulable %s, reasons %s" % (verdict.get("schedulable"), json.dumps(reasons)))
@@ -230,10 +238,19 @@ def cmd_reports(a):
     if a.reason:
         if not any(re.search(a.reason, str(x), re.I) for x in reasons):
             fail("no reason matches /%s/: %s" % (a.reason, reasons))
+
+
+def check_policies(c0):
+    """Checks that every policy predicts a positive iteration; the policies' iterations by name."""
     pols = {x.get("policy"): x.get("iteration") for x in c0.get("policies", [])}
     for name in POLICIES:
         if not isinstance(pols.get(name), (int, float)) or not pols[name] > 0:
             fail("policies: no positive iteration for %s (%r)" % (name, pols.get(name)))
+    return pols
+
+
+def check_plan(c0, calls, pols):
+    """Checks that the plan is a plan, covers every call's bytes once and is no slower than any policy."""
     plan = c0.get("plan") or {}
     if plan.get("usbyte_plan") != 1:
         fail("plan is not a docs/model.md plan: %r" % (plan,))
@@ -249,6 +266,42 @@ def cmd_reports(a):
              % (", ".join("%s %.3f" % (k, 1e3 * v) for k, v in pols.items() if isinstance(v, (int, float))),
                 plan.get("policy"), 1e3 * plan.get("iteration", float("nan")),
                 pols["wfbp"] / plan.get("iteration", float("nan"))))
+
+
+def cmd_reports(a):
+    """Checks one job's observe-mode reports against its trainer's truth files."""
+    truths = load_truths(a.truth, a.world)
+    reports = [load(p) for p in a.reports]
+    if any(t is None for t in truths) or any(r is None for r in reports):
+        return
+    if not check_headers(a, reports):
+        return
+    comms = [r["comms"][0] for r in reports]
+    c0 = comms[0]
+    tp = truths[0]["profile"]
+    n_calls = len(tp["calls"])
+    n_other = len(truths[0].get("other_calls_per_iteration", []))
+
+    check_state(a, reports, comms)
+    if a.expect_state and norm(a.expect_state) == "passthrough":
+        # Nothing was agreed: no profile or plan to compare, only why.
+        check_passthrough_reasons(a, reports, comms)
+        return
+    check_ranks_agree(reports, comms, n_calls, n_other)
+    prof = c0.get("profile")
+    calls = check_profile_calls(prof, n_calls)
+    if calls is None:
+        return
+    check_call_bytes(a, calls, tp)
+    used_by_rank = {r.get("rank"): (r.get("comms") or [{}])[0].get("warmup_iterations_used") for r in reports}
+    check_ready(a, c0, reports[0].get("config"), calls, tp, truths, [used_by_rank.get(k) for k in range(len(truths))])
+    check_needs(a, prof, tp, calls)
+    # The fitted link model against the emulator's settings (ring formula), or, with its op log,
+    # against what the emulated link really delivered.
+    if a.alpha_us is not None:
+        check_fit(a, c0, calls, prof.get("net") or {}, reports[0].get("config"))
+    check_verdict(a, reports, comms)
+    check_plan(c0, calls, check_policies(c0))
 
 
 def warmup_of(comm, config):
