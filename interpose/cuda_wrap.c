@@ -120,19 +120,13 @@ static inline bool slow_path(void)
     UB_EXPORT cudaError_t name params                          \
     {                                                          \
         PROLOGUE_ALWAYS(name, args)                            \
-        ub_cuda_capture_begin hook;                            \
-        cudaError_t r = ub_cuda.name args;                     \
-        if (r == cudaSuccess)                                  \
-            ub_capture_begun hook;                             \
-        return r;                                              \
+        return UB_CAPTURE_BEGIN((cudaStream_t)hook, cudaSuccess, ub_cuda.name args); \
     }
 #define WRAP_ENDCAP(name, params, args, hook)                  \
     UB_EXPORT cudaError_t name params                          \
     {                                                          \
         PROLOGUE_ALWAYS(name, args)                            \
-        cudaError_t r = ub_cuda.name args;                     \
-        ub_capture_ended hook;                                 \
-        return r;                                              \
+        return UB_CAPTURE_END((cudaStream_t)hook, ub_cuda.name args); \
     }
 /* A driver capture function looked up through the runtime is handed out as usbyte's wrapper. */
 #define WRAP_ENTRY(name, params, args, hook)                   \

@@ -28,25 +28,17 @@ static CUresult missing(const char *name)
     if (ub_bypass())                                           \
         return ub_cu.name args;
 
-/* Deferred work on the stream goes out before its capture begins (ub_cuda_capture_begin). */
 #define WRAP_CUBEGIN(name, params, args, hook)                 \
     UB_EXPORT CUresult name params                             \
     {                                                          \
         PROLOGUE(name, args)                                   \
-        cudaStream_t st_ = (cudaStream_t)(hook);               \
-        ub_cuda_capture_begin(st_);                            \
-        CUresult r = ub_cu.name args;                          \
-        if (r == CUDA_SUCCESS)                                 \
-            ub_capture_begun(st_);                             \
-        return r;                                              \
+        return UB_CAPTURE_BEGIN((cudaStream_t)(hook), CUDA_SUCCESS, ub_cu.name args); \
     }
 #define WRAP_CUEND(name, params, args, hook)                   \
     UB_EXPORT CUresult name params                             \
     {                                                          \
         PROLOGUE(name, args)                                   \
-        CUresult r = ub_cu.name args;                          \
-        ub_capture_ended((cudaStream_t)(hook));                \
-        return r;                                              \
+        return UB_CAPTURE_END((cudaStream_t)(hook), ub_cu.name args); \
     }
 #define WRAP_CULOOKUP(name, params, args, hook)                \
     UB_EXPORT CUresult name params                             \

@@ -70,11 +70,30 @@ void ub_cuda_stream_host_wait(cudaStream_t stream, bool poll);
 /* After the real cudaStreamSynchronize/Query: deferred work on the stream is part of it. */
 cudaError_t ub_cuda_stream_host_waited(cudaStream_t stream, bool poll, cudaError_t r);
 void ub_cuda_device_wait(void);
-/* Before cudaStreamBeginCapture: what is deferred on the stream is issued, and the stream made to
+/* Before a capture begins on the stream: what is deferred on it is issued, and the stream made to
  * wait for it, before the capture severs the stream from its earlier work. */
 void ub_cuda_capture_begin(cudaStream_t stream);
 void ub_cuda_stream_destroyed(cudaStream_t stream);
 void ub_cuda_event_destroyed(cudaEvent_t event);
+
+/* The wrappers of every capture begin and end (runtime and driver): what is deferred on the
+ * stream goes out before its capture begins, the stream is known to capture once the real call
+ * succeeded (result ok), and a capture is over when the stream says so after an end. */
+#define UB_CAPTURE_BEGIN(stream, ok, call)            \
+    __extension__({                                   \
+        cudaStream_t ub_cap_stream_ = (stream);       \
+        ub_cuda_capture_begin(ub_cap_stream_);        \
+        __auto_type ub_cap_r_ = (call);               \
+        if (ub_cap_r_ == (ok))                        \
+            ub_capture_begun(ub_cap_stream_);         \
+        ub_cap_r_;                                    \
+    })
+#define UB_CAPTURE_END(stream, call)                  \
+    __extension__({                                   \
+        __auto_type ub_cap_r_ = (call);               \
+        ub_capture_ended(stream);                     \
+        ub_cap_r_;                                    \
+    })
 
 /* lifecycle.c: the reports at exit (runtime.c's destructor). */
 void ub_state_write_reports_at_exit(void);
