@@ -2,7 +2,7 @@
  * the driver is seen as one begun through the runtime (cuda_wrap.c's BEGINCAP / ENDCAP), and a
  * lookup that hands out a driver capture function hands out the wrapper instead, so that a
  * program calling through a looked-up pointer is seen too.  Exported plain, as libcuda.so.1
- * exports them (the version script's USBYTE_CUDA_DRIVER node). */
+ * exports them (the version script's USBYTE_CUDA_DRIVER_1 node). */
 #include "capture.h"
 #include "driver_list.h"
 #include "hooks.h"
