@@ -134,8 +134,8 @@ static inline bool slow_path(void)
     {                                                          \
         PROLOGUE_ALWAYS(name, args)                            \
         cudaError_t r = ub_cuda.name args;                     \
-        if (r == cudaSuccess && (hook) && *(hook))             \
-            *(hook) = ub_cu_substitute(*(hook));               \
+        if (r == cudaSuccess)                                  \
+            ub_cu_substitute hook;                             \
         return r;                                              \
     }
 #define WRAP_CALLONLY(name, params, args, hook)

@@ -61,8 +61,9 @@ extern ub_cu_real ub_cu;
  * tries again at the next call). */
 bool ub_cu_resolve(void);
 
-/* A driver function handed out by a lookup: usbyte's wrapper in place of a real capture function
- * (or lookup), any other unchanged (driver_wrap.c). */
-void *ub_cu_substitute(void *fn);
+/* The driver function a successful lookup handed out at *pfn (NULL pfn or *pfn: nothing):
+ * usbyte's wrapper in place of a real capture function (or lookup), any other unchanged
+ * (driver_wrap.c). */
+void ub_cu_substitute(void **pfn);
 
 #endif

@@ -46,22 +46,23 @@ static CUresult missing(const char *name)
         if (!ub_cu_resolve() || !ub_cu.name)                   \
             return missing(#name);                             \
         CUresult r = ub_cu.name args;                          \
-        if (r == CUDA_SUCCESS && (hook) && *(hook))            \
-            *(hook) = ub_cu_substitute(*(hook));               \
+        if (r == CUDA_SUCCESS)                                 \
+            ub_cu_substitute(hook);                            \
         return r;                                              \
     }
 #define X(name, cls, params, args, hook) WRAP_##cls(name, params, args, hook)
 UB_CU_LIST(X)
 #undef X
 
-void *ub_cu_substitute(void *fn)
+void ub_cu_substitute(void **pfn)
 {
-    if (!fn || !ub_cu_resolve())
-        return fn;
+    if (!pfn || !*pfn || !ub_cu_resolve())
+        return;
 #define X(name, cls, params, args, hook)   \
-    if (fn == (void *)ub_cu.name)         \
-        return (void *)&name;
+    if (*pfn == (void *)ub_cu.name) {     \
+        *pfn = (void *)&name;             \
+        return;                           \
+    }
     UB_CU_LIST(X)
 #undef X
-    return fn;
 }
