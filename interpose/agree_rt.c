@@ -463,10 +463,10 @@ static bool adopt(ub_comm *c, const ub_agreed *agreed)
     c->sched.stream_semantics = stream_sem;
     if (!ub_comm_decide(c, agreed, stream_sem))
         return false;
-    /* Locked mid-backward (after a re-detection the lock falls anywhere): the agreed profile says
-     * where the iteration really begins; it is profiled again from there. */
+    /* Locked mid-backward (after a re-detection the lock falls anywhere): most of the ranks'
+     * profiled iterations say where the iteration really begins; it is profiled again from there. */
     c->phase_pos = 0;
-    int first = r->have_profile && !c->rephased ? ub_iteration_phase(&r->profile, agreed->iteration) : 0;
+    int first = r->have_profile && !c->rephased ? agreed->phase : 0;
     for (uint32_t p = 0; first > 0 && p < c->period; p++)
         if (c->pos_call[p] == first) {
             c->phase_pos = p;

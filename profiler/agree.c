@@ -70,7 +70,10 @@ void ub_agree_encode(const ub_agree_local *l, double *max_vec, double *sum_vec)
         m[5] = k->fallback ? 1.0 : 0.0;
         m[6] = k->split ? 1.0 : 0.0;
         sum_vec[c] = finite_or(k->comm_mean, 0.0);
+        sum_vec[UB_AGREE_SUM_VOTES + c] = s->phase_votes ? s->phase_votes[c] : 0;
     }
+    if (usable)
+        sum_vec[UB_AGREE_SUM_VOTERS] = s->phase_votes ? s->phase_voters : 0;
     double *g = &max_vec[GLOBALS_AT];
     int f = 0;
 #define X(field, meaning) g[f++] = finite_or(l->flags.field, 0.0);
@@ -79,7 +82,7 @@ void ub_agree_encode(const ub_agree_local *l, double *max_vec, double *sum_vec)
     g[f] = usable ? finite_or(s->iteration, 0.0) : 0.0;
     /* Too many calls is the same on every rank (n_calls is portable): not a rank failure. */
     g[f + 1] = (usable || l->n_calls > UB_AGREE_CAP || l->n_calls == 0) ? 0.0 : 1.0;
-    sum_vec[UB_AGREE_CAP] = 1.0;
+    sum_vec[UB_AGREE_SUM_RANKS] = 1.0;
 }
 
 ub_agree_outcome ub_agree_decode(const double *max_vec, const double *sum_vec, ub_agreed *out)
@@ -99,7 +102,7 @@ ub_agree_outcome ub_agree_decode(const double *max_vec, const double *sum_vec, u
     if (!out->calls)
         return UB_AGREE_NOMEM;
     out->n_calls = n_calls;
-    out->ranks = (int)lround(sum_vec[UB_AGREE_CAP]);
+    out->ranks = (int)lround(sum_vec[UB_AGREE_SUM_RANKS]);
     if (out->ranks < 1)
         out->ranks = 1;
     for (int c = 0; c < n_calls; c++) {
@@ -119,6 +122,7 @@ ub_agree_outcome ub_agree_decode(const double *max_vec, const double *sum_vec, u
     UB_AGREE_FLAG_LIST(X)
 #undef X
     out->iteration = g[f];
+    out->phase = ub_phase_majority(&sum_vec[UB_AGREE_SUM_VOTES], n_calls, sum_vec[UB_AGREE_SUM_VOTERS]);
     return UB_AGREE_OK;
 }
 

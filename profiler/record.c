@@ -60,6 +60,35 @@ typedef struct { double sum; int n; } mean_acc;
 static void acc(mean_acc *m, double v) { if (isfinite(v)) { m->sum += v; m->n++; } }
 static double mean_or(const mean_acc *m, double none) { return m->n ? m->sum / m->n : none; }
 
+/* Each covered iteration whose next one's first ready is known says where it begins, on its own
+ * ready times and its own wrap (profiler/phase.c says why not on the summary's means). */
+static int vote_phase(const ub_record *r, ub_summary *out)
+{
+    int n = out->n_calls;
+    ub_record *rr = (ub_record *)r;  /* ub_record_at does not modify */
+    out->phase_votes = calloc((size_t)n, sizeof *out->phase_votes);
+    double *ready = malloc((size_t)n * sizeof *ready);
+    if (!out->phase_votes || !ready) {
+        free(ready);
+        return -1;
+    }
+    for (int it = 0; it < r->warmup; it++) {
+        if (!out->used[it])
+            continue;
+        double t0 = ub_record_at(rr, it, 0)->ready;
+        /* As the iteration length: the host clock ends the last one only when it is the only one. */
+        double t1 = it + 1 < r->warmup ? ub_record_at(rr, it + 1, 0)->ready : r->warmup == 1 ? r->end_clock : NAN;
+        if (!isfinite(t1) || !(t1 > t0) || (it + 1 < r->warmup && !out->used[it + 1]))
+            continue;
+        for (int c = 0; c < n; c++)
+            ready[c] = ub_record_at(rr, it, c)->ready - t0;
+        out->phase_votes[ub_iteration_phase(ready, n, t1 - t0)]++;
+        out->phase_voters++;
+    }
+    free(ready);
+    return 0;
+}
+
 int ub_record_summarize(const ub_record *r, const bool *settled, ub_summary *out)
 {
     memset(out, 0, sizeof *out);
@@ -94,6 +123,10 @@ int ub_record_summarize(const ub_record *r, const bool *settled, ub_summary *out
             acc(&iter, r->end_clock - t0);
     }
     out->iteration = mean_or(&iter, 0.0);
+    if (vote_phase(r, out) < 0) {
+        ub_summary_free(out);
+        return -1;
+    }
     for (int c = 0; c < n; c++) {
         mean_acc ready = {0, 0}, need = {0, 0}, done = {0, 0}, comm = {0, 0};
         double comm_min = INFINITY;
@@ -136,5 +169,6 @@ void ub_summary_free(ub_summary *s)
 {
     free(s->calls);
     free(s->used);
+    free(s->phase_votes);
     memset(s, 0, sizeof *s);
 }

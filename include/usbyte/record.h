@@ -63,6 +63,10 @@ typedef struct ub_summary {
     double iteration;          /* mean iteration length (first ready to next first ready) */
     int iterations_used;       /* how many of the warm-up's iterations it covers */
     bool *used;                /* per warm-up iteration: covered */
+    int *phase_votes;          /* per call: how many of the covered iterations whose next one's
+                                  first ready is known begin at this call (ub_iteration_phase on
+                                  their own ready times; 0: where profiled) */
+    int phase_voters;          /* how many iterations voted */
 } ub_summary;
 
 /* settled (NULL: all): per warm-up iteration, whether every timing event recorded for it has
@@ -118,7 +122,8 @@ typedef struct ub_agree_settings {
  *               per call [ready, need, done, -comm_min, barrier, fallback, split] for
  *               UB_AGREE_CAP calls (zeros past n_calls); then the flags, the iteration length and
  *               a rank-local failure flag;
- *   sum vector: per call comm_mean (UB_AGREE_CAP), then 1 (counts ranks).
+ *   sum vector: per call comm_mean (UB_AGREE_CAP), then 1 (counts ranks), then per call the
+ *               phase votes (UB_AGREE_CAP), then the number of voting iterations.
  * An iteration with more than UB_AGREE_CAP allreduces still agrees on the header (n_calls is in
  * it) and every rank goes to pass-through with that reason. */
 #define UB_AGREE_CAP 4096
@@ -130,7 +135,10 @@ typedef struct ub_agree_settings {
 #define UB_AGREE_FLAG_COUNT (0 UB_AGREE_FLAG_LIST(UB_AGREE_FLAG_ONE))
 #define UB_AGREE_GLOBALS (UB_AGREE_FLAG_COUNT + 2)
 #define UB_AGREE_MAX_LEN (UB_AGREE_HEADER_LEN + UB_AGREE_PER_CALL * UB_AGREE_CAP + UB_AGREE_GLOBALS)
-#define UB_AGREE_SUM_LEN (UB_AGREE_CAP + 1)
+#define UB_AGREE_SUM_RANKS UB_AGREE_CAP
+#define UB_AGREE_SUM_VOTES (UB_AGREE_CAP + 1)
+#define UB_AGREE_SUM_VOTERS (2 * UB_AGREE_CAP + 1)
+#define UB_AGREE_SUM_LEN (2 * UB_AGREE_CAP + 2)
 
 void ub_agree_header_encode(int n_calls, uint32_t period, uint64_t seq_hash, const ub_agree_settings *set,
                             double out[UB_AGREE_HEADER_LEN]);
@@ -157,6 +165,8 @@ typedef struct ub_agreed {
                                   min over ranks; comm_mean: mean over ranks */
     double iteration;          /* max over ranks */
     ub_agree_flags flags;
+    int phase;                 /* the call an iteration begins at, by a majority of the ranks'
+                                  voting iterations (ub_phase_majority); 0: where profiled */
 } ub_agreed;
 
 typedef enum ub_agree_outcome {
@@ -189,13 +199,17 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
  * none of calls k..n-1 was waited on (own_need < 0). */
 void ub_need_transitive(int n, const double *own_need, int *from);
 
-/* The allreduce an iteration should start from, given a profile whose calls were numbered from
- * wherever the period was locked and the agreed iteration length (first ready to the next first
- * ready): the call after the widest silence between ready times when that silence lies inside
- * the profiled iteration and is more than UB_PHASE_RATIO times the one from the latest ready to
- * the next iteration's first (and at least UB_PHASE_MIN_GAP seconds); else 0, the profile's own
- * start.  A pure function of agreed numbers: every rank computes the same (profiler/phase.c). */
-int ub_iteration_phase(const ub_profile *p, double iteration);
+/* Where one profiled iteration begins, from its own ready times (ready[0] is its first call's;
+ * non-finite entries were never measured) and its length (first ready to the next iteration's
+ * first): the call after the widest silence between ready times when that silence lies inside
+ * the iteration and is more than UB_PHASE_RATIO times the one from the latest ready to the next
+ * iteration's first (and at least UB_PHASE_MIN_GAP seconds); else 0, the profile's own start
+ * (profiler/phase.c). */
+int ub_iteration_phase(const double *ready, int n, double iteration);
+/* The call that more than half of `voters` iterations voted for (votes per call, summed over
+ * the ranks by the agreement); 0 when none.  A pure function of agreed numbers: every rank
+ * computes the same. */
+int ub_phase_majority(const double *votes, int n, double voters);
 #define UB_PHASE_RATIO 4.0
 #define UB_PHASE_MIN_GAP 1e-3
 

@@ -86,7 +86,7 @@ static void test_data_roundtrip_two_ranks(void **state)
     /* call 2: rank 0 has no duration sample (comm_min 0), rank 1 does; then neither */
     c0[2] = (ub_summary_call){.ready = 0.02, .comm_min = 0};
     c1[2] = (ub_summary_call){.ready = 0.02, .comm_min = 0.003};
-    ub_summary s0 = {3, c0, 0.050, 3, NULL}, s1 = {3, c1, 0.052, 3, NULL};
+    ub_summary s0 = {.n_calls = 3, .calls = c0, .iteration = 0.050, .iterations_used = 3}, s1 = {.n_calls = 3, .calls = c1, .iteration = 0.052, .iterations_used = 3};
     ub_agree_local l0 = {3, 3, 0xabcdull, {.policy = 6}, &s0, {.other_calls = 1, .copy_beta = 2e-10}},
                    l1 = {3, 3, 0xabcdull, {.policy = 6}, &s1,
                          {.stream_ordered = 3, .cupti_missing = 1, .other_calls = 1, .copy_beta = 3e-10, .p2p = 1}};
@@ -128,7 +128,7 @@ static void test_disagreements_decode_alike_everywhere(void **state)
 {
     (void)state;
     ub_summary_call c[3] = {{.ready = 0}, {.ready = 0.01}, {.ready = 0.02}};
-    ub_summary s2 = {2, c, 0.05, 3, NULL}, s3 = {3, c, 0.05, 3, NULL};
+    ub_summary s2 = {.n_calls = 2, .calls = c, .iteration = 0.05, .iterations_used = 3}, s3 = {.n_calls = 3, .calls = c, .iteration = 0.05, .iterations_used = 3};
     ub_agree_local two = {2, 3, 0x1234ull, {0}, &s2, {.other_calls = 0}}, three = {3, 4, 0x1234ull, {0}, &s3, {.other_calls = 0}};
     static agreement g;
     ub_agreed a;
@@ -150,7 +150,8 @@ static void test_disagreements_decode_alike_everywhere(void **state)
     ub_agree_local many = {UB_AGREE_CAP + 1, UB_AGREE_CAP + 1, 0x2ull, {0}, NULL, {.other_calls = 0}};
     assert_int_equal(agree2(&g, &many, &many, &a), UB_AGREE_TOO_MANY);
     ub_agree_local full = {UB_AGREE_CAP, UB_AGREE_CAP, 0x3ull, {0}, NULL, {.other_calls = 0}};
-    ub_summary sf = {UB_AGREE_CAP, calloc(UB_AGREE_CAP, sizeof(ub_summary_call)), 0.1, 2, NULL};
+    ub_summary sf = {.n_calls = UB_AGREE_CAP, .calls = calloc(UB_AGREE_CAP, sizeof(ub_summary_call)), .iteration = 0.1,
+                     .iterations_used = 2};
     assert_non_null(sf.calls);
     full.summary = &sf;
     assert_int_equal(agree2(&g, &full, &full, &a), UB_AGREE_OK);
@@ -192,6 +193,73 @@ static void test_summary_averages_relative_to_first_ready(void **state)
     ub_record_free(&r);
 }
 
+/* Ranks of 4 calls, 3 warm-up iterations: ready offsets in ms inside each iteration, iterations
+ * `iteration_ms` apart; `stall_ms` delays rank 3's call 3 of iteration 1 and everything after. */
+static void record_rank(ub_record *r, const double *offset_ms, double iteration_ms, double stall_ms)
+{
+    assert_int_equal(ub_record_init(r, 3, 4), 0);
+    r->n_calls = 4;
+    for (int it = 0; it < 3; it++)
+        for (int c = 0; c < 4; c++) {
+            double late = (it == 1 && c == 3) || it == 2 ? stall_ms : 0;
+            double t = 1e-3 * (it * iteration_ms + offset_ms[c] + late);
+            *ub_record_at(r, it, c) = (ub_rec_call){.ready = t, .start = t, .end = t + 1e-4, .need = NAN, .upstream = true};
+        }
+}
+
+/* Where the iteration begins, as every rank decodes it from four ranks' summaries. */
+static int agreed_phase(const double *offset_ms, double iteration_ms, double stall_ms, int *voters)
+{
+    static double m[4][UB_AGREE_MAX_LEN], q[4][UB_AGREE_SUM_LEN], m_out[UB_AGREE_MAX_LEN], q_out[UB_AGREE_SUM_LEN];
+    ub_record r[4];
+    ub_summary s[4];
+    *voters = 0;
+    for (int k = 0; k < 4; k++) {
+        record_rank(&r[k], offset_ms, iteration_ms, k == 3 ? stall_ms : 0);
+        assert_int_equal(ub_record_summarize(&r[k], NULL, &s[k]), 0);
+        ub_agree_local l = {4, 4, 0xabcdull, {.policy = 6}, &s[k], {.other_calls = 0}};
+        ub_agree_encode(&l, m[k], q[k]);
+        *voters += s[k].phase_voters;
+    }
+    double *vm[4] = {m[0], m[1], m[2], m[3]}, *vq[4] = {q[0], q[1], q[2], q[3]};
+    combine(vm, 4, UB_AGREE_MAX_LEN, false, m_out);
+    combine(vq, 4, UB_AGREE_SUM_LEN, true, q_out);
+    ub_agreed a;
+    assert_int_equal(ub_agree_decode(m_out, q_out, &a), UB_AGREE_OK);
+    int phase = a.phase;
+    ub_agreed_free(&a);
+    for (int k = 0; k < 4; k++) {
+        ub_summary_free(&s[k]);
+        ub_record_free(&r[k]);
+    }
+    return phase;
+}
+
+static void test_phase_is_voted_by_each_iteration(void **state)
+{
+    (void)state;
+    int voters;
+    /* Locked mid-backward: calls 2 and 3 are the next backward's first, after the forward pass. */
+    assert_int_equal(agreed_phase((double[]){0, 1, 9, 10}, 11, 0, &voters), 2);
+    assert_int_equal(voters, 8);   /* two iterations of each rank have their next one's start */
+    /* Iterations back to back (no forward pass): no silence stands out, nothing moves. */
+    assert_int_equal(agreed_phase((double[]){0, 2, 4, 6}, 9, 0, &voters), 0);
+    /* One rank stalls 20 ms inside one iteration: its vote is outvoted by the other seven. */
+    assert_int_equal(agreed_phase((double[]){0, 2, 4, 6}, 9, 20, &voters), 0);
+    /* An iteration whose successor has not settled does not vote. */
+    ub_record r;
+    ub_summary s;
+    record_rank(&r, (double[]){0, 1, 9, 10}, 11, 0);
+    assert_int_equal(ub_record_summarize(&r, (bool[]){true, false, true}, &s), 0);
+    assert_int_equal(s.phase_voters, 0);
+    ub_summary_free(&s);
+    assert_int_equal(ub_record_summarize(&r, NULL, &s), 0);
+    assert_int_equal(s.phase_voters, 2);
+    assert_int_equal(s.phase_votes[2], 2);
+    ub_summary_free(&s);
+    ub_record_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -199,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_data_roundtrip_two_ranks),
         cmocka_unit_test(test_disagreements_decode_alike_everywhere),
         cmocka_unit_test(test_summary_averages_relative_to_first_ready),
+        cmocka_unit_test(test_phase_is_voted_by_each_iteration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

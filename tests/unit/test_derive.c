@@ -40,7 +40,7 @@ static void test_barrier_case(void **state)
         c[k].need = 0.040 + 1e-5 * k; /* waits in a row, structurally joined */
     for (int k = 1; k < 4; k++)
         c[k].split = false;
-    ub_agreed a = {4, 4, c, 0.060, {.other_calls = 0}};
+    ub_agreed a = {4, 4, c, 0.060, {.other_calls = 0}, 0};
     ub_profile p;
     ub_fit_result fit;
     assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, false, &p, &fit), 0);
@@ -71,7 +71,7 @@ static void test_distinct_segments_reversed(void **state)
     /* the forward needs the last-produced call first (per layer) */
     c[3].need = 0.040; c[2].need = 0.045; c[1].need = 0.046; c[0].need = 0.050;
     c[1].split = false; /* directly after call 2's wait */
-    ub_agreed a = {4, 2, c, 0.060, {.other_calls = 0}};
+    ub_agreed a = {4, 2, c, 0.060, {.other_calls = 0}, 0};
     ub_profile p;
     assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, false, &p, NULL), 0);
     assert_int_equal(p.n_forward, 3);
@@ -92,7 +92,7 @@ static void test_time_rule_without_cupti(void **state)
     c[3].need = 0.040; c[2].need = 0.040 + 5e-6; c[1].need = 0.048; c[0].need = 0.048 + 5e-6;
     for (int k = 0; k < 4; k++)
         c[k].split = true; /* meaningless without CUPTI */
-    ub_agreed a = {4, 2, c, 0.060, {.cupti_missing = 1}};
+    ub_agreed a = {4, 2, c, 0.060, {.cupti_missing = 1}, 0};
     ub_profile p;
     assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, false, &p, NULL), 0);
     assert_int_equal(p.n_forward, 2);
@@ -112,7 +112,7 @@ static void test_unwaited_calls_and_merge(void **state)
     for (int k = 0; k < 4; k++)
         c[k].need = -1;
     c[1].barrier = true;
-    ub_agreed a = {4, 2, c, 0.060, {.other_calls = 0}};
+    ub_agreed a = {4, 2, c, 0.060, {.other_calls = 0}, 0};
     ub_profile p;
     assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, false, &p, NULL), 0);
     assert_int_equal(p.n_forward, 1);
@@ -132,7 +132,7 @@ static void test_stream_semantics_is_transitive(void **state)
     ub_summary_call c[4] = {{0}};
     calls_with_exact_link(c, 4);
     c[3].need = 0.040; c[2].need = 0.045; c[1].need = 0.046; c[0].need = 0.050;
-    ub_agreed a = {4, 2, c, 0.060, {.copy_beta = 1e-10}};
+    ub_agreed a = {4, 2, c, 0.060, {.copy_beta = 1e-10}, 0};
     ub_profile p;
     assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, true, &p, NULL), 0);
     assert_int_equal(p.n_forward, 1);
@@ -160,7 +160,7 @@ static void test_one_wait_one_segment(void **state)
         c[k].need = -1;
     c[3].need = 0.041;
     c[3].split = true;
-    ub_agreed a = {4, 2, c, 0.060, {.other_calls = 0}};
+    ub_agreed a = {4, 2, c, 0.060, {.other_calls = 0}, 0};
     ub_profile p;
     assert_int_equal(ub_derive_profile(&a, bytes, dtype, op, true, &p, NULL), 0);
     assert_int_equal(p.n_forward, 1);
@@ -185,15 +185,13 @@ static void test_need_transitive(void **state)
         assert_int_equal(from[k], k);
 }
 
-/* The phase of an iteration: ready times in ms, the agreed iteration length in ms. */
+/* The phase of an iteration: ready times in ms from any origin, its length in ms. */
 static int phase_of(const double *ready_ms, int n, double iteration_ms)
 {
-    ub_call calls[8];
-    memset(calls, 0, sizeof calls);
+    double ready[8];
     for (int k = 0; k < n; k++)
-        calls[k].ready = 1e-3 * ready_ms[k];
-    ub_profile p = {.n_calls = n, .calls = calls};
-    return ub_iteration_phase(&p, 1e-3 * iteration_ms);
+        ready[k] = 5.0 + 1e-3 * ready_ms[k];
+    return ub_iteration_phase(ready, n, 1e-3 * iteration_ms);
 }
 
 static void test_iteration_phase(void **state)
@@ -212,9 +210,29 @@ static void test_iteration_phase(void **state)
     assert_int_equal(phase_of((double[]){0, 0.1, 0.9, 0.95}, 4, 1.0), 0);
     /* A call ready before an earlier one: the silence counts from the latest ready so far. */
     assert_int_equal(phase_of((double[]){0, 3, 2, 9}, 4, 10), 3);
-    /* Without an agreed iteration length, or with one call, nothing to decide. */
+    /* A call never measured: the silence runs from the last measured one. */
+    assert_int_equal(phase_of((double[]){0, 0.5, NAN, 8.0, 8.5}, 5, 10), 3);
+    assert_int_equal(phase_of((double[]){0, 0.5, 1.0, NAN, 1.5}, 5, 10), 0);
+    /* Without an iteration length, with one call, or without the first call's ready time,
+     * nothing to decide. */
     assert_int_equal(phase_of((double[]){0, 0.5, 8.0}, 3, 0), 0);
     assert_int_equal(phase_of((double[]){0}, 1, 10), 0);
+    assert_int_equal(phase_of((double[]){NAN, 0.5, 8.0}, 3, 10), 0);
+}
+
+static void test_phase_majority(void **state)
+{
+    (void)state;
+    /* 8 voting iterations (4 ranks x 2): a call needs 5 of them. */
+    assert_int_equal(ub_phase_majority((double[]){3, 0, 5, 0}, 4, 8), 2);
+    assert_int_equal(ub_phase_majority((double[]){4, 0, 4, 0}, 4, 8), 0);
+    /* one stalled iteration of one rank is outvoted */
+    assert_int_equal(ub_phase_majority((double[]){7, 0, 0, 1}, 4, 8), 0);
+    assert_int_equal(ub_phase_majority((double[]){0, 0, 1, 0}, 4, 1), 2);
+    /* votes at call 0 keep the profile's start; no voters, nothing moves */
+    assert_int_equal(ub_phase_majority((double[]){8, 0, 0, 0}, 4, 8), 0);
+    assert_int_equal(ub_phase_majority((double[]){0, 0, 0, 0}, 4, 0), 0);
+    assert_int_equal(ub_phase_majority(NULL, 4, 8), 0);
 }
 
 int main(void)
@@ -228,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_one_wait_one_segment),
         cmocka_unit_test(test_need_transitive),
         cmocka_unit_test(test_iteration_phase),
+        cmocka_unit_test(test_phase_majority),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
