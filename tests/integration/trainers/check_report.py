@@ -299,7 +299,8 @@ def cmd_reports(a):
     # The fitted link model against the emulator's settings (ring formula), or, with its op log,
     # against what the emulated link really delivered.
     if a.alpha_us is not None:
-        check_fit(a, c0, calls, prof.get("net") or {}, reports[0].get("config"))
+        check_fit(a, c0, calls, prof.get("net") or {}, reports[0].get("config"),
+                  [used_by_rank.get(k) for k in range(a.world)])
     check_verdict(a, reports, comms)
     check_plan(c0, calls, check_policies(c0))
 
@@ -374,7 +375,7 @@ def delivered_iterations(comms, sizes):
     return best
 
 
-def check_fit(a, c0, calls, net, config):
+def check_fit(a, c0, calls, net, config, used_of):
     p = a.world
     alpha = 2 * (p - 1) * a.alpha_us * 1e-6
     beta = 2.0 * (p - 1) / p / (a.gbps * 1e9)
@@ -390,6 +391,9 @@ def check_fit(a, c0, calls, net, config):
         # in the emulator, end - queued of the op log.  Which iterations it profiled is not in the
         # report, so every window of warmup consecutive iterations (from the third, as the ready
         # check) is a candidate; the report passes with the window whose delivered fit is nearest.
+        # Inside a window, each rank's samples are the iterations its report lists as used
+        # (warmup_iterations_used: those whose timing had settled when the agreement was issued;
+        # a slow machine leaves the last ones out).
         # When the emulator kept its model (a quiet machine) this is the model; when it did not
         # (ThreadSanitizer's data movement, a descheduled worker) it is what the link delivered.
         w = warmup_of(c0, config)
@@ -406,9 +410,14 @@ def check_fit(a, c0, calls, net, config):
         late = max((r["end_ns"] - r["model_end_ns"]) * 1e-9 for its in per_rank for it in its for r in it)
         slow = max((r["data_end_ns"] - r["model_end_ns"]) * 1e-9 for its in per_rank for it in its for r in it)
         best = None
+        offsets = [[u for u in used if isinstance(u, int) and 0 <= u < w] if isinstance(used, list) else list(range(w))
+                   for used in (used_of + [None] * p)[:p]]
+        if not any(offsets):
+            fail("fit: no rank's report lists a used warm-up iteration")
+            return
         for s0 in range(2, n_it - w + 1):
-            ys = [min((its[i][k]["end_ns"] - its[i][k]["queued_ns"]) * 1e-9
-                      for its in per_rank for i in range(s0, s0 + w)) for k in range(len(xs))]
+            ys = [min((its[s0 + u][k]["end_ns"] - its[s0 + u][k]["queued_ns"]) * 1e-9
+                      for its, used in zip(per_rank, offsets) for u in used) for k in range(len(xs))]
             da, db = fit_line(xs, ys)
             err = max(abs(fa - da) / max(da, alpha * 1e-3), abs(fb - db) / max(db, beta * 1e-3)) \
                 if isinstance(fa, (int, float)) and isinstance(fb, (int, float)) else float("inf")
