@@ -98,6 +98,19 @@ static inline ncclComm_t world_comm(int *rank, int *nranks)
     return comm;
 }
 
+/* The self-checking loops' data: rank r's element i of call c in iteration it, a small integer
+ * so that float sums over ranks are exact; and the sum over `world` ranks an allreduce must
+ * give. */
+static inline int selfcheck_value(int r, int it, int c, int i) { return ((r + 1) * 3 + it * 7 + c * 5 + i % 13) % 61 + 1; }
+
+static inline int selfcheck_sum(int world, int it, int c, int i)
+{
+    int sum = 0;
+    for (int r = 0; r < world; r++)
+        sum += selfcheck_value(r, it, c, i);
+    return sum;
+}
+
 static inline double now_s(void)
 {
     struct timespec ts;

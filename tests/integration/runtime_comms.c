@@ -13,8 +13,6 @@
 
 #include "emu_common.h"
 
-static int value(int r, int it, int c, int i) { return ((r + 1) * 3 + it * 7 + c * 5 + i % 13) % 61 + 1; }
-
 static void loop(ncclComm_t comm, int rank, int world, int iters, int calls)
 {
     cudaStream_t s;
@@ -29,7 +27,7 @@ static void loop(ncclComm_t comm, int rank, int world, int iters, int calls)
             int n = 64 + 8 * c;
             float *x = in + (size_t)c * most;
             for (int i = 0; i < n; i++)
-                x[i] = (float)value(rank, it, c, i);
+                x[i] = (float)selfcheck_value(rank, it, c, i);
             CUDA_OK(cudaMemcpyAsync(d + (size_t)c * most, x, (size_t)n * sizeof *x, cudaMemcpyHostToDevice, s));
             NCCL_OK(ncclAllReduce(d + (size_t)c * most, d + (size_t)c * most, (size_t)n, ncclFloat32, ncclSum, comm, s));
         }
@@ -38,9 +36,7 @@ static void loop(ncclComm_t comm, int rank, int world, int iters, int calls)
             int n = 64 + 8 * c;
             CUDA_OK(cudaMemcpy(h, d + (size_t)c * most, (size_t)n * sizeof *h, cudaMemcpyDeviceToHost));
             for (int i = 0; i < n; i++) {
-                int want = 0;
-                for (int r = 0; r < world; r++)
-                    want += value(r, it, c, i);
+                int want = selfcheck_sum(world, it, c, i);
                 EXPECT((int)h[i] == want, "iteration %d call %d element %d: %d, expected %d", it, c, i, (int)h[i], want);
             }
         }

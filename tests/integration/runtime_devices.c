@@ -22,8 +22,6 @@
 static int iters = 24, calls = 8;
 static ncclComm_t comms[NDEV];
 
-static int value(int r, int it, int c, int i) { return ((r + 1) * 3 + it * 7 + c * 5 + i % 13) % 61 + 1; }
-
 static void same_device(int want, const char *after)
 {
     int now = -1;
@@ -61,7 +59,7 @@ static void *loop(void *arg)
             int n = 64 + 8 * c;
             float *x = in + (size_t)c * most;
             for (int i = 0; i < n; i++)
-                x[i] = (float)value(rank, it, c, i);
+                x[i] = (float)selfcheck_value(rank, it, c, i);
             CUDA_OK(cudaMemcpyAsync(d + (size_t)c * most, x, (size_t)n * sizeof *x, cudaMemcpyHostToDevice, compute));
             CUDA_OK(cudaEventRecord(ready[c], compute));
             CUDA_OK(cudaStreamWaitEvent(s, ready[c], 0));
@@ -86,9 +84,7 @@ static void *loop(void *arg)
             int n = 64 + 8 * c;
             CUDA_OK(cudaMemcpy(h, d + (size_t)c * most, (size_t)n * sizeof *h, cudaMemcpyDeviceToHost));
             for (int i = 0; i < n; i++) {
-                int want = 0;
-                for (int r = 0; r < NDEV; r++)
-                    want += value(r, it, c, i);
+                int want = selfcheck_sum(NDEV, it, c, i);
                 EXPECT((int)h[i] == want, "device %d iteration %d call %d element %d: %d, expected %d", rank, it, c,
                        i, (int)h[i], want);
             }
