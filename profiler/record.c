@@ -68,24 +68,24 @@ static int vote_phase(const ub_record *r, ub_summary *out)
     ub_record *rr = (ub_record *)r;  /* ub_record_at does not modify */
     out->phase_votes = calloc((size_t)n, sizeof *out->phase_votes);
     double *ready = malloc((size_t)n * sizeof *ready);
-    if (!out->phase_votes || !ready) {
+    double *length = malloc((size_t)r->warmup * sizeof *length);
+    if (!out->phase_votes || !ready || !length) {
         free(ready);
+        free(length);
         return -1;
     }
+    ub_record_iterations(r, length);
     for (int it = 0; it < r->warmup; it++) {
-        if (!out->used[it])
+        if (!out->used[it] || !isfinite(length[it]) || (it + 1 < r->warmup && !out->used[it + 1]))
             continue;
         double t0 = ub_record_at(rr, it, 0)->ready;
-        /* As the iteration length: the host clock ends the last one only when it is the only one. */
-        double t1 = it + 1 < r->warmup ? ub_record_at(rr, it + 1, 0)->ready : r->warmup == 1 ? r->end_clock : NAN;
-        if (!isfinite(t1) || !(t1 > t0) || (it + 1 < r->warmup && !out->used[it + 1]))
-            continue;
         for (int c = 0; c < n; c++)
             ready[c] = ub_record_at(rr, it, c)->ready - t0;
-        out->phase_votes[ub_iteration_phase(ready, n, t1 - t0)]++;
+        out->phase_votes[ub_iteration_phase(ready, n, length[it])]++;
         out->phase_voters++;
     }
     free(ready);
+    free(length);
     return 0;
 }
 
