@@ -6,8 +6,8 @@ $(BUILD)/usbyte-sim: $(call objs,$(SIM_SRCS)) $(PLAN_LIB)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,$(SIM_SRCS)) $(PLAN_LIB) $(LDLIBS_JSON) -lm
 
 ALL += $(BUILD)/usbyte-sim
-# Its command line (sim_cli.sh).
-INTEGRATION_TESTS += tests/integration/sim_cli.sh
+# Its command line (sim_cli.sh); ddp-tuned against ddp and best on the benchmark profiles (sim_ddp_tuned.sh).
+INTEGRATION_TESTS += tests/integration/sim_cli.sh tests/integration/sim_ddp_tuned.sh
 
 .PHONY: bench-sim
 bench-sim: $(BUILD)/usbyte-sim
