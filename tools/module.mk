@@ -16,7 +16,7 @@ bench-sim: $(BUILD)/usbyte-sim
 # usbyte-report: the reports of a job as one HTML page and a Chrome trace; it draws its timelines
 # with the simulator's SVG writer.
 REPORT_LIB_SRCS := tools/report_load.c tools/report_job.c tools/report_page.c tools/report_html.c tools/report_html_comm.c \
-	tools/report_compare.c tools/report_trace.c tools/sim_svg.c
+	tools/report_html_ddp.c tools/report_compare.c tools/report_trace.c tools/sim_svg.c
 REPORT_LIB_OBJS := $(call objs,$(REPORT_LIB_SRCS))
 
 $(BUILD)/usbyte-report: $(call objs,tools/usbyte-report.c) $(REPORT_LIB_OBJS) $(PLAN_LIB)

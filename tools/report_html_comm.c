@@ -787,6 +787,7 @@ void rp_html_comm(rp_page *pg, int id)
     link_table(pg, c, rank, pos);
     rp_out(pg, "</div>\n");
     policies_table(pg, c, rank, pos);
+    rp_html_ddp(pg, c);
     if (c->schedule.present)
         schedule_table(pg, c, rank, pos);
     ranks_table(pg, id);
