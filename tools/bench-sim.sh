@@ -190,12 +190,17 @@ policies=$(jq -r -s 'reduce .[].policy as $p ([]; if index([$p]) then . else . +
     echo "Per network (geometric mean over its GPU variants; each cell best/ddp, best/ddp-tuned, best/horovod):"
     echo
     ranks_list=$(jq -r '[.[].ranks] | unique | map(tostring) | join(" ")' "$refs")
-    printf '| network | kind | network model | net |'
-    for r in $ranks_list; do printf ' %s ranks |' "$r"; done
-    echo
-    printf '|---|---|---|---|'
-    for r in $ranks_list; do printf -- '--:|'; done
-    echo
+    # ranks_header COLUMN...: a table's header row, the given columns and then one per rank count.
+    ranks_header() {
+        printf '|'
+        for c in "$@"; do printf ' %s |' "$c"; done
+        for r in $ranks_list; do printf ' %s ranks |' "$r"; done
+        printf '\n|'
+        for c in "$@"; do printf -- '---|'; done
+        for r in $ranks_list; do printf -- '--:|'; done
+        echo
+    }
+    ranks_header network kind "network model" net
     jq -r '
         def gm(f): (map(f | log) | add / length | exp * 1000 | round / 1000 | tostring + "x");
         group_by([.model, .layerwise, .netmodel, .net])[]
@@ -205,12 +210,7 @@ policies=$(jq -r -s 'reduce .[].policy as $p ([]; if index([$p]) then . else . +
     echo "The \`bucket_cap_mb\` that \`ddp-tuned\` chose per profile (MiB; \"=\": the first bucket equal to the cap,"
     echo "otherwise 1 MiB; 25 is DDP's default, kept on a tie):"
     echo
-    printf '| profile | network model | net |'
-    for r in $ranks_list; do printf ' %s ranks |' "$r"; done
-    echo
-    printf '|---|---|---|'
-    for r in $ranks_list; do printf -- '--:|'; done
-    echo
+    ranks_header profile "network model" net
     jq -r 'group_by([.profile, .netmodel, .net])[]
         | "| \(.[0].profile) | \(.[0].netmodel) | \(.[0].net) | "
           + ([sort_by(.ranks)[] | "\(.cap.c)\(if .cap.f == .cap.c and .cap.c != "1" then "=" else "" end)"] | join(" | ")) + " |"' "$refs"

@@ -8,6 +8,8 @@ BUILD=${BUILD:-build}
 SIM=$BUILD/usbyte-sim
 [ -x "$SIM" ] || { echo "missing $SIM (make $SIM)"; exit 1; }
 command -v jq > /dev/null || { echo "needs jq"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
@@ -19,12 +21,12 @@ rows=0
 for input in "${inputs[@]}"; do
     case $input in synthetic:*) src=(--synthetic "${input#synthetic:}") ;; *) src=("$input") ;; esac
     for net in 10gbe 100gb-ib; do
-        for ranks in 8 128; do
-            out=$("$SIM" "${src[@]}" --net "$net" --ranks "$ranks" --json)
+        # One line per rank count: ranks, best, ddp-tuned, ddp, ddp-tuned's blocks and params.
+        "$SIM" "${src[@]}" --net "$net" --sweep ranks=8,128 --json | jq -r -s 'group_by(.ranks)[]
+            | (map({key: .policy, value: .}) | from_entries) as $p
+            | "\($p.best.ranks) \($p.best.iteration) \($p["ddp-tuned"].iteration) \($p.ddp.iteration) \($p["ddp-tuned"].blocks | length) \($p["ddp-tuned"].params)"' > "$tmp/lines"
+        while read -r ranks best tuned ddp nblocks params; do
             what="$input $net $ranks"
-            line=$(echo "$out" | jq -r -s '(map({key: .policy, value: .}) | from_entries) as $p
-                | "\($p.best.iteration) \($p["ddp-tuned"].iteration) \($p.ddp.iteration) \($p["ddp-tuned"].blocks | length) \($p["ddp-tuned"].params)"')
-            read -r best tuned ddp nblocks params <<< "$line"
             rows=$((rows + 1))
             awk -v b="$best" -v t="$tuned" 'BEGIN { exit !(b <= t) }' || fail "$what: best $best slower than ddp-tuned $tuned"
             awk -v t="$tuned" -v d="$ddp" 'BEGIN { exit !(t <= d) }' || fail "$what: ddp-tuned $tuned slower than ddp $ddp"
@@ -35,7 +37,7 @@ for input in "${inputs[@]}"; do
             again=$("$SIM" "${src[@]}" --net "$net" --ranks "$ranks" --policy ddp --ddp-bucket-cap-mb "$cap" \
                 --ddp-first-bucket-mb "$first" --json | jq -r 'select(.policy == "ddp") | "\(.iteration) \(.blocks | length)"')
             [ "$again" = "$tuned $nblocks" ] || fail "$what: ddp at cap $cap MiB, first $first MiB gives '$again', ddp-tuned '$tuned $nblocks'"
-        done
+        done < "$tmp/lines"
     done
 done
 [ "$rows" -ge 60 ] || fail "only $rows rows checked"
