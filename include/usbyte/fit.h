@@ -24,6 +24,8 @@
 
 #include <stddef.h>
 
+#include "usbyte/profile.h"
+
 typedef struct ub_fit_sample {
     double bytes;
     double seconds;
@@ -54,6 +56,31 @@ typedef struct ub_fit_result {
  * memory for counting distinct sizes, with `samples` 0).  Never reads beyond n; s may be NULL when
  * n is 0. */
 int ub_fit_linear(const ub_fit_sample *s, size_t n, ub_fit_weighting w, ub_fit_result *out);
+
+/* The knots of the cost curve (docs/model.md, "Fitting the curve"): a monotone piecewise-linear
+ * cost through them follows a network that is not one line.  From the valid samples (bytes and
+ * seconds > 0), each distinct size keeps its least time (robust to a slow repetition, as the
+ * runtime's minimum over ranks and iterations is); sizes within UB_FIT_KNOT_RATIO of the smallest
+ * of their bin pool into one knot at the means of their bytes and times (exact on a line, and
+ * no chord between two near sizes that noise would tilt); the ratio squares until at most
+ * max_knots remain; the knots' times are then made non-decreasing by least squares (pool-
+ * adjacent-violators, weighted by the sizes a knot holds).  Fills out (bytes rising) and
+ * *n_out; returns 0, or -1 (with *n_out 0) when no sample is valid or out of memory.  Pure:
+ * the same samples give the same knots on every rank. */
+#define UB_FIT_KNOT_RATIO 1.5
+typedef struct ub_fit_knot {
+    double bytes;
+    double seconds;
+} ub_fit_knot;
+int ub_fit_knots(const ub_fit_sample *s, size_t n, int max_knots, ub_fit_knot *out, int *n_out);
+
+/* A profile's cost model from measured samples (docs/model.md, "Fitting the curve"): the line
+ * (ub_fit_linear, plain weights) into prof->alpha and prof->beta (and *line when not NULL), and,
+ * when some knot of ub_fit_knots lies more than UB_FIT_LINE_TOLERANCE (relative) off that line,
+ * the curve through the knots (ub_net_curve_from_points, chords run on outside them) into
+ * prof->curve; otherwise prof->curve.n = 0.  Returns ub_fit_linear's status. */
+#define UB_FIT_LINE_TOLERANCE 0.03
+int ub_fit_cost_model(const ub_fit_sample *s, size_t n, ub_profile *prof, ub_fit_result *line);
 
 /* docs/model.md's ring allreduce of M bytes over p ranks costs 2(p-1)*a0 + 2(p-1)/p * M * b0.
  * ub_fit_to_ring turns a fitted per-call (alpha, beta) into the per-hop (a0, b0);
