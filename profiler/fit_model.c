@@ -37,3 +37,49 @@ int ub_fit_cost_model(const ub_fit_sample *s, size_t n, ub_profile *prof, ub_fit
         prof->curve.n = 0;
     return 0;
 }
+
+/* The probe sizes of one step (powers of step from UB_CALIBRATION_MIN up to hi), skipping those
+ * the calls show; writes them into out when it is not NULL.  Returns how many. */
+static int probe_series(const ub_profile *prof, double lo, double hi, double step, uint64_t *out)
+{
+    int n = 0;
+    for (double size = (double)UB_CALIBRATION_MIN; size <= hi * UB_FIT_KNOT_RATIO; size *= step) {
+        if (size < lo / UB_FIT_KNOT_RATIO)
+            continue;
+        bool covered = false; /* a size the calls already show, within a knot's pooling ratio */
+        for (int k = 0; k < prof->n_calls && !covered; k++) {
+            double b = (double)prof->calls[k].bytes;
+            covered = b <= size * UB_FIT_KNOT_RATIO && size <= b * UB_FIT_KNOT_RATIO;
+        }
+        if (covered)
+            continue;
+        if (out)
+            out[n] = (uint64_t)size;
+        n++;
+    }
+    return n;
+}
+
+int ub_calibration_sizes(const ub_profile *prof, uint64_t *out, int max)
+{
+    if (prof->n_calls <= 0 || max <= 0)
+        return 0;
+    double lo = (double)prof->calls[0].bytes, hi = 0, total = 0;
+    for (int k = 0; k < prof->n_calls; k++) {
+        double b = (double)prof->calls[k].bytes;
+        lo = b < lo ? b : lo;
+        hi = b > hi ? b : hi;
+        total += b;
+    }
+    /* Blocks range from the pieces the policies cut (UB_CALIBRATION_MIN and up) to a staged
+     * block of everything (at most staging_max). */
+    if (lo > UB_CALIBRATION_MIN)
+        lo = UB_CALIBRATION_MIN;
+    double top = prof->staging_max && (double)prof->staging_max < total ? (double)prof->staging_max : total;
+    if (top > hi)
+        hi = top;
+    double step = UB_CALIBRATION_STEP;
+    while (probe_series(prof, lo, hi, step, NULL) > max)
+        step *= step;
+    return probe_series(prof, lo, hi, step, out);
+}

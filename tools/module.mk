@@ -1,5 +1,5 @@
 # usbyte-sim: the trace-driven simulator (docs/model.md's command line), and the planner benchmark.
-SIM_SRCS := tools/usbyte-sim.c tools/sim_net.c tools/sim_svg.c
+SIM_SRCS := tools/usbyte-sim.c tools/sim_net.c tools/sim_curve.c tools/sim_svg.c profiler/fit.c profiler/fit_model.c
 
 $(BUILD)/usbyte-sim: $(call objs,$(SIM_SRCS)) $(PLAN_LIB)
 	@mkdir -p $(@D)

@@ -36,6 +36,9 @@ typedef struct options {
     int n_sweep;
     ub_reference_settings reference; /* the ddp and horovod policies' settings */
     int list_nets;
+    const char *net_table;      /* --net-table FILE */
+    sim_model_kind model;       /* --model fit|line */
+    int model_error;            /* --model-error */
 } options;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -61,6 +64,9 @@ static void usage(FILE *f)
             "       usbyte-sim PROFILE.json --eval PLAN.json [--json]\n"
             "       usbyte-sim --synthetic N,SEED[,layerwise][,hard] ...   (a generated profile instead of a file)\n"
             "       usbyte-sim --list-nets [--json]   (the presets' a0, b0 and sources)\n"
+            "       usbyte-sim PROFILE.json --net-table FILE.tsv [--model fit|line] [--policy NAME|all] [--json]\n"
+            "                  (plans made from the model the runtime would fit on the table, replayed on it)\n"
+            "       usbyte-sim PROFILE.json --net-table FILE.tsv --model-error   (the models' errors on the table)\n"
             "the reference policies' settings (defaults as the frameworks'):\n"
             "  --ddp-first-bucket-mb MB (1)  --ddp-bucket-cap-mb MB (25)   DDP's caps, MiB as DDP counts them\n"
             "  --horovod-cycle-ms MS (1)     --horovod-fusion-threshold BYTES (134217728)\n"
@@ -195,6 +201,18 @@ static void parse_args(int argc, char **argv, options *o)
             o->reference.horovod_cycle = 1e-3 * parse_seconds(a, VALUE());
         } else if (!strcmp(a, "--horovod-fusion-threshold")) {
             o->reference.horovod_threshold = parse_bytes(a, VALUE());
+        } else if (!strcmp(a, "--net-table")) {
+            o->net_table = VALUE();
+        } else if (!strcmp(a, "--model")) {
+            const char *m = VALUE();
+            if (!strcmp(m, "fit"))
+                o->model = SIM_MODEL_FIT;
+            else if (!strcmp(m, "line"))
+                o->model = SIM_MODEL_LINE;
+            else
+                die("--model: expected fit or line, got \"%s\"", m);
+        } else if (!strcmp(a, "--model-error")) {
+            o->model_error = 1;
         } else if (!strcmp(a, "--list-nets")) {
             o->list_nets = 1;
         } else if (a[0] == '-' && a[1]) {
@@ -223,6 +241,11 @@ static void parse_args(int argc, char **argv, options *o)
         die("--sweep needs --net PRESET (it converts the preset for each rank count)");
     if (o->ranks && !o->net)
         die("--ranks needs --net PRESET (with --alpha/--beta the costs are given directly)");
+    if (o->net_table && (o->net || o->alpha >= 0 || o->beta >= 0 || o->eval || o->n_sweep || o->svg || o->plan_out))
+        die("--net-table gives the network: it does not combine with --net, --alpha, --beta, --eval, --sweep, "
+            "--svg or --plan-out");
+    if (o->model_error && !o->net_table)
+        die("--model-error needs --net-table FILE");
 }
 
 /* The net the plans are computed under: the profile's, then --net, then --alpha/--beta. */
@@ -511,6 +534,81 @@ static int do_list_nets(const options *o)
     return 0;
 }
 
+/* --net-table: plans made from the model fitted on the table (as the runtime fits it), each
+ * replayed on the table itself. */
+static int do_net_table(const options *o, ub_profile *prof, const char *origin)
+{
+    char err[1024];
+    sim_net_table t;
+    if (sim_net_table_load(o->net_table, &t, err, sizeof(err)) != 0)
+        die("%s", err);
+    if (o->copy_beta >= 0)
+        prof->copy_beta = o->copy_beta;
+    else if (!prof->has_net)
+        prof->copy_beta = 0.0;
+    int probes = 0;
+    if (sim_model_from_table(prof, &t, o->model_error ? SIM_MODEL_FIT : o->model, &probes) != 0)
+        die("out of memory fitting the model");
+    ub_profile truth;
+    sim_table_profile(prof, &t, &truth);
+    if (o->model_error) {
+        /* The range of the sizes a DDP job's plans issue, and the single lines of the past. */
+        const double lo = 65536, hi = 67108864;
+        ub_profile bucket = *prof, best = *prof, calls_line = *prof;
+        sim_model_from_table(&calls_line, &t, SIM_MODEL_LINE, NULL);
+        sim_line_on_rows(&t, 16777216, 67108864, &bucket);
+        sim_line_on_rows(&t, lo, hi, &best);
+        struct {
+            const char *what;
+            const ub_profile *m;
+        } rows[] = {{"line fitted on 16-64 MiB", &bucket},
+                    {"best line over 64 KiB-64 MiB", &best},
+                    {"line on the calls' sizes", &calls_line},
+                    {"model (calls + calibration)", prof}};
+        printf("%s on %s (%s column, %d rows; %d calibration sizes): relative error over 64 KiB-64 MiB\n",
+               prof->name ? prof->name : origin, o->net_table, t.has_inplace ? "in-place" : "out-of-place", t.n,
+               probes);
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+            sim_error e;
+            sim_model_error(rows[i].m, &t, lo, hi, &e);
+            printf("%-30s median %7.2f%%  max %7.2f%%  (%d rows, %d segments)\n", rows[i].what, 100 * e.median,
+                   100 * e.max, e.rows, rows[i].m->curve.n ? rows[i].m->curve.n : 1);
+        }
+        return 0;
+    }
+    check_finite(prof, origin);
+    sim_result res[UB_POLICY_COUNT];
+    run_policies(o, prof, res);
+    if (!o->json) {
+        printf("profile %s on %s: plans from the %s (%d segment%s, %d calibration sizes), replayed on the table\n",
+               prof->name ? prof->name : origin, o->net_table, o->model == SIM_MODEL_FIT ? "fitted model" : "line",
+               prof->curve.n ? prof->curve.n : 1, prof->curve.n > 1 ? "s" : "", probes);
+        printf("%-14s %13s %13s %9s %9s %7s\n", "policy", "predicted_ms", "on_curve_ms", "error", "x_wfbp", "blocks");
+    }
+    double wfbp = ub_evaluate_const(&truth, &res[UB_POLICY_WFBP].plan, NULL);
+    for (int id = 0; id < UB_POLICY_COUNT; id++) {
+        if (!res[id].used || (o->json && !selected(o, id)))
+            continue;
+        const ub_plan *p = &res[id].plan;
+        double on = ub_evaluate_const(&truth, p, NULL);
+        if (o->json) {
+            json_t *obj = json_pack("{s:s, s:f, s:f, s:i}", "policy", p->policy, "predicted_iteration", p->iteration,
+                                    "curve_iteration", on, "blocks", (int)p->n_blocks);
+            char *line = obj ? json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+            json_decref(obj);
+            if (!line)
+                die("out of memory writing JSON");
+            puts(line);
+            free(line);
+        } else {
+            printf("%-14s %13.3f %13.3f %8.2f%% %8.3fx %7u\n", p->policy, p->iteration * 1e3, on * 1e3,
+                   100.0 * (p->iteration / on - 1.0), speedup(wfbp, on), p->n_blocks);
+        }
+    }
+    free_results(res);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -529,6 +627,11 @@ int main(int argc, char **argv)
     ub_profile prof;
     char origin[512];
     load_profile(&o, &prof, origin, sizeof(origin));
+    if (o.net_table) {
+        do_net_table(&o, &prof, origin);
+        ub_profile_free(&prof);
+        return 0;
+    }
     if (o.n_sweep) {
         do_sweep(&o, &prof, origin);
         ub_profile_free(&prof);

@@ -23,6 +23,7 @@
 #define USBYTE_FIT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "usbyte/profile.h"
 
@@ -81,6 +82,16 @@ int ub_fit_knots(const ub_fit_sample *s, size_t n, int max_knots, ub_fit_knot *o
  * prof->curve; otherwise prof->curve.n = 0.  Returns ub_fit_linear's status. */
 #define UB_FIT_LINE_TOLERANCE 0.03
 int ub_fit_cost_model(const ub_fit_sample *s, size_t n, ub_profile *prof, ub_fit_result *line);
+
+/* The sizes to probe where the calls do not show the sizes a plan would issue (docs/model.md,
+ * "Calibration"): powers of UB_CALIBRATION_STEP from UB_CALIBRATION_MIN bytes up to the
+ * largest block a plan can issue (everything, or staging_max), skipping those within
+ * UB_FIT_KNOT_RATIO of a call's size; the step squares until at most max remain.  A pure
+ * function of the profile's call sizes and staging_max (agreed data): every rank gets the same
+ * sizes.  Fills out (rising) and returns how many. */
+#define UB_CALIBRATION_MIN 65536
+#define UB_CALIBRATION_STEP 4.0
+int ub_calibration_sizes(const ub_profile *prof, uint64_t *out, int max);
 
 /* docs/model.md's ring allreduce of M bytes over p ranks costs 2(p-1)*a0 + 2(p-1)/p * M * b0.
  * ub_fit_to_ring turns a fitted per-call (alpha, beta) into the per-hop (a0, b0);
