@@ -262,6 +262,7 @@ static void apply_net(const options *o, ub_profile *prof, const char *origin, in
         if (ranks < 1)
             die("%s: ranks: missing; --net %s needs --ranks P", origin, o->net);
         sim_net_apply(net, ranks, &prof->alpha, &prof->beta);
+        prof->curve.n = 0; /* the preset's line is the cost */
         if (!prof->has_net)
             prof->copy_beta = 0.0;
         prof->ranks = ranks;
@@ -274,6 +275,7 @@ static void apply_net(const options *o, ub_profile *prof, const char *origin, in
             prof->alpha = o->alpha;
         if (o->beta >= 0)
             prof->beta = o->beta;
+        prof->curve.n = 0; /* the given line is the cost */
         if (!prof->has_net)
             prof->copy_beta = 0.0;
         prof->has_net = true;
@@ -384,6 +386,8 @@ static void print_header(const ub_profile *prof, const char *origin, const optio
            prof->n_forward, prof->n_forward == 1 ? "" : "s");
     printf("net: alpha %.3f us, beta %.4g s/B (%.2f GB/s), copy_beta %.3g s/B", prof->alpha * 1e6, prof->beta,
            prof->beta > 0 ? 1e-9 / prof->beta : INFINITY, prof->copy_beta);
+    if (prof->curve.n > 0)
+        printf(", a curve of %d segments (the cost; alpha and beta are the line)", prof->curve.n);
     if (o->net)
         printf(" [--net %s, %d ranks]", o->net, prof->ranks);
     else if (o->alpha >= 0 || o->beta >= 0)
