@@ -6,7 +6,9 @@
 # the MODEL.md lower bound and whether it is proven optimal; a summary of those gaps on barrier
 # and layer-wise rows; the geometric means of best/ddp and best/horovod per link and rank count
 # and per network; the profiles
-# that carry their own measured net under it; then the time to compute a `best` plan for 100,
+# that carry their own measured net under it; every shared profile on each measured curve of
+# data/net (USBYTE_NET_TABLES overrides), plans from the fitted model and from one line, replayed
+# on the curve (usbyte-sim --net-table); then the time to compute a `best` plan for 100,
 # 1,000 and 10,000 calls on synthetic profiles, ordinary and communication-bound ("hard").
 # Writes Markdown to the file given as $1 (default docs/bench-sim.md) and to stdout.  Needs jq.
 set -euo pipefail
@@ -14,6 +16,7 @@ BUILD=${BUILD:-build}
 SIM=$BUILD/usbyte-sim
 OUT=${1:-docs/bench-sim.md}
 PROFILES=${USBYTE_PROFILES:-data/profiles}
+NET_TABLES=${USBYTE_NET_TABLES:-data/net}
 RANKS=${BENCH_RANKS:-8,16,64,128}
 NETS=${BENCH_NETS:-10gbe 100gb-ib}
 SYNTHETIC=${BENCH_SYNTHETIC-"200,1 200,2,layerwise 1000,3 1000,4,layerwise 200,5,hard 200,6,layerwise,hard"}
@@ -175,6 +178,31 @@ policies=$(jq -r -s 'reduce .[].policy as $p ([]; if index([$p]) then . else . +
             (map(select(.policy == "wfbp"))[0].iteration) as $w | .[]
             | "| \($profile) | \(.policy) | \(.iteration * 1e6 | round / 1000) | \($w / .iteration * 1000 | round / 1000)x | \((.iteration / .lower_bound - 1 | if . < 0 then 0 else . end) * 10000 | round / 100)% | \(.blocks | length) |"'
     done
+    echo
+    echo "## On measured curves (\`--net-table\`)"
+    echo
+    echo "Each shared profile on each measured allreduce curve of $NET_TABLES (docs/model.md, \`--net-table\`):"
+    echo "the plans are made from the model the runtime would fit on the curve (its call sizes plus the"
+    echo "calibration sizes, read off the curve), then replayed on the curve itself. \`best\` predicted"
+    echo "and on the curve (ms), its prediction error, and its speedup over \`ddp\` (DDP's default buckets)"
+    echo "and \`wfbp\` on the curve; then the same with plans from one line fitted on the call sizes."
+    echo
+    echo "| profile | curve | best predicted | best on curve | error | x ddp | x wfbp | line: best on curve | line: error | line: x ddp |"
+    echo "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"
+    if [ -d "$NET_TABLES" ] && [ -d "$PROFILES" ]; then
+        for f in "$PROFILES"/*.json; do
+            for t in "$NET_TABLES"/*.tsv; do
+                fit=$("$SIM" "$f" --net-table "$t" --json)
+                line=$("$SIM" "$f" --net-table "$t" --model line --json)
+                jq -r -s --arg p "$(basename "$f" .json)" --arg t "$(basename "$t" .tsv)" --argjson line "$(jq -s . <<< "$line")" '
+                    def pol($a; $n): $a | map(select(.policy == $n))[0];
+                    def r3: . * 1000 | round / 1000;
+                    pol(.; "best") as $b | pol(.; "ddp") as $d | pol(.; "wfbp") as $w
+                    | pol($line; "best") as $lb | pol($line; "ddp") as $ld
+                    | "| \($p) | \($t) | \($b.predicted_iteration * 1000 | r3) | \($b.curve_iteration * 1000 | r3) | \(($b.predicted_iteration / $b.curve_iteration - 1) * 10000 | round / 100)% | \($d.curve_iteration / $b.curve_iteration | r3)x | \($w.curve_iteration / $b.curve_iteration | r3)x | \($lb.curve_iteration * 1000 | r3) | \(($lb.predicted_iteration / $lb.curve_iteration - 1) * 10000 | round / 100)% | \($ld.curve_iteration / $lb.curve_iteration | r3)x |"' <<< "$fit"
+            done
+        done
+    fi
     echo
     echo "## Time to compute a \`best\` plan"
     echo

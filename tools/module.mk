@@ -9,9 +9,13 @@ ALL += $(BUILD)/usbyte-sim
 # Its command line (sim_cli.sh).
 INTEGRATION_TESTS += tests/integration/sim_cli.sh
 
-.PHONY: bench-sim
+.PHONY: bench-sim bench-model
 bench-sim: $(BUILD)/usbyte-sim
 	BUILD=$(BUILD) tools/bench-sim.sh docs/bench-sim.md
+
+# The cost model's error on the measured curves of data/net, old lines against the model.
+bench-model: $(BUILD)/usbyte-sim
+	BUILD=$(BUILD) tools/bench-model.sh docs/bench-model.md
 
 # usbyte-report: the reports of a job as one HTML page and a Chrome trace; it draws its timelines
 # with the simulator's SVG writer.

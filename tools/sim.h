@@ -54,12 +54,15 @@ int sim_model_from_table(ub_profile *prof, const sim_net_table *t, sim_model_kin
 /* The line fitted (relative least squares) to the table's rows between lo and hi bytes. */
 void sim_line_on_rows(const sim_net_table *t, double lo, double hi, ub_profile *prof);
 
-/* A model's relative error against the table's rows between lo and hi bytes. */
+/* A model's relative error against the table's rows between lo and hi bytes; with held_out, only
+ * the rows whose size is none of the sizes the model's profile samples (its calls' and its
+ * calibration sizes), i.e. where the model interpolates. */
 typedef struct sim_error {
     double median, max;
     int rows;
 } sim_error;
-void sim_model_error(const ub_profile *model, const sim_net_table *t, double lo, double hi, sim_error *out);
+void sim_model_error(const ub_profile *model, const sim_net_table *t, double lo, double hi, bool held_out,
+                     sim_error *out);
 
 /* One evaluated plan per selected policy (index = ub_policy_id; `used` marks the selected). */
 typedef struct sim_result {

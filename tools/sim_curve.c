@@ -1,6 +1,7 @@
 /* usbyte-sim on a measured curve (--net-table): the planner's model as the runtime would fit it
  * from the table, and how far a model is from the table. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,12 +67,27 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void sim_model_error(const ub_profile *model, const sim_net_table *t, double lo, double hi, sim_error *out)
+/* Is `bytes` one of the sizes the model was fitted on (the calls' or the calibration's)? */
+static bool sampled(const ub_profile *prof, double bytes)
+{
+    for (int k = 0; k < prof->n_calls; k++)
+        if ((double)prof->calls[k].bytes == bytes)
+            return true;
+    uint64_t probe[UB_NET_MAX_SEGMENTS];
+    int np = ub_calibration_sizes(prof, probe, UB_NET_MAX_SEGMENTS);
+    for (int i = 0; i < np; i++)
+        if ((double)probe[i] == bytes)
+            return true;
+    return false;
+}
+
+void sim_model_error(const ub_profile *model, const sim_net_table *t, double lo, double hi, bool held_out,
+                     sim_error *out)
 {
     double e[SIM_NET_TABLE_MAX];
     int n = 0;
     for (int i = 0; i < t->n; i++) {
-        if (t->bytes[i] < lo || t->bytes[i] > hi)
+        if (t->bytes[i] < lo || t->bytes[i] > hi || (held_out && sampled(model, t->bytes[i])))
             continue;
         double truth = t->has_inplace ? t->in_s[i] : t->out_s[i];
         e[n++] = truth > 0 ? fabs(ub_link_cost(model, t->bytes[i]) - truth) / truth : 0.0;

@@ -565,18 +565,33 @@ static int do_net_table(const options *o, ub_profile *prof, const char *origin)
         struct {
             const char *what;
             const ub_profile *m;
-        } rows[] = {{"line fitted on 16-64 MiB", &bucket},
-                    {"best line over 64 KiB-64 MiB", &best},
-                    {"line on the calls' sizes", &calls_line},
-                    {"model (calls + calibration)", prof}};
-        printf("%s on %s (%s column, %d rows; %d calibration sizes): relative error over 64 KiB-64 MiB\n",
-               prof->name ? prof->name : origin, o->net_table, t.has_inplace ? "in-place" : "out-of-place", t.n,
-               probes);
+            bool held_out;
+        } rows[] = {{"line fitted on 16-64 MiB", &bucket, false},
+                    {"best line over 64 KiB-64 MiB", &best, false},
+                    {"line on the calls' sizes", &calls_line, false},
+                    {"model (calls + calibration)", prof, false},
+                    {"model, rows not sampled", prof, true}};
+        if (!o->json)
+            printf("%s on %s (%s column, %d rows; %d calibration sizes): relative error over 64 KiB-64 MiB\n",
+                   prof->name ? prof->name : origin, o->net_table, t.has_inplace ? "in-place" : "out-of-place", t.n,
+                   probes);
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
             sim_error e;
-            sim_model_error(rows[i].m, &t, lo, hi, &e);
-            printf("%-30s median %7.2f%%  max %7.2f%%  (%d rows, %d segments)\n", rows[i].what, 100 * e.median,
-                   100 * e.max, e.rows, rows[i].m->curve.n ? rows[i].m->curve.n : 1);
+            sim_model_error(rows[i].m, &t, lo, hi, rows[i].held_out, &e);
+            int segs = rows[i].m->curve.n ? rows[i].m->curve.n : 1;
+            if (o->json) {
+                json_t *obj = json_pack("{s:s, s:f, s:f, s:i, s:i, s:i}", "model", rows[i].what, "median", e.median,
+                                        "max", e.max, "rows", e.rows, "segments", segs, "calibration_sizes", probes);
+                char *line = obj ? json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+                json_decref(obj);
+                if (!line)
+                    die("out of memory writing JSON");
+                puts(line);
+                free(line);
+            } else {
+                printf("%-30s median %7.2f%%  max %7.2f%%  (%d rows, %d segments)\n", rows[i].what, 100 * e.median,
+                       100 * e.max, e.rows, segs);
+            }
         }
         return 0;
     }
