@@ -83,3 +83,25 @@ int ub_calibration_sizes(const ub_profile *prof, uint64_t *out, int max)
         step *= step;
     return probe_series(prof, lo, hi, step, out);
 }
+
+int ub_refit_with_blocks(const ub_fit_sample *base, size_t n, const ub_profile *prof, const ub_plan *plan,
+                         const double *block_seconds, ub_profile *out)
+{
+    ub_fit_sample *s = malloc(sizeof *s * (n + plan->n_blocks + 1));
+    if (!s)
+        return -1;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        s[m++] = base[i];
+    for (uint32_t b = 0; b < plan->n_blocks; b++) {
+        const ub_block *blk = &plan->blocks[b];
+        double bytes = 0;
+        for (uint32_t i = 0; i < blk->n_segments; i++)
+            bytes += (double)plan->segments[blk->first_segment + i].length;
+        s[m++] = (ub_fit_sample){bytes, block_seconds[b]};
+    }
+    *out = *prof;
+    int rc = ub_fit_cost_model(s, m, out, NULL);
+    free(s);
+    return rc;
+}

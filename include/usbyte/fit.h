@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "usbyte/plan.h"
 #include "usbyte/profile.h"
 
 typedef struct ub_fit_sample {
@@ -92,6 +93,14 @@ int ub_fit_cost_model(const ub_fit_sample *s, size_t n, ub_profile *prof, ub_fit
 #define UB_CALIBRATION_MIN 65536
 #define UB_CALIBRATION_STEP 4.0
 int ub_calibration_sizes(const ub_profile *prof, uint64_t *out, int max);
+
+/* The re-fit once a plan runs (docs/model.md, "Fitting the curve"): the base samples (what the
+ * model was fitted on) plus one sample per block of the plan, its bytes and block_seconds[b] (the
+ * measured duration of its allreduce, agreed over the ranks like the calls'), fitted by
+ * ub_fit_cost_model into *out, a shallow copy of *prof (it shares the calls and the forward
+ * segments; only the net differs).  Returns 0, -1 when out of memory or no sample is valid. */
+int ub_refit_with_blocks(const ub_fit_sample *base, size_t n, const ub_profile *prof, const ub_plan *plan,
+                         const double *block_seconds, ub_profile *out);
 
 /* docs/model.md's ring allreduce of M bytes over p ranks costs 2(p-1)*a0 + 2(p-1)/p * M * b0.
  * ub_fit_to_ring turns a fitted per-call (alpha, beta) into the per-hop (a0, b0);

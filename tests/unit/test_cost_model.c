@@ -270,19 +270,57 @@ static void test_fit_cost_model(void **state)
     assert_true(worst > UB_FIT_LINE_TOLERANCE);
 }
 
-/* Re-fitting with the plan's own blocks: sizes the calls never show join the samples and the
- * curve then follows them (here a block far above the largest call, on a steeper network). */
-static void test_refit_with_block_samples(void **state)
+/* Re-fitting with the plan's own blocks changes the plan.  The calls (alternately 0.5 and 1 MiB)
+ * show a line with a startup of 0.14 ms; above 4 MiB the network costs far more per byte (sizes
+ * the calls never reach).  The plan made from the calls merges 7 calls into one 5.5 MiB block;
+ * its measured time shows the dear sizes; the re-fitted model splits it, and that plan is faster
+ * on the network itself (measured: 2 blocks, 8.575 ms; after the re-fit 7 blocks, 7.740 ms). */
+static void test_refit_changes_plan(void **state)
 {
     (void)state;
-    ub_fit_sample s[6] = {{1e5, 5e-5}, {2e5, 5e-5}, {4e5, 6e-5}};
-    ub_profile p = {0};
-    assert_int_equal(ub_fit_cost_model(s, 3, &p, NULL), 0);
-    double before = ub_link_cost(&p, 4e6);
-    s[3] = (ub_fit_sample){4e6, 9e-4}; /* a block's measured time */
-    assert_int_equal(ub_fit_cost_model(s, 4, &p, NULL), 0);
-    near(ub_link_cost(&p, 4e6), 9e-4, 1e-9);
-    assert_true(fabs(before - 9e-4) > 0.1 * 9e-4); /* the old model did not know it */
+    const double tb[] = {524288, 1048576, 2097152, 4194304, 8388608}, ts[] = {0.62e-3, 1.1e-3, 2.0e-3, 3.8e-3, 12e-3};
+    ub_call calls[8];
+    for (int k = 0; k < 8; k++)
+        calls[k] = (ub_call){.bytes = k % 2 ? 1048576 : 524288, .ready = 1e-4 * k, .dtype = UB_DTYPE_FLOAT32,
+                             .merge = true, .measured_comm = -1};
+    double fwd[1] = {1e-3};
+    ub_profile truth = {.has_net = true, .backward_end = 8e-4, .n_forward = 1, .forward = fwd, .n_calls = 8,
+                        .calls = calls};
+    assert_int_equal(ub_net_curve_from_points(tb, ts, 5, UB_NET_TAIL_TABLE, &truth.curve), 0);
+    ub_fit_sample base[8];
+    for (int k = 0; k < 8; k++)
+        base[k] = (ub_fit_sample){(double)calls[k].bytes, ub_link_cost(&truth, (double)calls[k].bytes)};
+    ub_profile model = truth;
+    assert_int_equal(ub_fit_cost_model(base, 8, &model, NULL), 0);
+    ub_plan first, second;
+    ub_plan_init(&first, "best");
+    ub_plan_init(&second, "best");
+    assert_int_equal(ub_policy_run(UB_POLICY_BEST, &model, &first), 0);
+    /* What the blocks take on the network. */
+    double secs[64];
+    assert_true(first.n_blocks <= 64);
+    for (uint32_t b = 0; b < first.n_blocks; b++) {
+        double bytes = 0;
+        for (uint32_t i = 0; i < first.blocks[b].n_segments; i++)
+            bytes += (double)first.segments[first.blocks[b].first_segment + i].length;
+        secs[b] = ub_link_cost(&truth, bytes);
+    }
+    ub_profile refit;
+    assert_int_equal(ub_refit_with_blocks(base, 8, &model, &first, secs, &refit), 0);
+    for (uint32_t b = 0; b < first.n_blocks; b++) {
+        double bytes = 0;
+        for (uint32_t i = 0; i < first.blocks[b].n_segments; i++)
+            bytes += (double)first.segments[first.blocks[b].first_segment + i].length;
+        near(ub_link_cost(&refit, bytes), secs[b], 0.05); /* the re-fit knows the sizes it measured */
+    }
+    assert_int_equal(ub_policy_run(UB_POLICY_BEST, &refit, &second), 0);
+    double t_first = ub_evaluate_const(&truth, &first, NULL), t_second = ub_evaluate_const(&truth, &second, NULL);
+    printf("plan from the calls: %u blocks, %.3f ms on the network; after the re-fit: %u blocks, %.3f ms\n",
+           first.n_blocks, 1e3 * t_first, second.n_blocks, 1e3 * t_second);
+    assert_true(second.n_blocks != first.n_blocks);
+    assert_true(t_second < t_first);
+    ub_plan_free(&first);
+    ub_plan_free(&second);
 }
 
 static ub_call calls_of[4];
@@ -392,7 +430,7 @@ int main(void)
         cmocka_unit_test(test_bound_vs_oracle_on_curves),
         cmocka_unit_test(test_fit_knots),
         cmocka_unit_test(test_fit_cost_model),
-        cmocka_unit_test(test_refit_with_block_samples),
+        cmocka_unit_test(test_refit_changes_plan),
         cmocka_unit_test(test_calibration_sizes),
         cmocka_unit_test(test_profile_json),
     };
