@@ -48,6 +48,8 @@ ifneq ($(wildcard interpose/module.mk),)
 INTEGRATION_TESTS += tests/integration/tools_report.sh tests/integration/tools_report_modes.sh \
 	tests/integration/tools_report_jobs.sh tests/integration/tools_report_fuzz.sh tests/integration/tools_doctor.sh \
 	tests/integration/tools_run.sh
+# The cost curve in the runtime on an emulated measured network (model_curve.sh).
+INTEGRATION_TESTS += tests/integration/model_curve.sh
 endif
 
 # usbyte-doctor: can usbyte reach a framework's NCCL and CUDA calls?  (libelf, the design's
