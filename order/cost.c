@@ -42,28 +42,15 @@ void ub_link_local(const ub_profile *prof, double bytes, double *alpha, double *
     *beta = s->beta;
 }
 
-double ub_link_cost_max_beta(const ub_profile *prof)
+void ub_link_cost_maxima(const ub_profile *prof, double *alpha, double *beta)
 {
     const ub_net_curve *c = &prof->curve;
-    if (c->n <= 0)
-        return prof->beta;
-    double b = 0.0;
-    for (int i = 0; i < c->n; i++)
-        if (c->seg[i].beta > b)
-            b = c->seg[i].beta;
-    return b;
-}
-
-double ub_link_cost_max_alpha(const ub_profile *prof)
-{
-    const ub_net_curve *c = &prof->curve;
-    if (c->n <= 0)
-        return prof->alpha;
-    double a = 0.0;
-    for (int i = 0; i < c->n; i++)
-        if (c->seg[i].alpha > a)
-            a = c->seg[i].alpha;
-    return a;
+    *alpha = c->n <= 0 ? prof->alpha : 0.0;
+    *beta = c->n <= 0 ? prof->beta : 0.0;
+    for (int i = 0; i < c->n; i++) {
+        *alpha = c->seg[i].alpha > *alpha ? c->seg[i].alpha : *alpha;
+        *beta = c->seg[i].beta > *beta ? c->seg[i].beta : *beta;
+    }
 }
 
 /* The corners of the curve's graph: each segment at its two ends (the last one at its start and

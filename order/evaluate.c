@@ -93,7 +93,9 @@ bool ub_profile_times_finite(const ub_profile *prof)
     /* A plan of up to 16 (n + 1024) blocks (far more than any policy cuts), every byte staged,
      * with a factor 16 of room for the sums of the search. */
     double blocks = 16.0 * ((double)prof->n_calls + 1024.0);
-    t += ready + blocks * ub_link_cost_max_alpha(prof) + bytes * (ub_link_cost_max_beta(prof) + prof->copy_beta);
+    double alpha, beta;
+    ub_link_cost_maxima(prof, &alpha, &beta);
+    t += ready + blocks * alpha + bytes * (beta + prof->copy_beta);
     return t < DBL_MAX / 16;
 }
 

@@ -16,6 +16,17 @@ void sim_table_profile(const ub_profile *prof, const sim_net_table *t, ub_profil
     on_curve->has_net = true;
 }
 
+/* prof's cost: the line fitted on n samples. */
+static void set_line(ub_profile *prof, const ub_fit_sample *s, int n, ub_fit_weighting w)
+{
+    ub_fit_result line;
+    ub_fit_linear(s, (size_t)n, w, &line);
+    prof->alpha = line.alpha;
+    prof->beta = line.beta;
+    prof->curve.n = 0;
+    prof->has_net = true;
+}
+
 int sim_model_from_table(ub_profile *prof, const sim_net_table *t, sim_model_kind kind, int *n_probes)
 {
     ub_profile truth;
@@ -30,15 +41,10 @@ int sim_model_from_table(ub_profile *prof, const sim_net_table *t, sim_model_kin
         s[n] = (ub_fit_sample){(double)prof->calls[k].bytes, ub_link_cost(&truth, (double)prof->calls[k].bytes)};
     for (int i = 0; i < np; i++, n++)
         s[n] = (ub_fit_sample){(double)probe[i], ub_link_cost(&truth, (double)probe[i])};
-    if (kind == SIM_MODEL_FIT) {
+    if (kind == SIM_MODEL_FIT)
         ub_fit_cost_model(s, (size_t)n, prof, NULL);
-    } else {
-        ub_fit_result line;
-        ub_fit_linear(s, (size_t)n, UB_FIT_PLAIN, &line);
-        prof->alpha = line.alpha;
-        prof->beta = line.beta;
-        prof->curve.n = 0;
-    }
+    else
+        set_line(prof, s, n, UB_FIT_PLAIN);
     prof->has_net = true;
     free(s);
     if (n_probes)
@@ -53,12 +59,7 @@ void sim_line_on_rows(const sim_net_table *t, double lo, double hi, ub_profile *
     for (int i = 0; i < t->n; i++)
         if (t->bytes[i] >= lo && t->bytes[i] <= hi)
             s[n++] = (ub_fit_sample){t->bytes[i], t->has_inplace ? t->in_s[i] : t->out_s[i]};
-    ub_fit_result line;
-    ub_fit_linear(s, (size_t)n, UB_FIT_RELATIVE, &line);
-    prof->alpha = line.alpha;
-    prof->beta = line.beta;
-    prof->curve.n = 0;
-    prof->has_net = true;
+    set_line(prof, s, n, UB_FIT_RELATIVE);
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -358,19 +358,23 @@ static void free_results(sim_result *res)
         ub_plan_free(&res[id].plan);
 }
 
-static void print_json_plan(const ub_plan *plan, int ranks)
+/* One JSON object on its own line (the object is released). */
+static void print_json_line(json_t *obj)
 {
-    json_t *obj = ub_plan_to_json(plan);
-    if (!obj)
-        die("out of memory writing JSON");
-    if (ranks > 0)
-        json_object_set_new(obj, "ranks", json_integer(ranks));
-    char *s = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    char *s = obj ? json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(obj);
     if (!s)
         die("out of memory writing JSON");
     puts(s);
     free(s);
+}
+
+static void print_json_plan(const ub_plan *plan, int ranks)
+{
+    json_t *obj = ub_plan_to_json(plan);
+    if (obj && ranks > 0)
+        json_object_set_new(obj, "ranks", json_integer(ranks));
+    print_json_line(obj);
 }
 
 static void print_header(const ub_profile *prof, const char *origin, const options *o)
@@ -523,13 +527,8 @@ static int do_list_nets(const options *o)
     for (int i = 0; i < sim_n_nets; i++) {
         const sim_net *n = &sim_nets[i];
         if (o->json) {
-            json_t *obj = json_pack("{s:s, s:f, s:f, s:s}", "name", n->name, "a0", n->a0, "b0", n->b0, "source", n->source);
-            char *s = obj ? json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
-            json_decref(obj);
-            if (!s)
-                die("out of memory writing JSON");
-            puts(s);
-            free(s);
+            print_json_line(
+                json_pack("{s:s, s:f, s:f, s:s}", "name", n->name, "a0", n->a0, "b0", n->b0, "source", n->source));
         } else {
             printf("%-10s a0 %.4g us per ring step, b0 %.4g s/B (%.3g GB/s)\n", n->name, n->a0 * 1e6, n->b0,
                    1e-9 / n->b0);
@@ -580,14 +579,9 @@ static int do_net_table(const options *o, ub_profile *prof, const char *origin)
             sim_model_error(rows[i].m, &t, lo, hi, rows[i].held_out, &e);
             int segs = rows[i].m->curve.n ? rows[i].m->curve.n : 1;
             if (o->json) {
-                json_t *obj = json_pack("{s:s, s:f, s:f, s:i, s:i, s:i}", "model", rows[i].what, "median", e.median,
-                                        "max", e.max, "rows", e.rows, "segments", segs, "calibration_sizes", probes);
-                char *line = obj ? json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
-                json_decref(obj);
-                if (!line)
-                    die("out of memory writing JSON");
-                puts(line);
-                free(line);
+                print_json_line(json_pack("{s:s, s:f, s:f, s:i, s:i, s:i}", "model", rows[i].what, "median",
+                                          e.median, "max", e.max, "rows", e.rows, "segments", segs,
+                                          "calibration_sizes", probes));
             } else {
                 printf("%-30s median %7.2f%%  max %7.2f%%  (%d rows, %d segments)\n", rows[i].what, 100 * e.median,
                        100 * e.max, e.rows, segs);
@@ -611,14 +605,8 @@ static int do_net_table(const options *o, ub_profile *prof, const char *origin)
         const ub_plan *p = &res[id].plan;
         double on = ub_evaluate_const(&truth, p, NULL);
         if (o->json) {
-            json_t *obj = json_pack("{s:s, s:f, s:f, s:i}", "policy", p->policy, "predicted_iteration", p->iteration,
-                                    "curve_iteration", on, "blocks", (int)p->n_blocks);
-            char *line = obj ? json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
-            json_decref(obj);
-            if (!line)
-                die("out of memory writing JSON");
-            puts(line);
-            free(line);
+            print_json_line(json_pack("{s:s, s:f, s:f, s:i}", "policy", p->policy, "predicted_iteration",
+                                      p->iteration, "curve_iteration", on, "blocks", (int)p->n_blocks));
         } else {
             printf("%-14s %13.3f %13.3f %8.2f%% %8.3fx %7u\n", p->policy, p->iteration * 1e3, on * 1e3,
                    100.0 * (p->iteration / on - 1.0), speedup(wfbp, on), p->n_blocks);

@@ -63,10 +63,9 @@ double ub_link_cost(const ub_profile *prof, double bytes);
  * with one startup alpha and one per-byte beta use at the size in question. */
 void ub_link_local(const ub_profile *prof, double bytes, double *alpha, double *beta);
 
-/* The largest per-byte cost and the largest startup of any segment (the line's when no curve):
- * upper bounds for overflow checks. */
-double ub_link_cost_max_beta(const ub_profile *prof);
-double ub_link_cost_max_alpha(const ub_profile *prof);
+/* The largest startup and the largest per-byte cost of any segment (the line's when no curve):
+ * alpha + beta * M bounds the cost from above, for overflow checks. */
+void ub_link_cost_maxima(const ub_profile *prof, double *alpha, double *beta);
 
 /* Lines alpha_i + beta_i * M, alpha_i >= 0, beta_i >= 0, at or below the cost for every M >= 0
  * (the profile's line itself when it has no curve): what the lower bound is computed with.
