@@ -107,8 +107,9 @@ for net in $LINKS; do
         | "   \($net): best \($p.best.iteration * 1e6 | round / 1000) ms; DDP default buckets \($p.ddp.iteration * 1e6 | round / 1000) ms (best +\(pct("ddp"))%); DDP at bucket_cap_mb=\($t.c) (first bucket \($t.f) MiB) \($p["ddp-tuned"].iteration * 1e6 | round / 1000) ms (best +\(pct("ddp-tuned"))%)"'
 done
 if [ -f docs/bench-sim.md ]; then
-    echo "   over every benchmark profile and rank count (docs/bench-sim.md, made by make bench-sim):"
-    sed -n 's/^- formula: /   /p' docs/bench-sim.md | fold -s -w 100 | sed '2,$s/^/   /'
+    echo "   over every benchmark profile (docs/bench-sim.md's headline, made by make bench-sim):"
+    sed -n 's/^- formula: /on the presets at 8-128 ranks: /p; s/^- curve: /on the measured curves of data\/net: /p' docs/bench-sim.md |
+        while read -r line; do fold -s -w 96 <<< "$line" | sed 's/^/     /; 1s/^     /   - /'; done
 fi
 echo
 echo "== the reports and the pages are in $DEMO_DIR; open:"
