@@ -70,6 +70,13 @@ static void make_job(rp_job *job, const char *const *texts, int n)
         fail_msg("%s", err);
 }
 
+/* The page of the job made of texts[0..n) (job filled, path: the page's file). */
+static char *page_for(const char *const *texts, int n, rp_job *job, char *path)
+{
+    make_job(job, texts, n);
+    return page_of(job, path);
+}
+
 static void test_page_escapes_and_shows_missing(void **state)
 {
     (void)state;
@@ -115,9 +122,8 @@ static void test_pass_through_shows_state_and_fix(void **state)
                                      " \"signature mismatch: the ranks saw different call sequences\","
                                      " \"verdict\": {\"schedulable\": false, \"reasons\": []}}")};
     rp_job job;
-    make_job(&job, texts, 1);
     char path[PATH_LEN];
-    char *page = page_of(&job, path);
+    char *page = page_for(texts, 1, &job, path);
     /* Not scheduled, in red, the state's reason as the headline's why, its fix once. */
     assert_non_null(strstr(page, "class=\"box bad verdict\" id=\"verdict-0\" data-outcome=\"Not scheduled\""));
     assert_non_null(strstr(page, "<span class=\"why\">signature mismatch: the ranks saw different call sequences"));
@@ -351,9 +357,8 @@ static void test_ddp_section(void **state)
     (void)state;
     const char *texts[] = {REPORT(0, DDP_COMM)};
     rp_job job;
-    make_job(&job, texts, 1);
     char path[PATH_LEN];
-    char *page = page_of(&job, path);
+    char *page = page_for(texts, 1, &job, path);
     assert_non_null(strstr(page, "id=\"ddp-0\""));
     assert_non_null(strstr(page, "usbyte sees the buckets, not the tensors in them"));
     assert_non_null(strstr(page, "so the cap here is at most 25.0 MiB"));
@@ -384,8 +389,7 @@ static void test_ddp_section(void **state)
     unlink(path);
     rp_job_free(&job);
     const char *plain[] = {REPORT(0, PLANNED(0, "x"))};
-    make_job(&job, plain, 1);
-    page = page_of(&job, path);
+    page = page_for(plain, 1, &job, path);
     assert_null(strstr(page, "id=\"ddp-0\""));
     free(page);
     unlink(path);
