@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agree_rt.h"
 #include "capture.h"
@@ -81,6 +82,32 @@ void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclCom
     }
 }
 
+/* How long an abort lets the issuing thread's real calls in flight return: an enqueue takes
+ * microseconds; one blocked inside NCCL (connection set-up with a dead peer) is released only by
+ * the real abort, which must not be kept waiting. */
+#define ABORT_LETS_ISSUE_RETURN_S 0.2
+
+/* Lock held (released while it waits).  Another thread may be issuing blocks of c without the
+ * lock: the abort (c->aborted set) stops it before its next block; the calls it has in flight
+ * use the executor, its timing events and the NCCL handle, so the abort lets them return before
+ * it ends the schedule and NCCL frees the communicator. */
+static void let_issue_return(ub_comm *c)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (ub_sched_issuing(c) && c->issuer != (unsigned long)pthread_self()) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > ABORT_LETS_ISSUE_RETURN_S) {
+            ub_info("communicator %d: aborted while the issuing thread is inside a call of a block; the abort goes "
+                    "on without waiting longer", c->index);
+            return;
+        }
+        ub_state_unlock();
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+        ub_state_lock();
+    }
+}
+
 void ub_comm_ending(ncclComm_t handle, int id)
 {
     /* Abort (a watchdog after a peer died) never waits for device work: the agreement is not
@@ -90,8 +117,10 @@ void ub_comm_ending(ncclComm_t handle, int id)
     ub_comm *c = ub_comm_get(handle);
     if (c) {
         atomic_store(&c->ending, true);
-        if (abort)
+        if (abort) {
             atomic_store(&c->aborted, true);
+            let_issue_return(c);
+        }
         ub_comm_forget(c);
         if (c->index < 0) {
             free(c);
@@ -144,11 +173,12 @@ void ub_group_end(void) { ub_group_leave(); }
 /* After the real ncclGroupEnd: the outermost one launched what this thread issued inside the
  * group, so the work that must follow it goes now; and a rank that issues all its calls inside
  * groups reads the agreement here. */
-void ub_group_ended(void)
+ncclResult_t ub_group_ended(ncclResult_t r)
 {
+    r = ub_group_result(r);
     if (ub_thread_group_depth() > 0 || ub_state_in_child() ||
         (!ub_group_pending() && !ub_agree_any_unread()))
-        return;
+        return r;
     ub_state_lock();
     ub_group_run_after_launch();
     unsigned long self = (unsigned long)pthread_self();
@@ -158,6 +188,7 @@ void ub_group_ended(void)
             ub_comm_agree_read(c, UB_AGREE_POLL);
     }
     ub_state_unlock();
+    return r;
 }
 
 static int portable_kind(int id)
@@ -184,7 +215,7 @@ static void read_agreement_at_switch(ub_comm *c)
     bool split = depth > 0 && c->agree_copy_pending && c->agree_thread == (unsigned long)pthread_self();
     if (split) { /* the copy back queued for after the launch finds nothing left to do */
         ub_state_unlock(); /* never held across a real NCCL call */
-        ub_group_split_begin(depth);
+        (void)ub_group_split_begin(depth); /* a failure is the group's: its end returns it */
         ub_state_lock();
         if (c->agree_copy_pending)
             ub_comm_agree_copy_back(c);
@@ -193,7 +224,7 @@ static void read_agreement_at_switch(ub_comm *c)
         ub_comm_agree_read(c, UB_AGREE_WAIT);
     if (split) {
         ub_state_unlock();
-        ub_group_split_end(depth);
+        (void)ub_group_split_end(depth);
         ub_state_lock();
     }
 }
@@ -220,6 +251,18 @@ static bool aborted_while_waiting(ub_comm *c, uint64_t index, const char *what, 
     t->result = ncclInvalidUsage;
     ub_state_unlock();
     return true;
+}
+
+/* SCHEDULE: the call goes to the plan's cursor (defer.c); a block issue it triggered that failed
+ * is answered with the failure (the call is not forwarded: the communicator is in pass-through
+ * from now on).  Lock held on entry, released on return. */
+static bool sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_coll_token *t)
+{
+    bool held = ub_sched_call(c, d, sig);
+    if ((t->result = ub_sched_take_failure(c)) != ncclSuccess)
+        held = true;
+    ub_state_unlock();
+    return held;
 }
 
 /* Per state, the call at res->index of communicator c (docs/runtime.md, "The life of a
@@ -335,9 +378,7 @@ static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_
         ub_stream_get(d->stream, c); /* as at a lock: its next upstream waits count */
     } else if (c->sched.ready) {
         ub_sched_begin(c);
-        bool held = ub_sched_call(c, d, sig);
-        ub_state_unlock();
-        return held;
+        return sched_call(c, d, sig, t);
     }
     ub_state_unlock();
     return false;
@@ -395,6 +436,12 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         if (!(c = ub_comm_get(d->comm)))
             c = ub_comm_create(d->comm, rank, nranks, device);
     }
+    if (c && c->state == UB_COMM_PASS_THROUGH && (t->result = ub_sched_take_failure(c)) != ncclSuccess) {
+        /* A block issue failed since this communicator's last call (a host wait flushed it): the
+         * application hears of it here. */
+        ub_state_unlock();
+        return true;
+    }
     if (!c || c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH) {
         ub_state_unlock();
         return false;
@@ -402,11 +449,8 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     c->issuer = (unsigned long)pthread_self();
     ub_call_sig cs = {.kind = portable_kind(d->id), .count = d->count, .dtype = d->dtype, .op = portable_op(d->op), .peer = d->root};
     uint64_t sig = ub_sig_portable(&cs);
-    if (c->state == UB_COMM_SCHEDULE) {
-        bool held = ub_sched_call(c, d, sig);
-        ub_state_unlock();
-        return held;
-    }
+    if (c->state == UB_COMM_SCHEDULE)
+        return sched_call(c, d, sig, t);
     ub_iter_result res;
     detect_feed(c, d, &cs, sig, &res);
     switch (c->state) {

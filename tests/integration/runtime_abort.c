@@ -11,7 +11,10 @@
  *   --check-errors   the training thread checks every call's result and aborts at the first error
  *                    (a single-threaded program's own error handling); with --abort-thread an
  *                    error ends the training loop and the watchdog aborts (PyTorch: the collective
- *                    raises, the watchdog aborts); otherwise an error before the abort fails
+ *                    raises, the watchdog aborts); otherwise an error ends the loop, and the
+ *                    program aborts after it (NCCL 2.28 refuses every operation on a
+ *                    communicator with an asynchronous error: a peer's death reaches every later
+ *                    call)
  *   --two-comms      a second communicator (a split of the first) with its own allreduces,
  *                    interleaved; the abort ends both as PyTorch does with NCCL 2.22 and later:
  *                    ncclGroupStart, ncclCommAbort of each, ncclGroupEnd */
@@ -79,8 +82,8 @@ static void *watchdog(void *arg)
             fprintf(stderr, "rank 0: %s returned %d: aborting\n", #expr, r_);                   \
             do_abort();                                                                         \
         } else if (r_ != 0 && !atomic_load(&aborted)) {                                         \
-            fprintf(stderr, "%s failed (%d)\n", #expr, r_);                                     \
-            exit(1);                                                                            \
+            fprintf(stderr, "rank 0: %s returned %d: the loop ends\n", #expr, r_);              \
+            atomic_store(&done, true);                                                          \
         }                                                                                       \
     } while (0)
 

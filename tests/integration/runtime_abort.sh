@@ -44,6 +44,11 @@ for lib in none usbyte; do
     case_ $lib-warmup-errors "$pre" --die-at 3 --after 6 --check-errors
     case_ $lib-agreement-errors "$pre" --die-at 5 --after 3 --check-errors
     case_ $lib-planned-errors "$pre" --die-at 9 --after 3 --check-errors
+    # The survivor goes on until a call fails: NCCL 2.28 refuses every operation on a
+    # communicator whose peer is gone (its asynchronous error), so with the plan running a block
+    # issue fails, and the call that triggered it must return the error (not abort the process).
+    case_ $lib-planned-until-error "$pre" --die-at 9 --after 100000 --check-errors
+    case_ $lib-planned-thread-until-error "$pre" --die-at 9 --after 100000 --abort-thread
     # Two communicators with deferred calls pending, aborted as PyTorch does with NCCL 2.22 and
     # later: ncclGroupStart, ncclCommAbort of each, ncclGroupEnd.
     case_ $lib-group-abort "$pre" --die-at 9 --after 3 --abort-thread --two-comms
@@ -52,11 +57,24 @@ grep -q 'rank 0\] usbyte\[0\]: communicator 0: schedule mode from this call on' 
     || fail "the plan was not running on the survivor when the peer died"
 # The agreement is issued without waiting for the warm-up's timing events; the call at the switch
 # to the plan waits for it, behind the dead peer: NCCL's asynchronous error ends that wait and
-# the call returns the error without reaching NCCL (the single-threaded survivor then aborts).
+# the call returns the error without reaching NCCL, or NCCL refused the agreement itself (the
+# peer was found gone by then); either way the single-threaded survivor's call returns 6 and it
+# aborts.
 for name in usbyte-warmup-errors usbyte-agreement-errors; do
-    grep -q 'rank 0\] usbyte\[0\]: error: communicator 0: call [0-9]* is not issued: NCCL reports an asynchronous error (ncclRemoteError' \
-        "$WORK/$name.out" && grep -q 'rank 0: ncclAllReduce(.*) returned 6: aborting' "$WORK/$name.out" \
+    grep -q 'rank 0: ncclAllReduce(.*) returned 6: aborting' "$WORK/$name.out" \
         || { grep 'usbyte\|rank 0:' "$WORK/$name.out" | tail -8 | sed 's/^/    | /';
-             fail "$name: the call waiting for the agreement did not return the peer's error"; }
+             fail "$name: the survivor's call did not return the peer's error"; }
+done
+grep -Eq 'rank 0\] usbyte\[0\]: error: communicator 0: (call [0-9]* is not issued: NCCL reports an asynchronous error \(ncclRemoteError|NCCL refused the agreement.s collectives \(ncclRemoteError\))' \
+    "$WORK/usbyte-agreement-errors.out" \
+    || { grep 'usbyte\|rank 0:' "$WORK/usbyte-agreement-errors.out" | tail -8 | sed 's/^/    | /';
+         fail "usbyte-agreement-errors: usbyte did not hand the peer's error to the call"; }
+# With the plan running, the block issue's refusal: one line naming the communicator and the
+# error, and the call that triggered the issue returns it.
+for name in usbyte-planned-until-error usbyte-planned-thread-until-error; do
+    grep -q 'rank 0\] usbyte\[0\]: error: communicator 0: schedule mode stopped: ncclAllReduce.* of block [0-9]* returned ncclRemoteError; pass-through from now on' \
+        "$WORK/$name.out" && grep -q 'rank 0: ncclAllReduce(.*) returned 6' "$WORK/$name.out" \
+        || { grep 'usbyte\|rank 0:' "$WORK/$name.out" | grep -v 'raw it' | tail -8 | sed 's/^/    | /';
+             fail "$name: the block issue's error did not reach the call that triggered it"; }
 done
 echo "runtime abort: ok"

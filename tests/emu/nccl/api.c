@@ -43,12 +43,31 @@ static ncclResult_t check_buf(const void *p, size_t bytes, const char *fn, const
             return r_;                      \
     } while (0)
 
-/* Common checks and issue of one operation. */
+static ncclResult_t async_error_of(struct ncclComm *comm);
+
+/* Common checks and issue of one operation.  As NCCL 2.28's ncclEnqueueCheck: a communicator
+ * with an asynchronous error (a peer gone) refuses every later operation with that error
+ * (ncclCommEnsureReady), and an error inside a group is the group's too: its outermost
+ * ncclGroupEnd returns it and launches nothing (ncclGroupErrCheck). */
+static ncclResult_t issue_checked(enum emu_kind kind, const void *send, void *recv, size_t count, int dtype, int op,
+                                  int root, ncclComm_t comm, cudaStream_t stream);
+
 static ncclResult_t issue(enum emu_kind kind, const void *send, void *recv, size_t count, int dtype, int op, int root,
+                          ncclComm_t comm, cudaStream_t stream)
+{
+    ncclResult_t r = issue_checked(kind, send, recv, count, dtype, op, root, comm, stream);
+    return r == ncclSuccess ? r : emu_group_error(r);
+}
+
+static ncclResult_t issue_checked(enum emu_kind kind, const void *send, void *recv, size_t count, int dtype, int op, int root,
                           ncclComm_t comm, cudaStream_t stream)
 {
     const char *fn = emu_kind_api_name(kind);
     TRY(check_comm(comm, fn));
+    ncclResult_t async = async_error_of(comm);
+    if (async != ncclSuccess)
+        return emu_error(async, "%s: communicator %s has an asynchronous error (%s): operation refused", fn,
+                         comm->hash, async == ncclRemoteError ? "a peer is gone" : "NCCL error");
     size_t es = emu_dtype_size(dtype);
     if (es == 0)
         return emu_error(ncclInvalidArgument, "%s: invalid data type %d", fn, dtype);
@@ -374,12 +393,17 @@ static bool process_gone(pid_t pid)
 
 /* A peer whose process ended without leaving the communicator is every survivor's asynchronous
  * error, as NCCL's socket transport reports a closed connection (ncclRemoteError, within
- * moments of the death); collectives already waiting for it stay stuck, as on a GPU. */
-EMU_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+ * moments of the death); collectives already waiting for it stay stuck, as on a GPU.  The peers
+ * are looked at no more than every ASYNC_SCAN_NS (NCCL's proxy thread sets the error on its own
+ * time too): an enqueue asks at every call. */
+#define ASYNC_SCAN_NS 2000000ull
+
+static ncclResult_t async_error_of(struct ncclComm *comm)
 {
-    TRY(check_comm(comm, "ncclCommGetAsyncError"));
-    if (asyncError == NULL)
-        return emu_error(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+    uint64_t now = emu_now_ns(), last = atomic_load(&comm->async_scanned_ns);
+    if (atomic_load(&comm->async_error) != ncclSuccess || now - last < ASYNC_SCAN_NS ||
+        !atomic_compare_exchange_strong(&comm->async_scanned_ns, &last, now))
+        return (ncclResult_t)atomic_load(&comm->async_error);
     for (int r = 0; r < comm->nranks && atomic_load(&comm->async_error) == ncclSuccess; r++) {
         const struct emu_rank_area *peer = &comm->ranks[r];
         if (r == comm->rank || !atomic_load(&peer->present) || atomic_load(&peer->left) || !process_gone(peer->pid))
@@ -389,7 +413,16 @@ EMU_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *as
             fprintf(stderr, "usbyte-emu: rank %d: comm %s: rank %d (pid %d) is gone: ncclRemoteError\n", comm->rank,
                     comm->hash, r, (int)peer->pid);
     }
-    *asyncError = (ncclResult_t)atomic_load(&comm->async_error);
+    return (ncclResult_t)atomic_load(&comm->async_error);
+}
+
+EMU_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+{
+    TRY(check_comm(comm, "ncclCommGetAsyncError"));
+    if (asyncError == NULL)
+        return emu_error(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+    atomic_store(&comm->async_scanned_ns, 0); /* asked explicitly: look now */
+    *asyncError = async_error_of(comm);
     return ncclSuccess;
 }
 EMU_NCCL_ALIAS(ncclCommGetAsyncError);

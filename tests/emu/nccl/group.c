@@ -24,7 +24,15 @@ static _Thread_local struct {
     int n, cap;
     struct ncclComm **inits;
     int ninit, initcap;
+    ncclResult_t error;    /* an operation of the open group failed */
 } grp;
+
+ncclResult_t emu_group_error(ncclResult_t r)
+{
+    if (grp.depth > 0 && r != ncclSuccess && r != ncclInProgress && grp.error == ncclSuccess)
+        grp.error = r;
+    return r;
+}
 
 int emu_group_depth(void)
 {
@@ -331,6 +339,14 @@ ncclResult_t emu_group_end(void)
         return emu_error(ncclInvalidUsage, "ncclGroupEnd: not in a group (missing ncclGroupStart)");
     if (--grp.depth > 0)
         return ncclSuccess;
+    ncclResult_t error = grp.error;
+    grp.error = ncclSuccess;
+    if (error != ncclSuccess) {
+        /* NCCL drops the whole group (groupCleanup); communicators created in it still finish. */
+        finish_inits();
+        clear_ops();
+        return error;
+    }
     return flush();
 }
 
@@ -376,6 +392,7 @@ ncclResult_t emu_group_simulate_end(ncclSimInfo_t *info)
     info->estimatedTime = (float)estimate_us();
     if (--grp.depth > 0)
         return ncclSuccess;
+    grp.error = ncclSuccess;
     /* Like NCCL: the simulated operations are dropped, not launched. */
     finish_inits();
     clear_ops();

@@ -137,6 +137,7 @@ struct ncclComm {
     struct emu_premul_op premul[EMU_MAX_PREMUL_OPS];
     atomic_bool local_abort;
     atomic_int async_error;
+    _Atomic uint64_t async_scanned_ns; /* when the peers were last looked at for a death */
 };
 
 /* A batch of operations of one communicator that runs as one stream operation: a single call,
