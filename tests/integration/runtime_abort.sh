@@ -11,6 +11,8 @@ need "$BUILD/libusbyte.so" "$PROG" "$BUILD/emu/emu-run"
 # USBYTE_MIN_GAIN_PCT=0: the plan runs whatever it is predicted to gain (the "planned" cases need it).
 export USBYTE_EMU_ALPHA_US=200 USBYTE_EMU_GBPS=1 USBYTE_WARMUP=2 USBYTE_HANG_S=2 USBYTE_LOG=debug USBYTE_MIN_GAIN_PCT=0
 unset USBYTE_MODE
+# TSan reports a race and goes on; the programs leave with _exit, so make the first report fatal.
+[[ "${SAN:-}" == *thread* ]] && export TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}"
 # With 6 calls per iteration and USBYTE_WARMUP=2 the period locks in iteration 2, the warm-up is
 # iterations 3-4, the agreement goes out at the first call of iteration 5 and the plan runs from
 # iteration 6.
@@ -49,6 +51,14 @@ for lib in none usbyte; do
     # issue fails, and the call that triggered it must return the error (not abort the process).
     case_ $lib-planned-until-error "$pre" --die-at 9 --after 100000 --check-errors
     case_ $lib-planned-thread-until-error "$pre" --die-at 9 --after 100000 --abort-thread
+    # Both ranks alive, each one's watchdog aborts as its training thread begins an iteration of
+    # the plan, while that thread issues the plan's blocks (one per call with syncea, one merged
+    # block otherwise): the abort must not free or clear what the issue is using (under
+    # SAN=thread, TSan stops the run at the first data race).
+    for at in 7 9; do
+        case_ $lib-mid-issue-$at "$pre" --die-at 1000000 --after 0 --abort-at $at
+        USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 case_ $lib-mid-issue-syncea-$at "$pre" --die-at 1000000 --after 0 --abort-at $at
+    done
     # Two communicators with deferred calls pending, aborted as PyTorch does with NCCL 2.22 and
     # later: ncclGroupStart, ncclCommAbort of each, ncclGroupEnd.
     case_ $lib-group-abort "$pre" --die-at 9 --after 3 --abort-thread --two-comms
