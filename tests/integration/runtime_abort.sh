@@ -51,17 +51,21 @@ for lib in none usbyte; do
     # issue fails, and the call that triggered it must return the error (not abort the process).
     case_ $lib-planned-until-error "$pre" --die-at 9 --after 100000 --check-errors
     case_ $lib-planned-thread-until-error "$pre" --die-at 9 --after 100000 --abort-thread
-    # Both ranks alive, each one's watchdog aborts as its training thread begins an iteration of
-    # the plan, while that thread issues the plan's blocks (one per call with syncea, one merged
-    # block otherwise): the abort must not free or clear what the issue is using (under
-    # SAN=thread, TSan stops the run at the first data race).
-    for at in 7 9; do
-        case_ $lib-mid-issue-$at "$pre" --die-at 1000000 --after 0 --abort-at $at
-        USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 case_ $lib-mid-issue-syncea-$at "$pre" --die-at 1000000 --after 0 --abort-at $at
-    done
     # Two communicators with deferred calls pending, aborted as PyTorch does with NCCL 2.22 and
     # later: ncclGroupStart, ncclCommAbort of each, ncclGroupEnd.
     case_ $lib-group-abort "$pre" --die-at 9 --after 3 --abort-thread --two-comms
+done
+# Both ranks alive, each one's watchdog aborts as its training thread begins an iteration of the
+# plan, while that thread is inside ncclAllReduce issuing the plan's blocks (one per call with
+# syncea, one merged block otherwise): the abort must not free or clear what the issue is using
+# (under SAN=thread, TSan stops the run at the first data race).  With usbyte only: without it the
+# training thread would be inside the real ncclAllReduce during the abort, which NCCL forbids.
+for at in 7 9; do
+    case_ usbyte-mid-issue-$at "$USBYTE_PRELOAD" --die-at 1000000 --after 0 --abort-at $at
+    USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 case_ usbyte-mid-issue-syncea-$at "$USBYTE_PRELOAD" \
+        --die-at 1000000 --after 0 --abort-at $at
+    grep -q 'rank 0\] usbyte\[0\]: communicator 0: schedule mode from this call on' "$WORK/usbyte-mid-issue-syncea-$at.out" \
+        || fail "mid-issue-syncea-$at: the plan was not running when the watchdog aborted"
 done
 grep -q 'rank 0\] usbyte\[0\]: communicator 0: schedule mode from this call on' "$WORK/usbyte-planned.out" \
     || fail "the plan was not running on the survivor when the peer died"
