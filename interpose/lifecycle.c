@@ -253,6 +253,46 @@ static bool aborted_while_waiting(ub_comm *c, uint64_t index, const char *what, 
     return true;
 }
 
+/* Lock held, when c's issuing thread changes.  One thread that issues the calls of several ranks
+ * of one clique (the same identity: one ncclUniqueId, or ncclCommInitAll) puts each call in one
+ * group with the other ranks' (NCCL requires it: every call may block until the other ranks
+ * arrive).  usbyte issues one rank's blocks alone, outside the application's group: that launch
+ * would wait for ever for a rank only this thread launches next.  Both communicators take part
+ * in their agreement with this rank's reason, so every rank stays in pass-through. */
+static void note_shared_issuer(ub_comm *c)
+{
+    if (!c->report.id || c->shared_issuer[0])
+        return;
+    for (ub_comm *o = ub_state_live_comms(); o; o = o->hh.next) {
+        if (o == c || o->report.id != c->report.id || o->issuer != c->issuer)
+            continue;
+        ub_comm *pair[2] = {c, o};
+        for (int i = 0; i < 2; i++) {
+            ub_comm *x = pair[i], *y = pair[1 - i];
+            if (x->shared_issuer[0])
+                continue;
+            snprintf(x->shared_issuer, sizeof x->shared_issuer,
+                     "one thread issues the calls of ranks %d and %d of this communicator in this process: a block of "
+                     "one rank alone would wait in NCCL for the other", x->rank, y->rank);
+            if (x->state == UB_COMM_DETECT || x->state == UB_COMM_PROFILE)
+                ub_info("communicator %d: %s; it stays in pass-through", x->index, x->shared_issuer);
+            else
+                ub_error("communicator %d: %s, found only after its warm-up (state %s): the plan may hang", x->index,
+                         x->shared_issuer, ub_comm_state_name(x->state));
+        }
+        return;
+    }
+}
+
+/* The agreement goes out at this call: this rank's own reason not to follow a plan travels in it
+ * (the rank takes part without numbers; every rank stays in pass-through). */
+static void issue_agreement(ub_comm *c)
+{
+    if (c->shared_issuer[0] && !c->local_failure[0])
+        snprintf(c->local_failure, sizeof c->local_failure, "%s", c->shared_issuer);
+    ub_comm_agree_issue(c);
+}
+
 /* SCHEDULE: the call goes to the plan's cursor (defer.c); a block issue it triggered that failed
  * is answered with the failure (the call is not forwarded: the communicator is in pass-through
  * from now on).  Lock held on entry, released on return. */
@@ -311,7 +351,7 @@ static bool on_profile(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub
          * group or not (the group structure is rank-local). */
         if (!c->local_failure[0])
             ub_timing_now(&c->tm, &c->rec.end_clock, 1, 0);
-        ub_comm_agree_issue(c);
+        issue_agreement(c);
         if (aborted_while_waiting(c, res->index, "for the warm-up's timing events", t))
             return true;
     } else if (res->index < c->profile_start) {
@@ -368,7 +408,7 @@ static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_
          * forwarding it. */
         c->agree_again = false;
         c->agree_at = res->index;
-        ub_comm_agree_issue(c);
+        issue_agreement(c);
         if (aborted_while_waiting(c, res->index, "while the agreement was issued again", t))
             return true;
     } else if (c->phase_pos > 0) {
@@ -446,7 +486,10 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         ub_state_unlock();
         return false;
     }
-    c->issuer = (unsigned long)pthread_self();
+    if (c->issuer != (unsigned long)pthread_self()) {
+        c->issuer = (unsigned long)pthread_self();
+        note_shared_issuer(c);
+    }
     ub_call_sig cs = {.kind = portable_kind(d->id), .count = d->count, .dtype = d->dtype, .op = portable_op(d->op), .peer = d->root};
     uint64_t sig = ub_sig_portable(&cs);
     if (c->state == UB_COMM_SCHEDULE)
