@@ -3,7 +3,9 @@
  * abort, and the reports at exit.  It decides at which call each transition happens; the files
  * it calls for the warm-up, the agreement, the decision and the deferral make it through
  * ub_comm_set_state (tables.c), the state's only writer. */
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,10 +39,16 @@ static void comm_identity(ncclComm_t handle, int *rank, int *nranks, int *device
 
 /* Whether a new communicator is nonblocking, as NCCL 2.28 decides it (init.cc: the config's
  * blocking field, blocking when undefined; a split or shrink without a config copies its parent's;
- * NCCL_COMM_BLOCKING=0 or 1 overrides both).  NCCL offers no call that tells. */
-static bool nonblocking_comm(const ncclConfig_t *config, ncclComm_t parent)
+ * NCCL_COMM_BLOCKING 0 or 1, read as NCCL reads an integer parameter (strtoll, base 0), overrides
+ * both).  NCCL offers no call that tells.  A value from NCCL's configuration files (NCCL_CONF_FILE
+ * or ~/.nccl.conf, then /etc/nccl.conf) is in the environment by now: NCCL copies their lines
+ * there (never over a set variable) at its first parameter read, inside the initialisation that
+ * returned this communicator.  why: how it was decided, for the report. */
+static bool nonblocking_comm(const ncclConfig_t *config, ncclComm_t parent, char *why, size_t len)
 {
     bool nonblocking = false;
+    snprintf(why, len, "nonblocking communicator (%s)",
+             config ? "its config: blocking = 0" : "inherited from the communicator it was split from");
     if (config) {
         nonblocking = config->blocking == 0;
     } else if (parent) {
@@ -49,9 +57,16 @@ static bool nonblocking_comm(const ncclConfig_t *config, ncclComm_t parent)
         nonblocking = p && p->nonblocking;
         ub_state_unlock();
     }
-    const char *env = getenv("NCCL_COMM_BLOCKING");
-    if (env && (!strcmp(env, "0") || !strcmp(env, "1")))
-        nonblocking = env[0] == '0';
+    const char *v = getenv("NCCL_COMM_BLOCKING");
+    if (v && v[0]) {
+        errno = 0;
+        long long b = strtoll(v, NULL, 0);
+        if (errno == 0 && (b == 0 || b == 1)) {
+            nonblocking = b == 0;
+            snprintf(why, len, "nonblocking communicator (NCCL_COMM_BLOCKING=%.32s, from the environment or NCCL's "
+                     "configuration file)", v);
+        }
+    }
     return nonblocking;
 }
 
@@ -59,22 +74,21 @@ void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclCom
 {
     if ((r != ncclSuccess && r != ncclInProgress) || !out)
         return;
-    bool nonblocking = nonblocking_comm(config, parent);
+    char why[256];
+    bool nonblocking = nonblocking_comm(config, parent, why, sizeof why);
     for (int i = 0; i < n; i++) {
         if (!out[i])
             continue;
         int rank = -1, nranks = -1, device = -1;
-        if (!nonblocking && r == ncclSuccess)
+        if (r == ncclSuccess) /* a nonblocking one still initialising answers ncclInProgress */
             comm_identity(out[i], &rank, &nranks, &device);
         ub_state_lock();
         ub_comm *old = ub_comm_get(out[i]);
         if (old) /* a handle reused after destroy without our seeing it */
             ub_comm_forget(old);
         if (nonblocking) { /* calls on it return before they are enqueued: nothing may be measured */
-            ub_debug("nonblocking communicator %p (%s): passed through, not observed", (void *)out[i],
-                     config ? "its config" : parent ? "inherited from the communicator it was split from"
-                                                    : "NCCL_COMM_BLOCKING=0");
-            ub_comm_add_disabled(out[i], "nonblocking communicator");
+            ub_debug("communicator %p: %s: passed through, not observed", (void *)out[i], why);
+            ub_comm_add_disabled(out[i], rank, nranks, why);
         }
         else if (r == ncclSuccess)
             ub_comm_create(out[i], rank, nranks, device);
@@ -535,7 +549,10 @@ void ub_state_write_reports_at_exit(void)
     for (int i = 0; i < n; i++)
         if (all[i]->state == UB_COMM_SCHEDULE && all[i]->handle)
             ub_sched_summary(all[i]);
-    ub_state_write_reports(false);
+    if (n == 0 && !ub_state_live_comms())
+        ub_report_no_communicator();
+    else
+        ub_state_write_reports(false);
     if (locked)
         ub_state_unlock();
 }

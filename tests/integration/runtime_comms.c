@@ -7,6 +7,8 @@
  *   --mode split-of-nonblocking
  *                           a nonblocking world communicator (config.blocking = 0), split with a
  *                           NULL config: the child inherits nonblocking mode, as in NCCL
+ *   --mode cuda-only        CUDA work only, no NCCL call (as a job whose NCCL is linked statically:
+ *                           usbyte sees no communicator)
  *   --iters N --calls M */
 #include <stdbool.h>
 #include <stdint.h>
@@ -84,6 +86,17 @@ int main(int argc, char **argv)
         loop(child, rank, world, iters, calls);
         NCCL_OK(ncclCommDestroy(child));
         NCCL_OK(ncclCommDestroy(parent));
+    } else if (!strcmp(mode, "cuda-only")) {
+        float *d, h = 0;
+        cudaStream_t s;
+        CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        CUDA_OK(cudaMalloc((void **)&d, sizeof *d));
+        CUDA_OK(cudaMemsetAsync(d, 0, sizeof *d, s));
+        CUDA_OK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        EXPECT(h == 0, "the copy back read %g", (double)h);
+        CUDA_OK(cudaFree(d));
+        CUDA_OK(cudaStreamDestroy(s));
     } else {
         fprintf(stderr, "runtime_comms: unknown mode %s\n", mode);
         return 2;

@@ -3,12 +3,14 @@
  * real libnccl.so.2. */
 #include <errno.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dtype.h"
 #include "group.h"
@@ -192,9 +194,60 @@ EMU_NCCL_ALIAS(ncclMemFree);
 
 /* Internal calls never go through exported symbols, so an interposer of the public names
  * sees each user call once (real NCCL does not call itself through its PLT either). */
+/* NCCL 2.28's initEnv (misc/param.cc), once, before it reads any parameter: the lines NAME=VALUE
+ * of NCCL_CONF_FILE (when set and not empty) or else ~/.nccl.conf (the passwd entry's home), then
+ * of /etc/nccl.conf, go into the environment without overwriting what is there ('#' starts a
+ * comment line; the value is the rest of the line). */
+static void env_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    while ((got = getline(&line, &cap, f)) != -1) {
+        if (line[0] == '#')
+            continue;
+        if (got > 0 && line[got - 1] == '\n')
+            line[got - 1] = '\0';
+        char *eq = strchr(line, '=');
+        if (eq == NULL)
+            continue;
+        *eq = '\0';
+        setenv(line, eq + 1, 0);
+    }
+    free(line);
+    fclose(f);
+}
+
+static void init_env_once(void)
+{
+    char path[1024];
+    const char *user = getenv("NCCL_CONF_FILE");
+    if (user && user[0]) {
+        env_file(user);
+    } else {
+        struct passwd *pw = getpwuid(getuid());
+        if (pw && pw->pw_dir) {
+            snprintf(path, sizeof path, "%s/.nccl.conf", pw->pw_dir);
+            env_file(path);
+        }
+    }
+    env_file("/etc/nccl.conf");
+}
+
+static void init_env(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, init_env_once);
+}
+
 /* Whether a new communicator blocks, as NCCL 2.28 decides it (init.cc: parseCommConfig, or
  * copyCommConfig for a split or shrink without a config, then envConfigOverride): the config's
- * value (blocking when undefined), else the parent's, and NCCL_COMM_BLOCKING=0 or 1 over both. */
+ * value (blocking when undefined), else the parent's, and NCCL_COMM_BLOCKING 0 or 1 over both,
+ * read as every integer parameter (ncclLoadParam: strtoll, base 0, the environment after
+ * initEnv). */
 static int blocking_of(const ncclConfig_t *config, const struct ncclComm *parent)
 {
     int blocking = 1;
@@ -202,9 +255,14 @@ static int blocking_of(const ncclConfig_t *config, const struct ncclComm *parent
         blocking = config->blocking == 0 ? 0 : 1;
     else if (parent != NULL)
         blocking = parent->blocking;
+    init_env();
     const char *env = getenv("NCCL_COMM_BLOCKING");
-    if (env && (!strcmp(env, "0") || !strcmp(env, "1")))
-        blocking = env[0] == '1';
+    if (env && env[0]) {
+        errno = 0;
+        long long v = strtoll(env, NULL, 0);
+        if (errno == 0 && (v == 0 || v == 1))
+            blocking = (int)v;
+    }
     return blocking;
 }
 
