@@ -273,37 +273,83 @@ static bool aborted_while_waiting(ub_comm *c, uint64_t index, const char *what, 
  * arrive).  usbyte issues one rank's blocks alone, outside the application's group: that launch
  * would wait for ever for a rank only this thread launches next.  Both communicators take part
  * in their agreement with this rank's reason, so every rank stays in pass-through. */
+/* Lock held: this rank's reason not to follow a plan, for x (the first one stays). */
+static void refuse_here(ub_comm *x, const char *why)
+{
+    if (x->refusal[0])
+        return;
+    snprintf(x->refusal, sizeof x->refusal, "%s", why);
+    if (x->state == UB_COMM_DETECT || x->state == UB_COMM_PROFILE)
+        ub_info("communicator %d: %s; it stays in pass-through", x->index, why);
+    else
+        ub_error("communicator %d: %s, found only after its warm-up (state %s): the plan may hang or corrupt",
+                 x->index, why, ub_comm_state_name(x->state));
+}
+
 static void note_shared_issuer(ub_comm *c)
 {
-    if (!c->report.id || c->shared_issuer[0])
+    if (!c->report.id || c->refusal[0])
         return;
     for (ub_comm *o = ub_state_live_comms(); o; o = o->hh.next) {
         if (o == c || o->report.id != c->report.id || o->issuer != c->issuer)
             continue;
         ub_comm *pair[2] = {c, o};
         for (int i = 0; i < 2; i++) {
-            ub_comm *x = pair[i], *y = pair[1 - i];
-            if (x->shared_issuer[0])
-                continue;
-            snprintf(x->shared_issuer, sizeof x->shared_issuer,
-                     "one thread issues the calls of ranks %d and %d of this communicator in this process: a block of "
-                     "one rank alone would wait in NCCL for the other", x->rank, y->rank);
-            if (x->state == UB_COMM_DETECT || x->state == UB_COMM_PROFILE)
-                ub_info("communicator %d: %s; it stays in pass-through", x->index, x->shared_issuer);
-            else
-                ub_error("communicator %d: %s, found only after its warm-up (state %s): the plan may hang", x->index,
-                         x->shared_issuer, ub_comm_state_name(x->state));
+            char why[sizeof c->refusal];
+            snprintf(why, sizeof why, "one thread issues the calls of ranks %d and %d of this communicator in this "
+                     "process: a block of one rank alone would wait in NCCL for the other", pair[i]->rank,
+                     pair[1 - i]->rank);
+            refuse_here(pair[i], why);
         }
         return;
     }
+}
+
+/* The communicator whose calls a stream carried last, while communicators profile (lock held).
+ * ub_comm records are never freed (the report keeps them). */
+typedef struct stream_caller {
+    cudaStream_t stream;
+    ub_comm *comm;
+    UT_hash_handle hh;
+} stream_caller;
+static stream_caller *stream_callers;
+
+/* Lock held, at each call of a communicator before its agreement.  Two communicators whose calls
+ * share one stream (PyTorch hands process groups streams out of a pool): each would defer its
+ * calls onto its own private stream, and the stream's events could follow only one of them.
+ * Both stay in pass-through, with the reason, through their agreements. */
+static void note_stream(ub_comm *c, cudaStream_t s)
+{
+    if (c->state != UB_COMM_DETECT && c->state != UB_COMM_PROFILE)
+        return;
+    stream_caller *sc = NULL;
+    HASH_FIND_PTR(stream_callers, &s, sc);
+    if (!sc) {
+        if ((sc = calloc(1, sizeof *sc))) {
+            sc->stream = s;
+            sc->comm = c;
+            HASH_ADD_PTR(stream_callers, stream, sc);
+        }
+        return;
+    }
+    ub_comm *o = sc->comm;
+    sc->comm = c;
+    if (o == c || !o->handle) /* the other one ended: the stream is this one's now */
+        return;
+    char why[sizeof c->refusal];
+    snprintf(why, sizeof why, "the calls of communicators %d and %d share one stream: usbyte would defer both and "
+             "could follow only one of them for the stream's events", o->index < c->index ? o->index : c->index,
+             o->index < c->index ? c->index : o->index);
+    refuse_here(c, why);
+    refuse_here(o, why);
 }
 
 /* The agreement goes out at this call: this rank's own reason not to follow a plan travels in it
  * (the rank takes part without numbers; every rank stays in pass-through). */
 static void issue_agreement(ub_comm *c)
 {
-    if (c->shared_issuer[0] && !c->local_failure[0])
-        snprintf(c->local_failure, sizeof c->local_failure, "%s", c->shared_issuer);
+    if (c->refusal[0] && !c->local_failure[0])
+        snprintf(c->local_failure, sizeof c->local_failure, "%s", c->refusal);
     ub_comm_agree_issue(c);
 }
 
@@ -504,6 +550,7 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         c->issuer = (unsigned long)pthread_self();
         note_shared_issuer(c);
     }
+    note_stream(c, d->stream);
     ub_call_sig cs = {.kind = portable_kind(d->id), .count = d->count, .dtype = d->dtype, .op = portable_op(d->op), .peer = d->root};
     uint64_t sig = ub_sig_portable(&cs);
     if (c->state == UB_COMM_SCHEDULE)

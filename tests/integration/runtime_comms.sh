@@ -64,6 +64,14 @@ reasons conf-nonblocking | grep -q "NCCL_COMM_BLOCKING=0, from" \
 # The environment wins over the file, as in NCCL.
 run conf-env-blocking NCCL_CONF_FILE="$WORK/nccl.conf" NCCL_COMM_BLOCKING=1 -- --mode world
 [ "$(states conf-env-blocking)" != disabled ] || fail "NCCL_COMM_BLOCKING=1 over the file: not observed"
+# Two communicators whose calls share one stream: usbyte would defer both onto their private
+# streams and follow only one of them for the stream's events; both stay in pass-through, saying
+# why (every rank, through the agreement).
+run shared-stream -- --mode shared-stream
+[ "$(states shared-stream)" = "pass-through pass-through" ] || fail "shared stream: states $(states shared-stream)"
+[ "$(reasons shared-stream | grep -c 'the calls of communicators 0 and 1 share one stream')" -eq 2 ] \
+    || fail "shared stream: reasons $(reasons shared-stream | tr '\n' '|')"
+
 # No communicator reaches usbyte (NCCL linked statically, as Horovod does by default): one line at
 # exit per process, and the report says so.
 run cuda-only -- --mode cuda-only
