@@ -267,12 +267,6 @@ static bool aborted_while_waiting(ub_comm *c, uint64_t index, const char *what, 
     return true;
 }
 
-/* Lock held, when c's issuing thread changes.  One thread that issues the calls of several ranks
- * of one clique (the same identity: one ncclUniqueId, or ncclCommInitAll) puts each call in one
- * group with the other ranks' (NCCL requires it: every call may block until the other ranks
- * arrive).  usbyte issues one rank's blocks alone, outside the application's group: that launch
- * would wait for ever for a rank only this thread launches next.  Both communicators take part
- * in their agreement with this rank's reason, so every rank stays in pass-through. */
 /* Lock held: this rank's reason not to follow a plan, for x (the first one stays). */
 static void refuse_here(ub_comm *x, const char *why)
 {
@@ -286,6 +280,12 @@ static void refuse_here(ub_comm *x, const char *why)
                  x->index, why, ub_comm_state_name(x->state));
 }
 
+/* Lock held, when c's issuing thread changes.  One thread that issues the calls of several ranks
+ * of one clique (the same identity: one ncclUniqueId, or ncclCommInitAll) puts each call in one
+ * group with the other ranks' (NCCL requires it: every call may block until the other ranks
+ * arrive).  usbyte issues one rank's blocks alone, outside the application's group: that launch
+ * would wait for ever for a rank only this thread launches next.  Both communicators take part
+ * in their agreement with this rank's reason, so every rank stays in pass-through. */
 static void note_shared_issuer(ub_comm *c)
 {
     if (!c->report.id || c->refusal[0])
