@@ -160,8 +160,18 @@ static void one_thread(void)
             }
         }
     }
-    for (int r = 0; r < NDEV; r++)
+    for (int r = 0; r < NDEV; r++) {
         NCCL_OK(ncclCommDestroy(comms[r]));
+        CUDA_OK(cudaSetDevice(r));
+        for (int c = 0; c < calls; c++)
+            CUDA_OK(cudaEventDestroy(ready[r][c]));
+        free(ready[r]);
+        CUDA_OK(cudaFreeHost(in[r]));
+        CUDA_OK(cudaFree(d[r]));
+        CUDA_OK(cudaStreamDestroy(s[r]));
+        CUDA_OK(cudaStreamDestroy(compute[r]));
+    }
+    CUDA_OK(cudaFreeHost(h));
 }
 
 int main(int argc, char **argv)
