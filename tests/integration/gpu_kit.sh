@@ -2,7 +2,10 @@
 # make gpu-kit and its rehearsal: the kit builds (under 40 MiB, with what it must carry, its
 # programs needing nothing of the emulator's own), and
 # check.sh --rehearse runs steps 1-3 on the CPU emulator the kit carries, passing every check that
-# runs, recording every check of steps 1-3, and skipping steps 4-6 with their reason.  Then a copy
+# runs, recording every check of steps 1-3, and skipping steps 4-6 with their reason; its allreduce
+# curve, recorded on the emulator playing a measured table (data/net), is that table in data/net's
+# format (never faster than a row, and rising as the table rises, beyond the emulator's constant
+# cost per call measured at the smallest size), with usbyte's fitted line beside it.  Then a copy
 # of the kit whose ddp_like prints another checksum under usbyte: the rehearsal must fail that
 # check, say why, and exit 1.
 set -uo pipefail
@@ -82,6 +85,27 @@ for c in three:
     assert n["state"] == "schedule" and n["measured_speedup"] > 0 and n["predicted_speedup"] >= 1, c["name"]
     assert n.get("exact") is True or n.get("equal_checksums") is True, c["name"]
 assert "| 3 CUDA + NCCL | ddp_like, 2 ranks, without and with usbyte | pass |" in md, "the table"
+cv = by_name["allreduce curve, 2 ranks, usbyte observing"]
+assert cv["status"] == "pass" and cv["numbers"]["sizes"] == 9 and "usbyte_line_alpha_us" in cv["numbers"], cv
+text = open(out + "/step3/curve/allreduce-curve.tsv").read()
+for head in ("# source: ", "# hardware: ", "# ranks: 2\n", "# columns: bytes\ttime_us_out_of_place\ttime_us_in_place\n"):
+    assert head in text, "the curve has no %r line" % head
+got = [[float(x) for x in l.split("\t")] for l in text.splitlines() if l and not l.startswith("#")]
+played = {}
+for l in open("data/net/11-aws-g4dn-tcp-socket-2node-2r.tsv"):
+    if l.strip() and not l.startswith("#"):
+        f = [float(x) for x in l.split("\t")]
+        played[f[0]] = f[1:]
+assert [r[0] for r in got] == [4096.0 * 2 ** i for i in range(9)] and all(len(r) == 3 for r in got), got
+base = [got[0][c] - played[got[0][0]][c - 1] for c in (1, 2)]
+for r in got:
+    for c in (1, 2):
+        t = played[r[0]][c - 1]
+        assert r[c] >= 0.97 * t, "%d bytes: %.2f us, faster than the table (%.2f)" % (r[0], r[c], t)
+        rise, want = r[c] - got[0][c], t - played[got[0][0]][c - 1]
+        assert abs(rise - want) <= 0.1 * want + 100, "%d bytes: %.2f us above 4 KiB, the table %.2f" % (r[0], rise, want)
+model = [l.split("\t") for l in open(out + "/step3/curve/allreduce-curve-model.tsv") if not l.startswith("#")]
+assert len(model) == 9 and all(len(m) == 7 for m in model), model
 assert "measure the mechanism, not a cluster" in md
 print("info: %d checks: %d passed, %d skipped" % (len(checks), sum(c["status"] == "pass" for c in checks),
                                                   sum(c["status"] == "skip" for c in checks)))
