@@ -8,13 +8,15 @@
  *   emu_net interference MS       compute of MS milliseconds on a compute stream of the
  *                                 communicator's device: alone, beside an allreduce of the
  *                                 communicator as a host function and as a kernel, and on another
- *                                 device beside it; prints
+ *                                 device beside it, each 3 times; prints
  *                                 "compute KIND OP_INDEX EVENT_MS FN_START_NS FN_END_NS" (OP_INDEX:
  *                                 the allreduce beside it, -1 for none)
  * Payload is checked in both. */
 #include <stdint.h>
 
 #include "emu_common.h"
+
+#define INTERFERENCE_REPS 3   /* each measurement, so that one a busy machine delayed is outvoted */
 
 static long long now_ns(void)
 {
@@ -141,13 +143,15 @@ static void interference(double ms, ncclComm_t comm)
     CUDA_OK(cudaGetDevice(&dev));
     CUDA_OK(cudaGetDeviceCount(&count));
     EXPECT(count > 1, "needs two devices");
-    measure("alone", 0, 0, ms, comm, comm_stream, dev, compute, buf, n, sync);
-    measure("host", 0, 1, ms, comm, comm_stream, dev, compute, buf, n, sync);
-    measure("kernel", 1, 1, ms, comm, comm_stream, dev, compute, buf, n, sync);
     CUDA_OK(cudaSetDevice((dev + 1) % count));
     CUDA_OK(cudaStreamCreate(&other));
     CUDA_OK(cudaSetDevice(dev));
-    measure("other-device", 0, 1, ms, comm, comm_stream, (dev + 1) % count, other, buf, n, sync);
+    for (int rep = 0; rep < INTERFERENCE_REPS; rep++) {
+        measure("alone", 0, 0, ms, comm, comm_stream, dev, compute, buf, n, sync);
+        measure("host", 0, 1, ms, comm, comm_stream, dev, compute, buf, n, sync);
+        measure("kernel", 1, 1, ms, comm, comm_stream, dev, compute, buf, n, sync);
+        measure("other-device", 0, 1, ms, comm, comm_stream, (dev + 1) % count, other, buf, n, sync);
+    }
     CUDA_OK(cudaFree(buf));
     CUDA_OK(cudaFree(sync));
 }

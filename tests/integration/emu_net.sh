@@ -12,7 +12,9 @@
 #    take F x the overlap (from the op log's arrival and end of the allreduce and the function's
 #    own clock) longer than the function ran, beyond the extra a function alone shows (the
 #    measured baseline); compute alone and compute on another device beside it are not
-#    stretched; with F = 0 nothing is.
+#    stretched; with F = 0 nothing is.  Medians of 3 repetitions (a busy machine that delays one
+#    worker by milliseconds is outvoted), within 10% + 2 ms, and the added time may exceed that
+#    by the lateness with which the function's own sleep woke (measured: the machine's load).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=${BUILD:-build}
@@ -151,26 +153,39 @@ check(sum(abs(a[(0, i)] - a[(1, i)]) > 1e-3 for (r, i) in a if r == 0) >= 5, "ji
 check(sum(abs(f - 1) > 0.01 for f in a.values()) >= 8, "jitter: the factors are not 1")
 
 # Interference: extra time = F x overlap beside an allreduce of the device, nothing otherwise.
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2]
+
+
 def compute(name, factor):
     log = oplog(name)
-    got = {}
+    got = {}   # (rank, kind): [(extra ms beyond the function's own run, overlap ms)], one per repetition
     for rank, f in lines(name, "compute"):
         kind, index, ev_ms, fs, fe = f[0], int(f[1]), float(f[2]), int(f[3]), int(f[4])
         overlap = 0.0
         if index >= 0:
             r = log[rank][index]
             overlap = pos(min(fe, r[6]) - max(fs, r[2])) / 1e6
-        got[(rank, kind)] = (ev_ms - (fe - fs) / 1e6, overlap)
+        got.setdefault((rank, kind), []).append((ev_ms - (fe - fs) / 1e6, overlap, max((fe - fs) / 1e6 - 80, 0)))
     for rank in sorted({r for r, _ in got}):
-        base = got[(rank, "alone")][0]
-        check(base <= 0.1 * 80 + 2.0, "%s rank %d: compute alone: %.3f ms beyond its own run" % (name, rank, base))
+        base = median([e for e, _, _ in got[(rank, "alone")]])
+        check(len(got[(rank, "alone")]) == 3 and median([e - late for e, _, late in got[(rank, "alone")]]) <= 0.1 * 80 + 2.0,
+              "%s rank %d: compute alone: %.3f ms beyond its own run" % (name, rank, base))
         for kind in ("host", "kernel", "other-device"):
-            extra, overlap = got[(rank, kind)]
-            want = factor * overlap if kind != "other-device" else 0.0
+            reps = got[(rank, kind)]
+            want_of = (lambda o: factor * o) if kind != "other-device" else (lambda o: 0.0)
+            # A busy machine wakes the emulator's added sleep late as it woke the function's own
+            # 80 ms sleep late: that lateness, measured, may come on top, never below.
+            miss = median([e - base - want_of(o) for e, o, _ in reps])
+            miss_late = median([e - base - want_of(o) - late for e, o, late in reps])
+            want = median([want_of(o) for _, o, _ in reps])
+            overlap = median([o for _, o, _ in reps])
             slack = 0.1 * want + 2.0
-            check(abs(extra - base - want) <= slack and (kind == "other-device" or overlap > 20),
+            check(len(reps) == 3 and miss >= -slack and miss_late <= slack and overlap > 20,
                   "%s rank %d: %s beside an allreduce (overlap %.3f ms): %.3f ms added beyond the baseline, want "
-                  "%.3f (+-%.3f)" % (name, rank, kind, overlap, extra - base, want, slack))
+                  "%.3f (-%.3f, +%.3f and the function's own lateness, median %.3f)" % (
+                      name, rank, kind, overlap, want + miss, want, slack, slack, median([l for _, _, l in reps])))
 
 compute("interference", 0.5)
 compute("no-interference", 0.0)

@@ -85,15 +85,15 @@ EMU_EXPORT void usbyteEmuDeviceCommBegin(int device)
     pthread_mutex_unlock(&c->mu);
 }
 
-EMU_EXPORT void usbyteEmuDeviceCommEnd(int device)
+EMU_EXPORT void usbyteEmuDeviceCommEnd(int device, uint64_t end_ns)
 {
     struct comm_clock *c = clock_of(device);
     if (emu_interference() == 0.0 || c == NULL)
         return;
     pthread_mutex_lock(&c->mu);
     if (c->active > 0 && --c->active == 0) {
-        uint64_t now = now_ns();
-        c->busy_ns += now > c->since_ns ? now - c->since_ns : 0;
+        uint64_t end = end_ns != 0 ? end_ns : now_ns();
+        c->busy_ns += end > c->since_ns ? end - c->since_ns : 0;
     }
     pthread_mutex_unlock(&c->mu);
 }

@@ -292,7 +292,7 @@ static uint64_t run_collective(struct ncclComm *c, struct emu_coll *op, uint64_t
 {
     usbyteEmuDeviceCommBegin(c->device);
     uint64_t end = run_collective_on_device(c, op, queued);
-    usbyteEmuDeviceCommEnd(c->device);
+    usbyteEmuDeviceCommEnd(c->device, end);
     return end;
 }
 
@@ -447,7 +447,7 @@ static uint64_t run_p2p(struct ncclComm *c, const struct emu_unit *u, uint64_t q
 {
     usbyteEmuDeviceCommBegin(c->device);
     uint64_t end = run_p2p_on_device(c, u, queued);
-    usbyteEmuDeviceCommEnd(c->device);
+    usbyteEmuDeviceCommEnd(c->device, end);
     return end;
 }
 
