@@ -8,7 +8,7 @@
  *   emu_net interference MS       compute of MS milliseconds on a compute stream of the
  *                                 communicator's device: alone, beside an allreduce of the
  *                                 communicator as a host function and as a kernel, and on another
- *                                 device beside it, each 3 times; prints
+ *                                 device beside it, each 5 times; prints
  *                                 "compute KIND OP_INDEX EVENT_MS FN_START_NS FN_END_NS" (OP_INDEX:
  *                                 the allreduce beside it, -1 for none)
  * Payload is checked in both. */
@@ -16,7 +16,7 @@
 
 #include "emu_common.h"
 
-#define INTERFERENCE_REPS 3   /* each measurement, so that one a busy machine delayed is outvoted */
+#define INTERFERENCE_REPS 5   /* each measurement, so that two a busy machine delayed are outvoted */
 
 static long long now_ns(void)
 {
