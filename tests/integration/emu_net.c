@@ -11,7 +11,7 @@
  *                                 device beside it, each 5 times; prints
  *                                 "compute KIND OP_INDEX EVENT_MS FN_START_NS FN_END_NS" (OP_INDEX:
  *                                 the allreduce beside it, -1 for none)
- * Payload is checked in both. */
+ * The curve mode checks each result. */
 #include <stdint.h>
 
 #include "emu_common.h"
