@@ -641,7 +641,10 @@ def curve(k):
             "--sweeps", "8", "--out", out]
     extra = dict(NCCL_ENV, USBYTE_WARMUP=2)
     if k.rehearse:
-        extra["USBYTE_EMU_NET"] = os.path.join(KIT, "net", REHEARSAL_NET)
+        # The emulator times the measured table, and its op log says by how much each call ran
+        # past the table's time (data moved on a busy CPU, a late wake-up).
+        extra.update(USBYTE_EMU_NET=os.path.join(KIT, "net", REHEARSAL_NET),
+                     USBYTE_EMU_OPLOG=os.path.join(d, "oplog-%r.txt"))
     r = k.ranks(2, argv, k.env(**extra), 150, os.path.join(d, "curve.log"), report=d, mode="observe")
     oks = len(re.findall(r"^\[rank \d+\] curve ok", r.out, re.M))
     try:
