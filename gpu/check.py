@@ -208,8 +208,8 @@ class Kit:
             out = f.read()
         return Run(p.returncode if not timed_out else 124, out, time.monotonic() - start, timed_out)
 
-    def ranks(self, n, argv, env, timeout, log, report=None, usbyte_args=()):
-        """n ranks of argv through kit_run.py; with report=DIR, under usbyte-run --mode schedule."""
+    def ranks(self, n, argv, env, timeout, log, report=None, usbyte_args=(), mode="schedule"):
+        """n ranks of argv through kit_run.py; with report=DIR, under usbyte-run --mode MODE."""
         cmd = [sys.executable, os.path.join(PY, "kit_run.py"), "-n", str(n), "--timeout", str(int(timeout)),
                "--gpus", str(self.gpus)]
         if n > 1:
@@ -217,7 +217,7 @@ class Kit:
         cmd += ["--"] + argv
         if report:
             os.makedirs(report, exist_ok=True)
-            cmd = [self.run_usbyte, "--mode", "schedule", "--log", "info", "--report", report] + list(usbyte_args) + ["--"] + cmd
+            cmd = [self.run_usbyte, "--mode", mode, "--log", "info", "--report", report] + list(usbyte_args) + ["--"] + cmd
         # The ranks have `timeout` (kit_run.py's own); usbyte-run then writes the summary and the
         # page, which on a busy machine under a sanitizer takes tens of seconds.
         return self.run(cmd, env, timeout + (60 if report else 15), log)
@@ -590,6 +590,105 @@ def smoke(k):
                      **sizes)
 
 
+CURVE_TSV = "allreduce-curve.tsv"
+CURVE_MODEL_TSV = "allreduce-curve-model.tsv"
+# The emulated network of the rehearsal's curve: a measured one, slow enough that the emulator's
+# own cost per call (tens of microseconds) is small beside it.
+REHEARSAL_NET = "11-aws-g4dn-tcp-socket-2node-2r.tsv"
+
+
+def read_curve(path):
+    """[(bytes, out-of-place us, in-place us)] of a table in data/net's format; ValueError if bad."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            cols = line.rstrip("\n").split("\t")
+            if len(cols) != 3:
+                raise ValueError("%s: %r is not bytes<TAB>us<TAB>in_place_us" % (path, line))
+            rows.append((int(cols[0]), float(cols[1]), float(cols[2])))
+    return rows
+
+
+def line_fit(xs, ts):
+    """alpha + beta*x minimising the relative error (weights 1/t^2); (alpha, beta)."""
+    w = [1.0 / (t * t) for t in ts]
+    sw, sx, st = sum(w), sum(a * x for a, x in zip(w, xs)), sum(a * t for a, t in zip(w, ts))
+    sxx, sxt = sum(a * x * x for a, x in zip(w, xs)), sum(a * x * t for a, x, t in zip(w, xs, ts))
+    det = sw * sxx - sx * sx
+    if det == 0:
+        return st / sw, 0.0
+    return (sxx * st - sx * sxt) / det, (sw * sxt - sx * st) / det
+
+
+def curve(k):
+    """The allreduce curve of the kit's 2 ranks (4 KiB to 256 MiB, factor 2) in data/net's table
+    format, with usbyte observing the same run: beside each size, the line usbyte fitted from the
+    run's calls (its report's fit) and the alpha-beta fit of the curve's own sizes."""
+    S = 3
+    name = "allreduce curve, 2 ranks, usbyte observing"
+    if not k.smoke_ok:
+        k.checks.add(S, name, "skip", "the 2-rank smoke test failed")
+        return
+    if k.budget_skip(S, name, 90):
+        return
+    d = os.path.join(k.out, "step3", "curve")
+    os.makedirs(d, exist_ok=True)
+    out = os.path.join(d, CURVE_TSV)
+    top = (1 << 20) if k.rehearse else (256 << 20)
+    argv = [os.path.join(k.libexec, "curve"), "--min", "4096", "--max", str(top), "--warmup", "1", "--iters", "5",
+            "--sweeps", "8", "--out", out]
+    extra = dict(NCCL_ENV, USBYTE_WARMUP=2)
+    if k.rehearse:
+        # The emulator times the measured table, and its op log says by how much each call ran
+        # past the table's time (data moved on a busy CPU, a late wake-up).
+        extra.update(USBYTE_EMU_NET=os.path.join(KIT, "net", REHEARSAL_NET),
+                     USBYTE_EMU_OPLOG=os.path.join(d, "oplog-%r.txt"))
+    r = k.ranks(2, argv, k.env(**extra), 150, os.path.join(d, "curve.log"), report=d, mode="observe")
+    oks = len(re.findall(r"^\[rank \d+\] curve ok", r.out, re.M))
+    try:
+        rows = read_curve(out) if r.rc == 0 and oks == 2 else []
+    except (OSError, ValueError) as e:
+        rows, r.out = [], r.out + "\n%s" % e
+    want = [4096 << i for i in range((top // 4096).bit_length())]
+    if not rows or [b for b, _, _ in rows] != want or min(min(o, i) for _, o, i in rows) <= 0:
+        k.checks.add(S, name, "fail", "exit %s, %d of 2 ranks ok, %d of %d sizes: %s" % (
+            r.rc, oks, len(rows), len(want), r.tail()))
+        return
+    xs, ts = [b for b, _, _ in rows], [o for _, o, _ in rows]
+    own_a, own_b = line_fit(xs, ts)
+    fit = ((reports(d).get(0) or {}).get("comms") or [{}])[0].get("fit") or {}
+    have_line = fit.get("alpha") is not None and fit.get("beta") is not None and fit.get("samples", 0) > 0
+    with open(os.path.join(d, CURVE_MODEL_TSV), "w") as f:
+        f.write("# the measured curve (%s) beside two lines: usbyte_line = the line usbyte fitted from this run's "
+                "calls (rank 0's report, comms[0].fit: %s); own_fit = alpha + beta*bytes fitted to this curve's "
+                "out-of-place times (least squares on relative error: alpha %.2f us, beta %.6f us/byte)\n" % (
+                    CURVE_TSV, "alpha %.2f us, beta %.6f us/byte, %d samples" % (
+                        fit["alpha"] * 1e6, fit["beta"] * 1e6, fit["samples"]) if have_line else "none in the report",
+                    own_a, own_b))
+        f.write("# columns: bytes\ttime_us_out_of_place\ttime_us_in_place\tusbyte_line_us\tusbyte_line_error_pct"
+                "\town_fit_us\town_fit_error_pct\n")
+        errs, own_errs = [], []
+        for b, o, i in rows:
+            line = (fit["alpha"] + fit["beta"] * b) * 1e6 if have_line else float("nan")
+            own = own_a + own_b * b
+            errs.append(100.0 * (line - o) / o)
+            own_errs.append(100.0 * (own - o) / o)
+            f.write("%d\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.1f\n" % (b, o, i, line, errs[-1], own, own_errs[-1]))
+    by = dict((b, o) for b, o, _ in rows)
+    nums = {"sizes": len(rows), "latency_floor_us": min(ts), "largest_us": ts[-1]}
+    if (64 << 20) in by:
+        nums["bytes_per_us_64MiB"] = (64 << 20) / by[64 << 20]
+    if have_line:
+        nums["usbyte_line_alpha_us"] = fit["alpha"] * 1e6
+        nums["usbyte_line_max_error_pct"] = max(errs, key=abs)
+    nums["own_fit_max_error_pct"] = max(own_errs, key=abs)
+    k.checks.add(S, name, "pass", "step3/curve/%s, beside %s: %s" % (
+        CURVE_TSV, CURVE_MODEL_TSV, "usbyte's fitted line and the curve's own fit" if have_line
+        else "the curve's own fit only (usbyte's report has no fit)"), **nums)
+
+
 def step3(k):
     S = 3
     usb = {"USBYTE_MIN_GAIN_PCT": 0}
@@ -599,6 +698,7 @@ def step3(k):
     if not k.smoke_tried:
         k.smoke_tried = True
         smoke(k)
+    curve(k)
     for name, argv, ok_pattern in step3_programs(k):
         for n in (1, 2):
             check = "%s, %d rank%s, without and with usbyte" % (name, n, "s" if n > 1 else "")

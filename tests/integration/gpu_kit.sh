@@ -2,7 +2,11 @@
 # make gpu-kit and its rehearsal: the kit builds (under 40 MiB, with what it must carry, its
 # programs needing nothing of the emulator's own), and
 # check.sh --rehearse runs steps 1-3 on the CPU emulator the kit carries, passing every check that
-# runs, recording every check of steps 1-3, and skipping steps 4-6 with their reason.  Then a copy
+# runs, recording every check of steps 1-3, and skipping steps 4-6 with their reason; its allreduce
+# curve, recorded on the emulator playing a measured table (data/net), is that table in data/net's
+# format (never faster than a row, and each row the table's plus what the op log says the calls ran
+# past it plus the emulator's own cost per call, the median over the rows), with usbyte's fitted
+# line beside it.  Then a copy
 # of the kit whose ddp_like prints another checksum under usbyte: the rehearsal must fail that
 # check, say why, and exit 1.
 set -uo pipefail
@@ -82,6 +86,35 @@ for c in three:
     assert n["state"] == "schedule" and n["measured_speedup"] > 0 and n["predicted_speedup"] >= 1, c["name"]
     assert n.get("exact") is True or n.get("equal_checksums") is True, c["name"]
 assert "| 3 CUDA + NCCL | ddp_like, 2 ranks, without and with usbyte | pass |" in md, "the table"
+cv = by_name["allreduce curve, 2 ranks, usbyte observing"]
+assert cv["status"] == "pass" and cv["numbers"]["sizes"] == 9 and "usbyte_line_alpha_us" in cv["numbers"], cv
+text = open(out + "/step3/curve/allreduce-curve.tsv").read()
+for head in ("# source: ", "# hardware: ", "# ranks: 2\n", "# columns: bytes\ttime_us_out_of_place\ttime_us_in_place\n"):
+    assert head in text, "the curve has no %r line" % head
+got = [[float(x) for x in l.split("\t")] for l in text.splitlines() if l and not l.startswith("#")]
+played = {}
+for l in open("data/net/11-aws-g4dn-tcp-socket-2node-2r.tsv"):
+    if l.strip() and not l.startswith("#"):
+        f = [float(x) for x in l.split("\t")]
+        played[f[0]] = f[1:]
+assert [r[0] for r in got] == [4096.0 * 2 ** i for i in range(9)] and all(len(r) == 3 for r in got), got
+late = {}   # bytes: the median time rank 0 ran a call past the table (op log: end - model_end), us
+for l in open(out + "/step3/curve/oplog-0.txt"):
+    f = l.split()
+    if not l.startswith("#") and f[4] == "allreduce":
+        late.setdefault(float(f[5]), []).append((int(f[11]) - int(f[10])) / 1e3)
+late = {b: sorted(v)[len(v) // 2] for b, v in late.items()}
+for c in (1, 2):
+    # the emulator cost per call beyond that: waking the ranks, the median over the rows
+    cost = sorted(r[c] - late[r[0]] - played[r[0]][c - 1] for r in got)[len(got) // 2]
+    for r in got:
+        t = played[r[0]][c - 1]
+        assert r[c] >= 0.97 * t, "%d bytes: %.2f us, faster than the table (%.2f)" % (r[0], r[c], t)
+        assert abs(r[c] - late[r[0]] - cost - t) <= 0.1 * t + 100, (
+            "%d bytes: %.2f us, the table %.2f plus the emulator cost %.2f and %.2f past the table" % (
+                r[0], r[c], t, cost, late[r[0]]))
+model = [l.split("\t") for l in open(out + "/step3/curve/allreduce-curve-model.tsv") if not l.startswith("#")]
+assert len(model) == 9 and all(len(m) == 7 for m in model), model
 assert "measure the mechanism, not a cluster" in md
 print("info: %d checks: %d passed, %d skipped" % (len(checks), sum(c["status"] == "pass" for c in checks),
                                                   sum(c["status"] == "skip" for c in checks)))
