@@ -266,8 +266,7 @@ static bool on_profile(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub
     if (res->index >= c->agree_at) {
         /* The first call after the warm-up: the same call index on every rank, inside a
          * group or not (the group structure is rank-local). */
-        if (!c->local_failure[0])
-            ub_timing_now(&c->tm, &c->rec.end_clock, 1, 0);
+        ub_warmup_record_end(c, d);
         ub_comm_agree_issue(c);
         if (aborted_while_waiting(c, res->index, "for the warm-up's timing events", t))
             return true;
