@@ -1,11 +1,13 @@
 /* Profiles in the docs/model.md JSON format: strict reading with one-line errors that name the
  * origin and the JSON path, and writing that round-trips exactly. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "profile_io_util.h"
 #include "usbyte/atomic_write.h"
@@ -17,15 +19,26 @@
 json_t *ub_json_load_file(const char *path, char *err, size_t errlen)
 {
     const ub_io_where c = {path ? path : "<profile>", err, errlen};
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ub_io_fail(&c, "cannot read: %s", strerror(errno));
+    /* Regular files only: opened without blocking, since a FIFO or a device would wait for a
+     * writer for ever (a stray one in a report folder). */
+    int fd = path ? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+    if (fd < 0) {
+        ub_io_fail(&c, "cannot read: %s", strerror(path ? errno : EINVAL));
         return NULL;
     }
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        ub_io_fail(&c, "cannot read: %s", strerror(EISDIR));
+    struct stat st = {0};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        if (S_ISDIR(st.st_mode))
+            ub_io_fail(&c, "cannot read: %s", strerror(EISDIR));
+        else
+            ub_io_fail(&c, "cannot read: not a regular file (a FIFO, a socket or a device)");
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        ub_io_fail(&c, "cannot read: %s", strerror(errno));
         return NULL;
     }
     json_error_t je;
