@@ -263,6 +263,11 @@ static const json_t *report_profile(const json_t *root, const char *path, int co
                                     size_t origin_len, char *err, size_t errlen)
 {
     const ub_io_where w = {path, err, errlen};
+    const json_t *ver = json_object_get(root, "usbyte_report");
+    if (!json_is_integer(ver) || json_integer_value(ver) != 1) {
+        ub_io_fail(&w, "usbyte_report: unsupported version %s (expected 1)", ub_json_describe(ver).text);
+        return NULL;
+    }
     const json_t *comms = json_object_get(root, "comms");
     if (!json_is_array(comms)) {
         ub_io_fail(&w, "comms: a usbyte report needs an array of communicators");
