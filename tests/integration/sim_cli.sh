@@ -94,6 +94,26 @@ done
 grep -q '<svg xmlns' "$tmp/t.svg" || fail "--svg: not an SVG"
 [ "$(grep -c ': link</text>' "$tmp/t.svg")" -eq "$n_policies" ] || fail "--svg: want one link lane per policy"
 grep -q 'time (ms)' "$tmp/t.svg" || fail "--svg: no axis"
+# Each policy's end label lies right of its end line, clear of every bar of its lanes, and inside
+# the drawing (about 6.2 px per character at 11 px).
+python3 - "$tmp/t.svg" <<'PY' || fail "--svg: an end label overlaps the bars or leaves the drawing"
+import sys
+import xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+svg = ET.parse(sys.argv[1]).getroot()
+width = float(svg.get("width"))
+groups = [g for g in svg.iter(ns + "g") if g.get("class") == "ub-policy"]
+assert groups, "no policy group"
+for g in groups:
+    line = [e for e in g.iter(ns + "line") if e.get("class") == "ub-end"][0]
+    xe = float(line.get("x1"))
+    text = [e for e in g.iter(ns + "text") if "ms" in (e.text or "") and e.get("font-size") == "11"][0]
+    x0 = float(text.get("x")) if text.get("text-anchor") == "start" else float(text.get("x")) - 6.2 * len(text.text)
+    x1 = x0 + 6.2 * len(text.text)
+    bars_end = max(float(r.get("x")) + float(r.get("width")) for r in g.iter(ns + "rect"))
+    assert x0 >= bars_end - 0.01 and x0 >= xe, (g.get("data-policy"), x0, bars_end, xe)
+    assert x1 <= width, (g.get("data-policy"), x1, width)
+PY
 grep -q 'forward segment' "$tmp/t.svg" || fail "--svg: no legend"
 if command -v python3 > /dev/null; then
     python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$tmp/t.svg" || fail "--svg: malformed XML"
