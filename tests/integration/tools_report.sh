@@ -73,6 +73,26 @@ grep -q '>Scheduled<' "$WORK/out-sched/usbyte-report.html" || fail "schedule: ve
 grep -q '<th title="this rank.s steady iterations with the plan running">own iteration, plan running' \
     "$WORK/out-sched/usbyte-report.html" || fail "schedule: no per-rank column"
 
+# ---- a rank whose settings differ (the runtime keeps every rank in pass-through, with the same
+# agreed values): its row of the ranks table says so, not "same" ----
+mkdir -p "$WORK/setdiff"
+cp "${DDP[0]}" "${DDP[1]}" "${DDP[2]}" "$WORK/setdiff/"
+# (python, not jq: jq may round a double, which would make the agreed values differ too)
+python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); r["config"]["USBYTE_WARMUP"] = 3
+json.dump(r, open(sys.argv[2], "w"))' "${DDP[3]}" "$WORK/setdiff/report-3.json"
+rc=0
+"$REPORT" --quiet "$WORK"/setdiff/report-*.json -o "$WORK/out-setdiff" || rc=$?
+[ $rc -eq 1 ] || fail "a rank's settings differ: exit $rc, want 1"
+python3 - "$WORK/out-setdiff/usbyte-report.html" <<'PY' || fail "a rank's settings differ: its row says the same"
+import re, sys
+page = open(sys.argv[1]).read()
+table = re.search(r'<table class="sortable" id="ranks-0">.*?</table>', page, re.S).group(0)
+rows = {int(m.group(1)): m.group(0) for m in re.finditer(r'<tr data-rank="(\d+)">.*?</tr>', table, re.S)}
+assert 'settings differ from rank 0&#39;s: USBYTE_WARMUP=3' in rows[3] or "settings differ from rank 0's: USBYTE_WARMUP=3" in rows[3], rows[3]
+assert '>same<' not in rows[3], rows[3]
+assert '>same<' in rows[1], rows[1]
+PY
+
 # ---- two communicators: the second a copy of the first under index 1 ----
 mkdir -p "$WORK/two"
 for f in "${DDP[@]}"; do jq '.comms += [.comms[0] | .index = 1]' "$f" > "$WORK/two/$(basename "$f")"; done
