@@ -256,7 +256,11 @@ static bool aborted_while_waiting(ub_comm *c, uint64_t index, const char *what, 
 static bool on_detect(ub_comm *c, const ub_coll_desc *d, const ub_iter_result *res)
 {
     if (res->event == UB_ITER_LOCKED || res->event == UB_ITER_IN_PHASE) {
-        ub_cfg_agree_issue(c);
+        ub_cfg_agree_issue(c); /* releases the lock around its NCCL call */
+        if (atomic_load(&c->ending)) { /* destroyed or aborted meanwhile by another thread */
+            ub_state_unlock();
+            return false;
+        }
         if (ub_cfg.mode == UB_MODE_OFF) { /* it took part in what every rank issues, and nothing else */
             ub_comm_set_state(c, UB_COMM_PASS_THROUGH, "USBYTE_MODE=off");
             ub_state_unlock();
