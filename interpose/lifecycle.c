@@ -174,10 +174,6 @@ static int portable_op(int op)
     return op >= (int)ncclNumOps ? (int)ncclNumOps : op;
 }
 
-/* Schedule mode, at call B = agree_at + period on every rank (docs/runtime.md): the agreement's
- * result is needed now.  Outside a group, or inside one when the agreement was launched by an
- * earlier ncclGroupEnd, blocking on it cannot deadlock on this communicator; when this thread's
- * open group still holds it, the group is launched first (ended and reopened). */
 /* When this thread's open group still holds collectives whose result is needed now (pending,
  * issued by `thread`), launches it (ends it for real, to reopen with group_reopen); returns the
  * depth to reopen, 0 when nothing was split. */
@@ -201,6 +197,10 @@ static void group_reopen(int depth)
     ub_state_lock();
 }
 
+/* Schedule mode, at call B = agree_at + period on every rank (docs/runtime.md): the agreement's
+ * result is needed now.  Outside a group, or inside one when the agreement was launched by an
+ * earlier ncclGroupEnd, blocking on it cannot deadlock on this communicator; when this thread's
+ * open group still holds it, the group is launched first (ended and reopened). */
 static void read_agreement_at_switch(ub_comm *c)
 {
     if (c->state != UB_COMM_AGREE)
