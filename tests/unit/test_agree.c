@@ -13,6 +13,7 @@
 /* cmocka has no double comparison with a tolerance in this version. */
 #define assert_double_equal(a, b, eps) assert_true(fabs((double)(a) - (double)(b)) <= (eps))
 
+#include "usbyte/config_agree.h"
 #include "usbyte/record.h"
 
 /* What an allreduce(max) / (sum) of n doubles over `ranks` vectors computes. */
@@ -310,6 +311,40 @@ static void test_iteration_counts_only_with_its_end(void **state)
     }
 }
 
+/* The configuration agreement: the max-combined vector gives each setting's smallest and largest
+ * value over the ranks and a rank holding each; a vector no ranks could send is refused. */
+static void test_config_agreement_names_values_and_ranks(void **state)
+{
+    (void)state;
+    enum { RANKS = 4 };
+    double v[RANKS][UB_CFG_AGREE_LEN], out[UB_CFG_AGREE_LEN];
+    for (int r = 0; r < RANKS; r++) {
+        int values[UB_CFG_AGREE_COUNT];
+        values[UB_CFG_AGREE_mode] = r == 2 ? 0 : 2; /* off on rank 2, schedule elsewhere */
+        values[UB_CFG_AGREE_warmup] = 5;
+        ub_cfg_agree_encode(values, r, v[r]);
+    }
+    double *rows[RANKS] = {v[0], v[1], v[2], v[3]};
+    combine(rows, RANKS, UB_CFG_AGREE_LEN, false, out);
+    ub_cfg_agreed g[UB_CFG_AGREE_COUNT];
+    assert_true(ub_cfg_agree_decode(out, g));
+    assert_int_equal(g[UB_CFG_AGREE_mode].lo, 0);
+    assert_int_equal(g[UB_CFG_AGREE_mode].rank_lo, 2);
+    assert_int_equal(g[UB_CFG_AGREE_mode].hi, 2);
+    assert_int_equal(g[UB_CFG_AGREE_mode].rank_hi, 3);
+    assert_int_equal(g[UB_CFG_AGREE_warmup].lo, 5);
+    assert_int_equal(g[UB_CFG_AGREE_warmup].hi, 5);
+    assert_string_equal(ub_cfg_agree_var(UB_CFG_AGREE_warmup), "USBYTE_WARMUP");
+    /* The largest warm-up a rank may have (1000) and a large rank stay exact. */
+    int big[UB_CFG_AGREE_COUNT] = {1, 1000};
+    ub_cfg_agree_encode(big, 1 << 20, out);
+    assert_true(ub_cfg_agree_decode(out, g));
+    assert_int_equal(g[UB_CFG_AGREE_warmup].hi, 1000);
+    assert_int_equal(g[UB_CFG_AGREE_warmup].rank_hi, 1 << 20);
+    out[0] = 0.5; /* not value * 2^24 + rank */
+    assert_false(ub_cfg_agree_decode(out, g));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -319,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_summary_averages_relative_to_first_ready),
         cmocka_unit_test(test_phase_is_voted_by_each_iteration),
         cmocka_unit_test(test_iteration_counts_only_with_its_end),
+        cmocka_unit_test(test_config_agreement_names_values_and_ranks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
