@@ -327,10 +327,7 @@ void ub_comm_agree_copy_back(ub_comm *c)
         ub_comm_cannot_take_part(c, "cannot copy the agreement's result back");
 }
 
-/* Waits for the agreement's completion, polling (a peer may be gone), until it is there, another
- * thread ends the communicator (a watchdog's abort), or, when `limited`, USBYTE_HANG_S pass;
- * says every USBYTE_HANG_S what it waits for. */
-static cudaError_t wait_agreement(ub_comm *c, cudaEvent_t done, bool limited)
+cudaError_t ub_comm_wait_event(ub_comm *c, cudaEvent_t done, bool limited, const char *what)
 {
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -354,10 +351,8 @@ static cudaError_t wait_agreement(ub_comm *c, cudaEvent_t done, bool limited)
         if (limited && waited > ub_cfg.hang_s)
             return cudaErrorNotReady;
         if (waited > next_line) {
-            ub_warn("communicator %d: waiting %.0f s for the agreement issued at call %llu (a rank behind or gone?): "
-                    "the plan starts at call %llu on every rank, which needs it; an abort of the communicator "
-                    "releases this wait", c->index, waited, (unsigned long long)c->agree_at,
-                    (unsigned long long)(c->agree_at + c->period));
+            ub_warn("communicator %d: waiting %.0f s for %s (a rank behind or gone?); an abort of the communicator "
+                    "releases this wait", c->index, waited, what);
             next_line += ub_cfg.hang_s;
         }
         struct timespec pause = {0, ns};
@@ -378,7 +373,10 @@ static bool result_there(ub_comm *c, ub_agree_wait how, cudaError_t *e)
     /* Not under the lock: other threads' hooks must not wait for the other ranks. */
     cudaEvent_t done = c->agree_done; /* an abort meanwhile clears the field, not the event */
     ub_state_unlock();
-    *e = wait_agreement(c, done, how == UB_AGREE_WAIT_OR_GIVE_UP);
+    char what[200];
+    snprintf(what, sizeof what, "the agreement issued at call %llu: the plan starts at call %llu on every rank, "
+             "which needs it", (unsigned long long)c->agree_at, (unsigned long long)(c->agree_at + c->period));
+    *e = ub_comm_wait_event(c, done, how == UB_AGREE_WAIT_OR_GIVE_UP, what);
     ub_state_lock();
     return c->state == UB_COMM_AGREE;
 }

@@ -145,7 +145,8 @@ static int parse_LOGPATH(const char *t, char (*out)[512]) { return *t ? parse_PA
 /* What each kind accepts, for the warning text. */
 #define EXPECT_MODE "off, observe or schedule"
 #define EXPECT_LOG "error, warn, info or debug"
-#define EXPECT_POLICY "a policy name (wfbp, syncea, mgwfbp, mgwfbp-dp, bytescheduler, usbyte, best)"
+#define POLICY_WORD(e, name, fn) " " name
+#define EXPECT_POLICY "a policy name (one of:" UB_POLICY_LIST(POLICY_WORD) ")"
 #define EXPECT_WARMUP "an integer from 1 to 1000"
 #define EXPECT_COMPLETION "stream or call"
 #define EXPECT_STAGING "an integer number of MiB from 0 to 65536"
@@ -172,9 +173,26 @@ void ub_config_defaults(ub_config *cfg)
 /* What a bad value falls back to: the default, except where the default is not the safe side.
  * USBYTE_MODE's default runs the plan; a value nobody meant must not: observe changes nothing of
  * what is issued and still reports what schedule mode would do. */
-static const char *fallback_text(ub_config_id id, const char *def)
+static const char *fallback_text(ub_config_id id, const char *def, const char *bad, char *buf, size_t len,
+                                 const char **what)
 {
-    return id == UB_CFG_mode ? "observe" : def;
+    *what = "the default";
+    if (id == UB_CFG_mode) {
+        *what = "the safe value";
+        return "observe";
+    }
+    /* A bad report name keeps the directory it names, when that part is good: the reports go
+     * where the user looks for them, under the default name. */
+    const char *slash = id == UB_CFG_report ? strrchr(bad, '/') : NULL;
+    char probe[1024];
+    if (slash && (size_t)(slash - bad) + 1 + strlen(def) < len && (size_t)(slash - bad) + 1 + strlen(def) < 512) {
+        snprintf(buf, len, "%.*s/%s", (int)(slash - bad), bad, def);
+        if (ub_expand_report_path(buf, 0, 1, "h", probe, sizeof probe) == 0) {
+            *what = "the default name in that directory";
+            return buf;
+        }
+    }
+    return def;
 }
 
 int ub_config_parse(ub_config *cfg, ub_config_lookup lookup, ub_config_warn warn, void *ctx)
@@ -188,13 +206,15 @@ int ub_config_parse(ub_config *cfg, ub_config_lookup lookup, ub_config_warn warn
             if (parse_##kind(text, &cfg->field) == 0) {                                          \
                 cfg->source[UB_CFG_##field] = UB_SRC_ENV;                                        \
             } else {                                                                             \
-                const char *used = fallback_text(UB_CFG_##field, def);                           \
+                char kept[1100];                                                                 \
+                const char *what;                                                                \
+                const char *used = fallback_text(UB_CFG_##field, def, text, kept, sizeof kept, &what); \
                 if (parse_##kind(used, &cfg->field) != 0)                                        \
                     abort(); /* a bad fallback is a programming error */                         \
-                char line[1400];                                                                 \
+                char line[1800];                                                                 \
                 snprintf(line, sizeof line,                                                      \
                          "USBYTE_" name "=\"%.600s\" is not valid (expected " EXPECT_##kind      \
-                         "); using %s \"%s\"", text, strcmp(used, def) ? "the safe value" : "the default", used); \
+                         "); using %s \"%.600s\"", text, what, used);                              \
                 for (char *p = line; *p; p++)                                                    \
                     if (*p == '\n' || *p == '\r') *p = ' ';                                      \
                 if (warn) warn(line, ctx);                                                       \

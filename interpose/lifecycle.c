@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agree_config.h"
 #include "agree_rt.h"
 #include "capture.h"
 #include "cuda_list.h"
@@ -155,6 +156,7 @@ void ub_comm_ending(ncclComm_t handle, int id)
             if (c->state == UB_COMM_PROFILE || c->state == UB_COMM_DETECT)
                 ub_comm_set_state(c, UB_COMM_DISABLED, "destroyed before the warm-up ended");
             ub_sched_end(c, abort);
+            ub_cfg_agree_release(c, abort);
             if (!c->issuing_agreement) /* else the issuing thread releases them when it sees `ending` */
                 ub_comm_stop_profiling(c);
             if (!abort) {
@@ -217,6 +219,29 @@ static int portable_op(int op)
     return op >= (int)ncclNumOps ? (int)ncclNumOps : op;
 }
 
+/* When this thread's open group still holds collectives whose result is needed now (pending,
+ * issued by `thread`), launches it (ends it for real, to reopen with group_reopen); returns the
+ * depth to reopen, 0 when nothing was split. */
+static int launch_own_group(bool pending, unsigned long thread)
+{
+    int depth = ub_thread_group_depth();
+    if (!(depth > 0 && pending && thread == (unsigned long)pthread_self()))
+        return 0;
+    ub_state_unlock(); /* never held across a real NCCL call */
+    (void)ub_group_split_begin(depth); /* a failure is the group's: its end returns it */
+    ub_state_lock();
+    return depth;
+}
+
+static void group_reopen(int depth)
+{
+    if (!depth)
+        return;
+    ub_state_unlock();
+    (void)ub_group_split_end(depth); /* likewise returned by the application's group end */
+    ub_state_lock();
+}
+
 /* Schedule mode, at call B = agree_at + period on every rank (docs/runtime.md): the agreement's
  * result is needed now.  Outside a group, or inside one when the agreement was launched by an
  * earlier ncclGroupEnd, blocking on it cannot deadlock on this communicator; when this thread's
@@ -225,22 +250,23 @@ static void read_agreement_at_switch(ub_comm *c)
 {
     if (c->state != UB_COMM_AGREE)
         return;
-    int depth = ub_thread_group_depth();
-    bool split = depth > 0 && c->agree_copy_pending && c->agree_thread == (unsigned long)pthread_self();
-    if (split) { /* the copy back queued for after the launch finds nothing left to do */
-        ub_state_unlock(); /* never held across a real NCCL call */
-        (void)ub_group_split_begin(depth); /* a failure is the group's: its end returns it */
-        ub_state_lock();
-        if (c->agree_copy_pending)
-            ub_comm_agree_copy_back(c);
-    }
+    int split = launch_own_group(c->agree_copy_pending, c->agree_thread);
+    if (split && c->agree_copy_pending) /* the copy back queued for after the launch finds nothing left */
+        ub_comm_agree_copy_back(c);
     if (c->state == UB_COMM_AGREE) /* not aborted while the lock was released */
         ub_comm_agree_read(c, UB_AGREE_WAIT);
-    if (split) {
-        ub_state_unlock();
-        (void)ub_group_split_end(depth);
-        ub_state_lock();
-    }
+    group_reopen(split);
+}
+
+/* The first call of the warm-up, on every rank: the configuration agreement is needed now. */
+static void read_config_agreement(ub_comm *c)
+{
+    int split = launch_own_group(c->cfg_agree.copy_pending, c->cfg_agree.thread);
+    if (split && c->cfg_agree.copy_pending)
+        ub_cfg_agree_copy_back(c);
+    if (c->state == UB_COMM_PROFILE)
+        ub_cfg_agree_read(c);
+    group_reopen(split);
 }
 
 /* After a wait that another thread's ncclCommAbort releases, or that NCCL's asynchronous error
@@ -373,6 +399,16 @@ static bool sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_coll_
 static bool on_detect(ub_comm *c, const ub_coll_desc *d, const ub_iter_result *res)
 {
     if (res->event == UB_ITER_LOCKED || res->event == UB_ITER_IN_PHASE) {
+        ub_cfg_agree_issue(c); /* releases the lock around its NCCL call */
+        if (atomic_load(&c->ending)) { /* destroyed or aborted meanwhile by another thread */
+            ub_state_unlock();
+            return false;
+        }
+        if (ub_cfg.mode == UB_MODE_OFF) { /* it took part in what every rank issues, and nothing else */
+            ub_comm_set_state(c, UB_COMM_PASS_THROUGH, "USBYTE_MODE=off");
+            ub_state_unlock();
+            return false;
+        }
         c->period = res->period;
         /* Profile whole iterations only: start at the next iteration boundary. */
         uint64_t next = res->index + (res->period - res->position);
@@ -404,13 +440,21 @@ static bool on_profile(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub
         ub_state_unlock();
         return false;
     }
+    if (res->index >= c->profile_start && !c->cfg_agree.read) {
+        read_config_agreement(c);
+        if (aborted_while_waiting(c, res->index, "for the configuration agreement", t))
+            return true;
+        if (c->state != UB_COMM_PROFILE) { /* the configurations differ: pass-through from here */
+            ub_state_unlock();
+            return false;
+        }
+    }
     if (!c->local_failure[0])
         ub_timing_poll(&c->tm, false);
     if (res->index >= c->agree_at) {
         /* The first call after the warm-up: the same call index on every rank, inside a
          * group or not (the group structure is rank-local). */
-        if (!c->local_failure[0])
-            ub_timing_now(&c->tm, &c->rec.end_clock, 1, 0);
+        ub_warmup_record_end(c, d);
         issue_agreement(c);
         if (aborted_while_waiting(c, res->index, "for the warm-up's timing events", t))
             return true;

@@ -97,6 +97,11 @@ static int nccl_resolve_guarded(void)
             ub_error("USBYTE_NCCL_LIB=\"%s\" cannot be loaded (%s); trying the process's own NCCL", lib,
                      dlerror());
     }
+    if (handle && ub_cfg.nccl_lib[0] && !checked(dlsym(handle, "pncclAllReduce")) &&
+        is_ours(dlsym(handle, "ncclAllReduce"))) {
+        ub_error("USBYTE_NCCL_LIB=\"%s\" is usbyte's own library, not NCCL; trying the process's own NCCL", lib);
+        handle = NULL;
+    }
     if (handle && ub_cfg.nccl_lib[0] && !dlsym(handle, "pncclAllReduce") && !dlsym(handle, "ncclAllReduce")) {
         ub_error("USBYTE_NCCL_LIB=\"%s\" is not NCCL (it defines no ncclAllReduce); trying the process's own NCCL",
                  lib);

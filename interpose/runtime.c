@@ -108,7 +108,9 @@ static int init(void)
     if (ub_cfg.mode != UB_MODE_OFF)
         check_report_dir();
     pthread_atfork(NULL, NULL, fork_child);
-    atomic_store(&ub_passthrough_all, ub_cfg.mode == UB_MODE_OFF);
+    /* USBYTE_MODE=off too follows each communicator's calls to its first lock: it takes part in the
+     * configuration agreement there (agree_config.c), as every rank must, then passes through. */
+    atomic_store(&ub_passthrough_all, false);
     atomic_store(&init_done, true);
     return 0;
 }

@@ -107,6 +107,19 @@ typedef struct ub_event {
     UT_hash_handle hh;
 } ub_event;
 
+/* The configuration agreement of a communicator (agree_config.c, its only writer): one
+ * fixed-size collective at its first lock, read at the first call of the warm-up. */
+typedef struct ub_cfg_agreement {
+    double *host;          /* pinned: this rank's vector, then the combined one */
+    void *dev;
+    cudaStream_t stream;   /* private: issued there */
+    cudaEvent_t done;      /* recorded after the copy back */
+    bool issued;           /* at the first lock (once per communicator) */
+    bool copy_pending;     /* issued inside a group: the copy back waits for its launch */
+    unsigned long thread;  /* the thread whose group holds it */
+    bool read;             /* its result was read (never, for USBYTE_MODE=off) */
+} ub_cfg_agreement;
+
 struct ub_comm {
     ncclComm_t handle;
     UT_hash_handle hh;
@@ -188,6 +201,7 @@ struct ub_comm {
     int consumers_host_other;  /* host waits from threads that do not issue the calls (ignored) */
 
     ub_comm_report report;
+    ub_cfg_agreement cfg_agree; /* the configuration agreement at the first lock (agree_config.c) */
     ub_sched_rt sched;        /* schedule mode (defer.c, exec.c, redirect.c) */
     atomic_bool ending;       /* ncclCommDestroy/Abort/Finalize reached it (read by waits without the lock) */
     atomic_bool aborted;      /* ncclCommAbort/Revoke reached it: nothing may be issued on it any more */

@@ -172,7 +172,9 @@ static ub_comm *new_record(ncclComm_t handle, int rank, int nranks, int device)
     ub_comm_report_init(&c->report);
     if (atomic_load(&ub_rank) < 0 && c->rank >= 0)
         atomic_store(&ub_rank, c->rank);
-    if (atomic_load(&ub_world) < 0 && c->nranks > 0)
+    /* The job holds at least every communicator's ranks (WORLD_SIZE unset, or a smaller
+     * communicator created first). */
+    if (c->nranks > atomic_load(&ub_world))
         atomic_store(&ub_world, c->nranks);
     HASH_ADD_PTR(comms, handle, c);
     return c;

@@ -347,6 +347,25 @@ int ub_warmup_record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint6
     return k;
 }
 
+void ub_warmup_record_end(ub_comm *c, const ub_coll_desc *d)
+{
+    /* Only the first allreduce's ready begins an iteration: elsewhere the last one's end stays
+     * unmeasured (that iteration is not used). */
+    if (c->local_failure[0] || !c->pos_call || c->period == 0 || c->pos_call[0] != 0)
+        return;
+    ub_stream *st = ub_stream_get(d->stream, c);
+    if (!st || st->comm != c)
+        return;
+    if (st->ready_ev && st->ready_n > 0)
+        ub_warmup_file_ready(c, st); /* that wait belonged to earlier calls only */
+    if (st->ready_ev) {
+        ub_timing_file(&c->tm, st->ready_ev, &c->rec.end_ready, 1, 0, NULL);
+        st->ready_ev = NULL;
+    } else {
+        ub_timing_mark(&c->tm, d->stream, &c->rec.end_ready, 1, 0, NULL);
+    }
+}
+
 /* From the lock on: the waits that precede the first profiled call are already its producers'. */
 static bool profiling(const ub_comm *c) { return c && c->state == UB_COMM_PROFILE && !c->local_failure[0]; }
 

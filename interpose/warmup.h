@@ -13,6 +13,9 @@ void ub_warmup_rephase(ub_comm *c, uint64_t first);
 void ub_comm_redetect(ub_comm *c, const char *why);
 /* Records call `pos` of profiled iteration `it`; returns its allreduce index or -1. */
 int ub_warmup_record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint64_t it, uint32_t pos);
+/* The call after the warm-up (at agree_at): when it is the first allreduce of an iteration, its
+ * ready, measured as every profiled call's, ends the last profiled iteration (rec.end_ready). */
+void ub_warmup_record_end(ub_comm *c, const ub_coll_desc *d);
 void ub_warmup_call_end(ub_comm *c, int iteration, int call, cudaStream_t stream);
 /* Files the stream's (every stream's of c) pending upstream timing event. */
 void ub_warmup_file_ready(ub_comm *c, ub_stream *st);

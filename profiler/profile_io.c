@@ -1,12 +1,14 @@
 /* Profiles in the docs/model.md JSON format: strict reading with one-line errors that name the
  * origin and the JSON path, and writing that round-trips exactly. */
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "profile_io_util.h"
 #include "usbyte/atomic_write.h"
@@ -19,15 +21,26 @@
 json_t *ub_json_load_file(const char *path, char *err, size_t errlen)
 {
     const ub_io_where c = {path ? path : "<profile>", err, errlen};
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ub_io_fail(&c, "cannot read: %s", strerror(errno));
+    /* Regular files only: opened without blocking, since a FIFO or a device would wait for a
+     * writer for ever (a stray one in a report folder). */
+    int fd = path ? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+    if (fd < 0) {
+        ub_io_fail(&c, "cannot read: %s", strerror(path ? errno : EINVAL));
         return NULL;
     }
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        ub_io_fail(&c, "cannot read: %s", strerror(EISDIR));
+    struct stat st = {0};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        if (S_ISDIR(st.st_mode))
+            ub_io_fail(&c, "cannot read: %s", strerror(EISDIR));
+        else
+            ub_io_fail(&c, "cannot read: not a regular file (a FIFO, a socket or a device)");
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        ub_io_fail(&c, "cannot read: %s", strerror(errno));
         return NULL;
     }
     json_error_t je;
@@ -289,6 +302,11 @@ static const json_t *report_profile(const json_t *root, const char *path, int co
                                     size_t origin_len, char *err, size_t errlen)
 {
     const ub_io_where w = {path, err, errlen};
+    const json_t *ver = json_object_get(root, "usbyte_report");
+    if (!json_is_integer(ver) || json_integer_value(ver) != 1) {
+        ub_io_fail(&w, "usbyte_report: unsupported version %s (expected 1)", ub_json_describe(ver).text);
+        return NULL;
+    }
     const json_t *comms = json_object_get(root, "comms");
     if (!json_is_array(comms)) {
         ub_io_fail(&w, "comms: a usbyte report needs an array of communicators");

@@ -13,7 +13,7 @@ int ub_record_init(ub_record *r, int warmup, int capacity)
         return -1;
     r->warmup = warmup;
     r->capacity = capacity;
-    r->end_clock = NAN;
+    r->end_ready = NAN;
     size_t cells = (size_t)warmup * (size_t)capacity;
     r->calls = malloc(cells * sizeof *r->calls);
     r->bytes = calloc((size_t)capacity, sizeof *r->bytes);
@@ -44,15 +44,19 @@ ub_rec_call *ub_record_at(ub_record *r, int iteration, int call)
     return &r->calls[(size_t)iteration * (size_t)r->capacity + (size_t)call];
 }
 
-void ub_record_iterations(const ub_record *r, double *out)
+/* Iteration `it`'s length on the device's timeline: from its first ready to the next one's. */
+static double iteration_length(const ub_record *r, int it)
 {
     ub_record *rr = (ub_record *)r;  /* ub_record_at does not modify */
-    for (int it = 0; it < r->warmup; it++) {
-        double t0 = ub_record_at(rr, it, 0)->ready;
-        /* As ub_record_summarize: the host clock ends the last one only when it is the only one. */
-        double t1 = it + 1 < r->warmup ? ub_record_at(rr, it + 1, 0)->ready : r->warmup == 1 ? r->end_clock : NAN;
-        out[it] = isfinite(t0) && isfinite(t1) && t1 > t0 ? t1 - t0 : NAN;
-    }
+    double t0 = ub_record_at(rr, it, 0)->ready;
+    double t1 = it + 1 < r->warmup ? ub_record_at(rr, it + 1, 0)->ready : r->end_ready;
+    return isfinite(t0) && isfinite(t1) && t1 > t0 ? t1 - t0 : NAN;
+}
+
+void ub_record_iterations(const ub_record *r, double *out)
+{
+    for (int it = 0; it < r->warmup; it++)
+        out[it] = iteration_length(r, it);
 }
 
 /* Running mean of the finite samples. */
@@ -76,7 +80,7 @@ static int vote_phase(const ub_record *r, ub_summary *out)
     }
     ub_record_iterations(r, length);
     for (int it = 0; it < r->warmup; it++) {
-        if (!out->used[it] || !isfinite(length[it]) || (it + 1 < r->warmup && !out->used[it + 1]))
+        if (!out->used[it])
             continue;
         double t0 = ub_record_at(rr, it, 0)->ready;
         for (int c = 0; c < n; c++)
@@ -104,23 +108,18 @@ int ub_record_summarize(const ub_record *r, const bool *settled, ub_summary *out
     out->n_calls = n;
     ub_record *rr = (ub_record *)r;  /* ub_record_at does not modify */
     /* The iterations summarised: those whose timing has settled (every timing event recorded for
-     * them has completed; the agreement is issued without waiting for the rest) and whose first
-     * ready is known.  A value never measured (a wait before the warm-up watched) is left out of
-     * its call's means alone. */
-    for (int it = 0; it < r->warmup; it++)
-        if ((!settled || settled[it]) && isfinite(ub_record_at(rr, it, 0)->ready)) {
-            out->used[it] = true;
-            out->iterations_used++;
-        }
+     * them has completed; the agreement is issued without waiting for the rest) and whose length
+     * is known (its first ready and the next iteration's, both on the device's timeline: the
+     * device may run iterations behind the host).  A value never measured (a wait before the
+     * warm-up watched) is left out of its call's means alone. */
     mean_acc iter = {0, 0};
     for (int it = 0; it < r->warmup; it++) {
-        if (!out->used[it])
-            continue;
-        double t0 = ub_record_at(rr, it, 0)->ready;
-        if (it + 1 < r->warmup)
-            acc(&iter, ub_record_at(rr, it + 1, 0)->ready - t0);
-        else if (r->warmup == 1)  /* one iteration only: it ends at the host clock of the next call */
-            acc(&iter, r->end_clock - t0);
+        double length = iteration_length(r, it);
+        if ((!settled || settled[it]) && isfinite(length)) {
+            out->used[it] = true;
+            out->iterations_used++;
+            acc(&iter, length);
+        }
     }
     out->iteration = mean_or(&iter, 0.0);
     if (vote_phase(r, out) < 0) {

@@ -456,6 +456,23 @@ static void spread_cells(rp_page *pg, int rank, const rp_spread *sp, const char 
 
 /* Each rank's own iteration times: a straggler shows as the rank whose backward is slower (its
  * ready times, below) while every rank's iteration is the same (they wait for each other). */
+
+/* The settings every rank must share in which report r differs from ref ("" when none). */
+static void differing_settings(const rp_report *r, const rp_report *ref, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int k = 0; k < rp_n_agreed_settings && used < len; k++) {
+        char a[600], b[600];
+        const char *x = rp_setting(r, rp_agreed_settings[k], a, sizeof a);
+        const char *y = rp_setting(ref, rp_agreed_settings[k], b, sizeof b);
+        if ((x == NULL) != (y == NULL) || (x && strcmp(x, y) != 0)) {
+            int n = snprintf(out + used, len - used, "%s%s=%s", used ? ", " : "", rp_agreed_settings[k], x ? x : "?");
+            used += n > 0 ? (size_t)n : 0;
+        }
+    }
+}
+
 static void ranks_table(rp_page *pg, int id)
 {
     const rp_job *job = pg->job;
@@ -497,10 +514,17 @@ static void ranks_table(rp_page *pg, int id)
         }
         rp_out(pg, "<td class=\"n\">%ld</td>", c->iterations_observed);
         int bits = rp_comm_diff(ref, c);
+        char settings[400];
+        differing_settings(r, &job->r[ref_i], settings, sizeof settings);
         if (bits) {
             char what[128];
             rp_diff_text(bits, what, sizeof what);
             rp_out(pg, "<td class=\"diff\">differ from rank %d: %s</td>", job->r[ref_i].rank, what);
+        } else if (settings[0]) {
+            /* The same agreed values (every rank in pass-through) because this rank's settings differ. */
+            rp_out(pg, "<td class=\"diff\">settings differ from rank %d's: ", job->r[ref_i].rank);
+            esc(pg->f, settings);
+            rp_out(pg, "</td>");
         } else {
             rp_out(pg, "<td class=\"same\">%s</td>", i == ref_i ? "reference" : "same");
         }

@@ -126,6 +126,23 @@ static int get_num(ctx *x, const json_t *obj, const char *base, const char *key,
     return rc;
 }
 
+/* A duration in seconds that a job can have measured: a million seconds (11.6 days) per iteration
+ * is far beyond any; a larger value is a damaged file (1e308 would print as "inf ms"). */
+#define MAX_SECONDS 1e6
+
+static int get_seconds(ctx *x, const json_t *obj, const char *base, const char *key, bool required, double *out)
+{
+    double v;
+    int rc = get_num(x, obj, base, key, required, &v);
+    if (rc == 0 && v > MAX_SECONDS) {
+        char p[256];
+        return fail(x, place(p, sizeof p, base, key), "%g s is not a time a job measures (at most %g s)", v, MAX_SECONDS);
+    }
+    if (rc == 0)
+        *out = v;
+    return rc;
+}
+
 static int get_int(ctx *x, const json_t *obj, const char *base, const char *key, bool required, long *out)
 {
     const json_t *v;
@@ -391,9 +408,9 @@ static int load_schedule(ctx *x, const json_t *c, const char *base, rp_schedule 
     /* A measurement not taken yet (too few scheduled iterations) is null: shown as a dash. */
     s->measured_iteration = s->measured_pass_through = s->measured_speedup = s->predicted_speedup = NAN;
     if (get_int(x, sj, b, "iterations", true, &s->iterations) < 0 ||
-        get_num(x, sj, b, "measured_iteration", false, &s->measured_iteration) < 0 ||
-        get_num(x, sj, b, "predicted_iteration", true, &s->predicted_iteration) < 0 ||
-        get_num(x, sj, b, "measured_pass_through", false, &s->measured_pass_through) < 0 ||
+        get_seconds(x, sj, b, "measured_iteration", false, &s->measured_iteration) < 0 ||
+        get_seconds(x, sj, b, "predicted_iteration", true, &s->predicted_iteration) < 0 ||
+        get_seconds(x, sj, b, "measured_pass_through", false, &s->measured_pass_through) < 0 ||
         get_num(x, sj, b, "measured_speedup", false, &s->measured_speedup) < 0 ||
         get_num(x, sj, b, "predicted_speedup", false, &s->predicted_speedup) < 0 ||
         get_int(x, sj, b, "deviations", false, &s->deviations) < 0 ||
@@ -437,7 +454,7 @@ static int load_comm(ctx *x, const json_t *c, int i, rp_comm *out)
         get_int(x, c, b, "nccl_calls_per_iteration", false, &out->nccl_calls_per_iteration) < 0 ||
         get_int(x, c, b, "iterations_observed", false, &out->iterations_observed) < 0 ||
         get_int(x, c, b, "warmup_iterations", false, &out->warmup) < 0 ||
-        get_num(x, c, b, "measured_iteration", false, &out->measured_iteration) < 0)
+        get_seconds(x, c, b, "measured_iteration", false, &out->measured_iteration) < 0)
         return -1;
     out->index = (int)index;
     out->rank = (int)rank;
@@ -551,6 +568,17 @@ int rp_from_json(json_t *root, const char *path, rp_report *out, char *err, size
         out->n_comms++;
         if (load_comm(&x, json_array_get(comms, i), (int)i, &out->comms[i]) < 0)
             return -1;
+        /* A communicator holds some of the job's processes, at most all. */
+        const rp_comm *c = &out->comms[i];
+        char p[48];
+        if (c->nranks > world) {
+            snprintf(p, sizeof p, "comms[%zu].nranks", i);
+            return fail(&x, p, "%d ranks in a job of world_size %ld", c->nranks, world);
+        }
+        if (c->nranks > 0 && (c->rank < 0 || c->rank >= c->nranks)) {
+            snprintf(p, sizeof p, "comms[%zu].rank", i);
+            return fail(&x, p, "%d is not a rank of a communicator of %d", c->rank, c->nranks);
+        }
         for (size_t j = 0; j < i; j++)
             if (out->comms[j].index == out->comms[i].index) {
                 char p[48];

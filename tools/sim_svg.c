@@ -15,7 +15,7 @@
 
 #define WIDTH 1200.0
 #define LEFT 170.0
-#define RIGHT 30.0
+#define RIGHT 90.0 /* room for the end label right of the latest end ("99999.999 ms" at 11 px) */
 #define LANE 26.0
 #define GAP 8.0
 
@@ -207,8 +207,9 @@ int sim_svg_emit(FILE *f, const ub_profile *prof, const ub_plan *const *plans, i
         fprintf(f, "<line class=\"ub-end\" x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"black\" "
                    "stroke-width=\"1.5\"/>\n",
                 xe, lane_top, xe, y + LANE);
-        fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.3f ms</text>\n</g>\n", xe - 3,
-                y + LANE - 2, p->iteration * 1e3);
+        /* Right of the end line, where no bar of the lane reaches. */
+        fprintf(f, "<text class=\"ub-end-label\" x=\"%.2f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"start\">%.3f ms</text>\n</g>\n",
+                xe + 4, y + LANE - 2, p->iteration * 1e3);
         y += LANE + GAP;
     }
 

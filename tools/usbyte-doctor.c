@@ -290,9 +290,21 @@ static int inspect(const char *path, elf_facts *e, char *why, size_t len)
         snprintf(why, len, "truncated or corrupt ELF: %s", elf_errmsg(-1));
         goto out;
     }
-    if (eh.e_shoff + (unsigned long long)nsec * eh.e_shentsize > (unsigned long long)st.st_size) {
-        snprintf(why, len, "truncated ELF: the section headers end at byte %llu, the file has %lld",
-                 (unsigned long long)(eh.e_shoff + nsec * eh.e_shentsize), (long long)st.st_size);
+    /* Offsets and sizes compared without their sum, which a corrupt header can wrap past 2^64. */
+    unsigned long long size = (unsigned long long)st.st_size, table = (unsigned long long)nsec * eh.e_shentsize;
+    if (eh.e_shoff > size) {
+        /* An offset no file reaches is corruption; a plausible one, a file cut short. */
+        if (eh.e_shoff < 1ull << 48)
+            snprintf(why, len, "truncated ELF: the section headers start at byte %llu, the file has %llu",
+                     (unsigned long long)eh.e_shoff, size);
+        else
+            snprintf(why, len, "corrupt ELF: the section headers start at offset 0x%llx, beyond the file's %llu bytes",
+                     (unsigned long long)eh.e_shoff, size);
+        goto out;
+    }
+    if (table > size - eh.e_shoff) {
+        snprintf(why, len, "truncated ELF: the section headers end at byte %llu, the file has %llu",
+                 (unsigned long long)eh.e_shoff + table, size);
         goto out;
     }
     e->type = eh.e_type;
@@ -307,10 +319,14 @@ static int inspect(const char *path, elf_facts *e, char *why, size_t len)
             free(vn);
             goto out;
         }
-        if (sh.sh_type != SHT_NOBITS && sh.sh_offset + sh.sh_size > (unsigned long long)st.st_size) {
+        if (sh.sh_type != SHT_NOBITS && (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)) {
             const char *name = elf_strptr(elf, eh.e_shstrndx, sh.sh_name);
-            snprintf(why, len, "truncated ELF: section %s ends at byte %llu, the file has %lld", name ? name : "?",
-                     (unsigned long long)(sh.sh_offset + sh.sh_size), (long long)st.st_size);
+            if (sh.sh_offset > size)
+                snprintf(why, len, "corrupt ELF: section %s starts at offset 0x%llx, beyond the file's %llu bytes",
+                         name ? name : "?", (unsigned long long)sh.sh_offset, size);
+            else
+                snprintf(why, len, "truncated ELF: section %s ends at byte %llu, the file has %llu", name ? name : "?",
+                         (unsigned long long)(sh.sh_offset + sh.sh_size), size);
             free(vn);
             goto out;
         }
@@ -462,6 +478,11 @@ static const char *diagnose_cuda(const elf_facts *e, finding *f, bool is_nccl, b
                    "redirected (schedule mode impossible); observe still measures the NCCL calls\n",
                    CUDA_SYM, c->version, usbyte_lib, nodes[0] ? nodes : "no libcudart node");
         }
+    } else if ((c->defined || e->cudart_names) && !f->calls_nccl) {
+        /* cuBLAS, cuDNN, cuFFT...: NVIDIA links them with their own static runtime.  Their calls run
+         * their kernels; the completion usbyte redirects is the NCCL caller's. */
+        printf("  CUDA runtime: linked statically (as NVIDIA builds cuBLAS, cuDNN and their kin), but the file makes no "
+               "NCCL call: its own runtime calls do not matter to usbyte\n");
     } else if (c->defined) {
         *uses = true;
         problem = static_fix;
@@ -527,7 +548,9 @@ static verdict diagnose(const char *path, finding *f)
     else
         say_verdict(f->v = V_NOTHING, is_nccl     ? "NCCL itself: usbyte interposes the framework's calls into it"
                                       : is_cudart ? "the CUDA runtime itself: usbyte interposes the calls into it"
-                                                  : "no NCCL or CUDA runtime entry point");
+                                      : e.cuda.defined || e.cudart_names
+                                          ? "no NCCL call (a library with its own CUDA runtime needs nothing from usbyte)"
+                                          : "no NCCL or CUDA runtime entry point");
     return f->v;
 }
 

@@ -52,7 +52,37 @@ static _Noreturn void die(const char *fmt, ...)
 typedef struct loaded {
     rp_report *r;
     int n, cap;
+    struct file_id { dev_t dev; ino_t ino; const char *path; } *seen; /* per report loaded */
+    int n_seen;
 } loaded;
+
+/* A file reached twice (named twice, or by a name and a directory or a wildcard) is one rank's
+ * report, read once: true when `path` was already read (said on stderr). */
+static bool already_read(loaded *l, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return false; /* the load says why */
+    for (int i = 0; i < l->n_seen; i++)
+        if (l->seen[i].dev == st.st_dev && l->seen[i].ino == st.st_ino) {
+            fprintf(stderr, "usbyte-report: %s: the same file as %s, read once\n", path, l->seen[i].path);
+            return true;
+        }
+    l->seen = ub_xrealloc(l->seen, sizeof *l->seen * (size_t)(l->n_seen + 1), "loading reports");
+    char *copy = strdup(path);
+    if (!copy)
+        die("out of memory");
+    l->seen[l->n_seen++] = (struct file_id){st.st_dev, st.st_ino, copy};
+    return false;
+}
+
+/* What a directory holds besides files (a FIFO, a socket, a device: never a report, and opening
+ * a FIFO would wait for a writer). */
+static bool regular_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
 
 static rp_report *add(loaded *l)
 {
@@ -67,6 +97,8 @@ static rp_report *add(loaded *l)
 static void load_file(loaded *l, const char *path, const char *arg)
 {
     char err[2048];
+    if (already_read(l, path))
+        return;
     rp_report *r = add(l);
     if (rp_load(path, r, err, sizeof err) != 0)
         die("%s", err);
@@ -94,8 +126,12 @@ static void load_dir(loaded *l, const char *dir, const char *arg)
         if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0)
             continue;
         names = ub_xrealloc(names, sizeof *names * (size_t)(n + 1), "listing %s", dir);
-        if (asprintf(&names[n++], "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", e->d_name) < 0)
+        if (asprintf(&names[n], "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", e->d_name) < 0)
             die("out of memory");
+        if (regular_file(names[n]))
+            n++;
+        else
+            free(names[n]);
     }
     closedir(d);
     if (n)
@@ -106,7 +142,9 @@ static void load_dir(loaded *l, const char *dir, const char *arg)
         json_t *root = ub_json_load_file(names[i], err, sizeof err);
         if (!root)
             die("%s", err);
-        if (!json_is_object(root) || !json_object_get(root, "usbyte_report")) {
+        bool report = json_is_object(root) && json_object_get(root, "usbyte_report");
+        if (!report || already_read(l, names[i])) {
+            found += report;
             json_decref(root);
             free(names[i]);
             continue;

@@ -137,13 +137,22 @@ static void parse_sweep(options *o, const char *arg)
         die("--sweep: no rank counts in \"%s\"", arg);
 }
 
+/* The most calls a generated profile may have (a real iteration has thousands at most). */
+#define MAX_SYNTHETIC_CALLS 10000000
+
 static void parse_synthetic(options *o, const char *arg)
 {
     char extra[64] = "";
+    char *end;
+    errno = 0;
+    long n = strtol(arg, &end, 10); /* %d would wrap a number beyond int's range into a valid one */
     int used = 0;
-    if (sscanf(arg, "%d,%llu%n", &o->synthetic_n, &o->synthetic_seed, &used) != 2 || o->synthetic_n < 1 ||
-        o->synthetic_n > 10000000 || (arg[used] && (sscanf(arg + used, ",%63s", extra) != 1)))
-        die("--synthetic: expected N,SEED[,layerwise][,hard] with N >= 1, got \"%s\"", arg);
+    if (errno || end == arg || *end != ',' || n < 1 || n > MAX_SYNTHETIC_CALLS ||
+        sscanf(end + 1, "%llu%n", &o->synthetic_seed, &used) != 1 || end[1] == '-' ||
+        (end[1 + used] && (sscanf(end + 1 + used, ",%63s", extra) != 1)))
+        die("--synthetic: expected N,SEED[,layerwise][,hard] with N from 1 to %d calls, got \"%s\"",
+            MAX_SYNTHETIC_CALLS, arg);
+    o->synthetic_n = (int)n;
     char *save = NULL;
     for (char *v = strtok_r(extra, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
         if (!strcmp(v, "layerwise"))
@@ -419,6 +428,26 @@ static double gap_to(double iteration, double lb)
 
 /* Costs so large that an iteration time overflows a double cannot be planned meaningfully:
  * one line naming them, instead of tables of inf and nan. */
+/* Times a profile can hold: a million seconds (11.6 days) for one iteration's parts is beyond any
+ * job; a larger one is a damaged file, whose numbers would print with hundreds of digits. */
+#define MAX_PROFILE_SECONDS 1e6
+
+/* What docs/model.md requires beyond what the profile's reader checks: times a job can measure,
+ * and every call ready by the end of the backward pass (backward_end is the latest ready). */
+static void check_times(const ub_profile *prof, const char *origin)
+{
+    double total = prof->backward_end + prof->gap;
+    for (int s = 0; s < prof->n_forward; s++)
+        total += prof->forward[s];
+    if (!(total <= MAX_PROFILE_SECONDS))
+        die("%s: backward_end %g s, gap %g s and the forward segments add up to %g s: not an iteration a job "
+            "measures (at most %g s)", origin, prof->backward_end, prof->gap, total, MAX_PROFILE_SECONDS);
+    for (int k = 0; k < prof->n_calls; k++)
+        if (prof->calls[k].ready > prof->backward_end)
+            die("%s: calls[%d].ready %g s is after backward_end %g s (every gradient is ready by the end of the "
+                "backward pass: docs/model.md)", origin, k, prof->calls[k].ready, prof->backward_end);
+}
+
 static void check_finite(const ub_profile *prof, const char *origin)
 {
     if (!ub_profile_times_finite(prof))
@@ -634,6 +663,7 @@ int main(int argc, char **argv)
     ub_profile prof;
     char origin[512];
     load_profile(&o, &prof, origin, sizeof(origin));
+    check_times(&prof, origin);
     if (o.net_table) {
         do_net_table(&o, &prof, origin);
         ub_profile_free(&prof);

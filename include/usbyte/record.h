@@ -36,15 +36,17 @@ typedef struct ub_record {
     uint64_t *bytes;
     int *dtype;          /* ub_dtype */
     int *op;             /* ub_op */
-    double end_clock;    /* host clock (epoch seconds) at the call after the last iteration; NAN */
+    double end_ready;    /* the first ready of the iteration after the last one (measured like every
+                            ready, on the device's timeline): the last iteration's end; NAN until
+                            measured */
 } ub_record;
 
 int ub_record_init(ub_record *r, int warmup, int capacity);  /* -1: out of memory */
 void ub_record_free(ub_record *r);
 ub_rec_call *ub_record_at(ub_record *r, int iteration, int call);
-/* This rank's own iteration lengths (first ready to the next first ready; the only one, when
- * there is one, to end_clock) into out[warmup] (NAN where unmeasured, and for the last of
- * several), as ub_record_summarize averages them. */
+/* This rank's own iteration lengths (first ready to the next first ready; the last one's to
+ * end_ready) into out[warmup] (NAN where either end is unmeasured), as ub_record_summarize
+ * averages them. */
 void ub_record_iterations(const ub_record *r, double *out);
 
 /* One rank's numbers per call, averaged over the warm-up.  Times are relative to each

@@ -72,6 +72,13 @@ LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_MODE=observe USBYTE_NCCL_LIB=libm.so.6 USBYT
 [ "$(grep -c 'USBYTE_NCCL_LIB="libm.so.6" is not NCCL' "$WORK/notnccl.out")" -eq 2 ] \
     || fail "USBYTE_NCCL_LIB=libm.so.6: not one line per rank saying it is not NCCL"
 [ "$(sums "$WORK/base.out")" = "$(sums "$WORK/notnccl.out")" ] || fail "USBYTE_NCCL_LIB=libm.so.6 changed the results"
+# USBYTE_NCCL_LIB naming usbyte itself: said, and the process's own NCCL used.
+LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_MODE=observe USBYTE_NCCL_LIB="$(readlink -f "$LIB")" USBYTE_REPORT="$WORK/r-self-%r.json" \
+    "$BUILD/emu/emu-run" -n 2 --timeout 60 -- "$TRAINER" "${ARGS[@]}" >"$WORK/self.out" 2>&1 \
+    || { sed 's/^/    | /' "$WORK/self.out"; fail "USBYTE_NCCL_LIB=libusbyte.so: the run failed"; }
+[ "$(grep -c "USBYTE_NCCL_LIB=\".*libusbyte.so\" is usbyte's own library, not NCCL" "$WORK/self.out")" -eq 2 ] \
+    || fail "USBYTE_NCCL_LIB=libusbyte.so: not one line per rank saying it is usbyte's own: $(grep usbyte "$WORK/self.out" | head -3)"
+[ "$(sums "$WORK/base.out")" = "$(sums "$WORK/self.out")" ] || fail "USBYTE_NCCL_LIB=libusbyte.so changed the results"
 LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_MODE=observe USBYTE_NCCL_LIB=$'/nonexistent/lib\xffnccl.so' \
     USBYTE_REPORT="$WORK/r-utf-%r.json" "$BUILD/emu/emu-run" -n 2 --timeout 60 -- "$TRAINER" "${ARGS[@]}" \
     >"$WORK/utf.out" 2>&1 || { sed 's/^/    | /' "$WORK/utf.out"; fail "a non-UTF-8 value: the run failed"; }

@@ -94,6 +94,26 @@ done
 grep -q '<svg xmlns' "$tmp/t.svg" || fail "--svg: not an SVG"
 [ "$(grep -c ': link</text>' "$tmp/t.svg")" -eq "$n_policies" ] || fail "--svg: want one link lane per policy"
 grep -q 'time (ms)' "$tmp/t.svg" || fail "--svg: no axis"
+# Each policy's end label lies right of its end line, clear of every bar of its lanes, and inside
+# the drawing (about 6.2 px per character at 11 px).
+python3 - "$tmp/t.svg" <<'PY' || fail "--svg: an end label overlaps the bars or leaves the drawing"
+import sys
+import xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+svg = ET.parse(sys.argv[1]).getroot()
+width = float(svg.get("width"))
+groups = [g for g in svg.iter(ns + "g") if g.get("class") == "ub-policy"]
+assert groups, "no policy group"
+for g in groups:
+    line = [e for e in g.iter(ns + "line") if e.get("class") == "ub-end"][0]
+    xe = float(line.get("x1"))
+    text = [e for e in g.iter(ns + "text") if "ms" in (e.text or "") and e.get("font-size") == "11"][0]
+    x0 = float(text.get("x")) if text.get("text-anchor") == "start" else float(text.get("x")) - 6.2 * len(text.text)
+    x1 = x0 + 6.2 * len(text.text)
+    bars_end = max(float(r.get("x")) + float(r.get("width")) for r in g.iter(ns + "rect"))
+    assert x0 >= bars_end - 0.01 and x0 >= xe, (g.get("data-policy"), x0, bars_end, xe)
+    assert x1 <= width, (g.get("data-policy"), x1, width)
+PY
 grep -q 'forward segment' "$tmp/t.svg" || fail "--svg: no legend"
 if command -v python3 > /dev/null; then
     python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$tmp/t.svg" || fail "--svg: malformed XML"
@@ -183,6 +203,21 @@ expect_bad "sweep without net" "--sweep needs --net PRESET" "$SIM" "$tmp/small.j
 expect_bad "sweep with svg" "--sweep prints a scaling table: it does not combine with --plan-out or --svg" \
     "$SIM" "$tmp/small.json" --sweep ranks=2 --net 10gbe --svg "$tmp/x.svg"
 expect_bad "bad synthetic" "--synthetic: expected N,SEED\[,layerwise\]\[,hard\]" "$SIM" --synthetic 0,1
+expect_bad "synthetic beyond int" "--synthetic: .*with N from 1 to 10000000 calls, got \"4294967301,1\"" \
+    "$SIM" --synthetic 4294967301,1
+expect_bad "synthetic too large" "--synthetic: .*with N from 1 to 10000000 calls" "$SIM" --synthetic 10000001,1
+# Times no job measures, and a call ready after the backward pass ended.
+jq '.backward_end = 1e300' "$tmp/small.json" > "$tmp/huge.json"
+expect_bad "backward_end 1e300" "$tmp/huge.json: backward_end 1e\+300 s, .*not an iteration a job measures" \
+    "$SIM" "$tmp/huge.json"
+jq '.calls[0].ready = .backward_end + 1' "$tmp/small.json" > "$tmp/late.json"
+expect_bad "ready after backward_end" "$tmp/late.json: calls\[0\]\.ready .* is after backward_end" "$SIM" "$tmp/late.json"
+# A report of another version, and a FIFO (never opened for reading: it would block).
+printf '{"usbyte_report": 2, "rank": 0, "world_size": 1, "comms": [{"profile": %s}]}\n' "$(cat "$tmp/small.json")" \
+    > "$tmp/v2.json"
+expect_bad "report version 2" "$tmp/v2.json: usbyte_report: unsupported version 2 \(expected 1\)" "$SIM" "$tmp/v2.json"
+mkfifo "$tmp/fifo.json"
+expect_bad "a FIFO" "$tmp/fifo.json: cannot read: not a regular file" timeout 20 "$SIM" "$tmp/fifo.json"
 expect_bad "eval with policy" "--eval evaluates one given plan" "$SIM" "$tmp/small.json" --eval "$tmp/plan.json" --policy wfbp
 expect_bad "bad sweep" "--sweep: expected ranks=P1,P2" "$SIM" "$tmp/small.json" --sweep 2,4 --net 10gbe
 expect_bad "unknown option" "unknown option --fast" "$SIM" "$tmp/small.json" --fast

@@ -135,6 +135,31 @@ rc=0
 [ $rc -eq 2 ] && [ "$(cat "$W/out")" = "usbyte-doctor: --lib: needs the path of a libusbyte.so" ] ||
     fail "--lib without a value: exit $rc, $(cat "$W/out")"
 expect "truncated ELF" 2 'verdict: unusable input: truncated ELF' -- "$W/truncated"
+# Corrupt offsets near 2^64: said as the offset, never as a sum wrapped past 2^64.
+python3 - "$W/rtsym/libcudart.so.12" "$W/shoff.so" "$W/secoff.so" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+shoff, = struct.unpack("<Q", b[0x28:0x30]); entsz, = struct.unpack("<H", b[0x3a:0x3c])
+c = bytearray(b); c[0x28:0x30] = struct.pack("<Q", 0xFFFFFFFFFFFFFF00); open(sys.argv[2], "wb").write(c)
+c = bytearray(b); i = shoff + entsz; c[i + 0x18:i + 0x20] = struct.pack("<Q", 0xFFFFFFFFFFFFFFF0)
+open(sys.argv[3], "wb").write(c)
+PY
+expect "section headers beyond 2^64" 2 \
+    'verdict: unusable input: corrupt ELF: the section headers start at offset 0xffffffffffffff00, beyond the file' -- "$W/shoff.so"
+expect "a section beyond 2^64" 2 \
+    'verdict: unusable input: corrupt ELF: section .* starts at offset 0xfffffffffffffff0, beyond the file' -- "$W/secoff.so"
+grep -q '1844674407' "$W/out" && fail "a wrapped offset printed: $(grep verdict "$W/out")"
+# A library with its own static CUDA runtime and no NCCL call (cuBLAS, cuDNN, cuRAND...): nothing
+# for usbyte, exit 0.
+printf 'int cudaEventRecord(void *e, void *s) { (void)e; (void)s; return 0; }\nint blas_gemm(void) { return cudaEventRecord(0, 0); }\n' \
+    > "$W/blas.c"
+$CC -O0 -fPIC -shared -Wl,-soname,libcublas-like.so.13 -o "$W/libcublas-like.so.13" "$W/blas.c"
+expect "a cuBLAS-like library" 0 'CUDA runtime: linked statically .*makes no NCCL call' \
+    'verdict: nothing for usbyte here: no NCCL call' -- "$W/libcublas-like.so.13"
+for lib in libcublas.so.13 libcurand.so.10 libcusparse.so.12 libcusolver.so.12 libcudnn.so.9; do
+    [ -f "$CUDA_HOME/lib64/$lib" ] || continue
+    expect "$lib" 0 'verdict: nothing for usbyte here' -- "$CUDA_HOME/lib64/$lib"
+done
 expect "missing file" 2 'verdict: unusable input: cannot open: No such file' -- "$W/none"
 expect "several files: the worst" 2 \
     '3 files: 1 interposable for schedule mode, 0 observe only, 1 not interposable, 0 nothing for usbyte here, 1 unusable input' \

@@ -107,6 +107,26 @@ grep -q '>Scheduled<' "$WORK/out-sched/usbyte-report.html" || fail "schedule: ve
 grep -q '<th title="this rank.s steady iterations with the plan running">own iteration, plan running' \
     "$WORK/out-sched/usbyte-report.html" || fail "schedule: no per-rank column"
 
+# ---- a rank whose settings differ (the runtime keeps every rank in pass-through, with the same
+# agreed values): its row of the ranks table says so, not "same" ----
+mkdir -p "$WORK/setdiff"
+cp "${DDP[0]}" "${DDP[1]}" "${DDP[2]}" "$WORK/setdiff/"
+# (python, not jq: jq may round a double, which would make the agreed values differ too)
+python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); r["config"]["USBYTE_WARMUP"] = 3
+json.dump(r, open(sys.argv[2], "w"))' "${DDP[3]}" "$WORK/setdiff/report-3.json"
+rc=0
+"$REPORT" --quiet "$WORK"/setdiff/report-*.json -o "$WORK/out-setdiff" || rc=$?
+[ $rc -eq 1 ] || fail "a rank's settings differ: exit $rc, want 1"
+python3 - "$WORK/out-setdiff/usbyte-report.html" <<'PY' || fail "a rank's settings differ: its row says the same"
+import re, sys
+page = open(sys.argv[1]).read()
+table = re.search(r'<table class="sortable" id="ranks-0">.*?</table>', page, re.S).group(0)
+rows = {int(m.group(1)): m.group(0) for m in re.finditer(r'<tr data-rank="(\d+)">.*?</tr>', table, re.S)}
+assert 'settings differ from rank 0&#39;s: USBYTE_WARMUP=3' in rows[3] or "settings differ from rank 0's: USBYTE_WARMUP=3" in rows[3], rows[3]
+assert '>same<' not in rows[3], rows[3]
+assert '>same<' in rows[1], rows[1]
+PY
+
 # ---- two communicators: the second a copy of the first under index 1 ----
 mkdir -p "$WORK/two"
 for f in "${DDP[@]}"; do jq '.comms += [.comms[0] | .index = 1]' "$f" > "$WORK/two/$(basename "$f")"; done
@@ -134,7 +154,7 @@ expect_bad() {
     local what=$1 want=$2
     shift 2
     local rc=0
-    "$REPORT" --quiet "$@" -o "$WORK/bad" > /dev/null 2> "$WORK/err" || rc=$?
+    timeout 20 "$REPORT" --quiet "$@" -o "$WORK/bad" > /dev/null 2> "$WORK/err" || rc=$?
     [ $rc -eq 2 ] || { fail "$what: exit $rc, want 2"; return; }
     [ "$(wc -l < "$WORK/err")" -eq 1 ] || { fail "$what: not one line: $(cat "$WORK/err")"; return; }
     grep -Eq -- "$want" "$WORK/err" || fail "$what: '$(cat "$WORK/err")' does not match '$want'"
@@ -162,7 +182,27 @@ expect_bad "block ending before it starts" "$B/sched.json: comms\[0\]\.schedule\
 expect_bad "a profile" "$PROFILES/vgg16-v100-b64.json: a usbyte profile, not a report" "$PROFILES/vgg16-v100-b64.json"
 expect_bad "missing file" "$B/none.json" "$B/none.json"
 expect_bad "no match" "$B/nothing-\*.json: no file matches" "$B/nothing-*.json"
-expect_bad "one rank twice" "rank: 0 is also the rank of .*: not one job" "${DDP[0]}" "$B/../ddp/report-0.json"
+cp "${DDP[0]}" "$B/copy-0.json"
+expect_bad "one rank twice" "rank: 0 is also the rank of .*: not one job" "${DDP[0]}" "$B/copy-0.json"
+jq '.comms[0].measured_iteration = 1e308' "${DDP[0]}" > "$B/huge.json"
+expect_bad "a measured iteration of 1e308 s" "$B/huge.json: comms\[0\]\.measured_iteration: 1e\+308 s is not a time" "$B/huge.json"
+jq '.comms[0].nranks = 100000' "${DDP[0]}" > "$B/nranks.json"
+expect_bad "a communicator larger than the job" "$B/nranks.json: comms\[0\]\.nranks: 100000 ranks in a job of world_size 4" "$B/nranks.json"
+# The same file reached twice (by two names, or a name and its directory) is one rank's report,
+# read once: the job is whole.
+rc=0
+"$REPORT" --quiet "${DDP[@]}" "${DDP[0]}" "$WORK/ddp" -o "$WORK/twice" > /dev/null 2> "$WORK/twice.err" || rc=$?
+[ $rc -eq 0 ] || fail "the same files given twice: exit $rc: $(cat "$WORK/twice.err")"
+grep -q "the same file as ${DDP[0]}, read once" "$WORK/twice.err" || fail "given twice: $(cat "$WORK/twice.err")"
+# A FIFO named like a report, in the folder or named: never opened for reading (it would wait
+# for a writer for ever); named, it is refused with one line.
+mkdir -p "$WORK/fifo"
+cp "${DDP[@]}" "$WORK/fifo/"
+mkfifo "$WORK/fifo/stray.json"
+rc=0
+timeout 20 "$REPORT" --quiet "$WORK/fifo" -o "$WORK/out-fifo" > /dev/null 2> "$WORK/fifo.err" || rc=$?
+[ $rc -eq 0 ] || fail "a FIFO in the folder: exit $rc (124: blocked): $(cat "$WORK/fifo.err")"
+expect_bad "a FIFO named" "$WORK/fifo/stray.json: cannot read: not a regular file" "$WORK/fifo/stray.json"
 expect_bad "two jobs" "these reports are of 2 different jobs: job [0-9a-f]{16} started [0-9T:Z-]+: ${DDP[0]}; job [0-9a-f]{16} started [0-9T:Z-]+: ${HVD[1]} \(give one job's reports" "${DDP[0]}" "${HVD[1]}"
 
 # ---- a real browser ----

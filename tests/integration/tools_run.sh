@@ -58,7 +58,28 @@ urun --mode off --report "$WORK/off" -- "$EMU_RUN" -n 2 --timeout 60 -- "$TRAINE
 grep -q "no usbyte report .*USBYTE_MODE=off" "$WORK/off.err" || fail "--mode off: $(tail -2 "$WORK/off.err")"
 # Without --mode the message names the runtime's default.
 (unset USBYTE_MODE; urun --report "$WORK/x" -- true 2> "$WORK/default.err") || true
-grep -q "USBYTE_MODE=schedule;" "$WORK/default.err" || fail "the default mode is misstated: $(cat "$WORK/default.err")"
+grep -q "USBYTE_MODE=schedule)" "$WORK/default.err" || fail "the default mode is misstated: $(cat "$WORK/default.err")"
+
+# The closing line says the real cause: a command that failed or was killed (its status kept).
+rc=0
+urun --report "$WORK/x" -- sh -c 'kill -9 $$' 2> "$WORK/killed.err" || rc=$?
+[ $rc -eq 137 ] || fail "killed command: exit status $rc, want 137"
+grep -q "no usbyte report .*: the command was killed by signal 9" "$WORK/killed.err" ||
+    fail "killed command: $(tail -1 "$WORK/killed.err")"
+grep -q "the command failed (exit status 7)" "$WORK/exit.err" || fail "failed command: $(tail -1 "$WORK/exit.err")"
+grep -q "no NCCL call" "$WORK/exit.err" && fail "a failed command blamed on no NCCL call: $(tail -1 "$WORK/exit.err")"
+
+# Report directories with a space, a % or a glob character: the reports and the page are found.
+for d in "dir with space" "pct%rdir" "star*[x]"; do
+    rc=0
+    urun --report "$WORK/$d" -- "$EMU_RUN" -n 2 --timeout 60 -- "$TRAINERS/ddp_like" "${ARGS[@]}" \
+        > /dev/null 2> "$WORK/odd.err" || rc=$?
+    [ $rc -eq 0 ] || fail "--report '$d': exit $rc"
+    n=$(find "$WORK/$d" -maxdepth 1 -name 'usbyte-report-*.json' | wc -l)
+    [ "$n" -eq 2 ] || fail "--report '$d': $n reports there, want 2: $(ls "$WORK" | tr '\n' ' ')"
+    [ -s "$WORK/$d/usbyte-report.html" ] || fail "--report '$d': no page: $(tail -2 "$WORK/odd.err")"
+    grep -q "^usbyte: 2 of 2 rank reports" "$WORK/odd.err" || fail "--report '$d': no summary: $(tail -2 "$WORK/odd.err")"
+done
 
 # The user's LD_PRELOAD entries stay, after ours; ours is not added twice.
 out=$(LD_PRELOAD="/lib/nonexistent-a.so:$LIBPATH" urun --report "$WORK/x" -- sh -c 'printf %s "$LD_PRELOAD"' 2> /dev/null)
@@ -91,7 +112,17 @@ bad 2 '^usbyte-run: --policy bogus: must be one of wfbp, .*best' --policy bogus 
 bad 2 '^usbyte-run: --log loud: must be one of error, warn, info, debug$' --log loud "${MARK[@]}"
 bad 2 '^usbyte-run: --completion soon: must be one of stream, call$' --completion soon "${MARK[@]}"
 bad 2 "^usbyte-run: touch: the command must follow -- \(usbyte-run \[OPTIONS\] -- touch \.\.\.\)$" touch "$WORK/ran"
-bad 127 '^usbyte-run: /nonexistent/train.py: command not found$' -- /nonexistent/train.py
+bad 127 '^usbyte-run: /nonexistent/train.py: no such file$' -- /nonexistent/train.py
+bad 127 '^usbyte-run: no-such-command-here: command not found$' -- no-such-command-here
+bad 126 '^usbyte-run: /etc/passwd: not an executable program \(no execute permission\)$' -- /etc/passwd
+bad 126 '^usbyte-run: /etc: not an executable program \(a directory\)$' -- /etc
+# A report directory that cannot be written is refused before the job (a read-only file system
+# here: permissions alone do not stop root).
+bad 2 '^usbyte-run: /proc: the report directory is not writable; the command was not run$' --report /proc "${MARK[@]}"
+if [ "$(id -u)" != 0 ]; then
+    mkdir -p "$WORK/ro" && chmod 555 "$WORK/ro"
+    bad 2 "^usbyte-run: $WORK/ro: the report directory is not writable" --report "$WORK/ro" "${MARK[@]}"
+fi
 # Every policy the planner lists is accepted.
 for p in $("$BUILD/usbyte-report" --list-policies); do
     urun --policy "$p" --report "$WORK/x" -- true 2> /dev/null || fail "--policy $p refused"
@@ -113,6 +144,13 @@ RUN_SAVED=$RUN
 RUN=$WORK/broken/usbyte-run
 bad 2 "^usbyte-run: $WORK/broken/libusbyte.so cannot be loaded: libusbyte-test-dep.so.4 not found \(install it on every node" \
     --report "$WORK/x" "${MARK[@]}"
+# A truncated library: the loader's probe dies (a bus error) without a word; exit 2, the command
+# not run.
+mkdir -p "$WORK/trunc"
+head -c 65536 "$LIBPATH" > "$WORK/trunc/libusbyte.so"
+cp "$RUN_SAVED" "$WORK/trunc/usbyte-run"
+RUN=$WORK/trunc/usbyte-run
+bad 2 "^usbyte-run: $WORK/trunc/libusbyte.so cannot be loaded: .*(exited with status|error)" --report "$WORK/x" "${MARK[@]}"
 RUN=$RUN_SAVED
 
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

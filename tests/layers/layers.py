@@ -24,7 +24,7 @@ TIERS = [
     ("life cycle and CUDA hooks",
      ["lifecycle.c", "cuda_hooks.c", "identity.c"]),
     ("warm-up, agreement, decision, deferral, redirection",
-     ["warmup.c", "agree_rt.c", "decide.c", "report_rt.c", "defer.c", "redirect.c"]),
+     ["warmup.c", "agree_config.c", "agree_rt.c", "decide.c", "report_rt.c", "defer.c", "redirect.c"]),
     ("executor, groups, tables, timing, CUPTI, graph captures",
      ["exec.c", "group.c", "tables.c", "timing.c", "cupti_watch.c", "capture.c"]),
     ("resolution, process globals, logging, guard, configuration",

@@ -13,6 +13,7 @@
 /* cmocka has no double comparison with a tolerance in this version. */
 #define assert_double_equal(a, b, eps) assert_true(fabs((double)(a) - (double)(b)) <= (eps))
 
+#include "usbyte/config_agree.h"
 #include "usbyte/record.h"
 
 /* What an allreduce(max) / (sum) of n doubles over `ranks` vectors computes. */
@@ -176,6 +177,7 @@ static void test_summary_averages_relative_to_first_ready(void **state)
         *b = (ub_rec_call){.ready = base[it] + 0.010 + 0.002 * it, .start = base[it] + 0.011, .end = base[it] + 0.012 + 0.001 * it,
                            .need = NAN, .upstream = it == 0, .barrier = true};
     }
+    r.end_ready = 1.2; /* the next iteration's first ready ends iteration 1 */
     ub_summary s;
     assert_int_equal(ub_record_summarize(&r, NULL, &s), 0);
     assert_int_equal(s.iterations_used, 2);
@@ -246,18 +248,101 @@ static void test_phase_is_voted_by_each_iteration(void **state)
     assert_int_equal(agreed_phase((double[]){0, 2, 4, 6}, 9, 0, &voters), 0);
     /* One rank stalls 20 ms inside one iteration: its vote is outvoted by the other seven. */
     assert_int_equal(agreed_phase((double[]){0, 2, 4, 6}, 9, 20, &voters), 0);
-    /* An iteration whose successor has not settled does not vote. */
+    /* An iteration votes once its own timing has settled and the next one's first ready is known
+     * (its length); the last one has no end here. */
     ub_record r;
     ub_summary s;
     record_rank(&r, (double[]){0, 1, 9, 10}, 11, 0);
-    assert_int_equal(ub_record_summarize(&r, (bool[]){true, false, true}, &s), 0);
-    assert_int_equal(s.phase_voters, 0);
+    assert_int_equal(ub_record_summarize(&r, (bool[]){false, true, true}, &s), 0);
+    assert_int_equal(s.phase_voters, 1);
+    assert_int_equal(s.phase_votes[2], 1);
     ub_summary_free(&s);
     assert_int_equal(ub_record_summarize(&r, NULL, &s), 0);
     assert_int_equal(s.phase_voters, 2);
     assert_int_equal(s.phase_votes[2], 2);
     ub_summary_free(&s);
     ub_record_free(&r);
+}
+
+/* The device runs behind the host: an iteration counts only once its end, the next iteration's
+ * first ready on the device's timeline, is measured; a length is never zero or negative. */
+static void test_iteration_counts_only_with_its_end(void **state)
+{
+    (void)state;
+    for (int warmup = 1; warmup <= 4; warmup++) {
+        ub_record r;
+        assert_int_equal(ub_record_init(&r, warmup, 2), 0);
+        r.n_calls = 2;
+        /* Every iteration 50 ms; the last settled iteration is `warmup - 2` (the later ones' first
+         * ready not measured yet, as when the agreement is issued while the device lags). */
+        for (int it = 0; it < warmup - 1; it++)
+            for (int c = 0; c < 2; c++) {
+                double t = 0.05 * it + 0.01 * c;
+                *ub_record_at(&r, it, c) = (ub_rec_call){.ready = t, .start = t, .end = t + 1e-3, .need = NAN};
+            }
+        ub_summary s;
+        assert_int_equal(ub_record_summarize(&r, NULL, &s), 0);
+        assert_int_equal(s.iterations_used, warmup >= 3 ? warmup - 2 : 0);
+        assert_double_equal(s.iteration, warmup >= 3 ? 0.05 : 0.0, 1e-12);
+        for (int it = 0; it < warmup; it++)
+            assert_true(s.used[it] == (it < warmup - 2));
+        ub_summary_free(&s);
+        /* The next first ready measured: every recorded iteration has its length. */
+        for (int c = 0; c < 2; c++) {
+            double t = 0.05 * (warmup - 1) + 0.01 * c;
+            *ub_record_at(&r, warmup - 1, c) = (ub_rec_call){.ready = t, .start = t, .end = t + 1e-3, .need = NAN};
+        }
+        r.end_ready = 0.05 * warmup;
+        assert_int_equal(ub_record_summarize(&r, NULL, &s), 0);
+        assert_int_equal(s.iterations_used, warmup);
+        assert_double_equal(s.iteration, 0.05, 1e-12);
+        double len[4];
+        ub_record_iterations(&r, len);
+        for (int it = 0; it < warmup; it++)
+            assert_double_equal(len[it], 0.05, 1e-12);
+        ub_summary_free(&s);
+        /* An end before the start (never on one timeline) is no length. */
+        r.end_ready = 0.05 * (warmup - 1) - 0.001;
+        assert_int_equal(ub_record_summarize(&r, NULL, &s), 0);
+        assert_int_equal(s.iterations_used, warmup - 1);
+        assert_true(s.iteration > 0 || warmup == 1);
+        ub_summary_free(&s);
+        ub_record_free(&r);
+    }
+}
+
+/* The configuration agreement: the max-combined vector gives each setting's smallest and largest
+ * value over the ranks and a rank holding each; a vector no ranks could send is refused. */
+static void test_config_agreement_names_values_and_ranks(void **state)
+{
+    (void)state;
+    enum { RANKS = 4 };
+    double v[RANKS][UB_CFG_AGREE_LEN], out[UB_CFG_AGREE_LEN];
+    for (int r = 0; r < RANKS; r++) {
+        int values[UB_CFG_AGREE_COUNT];
+        values[UB_CFG_AGREE_mode] = r == 2 ? 0 : 2; /* off on rank 2, schedule elsewhere */
+        values[UB_CFG_AGREE_warmup] = 5;
+        ub_cfg_agree_encode(values, r, v[r]);
+    }
+    double *rows[RANKS] = {v[0], v[1], v[2], v[3]};
+    combine(rows, RANKS, UB_CFG_AGREE_LEN, false, out);
+    ub_cfg_agreed g[UB_CFG_AGREE_COUNT];
+    assert_true(ub_cfg_agree_decode(out, g));
+    assert_int_equal(g[UB_CFG_AGREE_mode].lo, 0);
+    assert_int_equal(g[UB_CFG_AGREE_mode].rank_lo, 2);
+    assert_int_equal(g[UB_CFG_AGREE_mode].hi, 2);
+    assert_int_equal(g[UB_CFG_AGREE_mode].rank_hi, 3);
+    assert_int_equal(g[UB_CFG_AGREE_warmup].lo, 5);
+    assert_int_equal(g[UB_CFG_AGREE_warmup].hi, 5);
+    assert_string_equal(ub_cfg_agree_var(UB_CFG_AGREE_warmup), "USBYTE_WARMUP");
+    /* The largest warm-up a rank may have (1000) and a large rank stay exact. */
+    int big[UB_CFG_AGREE_COUNT] = {1, 1000};
+    ub_cfg_agree_encode(big, 1 << 20, out);
+    assert_true(ub_cfg_agree_decode(out, g));
+    assert_int_equal(g[UB_CFG_AGREE_warmup].hi, 1000);
+    assert_int_equal(g[UB_CFG_AGREE_warmup].rank_hi, 1 << 20);
+    out[0] = 0.5; /* not value * 2^24 + rank */
+    assert_false(ub_cfg_agree_decode(out, g));
 }
 
 int main(void)
@@ -268,6 +353,8 @@ int main(void)
         cmocka_unit_test(test_disagreements_decode_alike_everywhere),
         cmocka_unit_test(test_summary_averages_relative_to_first_ready),
         cmocka_unit_test(test_phase_is_voted_by_each_iteration),
+        cmocka_unit_test(test_iteration_counts_only_with_its_end),
+        cmocka_unit_test(test_config_agreement_names_values_and_ranks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -141,6 +141,31 @@ static void test_bad_values_warn_once_and_fall_back(void **state)
     }
 }
 
+/* A bad report name keeps its directory (the default name there); the policy warning lists every
+ * policy the planner knows. */
+static void test_bad_report_keeps_directory_and_policy_lists_all(void **state)
+{
+    (void)state;
+    const char *env[] = {"USBYTE_REPORT", "/tmp/out/r-%q.json", NULL};
+    fake_env f = {env, 0, ""};
+    ub_config c;
+    assert_int_equal(ub_config_parse(&c, lookup, warn, &f), 1);
+    assert_string_equal(c.report, "/tmp/out/usbyte-report-%r.json");
+    assert_non_null(strstr(f.last, "using the default name in that directory \"/tmp/out/usbyte-report-%r.json\""));
+    const char *env2[] = {"USBYTE_REPORT", "/tmp/%q/r.json", NULL};
+    fake_env f2 = {env2, 0, ""};
+    assert_int_equal(ub_config_parse(&c, lookup, warn, &f2), 1);
+    assert_string_equal(c.report, "usbyte-report-%r.json");
+    const char *env3[] = {"USBYTE_POLICY", "fastest", NULL};
+    fake_env f3 = {env3, 0, ""};
+    assert_int_equal(ub_config_parse(&c, lookup, warn, &f3), 1);
+    for (int id = 0; id < UB_POLICY_COUNT; id++) {
+        char word[64];
+        snprintf(word, sizeof word, " %s", ub_policy_name((ub_policy_id)id));
+        assert_non_null(strstr(f3.last, word));
+    }
+}
+
 static void test_several_bad_values_each_warn(void **state)
 {
     (void)state;
@@ -187,6 +212,7 @@ int main(void)
         cmocka_unit_test(test_every_variable_from_env),
         cmocka_unit_test(test_bad_values_warn_once_and_fall_back),
         cmocka_unit_test(test_several_bad_values_each_warn),
+        cmocka_unit_test(test_bad_report_keeps_directory_and_policy_lists_all),
         cmocka_unit_test(test_warning_is_one_line),
         cmocka_unit_test(test_report_path_expansion),
     };

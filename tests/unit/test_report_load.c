@@ -108,7 +108,7 @@ static void test_schedule_object(void **state)
 {
     (void)state;
     /* The runtime's schedule-mode object next to a plan; "optimal" on the plan. */
-    json_t *root = json_loads(REPORT(0, 1, COMM(0, 0.5)), 0, NULL);
+    json_t *root = json_loads(REPORT(0, 2, COMM(0, 0.5)), 0, NULL);
     json_t *c = json_array_get(json_object_get(root, "comms"), 0);
     json_object_set_new(json_object_get(c, "plan"), "optimal", json_true());
     json_object_set_new(c, "schedule",
@@ -186,7 +186,7 @@ static void test_not_one_job(void **state)
 static void test_recordings(void **state)
 {
     (void)state;
-    json_t *root = json_loads(REPORT(0, 1, COMM(0, 0.5)), 0, NULL);
+    json_t *root = json_loads(REPORT(0, 2, COMM(0, 0.5)), 0, NULL);
     json_t *c = json_array_get(json_object_get(root, "comms"), 0);
     json_object_set_new(c, "id", json_string("00000000deadbeef"));
     json_object_set_new(root, "run", json_pack("{s:s, s:f, s:s, s:i, s:s, s:i}", "started", "2025-01-01T00:00:00Z",

@@ -1,0 +1,190 @@
+/* The configuration agreement: the settings that decide whether and when a rank takes part in the
+ * warm-up's agreement (usbyte/config_agree.h) are combined at the first lock of each communicator,
+ * the same call on every rank whatever its configuration, in one allreduce of a constant size on
+ * a private stream.  The result is read at the first call of the warm-up, before any rank can have
+ * reached the warm-up's agreement (agree_at is at least one iteration later): when a setting
+ * differs, every rank stays in pass-through from that same call, so that all issue the same
+ * collectives.  A rank with USBYTE_MODE=off issues it and passes through from the lock on. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agree_config.h"
+#include "agree_rt.h"
+#include "capture.h"
+#include "cuda_list.h"
+#include "decide.h"
+#include "device.h"
+#include "group.h"
+#include "guard.h"
+#include "nccl_list.h"
+#include "report_rt.h"
+#include "runtime.h"
+#include "tables.h"
+#include "warmup.h"
+#include "usbyte/config_agree.h"
+
+#define CFG_BYTES ((size_t)UB_CFG_AGREE_LEN * sizeof(double))
+
+static void copy_back_after_launch(const void *data)
+{
+    ub_comm *c = *(ub_comm *const *)data;
+    if (c->cfg_agree.copy_pending)
+        ub_cfg_agree_copy_back(c);
+}
+
+/* Its buffers, stream and event, on the communicator's device; false when one cannot be had. */
+static bool make_buffers(ub_comm *c)
+{
+    ub_cfg_agreement *a = &c->cfg_agree;
+    int previous = ub_device_enter(c->device);
+    if (UB_UNSAFE(ub_cuda.cudaMallocHost((void **)&a->host, CFG_BYTES)) != cudaSuccess)
+        a->host = NULL;
+    if (UB_UNSAFE(ub_cuda.cudaMalloc(&a->dev, CFG_BYTES)) != cudaSuccess)
+        a->dev = NULL;
+    if (UB_CUDA(ub_cuda.cudaStreamCreateWithFlags(&a->stream, cudaStreamNonBlocking)) != cudaSuccess)
+        a->stream = NULL;
+    if (UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&a->done, cudaEventDisableTiming)) != cudaSuccess)
+        a->done = NULL;
+    ub_device_leave(previous);
+    return a->host && a->dev && a->stream && a->done;
+}
+
+void ub_cfg_agree_issue(ub_comm *c)
+{
+    ub_cfg_agreement *a = &c->cfg_agree;
+    if (a->issued)
+        return;
+    a->issued = true;
+    if (!make_buffers(c))
+        ub_comm_cannot_take_part(c, "cannot allocate the configuration agreement's buffers");
+    int values[UB_CFG_AGREE_COUNT] = {
+#define X(field, var) (int)ub_cfg.field,
+        UB_CFG_AGREE_LIST(X)
+#undef X
+    };
+    ub_cfg_agree_encode(values, c->rank < 0 ? 0 : c->rank, a->host);
+    /* Never held across a real NCCL call; the record is this thread's (the issuer's). */
+    ub_state_unlock();
+    if (UB_CUDA(ub_cuda.cudaMemcpyAsync(a->dev, a->host, CFG_BYTES, cudaMemcpyHostToDevice, a->stream)) != cudaSuccess)
+        ub_comm_cannot_take_part(c, "cudaMemcpyAsync of the configuration agreement failed");
+    if (UB_NCCL(ub_nccl.AllReduce(a->dev, a->dev, UB_CFG_AGREE_LEN, ncclFloat64, ncclMax, c->handle, a->stream)) !=
+        ncclSuccess)
+        ub_comm_cannot_take_part(c, "ncclAllReduce of the configuration agreement failed");
+    ub_state_lock();
+    ub_debug("communicator %d: configuration agreement issued at its lock", c->index);
+    if (ub_thread_in_group()) {
+        /* Work enqueued on the private stream now would run before the collective's launch. */
+        a->copy_pending = true;
+        a->thread = (unsigned long)pthread_self();
+        if (!ub_group_after_launch(copy_back_after_launch, &c, sizeof c))
+            ub_comm_cannot_take_part(c, "no room to queue the configuration agreement's copy back");
+    } else {
+        ub_cfg_agree_copy_back(c);
+    }
+}
+
+void ub_cfg_agree_copy_back(ub_comm *c)
+{
+    ub_cfg_agreement *a = &c->cfg_agree;
+    a->copy_pending = false;
+    if (UB_CUDA(ub_cuda.cudaMemcpyAsync(a->host, a->dev, CFG_BYTES, cudaMemcpyDeviceToHost, a->stream)) != cudaSuccess ||
+        UB_CUDA(ub_cuda.cudaEventRecord(a->done, a->stream)) != cudaSuccess)
+        ub_comm_cannot_take_part(c, "cannot copy the configuration agreement's result back");
+}
+
+/* A setting's value as the user writes it. */
+static void value_text(ub_cfg_agree_id id, int v, char *buf, size_t len)
+{
+    if (id == UB_CFG_AGREE_mode)
+        snprintf(buf, len, "%s", ub_mode_name((ub_mode)v));
+    else
+        snprintf(buf, len, "%d", v);
+}
+
+/* What differs, as one line ("" when nothing does). */
+static void differences(const ub_cfg_agreed *g, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int s = 0; s < UB_CFG_AGREE_COUNT && used < len; s++) {
+        if (g[s].lo == g[s].hi)
+            continue;
+        char lo[32], hi[32];
+        value_text((ub_cfg_agree_id)s, g[s].lo, lo, sizeof lo);
+        value_text((ub_cfg_agree_id)s, g[s].hi, hi, sizeof hi);
+        int n = snprintf(buf + used, len - used, "%s%s differs between the ranks: %s on rank %d, %s on rank %d",
+                         used ? "; " : "", ub_cfg_agree_var((ub_cfg_agree_id)s), lo, g[s].rank_lo, hi, g[s].rank_hi);
+        used += n > 0 ? (size_t)n : 0;
+    }
+}
+
+/* Every rank stays in pass-through from this call, the whole reason in its report. */
+static void refuse(ub_comm *c, const char *why)
+{
+    ub_comm_report *r = &c->report;
+    r->rank = c->rank;
+    r->nranks = c->nranks;
+    r->warmup = ub_cfg.warmup;
+    r->schedulable = false;
+    ub_comm_report_clear_reasons(r);
+    ub_comm_report_add_reason(r, "%s", why);
+    ub_comm_stop_profiling(c);
+    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, strlen(why) < sizeof c->reason ? why
+                                               : "the ranks' configurations differ (the verdict says why)");
+    r->state = ub_comm_state_name(c->state);
+    snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
+    ub_warn("communicator %d: %s: every rank stays in pass-through", c->index, why);
+    ub_state_write_reports(true);
+}
+
+void ub_cfg_agree_read(ub_comm *c)
+{
+    ub_cfg_agreement *a = &c->cfg_agree;
+    if (!a->issued || a->read)
+        return;
+    a->read = true;
+    if (a->copy_pending) /* the group that holds it was launched without our seeing its end */
+        ub_cfg_agree_copy_back(c);
+    cudaEvent_t done = a->done;
+    ub_state_unlock();
+    cudaError_t e = ub_comm_wait_event(c, done, false,
+                                       "the configuration agreement issued at the lock: the warm-up needs it");
+    ub_state_lock();
+    if (atomic_load(&c->ending) || atomic_load(&c->peer_error) != ncclSuccess || c->state != UB_COMM_PROFILE)
+        return;
+    ub_cfg_agreed agreed[UB_CFG_AGREE_COUNT];
+    char why[400];
+    if (e != cudaSuccess)
+        snprintf(why, sizeof why, "the configuration agreement's result could not be read");
+    else if (!ub_cfg_agree_decode(a->host, agreed))
+        snprintf(why, sizeof why, "the configuration agreement's result is not what any ranks could have sent "
+                 "(a rank running another usbyte version?)");
+    else
+        differences(agreed, why, sizeof why);
+    if (why[0]) {
+        char line[600];
+        snprintf(line, sizeof line, "%s (every rank must run with the same value: docs/runtime.md)", why);
+        refuse(c, line);
+    }
+}
+
+void ub_cfg_agree_release(ub_comm *c, bool abort)
+{
+    ub_cfg_agreement *a = &c->cfg_agree;
+    /* Still in flight (an abort, a destroy before its copy back ran): left allocated, as the
+     * device may still write them; a few bytes per communicator. */
+    if (abort || a->copy_pending || (a->done && UB_CUDA(ub_cuda.cudaEventQuery(a->done)) == cudaErrorNotReady)) {
+        memset(a, 0, sizeof *a);
+        return;
+    }
+    if (a->done)
+        UB_CUDA(ub_cuda.cudaEventDestroy(a->done));
+    if (a->stream)
+        UB_CUDA(ub_cuda.cudaStreamDestroy(a->stream));
+    if (a->dev)
+        UB_UNSAFE(ub_cuda.cudaFree(a->dev));
+    if (a->host)
+        UB_UNSAFE(ub_cuda.cudaFreeHost(a->host));
+    memset(a, 0, sizeof *a);
+}
