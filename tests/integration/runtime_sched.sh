@@ -104,6 +104,15 @@ report min-gain 'assert c["state"] == "pass-through" and "USBYTE_MIN_GAIN_PCT" i
 USBYTE_COMPLETION=call run call-refused ok --consumer end-event
 report call-refused 'assert c["state"] == "schedule" and s["completion"] == "stream" and "refused" in s["completion_note"], "call accepted"'
 
+# A blocking NCCL stream (cudaStreamCreate) whose results are read by copies on the legacy default
+# stream, which CUDA orders after every blocking stream's earlier work (no event at all): deferred
+# calls would be read before their blocks ran, so the communicator stays in pass-through, saying why.
+run blocking ok --nccl-stream blocking --consumer legacy
+report blocking '
+assert c["state"] == "pass-through" and not s, "scheduled"
+assert any("blocking stream" in r for r in c["verdict"]["reasons"]), c["verdict"]
+'
+
 # Equal sizes repeating within the iteration: the portable sequence locks a period of 3, the
 # buffers refute it on every rank, detection restarts and finds the true 24.
 run repeat-sizes ok --iters 40 --repeat-sizes
