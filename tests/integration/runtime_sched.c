@@ -244,10 +244,13 @@ static void captured_allreduce(job *j, int m, call *k)
         CUDA_OK(cudaStreamWaitEvent(j->nccl[m], joined, 0));
     }
     cudaGraph_t ended = NULL;
-    if (cu_end)
-        EXPECT(cu_end((CUstream)origin, (CUgraph *)&ended) == CUDA_SUCCESS, "cuStreamEndCapture through %s failed",
-               j->o.capture_via);
-    else
+    if (cu_end) {
+        CUresult ended_with = cu_end((CUstream)origin, (CUgraph *)&ended);
+        const char *text = NULL;
+        cuGetErrorString(ended_with, &text);
+        EXPECT(ended_with == CUDA_SUCCESS, "cuStreamEndCapture through %s failed: %s", j->o.capture_via,
+               text ? text : "unknown error");
+    } else
         CUDA_OK(cudaStreamEndCapture(origin, &ended));
     EXPECT(!graph || ended == graph, "the capture into a graph of its own ended with another graph");
     graph = ended;

@@ -198,7 +198,7 @@ static void test_pending_until_issued_in_value_order(void **state)
     assert_true(pending(e3) && pending(e2));
     assert_false(pending(e1));
     ub_state_lock();
-    assert_ptr_equal(ub_redirect_pending_comm(e3), comm);
+    assert_ptr_equal(ub_redirect_pending_comm(e3, NULL), comm);
     assert_int_equal(comm->sched.n_pending, 2);
     ub_state_unlock();
 
