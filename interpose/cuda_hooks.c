@@ -115,7 +115,7 @@ void ub_cuda_stream_host_wait(cudaStream_t stream, bool poll)
         ub_state_lock();
         ub_comm *c = ub_redirect_stream_unissued(stream);
         if (c && issuing_thread(c))
-            ub_sched_unexpected_wait(c, "cudaStreamSynchronize", c->sched.arrived - 1);
+            ub_sched_unexpected_wait(c, "cudaStreamSynchronize", -1);
         else if (c)
             ub_redirect_wait_stream(stream, "cudaStreamSynchronize");
         ub_state_unlock();
@@ -142,7 +142,7 @@ static void device_wait_scheduled(void)
         if (!c->handle || atomic_load(&c->ending) || !(target = ub_sched_unissued(c)))
             continue;
         if (issuing_thread(c))
-            ub_sched_unexpected_wait(c, "cudaDeviceSynchronize", c->sched.arrived - 1);
+            ub_sched_unexpected_wait(c, "cudaDeviceSynchronize", -1);
         else
             ub_redirect_wait_comm(c, target, "cudaDeviceSynchronize");
     }

@@ -148,6 +148,8 @@ void ub_sched_unexpected_wait(ub_comm *c, const char *what, int call)
 {
     ub_sched_rt *s = &c->sched;
     s->unexpected_waits++;
+    if (call < 0)
+        call = s->arrived - 1;
     if (s->unexpected_told || call < 0 || call >= s->sp.n_calls)
         return;
     s->unexpected_told = true;

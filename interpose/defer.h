@@ -23,7 +23,7 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig);
  * graph capture on a stream with deferred calls): flushes what arrived. */
 void ub_sched_deviation(ub_comm *c, const char *why);
 /* Lock held: a wait of the thread that issues c's calls (`what`: the CUDA call) on deferred
- * call `call` of this iteration, whose block is not issued.  The warm-up did not see it (a wait it
+ * call `call` of this iteration (-1: every call so far), whose block is not issued.  The warm-up did not see it (a wait it
  * saw is a merge barrier, whose blocks go out at the call's arrival), so it may be made on some
  * ranks only: it changes nothing that is issued.  Counted; the first one gets one line. */
 void ub_sched_unexpected_wait(ub_comm *c, const char *what, int call);
