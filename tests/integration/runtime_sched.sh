@@ -186,24 +186,27 @@ run exit any --iters 20 --exit-at 16
 report exit 'assert c["state"] == "schedule" and s["iterations"] >= 4, "exit"'
 
 # Host waits the warm-up never saw, made by the issuing thread in the middle of an iteration while
-# calls are deferred (syncea: one block holds every call, so every call waits for the last one):
+# calls are deferred (syncea: one block holds every call, so every call waits for the last one;
+# the count of such waits shows the plan ran then; a flush at the end, where the schedule's
+# iteration may end elsewhere than the program's, is no deviation):
 # such a wait may be made on some ranks only (a log line on rank 0, an allocator's retry), so it must
 # not change what is issued.  It returns once the work submitted to the device is done, the deferred
 # calls stay deferred, and every rank issues the plan's blocks: every result exact, no deviation,
 # one line on the rank that waited.  First on every rank, on call 0's event before call 1 arrives:
-USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 run early ok --sync-at 11 --sync-kind event --sync-after 0
+USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 run early ok --iters 24 --sync-at 14 --sync-kind event --sync-after 0
 report early '
 assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"
-assert s["unexpected_waits"] == 1 and s["deviations"] == 0 and s["flushes"] == 0, "unexpected waits %r, deviations %r" % (s["unexpected_waits"], s["deviations"])
+assert s["unexpected_waits"] == 1 and s["deviations"] == 0, "unexpected waits %r, deviations %r" % (s["unexpected_waits"], s["deviations"])
 '
 [ "$(grep -c 'cudaEventSynchronize on the thread that issues its calls waits for allreduce 0' "$WORK/early.out")" -eq $N ] ||
     fail "early: not one line per rank naming the wait"
 # Then on rank 0 alone, after call 3, each kind of wait (a flush there would issue blocks of the
 # calls that arrived on rank 0 only: the emulator's rank signature check stops the job).
 for kind in device stream event stream-wait; do
-    USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 run sync-$kind ok --sync-at 10 --sync-after 3 --sync-rank 0 --sync-kind $kind
+    USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 run sync-$kind ok --iters 24 --sync-at 14 --sync-after 3 --sync-rank 0 \
+        --sync-kind $kind
     report sync-$kind '
-assert c["state"] == "schedule" and s["iterations"] >= 8 and s["deviations"] == 0 and s["flushes"] == 0, "deviated"
+assert c["state"] == "schedule" and s["iterations"] >= 8 and s["deviations"] == 0, "deviated"
 assert s["unexpected_waits"] == (1 if rank == 0 else 0), "unexpected waits %r" % s["unexpected_waits"]
 '
 done
@@ -217,7 +220,7 @@ for via in runtime runtime-to-graph driver driver-lookup runtime-lookup; do
     for call in 1 12; do
         USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 run join-$via-$call ok --iters 20 --capture-at 11 --capture-on compute \
             --capture-via $via --capture-call $call
-        report join-$via-$call 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["flushes"] == 1, "capture"'
+        report join-$via-$call 'assert c["state"] == "schedule" and s["deviations"] == 1, "capture"'
     done
 done
 echo "runtime schedule: ok"
