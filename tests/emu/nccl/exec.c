@@ -275,7 +275,8 @@ static uint64_t run_collective(struct ncclComm *c, struct emu_coll *op, uint64_t
         return 0;
     uint64_t data_end = emu_now_ns();
     size_t elem = emu_dtype_size(op->dtype);
-    double us = emu_model_collective_us(&c->model, op->kind, op->count, elem, c->nranks);
+    double us = emu_model_collective_inplace_us(&c->model, op->kind, op->count, elem, c->nranks, op->send == op->recv) *
+                emu_model_jitter(&c->model, c->rank, op->index);
     uint64_t model_end = last_arrival + (uint64_t)(us * 1000.0);
     emu_sleep_until_ns(model_end);
     uint64_t end = emu_now_ns();
