@@ -192,6 +192,7 @@ static ub_agree_flags local_flags(ub_comm *c, const ub_summary *sum, uint64_t st
         .copy_beta = ub_comm_copy_beta(c),
         .multi_stream = c->multi_stream ? 1.0 : 0.0,
         .legacy_stream = c->legacy_stream ? 1.0 : 0.0,
+        .blocking_stream = c->blocking_stream ? 1.0 : 0.0,
         .missing_own_end = missing_own_end(c) ? 1.0 : 0.0,
         .p2p = c->p2p ? 1.0 : 0.0,
         .period_refuted = c->period_refuted ? 1.0 : 0.0,

@@ -111,6 +111,16 @@ void ub_capture_waited(cudaStream_t stream, cudaEvent_t event)
     pthread_mutex_unlock(&mu);
 }
 
+bool ub_capture_event(cudaEvent_t event)
+{
+    if (atomic_load_explicit(&ub_capture_live, memory_order_relaxed) == 0)
+        return false;
+    pthread_mutex_lock(&mu);
+    bool found = event_index(event) >= 0;
+    pthread_mutex_unlock(&mu);
+    return found;
+}
+
 bool ub_capture_stream(cudaStream_t stream)
 {
     if (atomic_load_explicit(&ub_capture_live, memory_order_relaxed) == 0)

@@ -26,6 +26,8 @@ void ub_capture_waited(cudaStream_t stream, cudaEvent_t event);
 
 /* Whether stream records into a capture usbyte saw (lock-free when there is none). */
 bool ub_capture_stream(cudaStream_t stream);
+/* Whether event was last recorded inside such a capture: a stream that waits on it joins it. */
+bool ub_capture_event(cudaEvent_t event);
 
 /* A potentially unsafe call of usbyte's (cudaMalloc, cudaFree, pinned memory) in relaxed capture
  * mode, the thread's mode restored: in global mode it would fail, and invalidate the capture,

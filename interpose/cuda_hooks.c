@@ -1,9 +1,12 @@
 /* The CUDA hooks behind the wrappers (hooks.h): each dispatches to the warm-up's observation of
  * producers and consumers while some communicator profiles (ub_cuda_tracking), and to schedule
  * mode's completion while some communicator runs a plan (ub_sched_live).  A blocking wait on
- * deferred work is resolved here: on the thread that issues the communicator's calls it is a
- * flush point (defer.c), on any other thread a host wait until the issuing thread issues the
- * work (redirect.c). */
+ * deferred work is resolved here: on any other thread than the one that issues the
+ * communicator's calls, a host wait until the issuing thread issues the work (redirect.c); on
+ * the issuing thread it is a wait the plan did not expect (one the warm-up saw is a merge
+ * barrier: nothing is deferred then), maybe made on some ranks only, so it changes nothing that
+ * is issued: it waits for what was submitted to the device, and the deferred calls stay deferred
+ * (docs/design.md section 3). */
 #include <pthread.h>
 
 #include "capture.h"
@@ -45,35 +48,64 @@ bool ub_cuda_event_elapsed(cudaEvent_t start, cudaEvent_t end, cudaError_t *r)
     return scheduling() && ub_redirect_elapsed(start, end, r);
 }
 
-/* A blocking wait on a pending event returns once the event is recorded. */
-static void consume_event(cudaEvent_t event, const char *what)
+/* A blocking wait on a pending event (waiter: the stream of cudaStreamWaitEvent, NULL for the
+ * host) returns once the event is recorded, or, on the issuing thread, once what was submitted
+ * is done. */
+static void consume_event(cudaEvent_t event, cudaStream_t waiter, const char *what)
 {
     if (!atomic_load_explicit(&ub_events_pending, memory_order_relaxed))
         return;
     ub_state_lock();
-    ub_comm *c = ub_redirect_pending_comm(event);
-    if (c && issuing_thread(c))
-        ub_sched_consumer_flush(c, what);
-    if (c)
+    int call = -1;
+    ub_comm *c = ub_redirect_pending_comm(event, &call);
+    if (c && issuing_thread(c)) {
+        ub_sched_unexpected_wait(c, what, call);
+        ub_redirect_wait_submitted(event, waiter);
+    } else if (c) {
         ub_redirect_wait_event(event, what);
+    }
     ub_state_unlock();
 }
 
 void ub_cuda_event_sync(cudaEvent_t event)
 {
     if (scheduling())
-        consume_event(event, "cudaEventSynchronize");
+        consume_event(event, NULL, "cudaEventSynchronize");
     if (watching())
         ub_warmup_event_host_wait(event, false);
 }
 
+/* Lock held: a graph capture begins on stream (why: how), or the stream joins one: what is
+ * deferred on it goes out first, outside the capture, and the stream's own order covers it again
+ * (a capture severs a stream from its earlier work; a deferred call issued inside it would put
+ * the private stream into the graph). */
+static void capture_begins(cudaStream_t stream, const char *why, const char *what)
+{
+    ub_comm *c = ub_redirect_stream_unissued(stream);
+    if (c && issuing_thread(c))
+        ub_sched_deviation(c, why);
+    if (c)
+        ub_redirect_wait_stream(stream, what);
+    ub_redirect_capture_begins(stream);
+}
+
 void ub_cuda_stream_wait(cudaStream_t stream, cudaEvent_t event)
 {
+    /* A wait on an event recorded in a capture joins the waiting stream to that capture
+     * (PyTorch's NCCL stream joins a capture begun on the compute stream so): for usbyte the
+     * capture begins on it here, before the wait takes effect. */
+    bool joins = ub_capture_event(event) && !ub_capture_stream(stream);
     if (scheduling()) {
+        if (joins && ub_sched_stream_listed(stream)) {
+            ub_state_lock();
+            capture_begins(stream, "a stream with deferred calls joins a graph capture", "cudaStreamWaitEvent");
+            ub_state_unlock();
+        }
         ub_redirect_stream_work(stream);
-        consume_event(event, "cudaStreamWaitEvent");
+        consume_event(event, stream, "cudaStreamWaitEvent");
     }
-    if (watching() && !ub_capture_stream(stream))
+    /* The warm-up's probe stream would join the capture too. */
+    if (watching() && !joins && !ub_capture_stream(stream))
         ub_warmup_stream_wait(stream, event);
 }
 
@@ -83,8 +115,8 @@ void ub_cuda_stream_host_wait(cudaStream_t stream, bool poll)
         ub_state_lock();
         ub_comm *c = ub_redirect_stream_unissued(stream);
         if (c && issuing_thread(c))
-            ub_sched_consumer_flush(c, "cudaStreamSynchronize");
-        if (c)
+            ub_sched_unexpected_wait(c, "cudaStreamSynchronize", -1);
+        else if (c)
             ub_redirect_wait_stream(stream, "cudaStreamSynchronize");
         ub_state_unlock();
     }
@@ -97,21 +129,21 @@ cudaError_t ub_cuda_stream_host_waited(cudaStream_t stream, bool poll, cudaError
     return scheduling() ? ub_redirect_stream_waited(stream, poll, r) : r;
 }
 
-/* Every communicator's deferred calls of the moment are issued before the device waits: this
- * thread's by a flush, the others' by their issuing threads. */
+/* The device waits for every communicator's deferred calls of the moment that other threads
+ * issue (they issue them); this thread's own stay deferred, the device has not been given them. */
 static void device_wait_scheduled(void)
 {
     ub_state_lock();
     int n;
-    /* The table is read again at each step: a flush or a wait releases the lock meanwhile. */
+    /* The table is read again at each step: a wait releases the lock meanwhile. */
     for (int i = 0; i < (ub_state_all_comms(&n), n); i++) {
         ub_comm *c = ub_state_all_comms(&n)[i];
-        if (!c->handle || atomic_load(&c->ending) || !ub_sched_unissued(c))
+        uint64_t target;
+        if (!c->handle || atomic_load(&c->ending) || !(target = ub_sched_unissued(c)))
             continue;
         if (issuing_thread(c))
-            ub_sched_consumer_flush(c, "cudaDeviceSynchronize");
-        uint64_t target = ub_sched_unissued(c);
-        if (target)
+            ub_sched_unexpected_wait(c, "cudaDeviceSynchronize", -1);
+        else
             ub_redirect_wait_comm(c, target, "cudaDeviceSynchronize");
     }
     ub_state_unlock();
@@ -130,12 +162,7 @@ void ub_cuda_capture_begin(cudaStream_t stream)
     if (!scheduling() || !ub_sched_stream_listed(stream))
         return;
     ub_state_lock();
-    ub_comm *c = ub_redirect_stream_unissued(stream);
-    if (c && issuing_thread(c))
-        ub_sched_deviation(c, "graph capture begins on a stream with deferred calls");
-    if (c)
-        ub_redirect_wait_stream(stream, "cudaStreamBeginCapture");
-    ub_redirect_capture_begins(stream);
+    capture_begins(stream, "graph capture begins on a stream with deferred calls", "cudaStreamBeginCapture");
     ub_state_unlock();
 }
 

@@ -100,6 +100,7 @@
       (dev, host, flags), ())                                                                     \
     X(cudaStreamIsCapturing, CALLONLY, (cudaStream_t stream, enum cudaStreamCaptureStatus *status),\
       (stream, status), ())                                                                       \
+    X(cudaStreamGetFlags, CALLONLY, (cudaStream_t stream, unsigned int *flags), (stream, flags), ())\
     X(cudaStreamCreateWithFlags, CALLONLY, (cudaStream_t *stream, unsigned int flags),            \
       (stream, flags), ())                                                                        \
     X(cudaMemsetAsync, CALLONLY, (void *ptr, int value, size_t count, cudaStream_t stream),       \

@@ -52,6 +52,11 @@ static const struct {
     {offsetof(ub_agree_flags, legacy_stream), WHY_PLAIN,
      "an allreduce was issued on the legacy or a per-thread default stream, which synchronises with other streams "
      "implicitly: issue collectives on a stream of their own (cudaStreamNonBlocking)"},
+    {offsetof(ub_agree_flags, blocking_stream), WHY_PLAIN,
+     "the allreduces were issued on a blocking stream (cudaStreamCreate, not cudaStreamNonBlocking): work on the "
+     "legacy default stream (stream 0, cudaMemcpy) waits implicitly for everything enqueued on it, deferred calls "
+     "included, which usbyte cannot order; create the NCCL stream with cudaStreamCreateWithFlags(&s, "
+     "cudaStreamNonBlocking) as PyTorch and Horovod do"},
     {offsetof(ub_agree_flags, period_refuted), WHY_PERIOD,
      "the period found (%u calls) is refuted by the buffer addresses on some rank (equal-sized calls repeat within an "
      "iteration): detection restarts one iteration after the agreement, looking for a longer period"},

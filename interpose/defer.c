@@ -204,10 +204,23 @@ void ub_sched_deviation(ub_comm *c, const char *why)
     count_deviation(c, why);
 }
 
-void ub_sched_consumer_flush(ub_comm *c, const char *what)
+void ub_sched_unexpected_wait(ub_comm *c, const char *what, int call)
 {
-    c->sched.consumer_flushes++;
-    ub_sched_deviation(c, what);
+    ub_sched_rt *s = &c->sched;
+    s->unexpected_waits++;
+    if (call < 0)
+        call = s->arrived - 1;
+    if (s->unexpected_told || call < 0 || call >= s->sp.n_calls)
+        return;
+    s->unexpected_told = true;
+    int b = s->stream_semantics ? s->sp.prefix_block[call] : s->sp.last_block[call];
+    ub_warn("communicator %d: %s on the thread that issues its calls waits for allreduce %d of the iteration (%d "
+            "arrived), deferred in block %d of the plan, which goes out when allreduce %d arrives; the warm-up did not "
+            "see this wait, and it must not change what this rank issues (the other ranks issue the plan's blocks): it "
+            "returns once the work submitted to the device is done, and the deferred calls complete with their block, "
+            "so a result read here is not reduced yet (USBYTE_POLICY=wfbp issues every call at its arrival; the "
+            "report counts such waits in schedule.unexpected_waits)",
+            c->index, what, call, s->arrived, b, s->sp.issue_at[b]);
 }
 
 uint64_t ub_sched_unissued(const ub_comm *c)
@@ -415,7 +428,7 @@ json_t *ub_sched_report_json(ub_comm *c)
     json_object_set_new(o, "predicted_iteration_other_completion", number_or_null(s->predicted_other_completion));
     json_object_set_new(o, "deviations", json_integer((json_int_t)s->deviations));
     json_object_set_new(o, "flushes", json_integer((json_int_t)s->flushes));
-    json_object_set_new(o, "consumer_flushes", json_integer((json_int_t)s->consumer_flushes));
+    json_object_set_new(o, "unexpected_waits", json_integer((json_int_t)s->unexpected_waits));
     json_object_set_new(o, "staging_bytes", json_integer((json_int_t)s->staging_bytes));
     unsigned long long calls = atomic_load_explicit(&ub_cuda_calls, memory_order_relaxed) - s->cuda_calls_at_begin;
     json_object_set_new(o, "deferred_calls", json_integer((json_int_t)s->deferred_calls));

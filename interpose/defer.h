@@ -23,11 +23,11 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig);
 /* Lock held: a deviation that is not a call of the sequence (ncclCommDestroy, ncclCommFinalize,
  * graph capture on a stream with deferred calls): flushes what arrived. */
 void ub_sched_deviation(ub_comm *c, const char *why);
-/* Lock held: a host wait of the thread that issues c's calls on deferred calls whose blocks are
- * not all issued (a pending event, its stream, the device) is a point in that thread's program
- * order, so the same on every rank: the blocks go out restricted to what arrived, exactly as at a
- * deviation. */
-void ub_sched_consumer_flush(ub_comm *c, const char *what);
+/* Lock held: a wait of the thread that issues c's calls (`what`: the CUDA call) on deferred
+ * call `call` of this iteration (-1: every call so far), whose block is not issued.  The warm-up did not see it (a wait it
+ * saw is a merge barrier, whose blocks go out at the call's arrival), so it may be made on some
+ * ranks only: it changes nothing that is issued.  Counted; the first one gets one line. */
+void ub_sched_unexpected_wait(ub_comm *c, const char *what, int call);
 /* Lock held: the block value that completes every call deferred so far in this iteration, when
  * it is not issued yet (0: nothing unissued). */
 uint64_t ub_sched_unissued(const ub_comm *c);

@@ -168,22 +168,33 @@ static _Noreturn void cannot_complete(ub_comm *c, const char *what, cudaError_t 
 
 /* ---- records ---- */
 
+/* Lock held: block_done recorded on the private stream now (made on first use): it completes
+ * once every block issued so far has. */
+static cudaError_t mark_private(ub_comm *c)
+{
+    ub_sched_rt *s = &c->sched;
+    cudaError_t e = cudaSuccess;
+    if (!s->block_done) {
+        int previous = ub_device_enter(c->device);
+        e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&s->block_done, cudaEventDisableTiming));
+        ub_device_leave(previous);
+    }
+    return e == cudaSuccess ? UB_CUDA(ub_cuda.cudaEventRecord(s->block_done, s->priv)) : e;
+}
+
 /* Records ev so that it completes after the private stream's work so far and after `progress`
  * (an event of the application's stream): on the completion stream, which waits for both. */
 static cudaError_t record_behind(ub_comm *c, cudaEvent_t ev, cudaEvent_t progress, bool *block_done)
 {
     ub_sched_rt *s = &c->sched;
     cudaError_t e = cudaSuccess;
-    if (!s->comp || !s->block_done) {
+    if (!s->comp) {
         int previous = ub_device_enter(c->device);
-        if (!s->comp)
-            e = UB_CUDA(ub_cuda.cudaStreamCreateWithFlags(&s->comp, cudaStreamNonBlocking));
-        if (e == cudaSuccess && !s->block_done)
-            e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&s->block_done, cudaEventDisableTiming));
+        e = UB_CUDA(ub_cuda.cudaStreamCreateWithFlags(&s->comp, cudaStreamNonBlocking));
         ub_device_leave(previous);
     }
     if (e == cudaSuccess && !*block_done) {
-        e = UB_CUDA(ub_cuda.cudaEventRecord(s->block_done, s->priv));
+        e = mark_private(c);
         *block_done = e == cudaSuccess;
     }
     if (e == cudaSuccess)
@@ -430,12 +441,53 @@ bool ub_redirect_elapsed(cudaEvent_t a, cudaEvent_t b, cudaError_t *r)
     return pending;
 }
 
-ub_comm *ub_redirect_pending_comm(cudaEvent_t ev)
+ub_comm *ub_redirect_pending_comm(cudaEvent_t ev, int *call)
 {
     if (atomic_load_explicit(&ub_events_pending, memory_order_relaxed) == 0)
         return NULL;
     ub_event *e = pending_event(ev);
+    if (e && call)
+        *call = e->sched_call;
     return e ? e->sched_comm : NULL;
+}
+
+void ub_redirect_wait_submitted(cudaEvent_t ev, cudaStream_t waiter)
+{
+    ub_event *e = pending_event(ev);
+    if (!e)
+        return;
+    ub_comm *c = e->sched_comm;
+    ub_sched_rt *s = &c->sched;
+    /* Both recorded after submitted work (the law): the stream's work so far, whose part before
+     * the event's record is what it covers besides deferred calls, and the blocks issued. */
+    cudaEvent_t progress = NULL;
+    cudaError_t r = mark_private(c);
+    if (r == cudaSuccess && ub_stream_get(e->sched_stream, NULL) && (r = spare_take(c, &progress)) == cudaSuccess &&
+        (r = UB_CUDA(ub_cuda.cudaEventRecord(progress, e->sched_stream))) != cudaSuccess) {
+        spare_give(s, progress);
+        progress = NULL;
+    }
+    if (r == cudaSuccess && waiter) {
+        /* A capturing waiter may only wait on its capture's events: the application's own wait
+         * (a captured event's, or none) is all it gets. */
+        if (!ub_capture_stream(waiter)) {
+            r = UB_CUDA(ub_cuda.cudaStreamWaitEvent(waiter, s->block_done, 0));
+            if (r == cudaSuccess && progress)
+                r = UB_CUDA(ub_cuda.cudaStreamWaitEvent(waiter, progress, 0));
+        }
+    } else if (r == cudaSuccess) {
+        /* Without the lock: a watchdog's hooks must not wait behind device work. */
+        cudaEvent_t done = s->block_done;
+        ub_state_unlock();
+        r = UB_CUDA(ub_cuda.cudaEventSynchronize(done));
+        if (r == cudaSuccess && progress)
+            r = UB_CUDA(ub_cuda.cudaEventSynchronize(progress));
+        ub_state_lock();
+    }
+    spare_give(s, progress);
+    if (r != cudaSuccess)
+        ub_error("communicator %d: cannot wait for the work submitted before a pending event (%s)", c->index,
+                 error_text(r));
 }
 
 /* Lock held (released for the question): a host wait on c's deferred work ends when NCCL reports
@@ -533,18 +585,21 @@ cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r)
         ub_state_unlock();
         return r;
     }
-    if (st->sch.need_value > c->sched.issued) { /* a poll (a blocking wait waited for the issue) */
+    bool issued = st->sch.need_value <= c->sched.issued;
+    if (!issued && poll) { /* true: deferred calls of s are not even issued */
         ub_state_unlock();
         return cudaErrorNotReady;
     }
-    /* Every deferred call of s is on the private stream: its work so far covers them. */
+    /* The private stream's work so far covers every issued block of s's calls.  A blocking wait
+     * with calls still deferred is the issuing thread's unexpected wait: what was submitted is
+     * done, the deferred calls stay deferred. */
     cudaStream_t priv = c->sched.priv;
     uint64_t covered = st->sch.need_value;
     ub_state_unlock();
     cudaError_t q = poll ? UB_CUDA(ub_cuda.cudaStreamQuery(priv)) : UB_CUDA(ub_cuda.cudaStreamSynchronize(priv));
     if (q == cudaErrorNotReady)
         return cudaErrorNotReady;
-    if (q == cudaSuccess) {
+    if (q == cudaSuccess && issued) {
         ub_state_lock();
         st = ub_stream_get(s, NULL);
         if (st && st->sch.comm == c && st->sch.need_value == covered) /* no call deferred since */
@@ -560,17 +615,9 @@ void ub_redirect_capture_begins(cudaStream_t s)
     ub_comm *c = st ? st->sch.comm : NULL;
     if (!c || !c->sched.ready || st->sch.settled || st->sch.need_value > c->sched.issued)
         return;
-    ub_sched_rt *r = &c->sched;
-    cudaError_t e = cudaSuccess;
-    if (!r->block_done) {
-        int previous = ub_device_enter(c->device);
-        e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&r->block_done, cudaEventDisableTiming));
-        ub_device_leave(previous);
-    }
+    cudaError_t e = mark_private(c);
     if (e == cudaSuccess)
-        e = UB_CUDA(ub_cuda.cudaEventRecord(r->block_done, r->priv));
-    if (e == cudaSuccess)
-        e = UB_CUDA(ub_cuda.cudaStreamWaitEvent(s, r->block_done, 0));
+        e = UB_CUDA(ub_cuda.cudaStreamWaitEvent(s, c->sched.block_done, 0));
     if (e != cudaSuccess)
         cannot_complete(c, "making a stream whose graph capture begins wait for its deferred calls", e);
     st->sch.settled = true;

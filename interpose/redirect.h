@@ -7,8 +7,9 @@
  * or, when S had other work since its last deferred call, on a completion stream that waits for
  * an event recorded on S at the application's record (S's progress) and for one recorded after
  * that block.  Until then a query says cudaErrorNotReady, and a blocking consumer waits on the
- * host for the issuing thread to issue the block (the caller, cuda_hooks.c, first flushes when
- * the consumer IS the issuing thread). */
+ * host for the issuing thread to issue the block; when the consumer IS the issuing thread, the
+ * wait (one the plan did not expect, maybe on some ranks only) waits for what was submitted to
+ * the device, and changes nothing that is issued (cuda_hooks.c). */
 #ifndef USBYTE_REDIRECT_H
 #define USBYTE_REDIRECT_H
 
@@ -50,8 +51,14 @@ void ub_redirect_stream_work_locked(cudaStream_t s);
 /* cudaEventQuery / cudaEventElapsedTime: true when an event is pending (*r = cudaErrorNotReady). */
 bool ub_redirect_event_query(cudaEvent_t ev, cudaError_t *r);
 bool ub_redirect_elapsed(cudaEvent_t a, cudaEvent_t b, cudaError_t *r);
-/* Lock held: the communicator whose block a pending event waits for (NULL: not pending). */
-ub_comm *ub_redirect_pending_comm(cudaEvent_t ev);
+/* Lock held: the communicator whose block a pending event waits for (NULL: not pending), and
+ * in *call (when not NULL) the deferred call of the iteration it waits for. */
+ub_comm *ub_redirect_pending_comm(cudaEvent_t ev, int *call);
+/* Lock held: the issuing thread's wait on pending event ev, which no block issue can end here
+ * (it would wait for this thread's own later calls): waiter (cudaStreamWaitEvent), or the host
+ * when NULL, waits for the work submitted to the device that ev covers (its stream's so far and
+ * the blocks issued); ev stays pending and completes with its block. */
+void ub_redirect_wait_submitted(cudaEvent_t ev, cudaStream_t waiter);
 /* Lock held: waits (releasing the lock meanwhile) until ev is no longer pending; a line every
  * USBYTE_HANG_S names the thread, the event and the block it waits for. */
 void ub_redirect_wait_event(cudaEvent_t ev, const char *what);

@@ -93,7 +93,11 @@ typedef struct ub_sched_rt {
     unsigned long long cuda_calls_at_begin;
     uint64_t deferred_calls;
     /* report */
-    uint64_t iterations, deviations, flushes, consumer_flushes;
+    uint64_t iterations, deviations, flushes;
+    /* Host waits of the issuing thread on deferred calls that the plan did not expect: they
+     * change nothing that is issued (docs/design.md section 3); the first one is told. */
+    uint64_t unexpected_waits;
+    bool unexpected_told;
     double predicted_iteration, predicted_wfbp, predicted_other_completion;
     char completion_note[300];  /* what the other completion semantics would give, or why refused */
     ub_timing tm;            /* timing events of the measurement (never read blocking) */

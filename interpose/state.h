@@ -164,6 +164,7 @@ struct ub_comm {
     cudaStream_t nccl_stream; /* stream of the first profiled allreduce */
     bool multi_stream;        /* allreduces on more than one stream */
     bool legacy_stream;       /* an allreduce on the legacy or a per-thread default stream */
+    bool blocking_stream;     /* an allreduce on a blocking stream, which the legacy stream waits for */
     bool p2p;                 /* point-to-point calls in the period */
     double copy_t0, copy_t1;  /* the staging copy timed in the first warm-up (timing epoch
                                  seconds; NAN until read) */

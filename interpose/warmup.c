@@ -169,7 +169,7 @@ void ub_warmup_start(ub_comm *c, uint64_t first)
     c->has_end_event = calloc(c->period, sizeof *c->has_end_event);
     c->period_refuted = c->refuted = false;
     c->nccl_stream = NULL;
-    c->multi_stream = c->legacy_stream = c->p2p = false;
+    c->multi_stream = c->legacy_stream = c->blocking_stream = c->p2p = false;
     if (!recorder || !c->pos_call || !c->pos_sig || !c->pos_buf || !c->has_end_event)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot allocate the warm-up recorder");
     else if (ub_timing_start(&c->tm, c->device, &c->ending) != 0)
@@ -272,6 +272,16 @@ void ub_warmup_call_end(ub_comm *c, int iteration, int call, cudaStream_t stream
         ub_group_after_launch(mark_end_after_launch, &e, sizeof e);
 }
 
+/* A created stream without cudaStreamNonBlocking: the legacy default stream waits for its work
+ * (the default streams themselves are flagged as such). */
+static bool blocking_stream(cudaStream_t s)
+{
+    unsigned flags = cudaStreamNonBlocking;
+    if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread || !ub_cuda.cudaStreamGetFlags)
+        return false;
+    return UB_CUDA(ub_cuda.cudaStreamGetFlags(s, &flags)) == cudaSuccess && !(flags & cudaStreamNonBlocking);
+}
+
 int ub_warmup_record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint64_t it, uint32_t pos)
 {
     if (pos == 0) {
@@ -324,10 +334,12 @@ int ub_warmup_record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint6
     if (k < 0 || !st || st->comm != c)
         return -1;
     c->cur_call = k;
-    if (!c->nccl_stream)
+    if (!c->nccl_stream) {
         c->nccl_stream = d->stream;
-    else if (c->nccl_stream != d->stream)
+        c->blocking_stream = blocking_stream(d->stream);
+    } else if (c->nccl_stream != d->stream) {
         c->multi_stream = true;
+    }
     if (d->stream == NULL || d->stream == cudaStreamLegacy || d->stream == cudaStreamPerThread)
         c->legacy_stream = true;
     ub_rec_call *rc = ub_record_at(&c->rec, (int)it, k);

@@ -88,6 +88,7 @@ void ub_summary_free(ub_summary *s);
     X(copy_beta, "seconds per byte of a device-to-device copy on the private stream (staging)") \
     X(multi_stream, "1: the allreduces of an iteration were issued on more than one stream")   \
     X(legacy_stream, "1: an allreduce was issued on the legacy or a per-thread default stream") \
+    X(blocking_stream, "1: an allreduce was issued on a blocking stream (not cudaStreamNonBlocking)") \
     X(missing_own_end, "1: some allreduce had no event recorded right after it")               \
     X(p2p, "1: point-to-point calls in the iteration")                                         \
     X(period_refuted, "1: an allreduce's buffers differ from the same position's one period earlier") \

@@ -7,11 +7,16 @@
  * libusbyte.so (runtime_sched.sh).
  *
  *   --iters N --calls M --elems E        M allreduces of about E elements per iteration
- *   --consumer end-event|stream-sync|per-call|query-poll
+ *   --consumer end-event|stream-sync|per-call|query-poll|legacy
  *        end-event: one event on the NCCL stream after the last call, the compute stream waits on
  *        it and reads every buffer (stream order); stream-sync: cudaStreamSynchronize of the NCCL
  *        stream on the host, then read; per-call: an event after each call, waited on per buffer;
- *        query-poll: the issuing thread polls cudaEventQuery on the last call's event.
+ *        query-poll: the issuing thread polls cudaEventQuery on the last call's event; legacy:
+ *        the buffers are read by copies on the legacy default stream, which CUDA orders after
+ *        every blocking stream's earlier work (with --nccl-stream blocking: no event at all),
+ *        then the host synchronizes the NCCL stream and the legacy stream
+ *   --nccl-stream nonblocking|blocking   how the NCCL streams are made (cudaStreamCreateWithFlags
+ *                                        with cudaStreamNonBlocking, the default, or cudaStreamCreate)
  *   --mixed                              float16 and float32 calls, sum and avg, out of place
  *   --repeat-sizes                       sizes repeat every 3 calls (equal-sized layers): only the
  *                                        buffers tell the true period
@@ -21,14 +26,22 @@
  *   --freeze-odd                         with --freeze-at: the odd calls are kept instead (call 0,
  *                                        where the plan's iteration begins, is never made again)
  *   --barrier-at IT                      an allreduce of one int32 and a stream sync before IT
- *   --early-consumer-at IT               the issuing thread waits on call 0's event right after
- *                                        issuing it (an early consumer: usbyte flushes)
+ *   --sync-at IT --sync-kind KIND --sync-after C --sync-rank R
+ *                                        right after call C (default 0) of iteration IT, rank R
+ *                                        (default: every rank) makes a host sync the warm-up never
+ *                                        saw: device (cudaDeviceSynchronize), stream
+ *                                        (cudaStreamSynchronize of the NCCL stream), event
+ *                                        (cudaEventSynchronize of an event recorded after call C)
+ *                                        or stream-wait (the compute stream waits on that event)
  *   --destroy-at IT / --exit-at IT       ncclCommDestroy / exit(0) after half of iteration IT
  *   --capture-at IT                      call M/2 of iteration IT captured into a CUDA graph on its
  *                                        stream (calls before it deferred), a captured event joining
  *                                        the compute stream into the capture and back; the graph is
  *                                        launched at once
  *   --capture-call C                     the call captured (default M/2)
+ *   --capture-on nccl|compute            the stream the capture begins on: the NCCL stream (the
+ *                                        default), or the compute stream as PyTorch captures (the
+ *                                        NCCL stream joins through an event recorded in the capture)
  *   --capture-via ROUTE                  how the capture begins and ends: runtime
  *                                        (cudaStreamBeginCapture, the default), runtime-to-graph
  *                                        (cudaStreamBeginCaptureToGraph into a graph of its own),
@@ -56,9 +69,10 @@
 
 typedef struct opts {
     int iters, calls, elems;
-    const char *consumer, *capture_via;
+    const char *consumer, *capture_via, *capture_on, *nccl_stream, *sync_kind;
     bool mixed, two_comms, second_thread, repeat_sizes, freeze_odd;
-    int size_change_at, barrier_at, early_at, destroy_at, exit_at, capture_at, capture_call, p2p_at, fork_at, freeze_at;
+    int size_change_at, barrier_at, destroy_at, exit_at, capture_at, capture_call, p2p_at, fork_at, freeze_at;
+    int sync_at, sync_after, sync_rank;
     int fill_at, fill_rank, fill_free_kb;
 } opts;
 
@@ -204,32 +218,45 @@ static void captured_allreduce(job *j, int m, call *k)
     cu_begin_fn cu_begin;
     cu_end_fn cu_end;
     driver_capture_functions(j->o.capture_via, &cu_begin, &cu_end);
+    /* PyTorch begins on the current (compute) stream and joins the NCCL stream through an event
+     * (ProcessGroupNCCL's syncStream): the NCCL stream's deferred calls meet the capture there. */
+    bool on_compute = !strcmp(j->o.capture_on, "compute");
+    cudaStream_t origin = on_compute ? j->compute : j->nccl[m];
     cudaGraph_t graph = NULL;
     if (cu_begin) {
-        EXPECT(cu_begin((CUstream)j->nccl[m], CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS,
+        EXPECT(cu_begin((CUstream)origin, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS,
                "cuStreamBeginCapture through %s failed", j->o.capture_via);
     } else if (!strcmp(j->o.capture_via, "runtime-to-graph")) {
         CUDA_OK(cudaGraphCreate(&graph, 0));
-        CUDA_OK(cudaStreamBeginCaptureToGraph(j->nccl[m], graph, NULL, NULL, 0, cudaStreamCaptureModeGlobal));
+        CUDA_OK(cudaStreamBeginCaptureToGraph(origin, graph, NULL, NULL, 0, cudaStreamCaptureModeGlobal));
     } else {
-        CUDA_OK(cudaStreamBeginCapture(j->nccl[m], cudaStreamCaptureModeGlobal));
+        CUDA_OK(cudaStreamBeginCapture(origin, cudaStreamCaptureModeGlobal));
+    }
+    if (on_compute) {
+        CUDA_OK(cudaEventRecord(joined, j->compute));
+        CUDA_OK(cudaStreamWaitEvent(j->nccl[m], joined, 0));
     }
     NCCL_OK(ncclAllReduce(k->d_send, k->d_recv, k->count, k->dtype, k->op, j->comm[m], j->nccl[m]));
     CUDA_OK(cudaEventRecord(in_capture, j->nccl[m]));
     CUDA_OK(cudaStreamWaitEvent(j->compute, in_capture, 0));
-    CUDA_OK(cudaEventRecord(joined, j->compute));
-    CUDA_OK(cudaStreamWaitEvent(j->nccl[m], joined, 0));
+    if (!on_compute) {
+        CUDA_OK(cudaEventRecord(joined, j->compute));
+        CUDA_OK(cudaStreamWaitEvent(j->nccl[m], joined, 0));
+    }
     cudaGraph_t ended = NULL;
-    if (cu_end)
-        EXPECT(cu_end((CUstream)j->nccl[m], (CUgraph *)&ended) == CUDA_SUCCESS, "cuStreamEndCapture through %s failed",
-               j->o.capture_via);
-    else
-        CUDA_OK(cudaStreamEndCapture(j->nccl[m], &ended));
+    if (cu_end) {
+        CUresult ended_with = cu_end((CUstream)origin, (CUgraph *)&ended);
+        const char *text = NULL;
+        cuGetErrorString(ended_with, &text);
+        EXPECT(ended_with == CUDA_SUCCESS, "cuStreamEndCapture through %s failed: %s", j->o.capture_via,
+               text ? text : "unknown error");
+    } else
+        CUDA_OK(cudaStreamEndCapture(origin, &ended));
     EXPECT(!graph || ended == graph, "the capture into a graph of its own ended with another graph");
     graph = ended;
     cudaGraphExec_t exec;
     CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-    CUDA_OK(cudaGraphLaunch(exec, j->nccl[m]));
+    CUDA_OK(cudaGraphLaunch(exec, origin));
     CUDA_OK(cudaGraphExecDestroy(exec));
     CUDA_OK(cudaGraphDestroy(graph));
     CUDA_OK(cudaEventDestroy(in_capture));
@@ -252,11 +279,20 @@ static void issue(job *j, int m, int c, int it)
         captured_allreduce(j, m, k);
     else
         NCCL_OK(ncclAllReduce(k->d_send, k->d_recv, k->count, k->dtype, k->op, j->comm[m], j->nccl[m]));
-    if (!strcmp(j->o.consumer, "per-call") || (it == j->o.early_at && c == 0))
+    bool sync = it == j->o.sync_at && c == j->o.sync_after && (j->o.sync_rank < 0 || j->o.sync_rank == j->rank);
+    bool on_event = sync && (!strcmp(j->o.sync_kind, "event") || !strcmp(j->o.sync_kind, "stream-wait"));
+    if (!strcmp(j->o.consumer, "per-call") || on_event)
         CUDA_OK(cudaEventRecord(k->end, j->nccl[m]));
-    if (it == j->o.early_at && c == 0) {
-        fprintf(stderr, "rank %d: waiting on the host for call 0 of iteration %d before issuing call 1\n", j->rank, it);
-        CUDA_OK(cudaEventSynchronize(k->end));
+    if (sync) {
+        fprintf(stderr, "rank %d: %s sync after call %d of iteration %d\n", j->rank, j->o.sync_kind, c, it);
+        if (!strcmp(j->o.sync_kind, "device"))
+            CUDA_OK(cudaDeviceSynchronize());
+        else if (!strcmp(j->o.sync_kind, "stream"))
+            CUDA_OK(cudaStreamSynchronize(j->nccl[m]));
+        else if (!strcmp(j->o.sync_kind, "event"))
+            CUDA_OK(cudaEventSynchronize(k->end));
+        else
+            CUDA_OK(cudaStreamWaitEvent(j->compute, k->end, 0));
     }
 }
 
@@ -281,16 +317,24 @@ static void consume_and_check(job *j, int it, int n_issued)
         } else if (!strcmp(j->o.consumer, "stream-sync")) {
             CUDA_OK(cudaStreamSynchronize(j->nccl[m]));
         }
+        bool legacy = !strcmp(j->o.consumer, "legacy");
         for (int c = 0; c < n_issued; c++) {
             call *k = &j->calls[m * j->o.calls + c];
             if (!made(j, c, it))
                 continue;
             if (!strcmp(j->o.consumer, "per-call"))
                 CUDA_OK(cudaStreamWaitEvent(j->compute, k->end, 0));
-            CUDA_OK(cudaMemcpyAsync(k->h_out, k->d_recv, k->count * k->esize, cudaMemcpyDeviceToHost, j->compute));
+            CUDA_OK(cudaMemcpyAsync(k->h_out, k->d_recv, k->count * k->esize, cudaMemcpyDeviceToHost,
+                                    legacy ? cudaStreamLegacy : j->compute));
         }
     }
     CUDA_OK(cudaStreamSynchronize(j->compute));
+    /* The end of an iteration as NCCL's examples write it, after the copies were enqueued. */
+    if (!strcmp(j->o.consumer, "legacy")) {
+        for (int m = 0; m < j->n_comms; m++)
+            CUDA_OK(cudaStreamSynchronize(j->nccl[m]));
+        CUDA_OK(cudaStreamSynchronize(cudaStreamLegacy));
+    }
     for (int m = 0; m < j->n_comms; m++)
         for (int c = 0; c < n_issued; c++) {
             call *k = &j->calls[m * j->o.calls + c];
@@ -423,8 +467,9 @@ int main(int argc, char **argv)
 {
     opts *o = &j.o;
     *o = (opts){.iters = 16, .calls = 24, .elems = 256, .consumer = "end-event", .capture_via = "runtime",
-                .capture_call = -1, .size_change_at = -1,
-                .barrier_at = -1, .early_at = -1, .destroy_at = -1, .exit_at = -1, .capture_at = -1,
+                .capture_on = "nccl", .nccl_stream = "nonblocking", .sync_kind = "event", .capture_call = -1,
+                .size_change_at = -1, .sync_at = -1, .sync_rank = -1,
+                .barrier_at = -1, .destroy_at = -1, .exit_at = -1, .capture_at = -1,
                 .p2p_at = -1, .fork_at = -1, .freeze_at = -1, .fill_at = -1, .fill_rank = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -438,7 +483,12 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--second-thread")) o->second_thread = true;
         else if (!strcmp(a, "--size-change-at")) o->size_change_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--barrier-at")) o->barrier_at = opt_int(argc, argv, &i);
-        else if (!strcmp(a, "--early-consumer-at")) o->early_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--sync-at")) o->sync_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--sync-after")) o->sync_after = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--sync-rank")) o->sync_rank = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--sync-kind") && i + 1 < argc) o->sync_kind = argv[++i];
+        else if (!strcmp(a, "--capture-on") && i + 1 < argc) o->capture_on = argv[++i];
+        else if (!strcmp(a, "--nccl-stream") && i + 1 < argc) o->nccl_stream = argv[++i];
         else if (!strcmp(a, "--destroy-at")) o->destroy_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--exit-at")) o->exit_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--capture-at")) o->capture_at = opt_int(argc, argv, &i);
@@ -469,8 +519,16 @@ int main(int argc, char **argv)
         return 2;
     }
     if (strcmp(o->consumer, "end-event") && strcmp(o->consumer, "stream-sync") && strcmp(o->consumer, "per-call") &&
-        strcmp(o->consumer, "query-poll")) {
+        strcmp(o->consumer, "query-poll") && strcmp(o->consumer, "legacy")) {
         fprintf(stderr, "runtime_sched: unknown consumer %s\n", o->consumer);
+        return 2;
+    }
+    if ((strcmp(o->sync_kind, "device") && strcmp(o->sync_kind, "stream") && strcmp(o->sync_kind, "event") &&
+         strcmp(o->sync_kind, "stream-wait")) ||
+        o->sync_after < 0 || o->sync_after >= o->calls || (strcmp(o->capture_on, "nccl") && strcmp(o->capture_on, "compute")) ||
+        (strcmp(o->nccl_stream, "nonblocking") && strcmp(o->nccl_stream, "blocking"))) {
+        fprintf(stderr, "runtime_sched: unknown --sync-kind %s, --capture-on %s or --nccl-stream %s, or --sync-after %d "
+                        "not below --calls %d\n", o->sync_kind, o->capture_on, o->nccl_stream, o->sync_after, o->calls);
         return 2;
     }
     j.n_comms = o->two_comms ? 2 : 1;
@@ -481,7 +539,10 @@ int main(int argc, char **argv)
         NCCL_OK(ncclCommInitRank(&j.comm[1], j.world, id, j.rank));
     }
     for (int m = 0; m < j.n_comms; m++)
-        CUDA_OK(cudaStreamCreateWithFlags(&j.nccl[m], cudaStreamNonBlocking));
+        if (!strcmp(o->nccl_stream, "blocking"))
+            CUDA_OK(cudaStreamCreate(&j.nccl[m]));
+        else
+            CUDA_OK(cudaStreamCreateWithFlags(&j.nccl[m], cudaStreamNonBlocking));
     CUDA_OK(cudaStreamCreateWithFlags(&j.compute, cudaStreamNonBlocking));
     setup(&j);
     for (int it = 0; it < o->iters; it++) {

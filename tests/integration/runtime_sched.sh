@@ -4,10 +4,12 @@
 # rely on stream order (one end event, a host stream sync, events per call, a query loop), mixed
 # float16/float32 sum/avg and out-of-place calls, and one run per fault of docs/design.md section 1
 # (a size change on every rank, a barrier between iterations, equal sizes that hide the period, a
-# capture begun through each entry point, a point-to-point group, destroy and exit with blocks
-# pending, two communicators interleaved, calls from a second thread, fork), each ending with
-# correct results; an early host consumer on the issuing thread is a flush point, also exact (the
-# launcher's timeout is the hang detector).
+# capture begun through each entry point, on the NCCL stream or joined by it, a point-to-point
+# group, destroy and exit with blocks pending, two communicators interleaved, calls from a second
+# thread, fork), each ending with correct results; host waits of the issuing thread that the plan
+# did not expect, on every rank or on one, change nothing that is issued, also exact (the
+# launcher's timeout is the hang detector); a blocking NCCL stream read on the legacy stream stays
+# in pass-through.
 source "$(dirname "$0")/runtime_lib.sh"
 PROG=$BUILD/tests/integration/runtime_sched
 need "$BUILD/libusbyte.so" "$PROG" "$BUILD/emu/emu-run"
@@ -77,7 +79,7 @@ merging run end-event ok --consumer end-event --mixed --iters 24
 report end-event '
 assert c["state"] == "schedule", "not scheduled"
 assert s["iterations"] >= 8, "iterations %r" % s["iterations"]
-assert s["deviations"] == 0 and s["consumer_flushes"] == 0 and s["flushes"] == 0, "deviations or flushes"
+assert s["deviations"] == 0 and s["unexpected_waits"] == 0 and s["flushes"] == 0, "deviations or flushes"
 assert s["completion"] == "stream", s["completion"]
 plan = c["plan"]["blocks"]
 assert any(len({g[0] for g in b["segments"]}) > 1 for b in plan), "the plan merges no calls: the test needs a link where it does"
@@ -103,6 +105,15 @@ report min-gain 'assert c["state"] == "pass-through" and "USBYTE_MIN_GAIN_PCT" i
 # Per-call completion without an event after every call: refused, stream completion used.
 USBYTE_COMPLETION=call run call-refused ok --consumer end-event
 report call-refused 'assert c["state"] == "schedule" and s["completion"] == "stream" and "refused" in s["completion_note"], "call accepted"'
+
+# A blocking NCCL stream (cudaStreamCreate) whose results are read by copies on the legacy default
+# stream, which CUDA orders after every blocking stream's earlier work (no event at all): deferred
+# calls would be read before their blocks ran, so the communicator stays in pass-through, saying why.
+run blocking ok --nccl-stream blocking --consumer legacy
+report blocking '
+assert c["state"] == "pass-through" and not s, "scheduled"
+assert any("blocking stream" in r for r in c["verdict"]["reasons"]), c["verdict"]
+'
 
 # Equal sizes repeating within the iteration: the portable sequence locks a period of 3, the
 # buffers refute it on every rank, detection restarts and finds the true 24.
@@ -174,13 +185,42 @@ run exit any --iters 20 --exit-at 16
 [ "$LAST_RC" -eq 0 ] || { sed 's/^/    | /' "$WORK/exit.out" | tail -20; fail "exit with calls pending: exit $LAST_RC"; }
 report exit 'assert c["state"] == "schedule" and s["iterations"] >= 4, "exit"'
 
-# An early host consumer: the issuing thread waits on the host for call 0's event before it makes
-# call 1.  syncea: one block holds every call, so the event is pending (its block needs every
-# call).  The wait is a point of the thread's program order, the same on every rank: a flush of
-# what arrived, as at a deviation; every result exact, the plan resumes at the next iteration.
-USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 run early ok --early-consumer-at 11
+# Host waits the warm-up never saw, made by the issuing thread in the middle of an iteration while
+# calls are deferred (syncea: one block holds every call, so every call waits for the last one;
+# the count of such waits shows the plan ran then; a flush at the end, where the schedule's
+# iteration may end elsewhere than the program's, is no deviation):
+# such a wait may be made on some ranks only (a log line on rank 0, an allocator's retry), so it must
+# not change what is issued.  It returns once the work submitted to the device is done, the deferred
+# calls stay deferred, and every rank issues the plan's blocks: every result exact, no deviation,
+# one line on the rank that waited.  First on every rank, on call 0's event before call 1 arrives:
+USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 run early ok --iters 24 --sync-at 14 --sync-kind event --sync-after 0
 report early '
 assert c["state"] == "schedule" and s["iterations"] >= 8, "not scheduled"
-assert s["consumer_flushes"] == 1 and s["deviations"] == 1 and s["flushes"] == 1, "consumer flushes %r, deviations %r" % (s["consumer_flushes"], s["deviations"])
+assert s["unexpected_waits"] == 1 and s["deviations"] == 0, "unexpected waits %r, deviations %r" % (s["unexpected_waits"], s["deviations"])
 '
+[ "$(grep -c 'cudaEventSynchronize on the thread that issues its calls waits for allreduce 0' "$WORK/early.out")" -eq $N ] ||
+    fail "early: not one line per rank naming the wait"
+# Then on rank 0 alone, after call 3, each kind of wait (a flush there would issue blocks of the
+# calls that arrived on rank 0 only: the emulator's rank signature check stops the job).
+for kind in device stream event stream-wait; do
+    USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 run sync-$kind ok --iters 24 --sync-at 14 --sync-after 3 --sync-rank 0 \
+        --sync-kind $kind
+    report sync-$kind '
+assert c["state"] == "schedule" and s["iterations"] >= 8 and s["deviations"] == 0, "deviated"
+assert s["unexpected_waits"] == (1 if rank == 0 else 0), "unexpected waits %r" % s["unexpected_waits"]
+'
+done
+
+# PyTorch's capture shape: the capture begins on the compute stream and the NCCL stream joins it
+# through an event recorded in the capture, with one deferred call (call 0) or several before it.
+# The join is a capture begin for the NCCL stream: its deferred calls go out before it, outside the
+# capture (issued inside, they would join the private stream to the capture, and EndCapture would
+# fail with cudaErrorStreamCaptureUnjoined on every rank).
+for via in runtime runtime-to-graph driver driver-lookup runtime-lookup; do
+    for call in 1 12; do
+        USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 run join-$via-$call ok --iters 20 --capture-at 11 --capture-on compute \
+            --capture-via $via --capture-call $call
+        report join-$via-$call 'assert c["state"] == "schedule" and s["deviations"] == 1, "capture"'
+    done
+done
 echo "runtime schedule: ok"

@@ -9,7 +9,10 @@
  *  - after other work on the stream, a pending event gets a progress event and is recorded on the
  *    completion stream behind it and behind the block;
  *  - re-recording or destroying a pending event drops it; an ended communicator records its
- *    pending events on their own streams. */
+ *    pending events on their own streams;
+ *  - the issuing thread's wait on a pending event (a wait the plan did not expect) waits, on a
+ *    stream or on the host, only for events recorded now after submitted work (the stream's
+ *    progress and the blocks issued), and the event stays pending. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,6 +69,12 @@ static cudaError_t fake_stream_create(cudaStream_t *s, unsigned flags)
     return cudaSuccess;
 }
 
+static cudaError_t fake_sync(cudaEvent_t ev)
+{
+    logged[n_logged++] = (logged_call){'S', ev, NULL};
+    return cudaSuccess;
+}
+
 static cudaError_t fake_query(cudaEvent_t ev)
 {
     (void)ev;
@@ -96,6 +105,7 @@ static int setup(void **state)
     ub_cuda.cudaEventCreateWithFlags = fake_event_create;
     ub_cuda.cudaStreamCreateWithFlags = fake_stream_create;
     ub_cuda.cudaEventQuery = fake_query;
+    ub_cuda.cudaEventSynchronize = fake_sync;
     ub_cuda.cudaEventDestroy = fake_destroy;
     ub_cuda.cudaStreamDestroy = fake_stream_destroy;
     n_logged = 0;
@@ -198,7 +208,7 @@ static void test_pending_until_issued_in_value_order(void **state)
     assert_true(pending(e3) && pending(e2));
     assert_false(pending(e1));
     ub_state_lock();
-    assert_ptr_equal(ub_redirect_pending_comm(e3), comm);
+    assert_ptr_equal(ub_redirect_pending_comm(e3, NULL), comm);
     assert_int_equal(comm->sched.n_pending, 2);
     ub_state_unlock();
 
@@ -277,6 +287,37 @@ static void test_end_records_on_own_stream(void **state)
     assert_false(pending(e));
 }
 
+static void test_unexpected_wait_waits_for_submitted(void **state)
+{
+    (void)state;
+    cudaEvent_t e = H(0x5040);
+    defer(APP, 0, 1, 1);
+    assert_true(record(e, APP));
+    assert_int_equal(n_logged, 0);
+    ub_state_lock();
+    ub_redirect_wait_submitted(e, APP2); /* cudaStreamWaitEvent(APP2, e) */
+    ub_state_unlock();
+    assert_int_equal(n_logged, 4);
+    void *block_done = logged[0].a, *progress = logged[1].a;
+    assert_logged(0, 'R', block_done, PRIV);
+    assert_logged(1, 'R', progress, APP);
+    assert_logged(2, 'W', APP2, block_done);
+    assert_logged(3, 'W', APP2, progress);
+    assert_true(pending(e));
+    ub_state_lock();
+    ub_redirect_wait_submitted(e, NULL); /* cudaEventSynchronize(e) */
+    ub_state_unlock();
+    assert_int_equal(n_logged, 8);
+    assert_logged(4, 'R', block_done, PRIV);
+    assert_logged(5, 'R', progress, APP); /* the spare progress event, reused */
+    assert_logged(6, 'S', block_done, NULL);
+    assert_logged(7, 'S', progress, NULL);
+    assert_true(pending(e));
+    issue(1); /* its block: recorded behind it as ever */
+    assert_logged(8, 'R', e, PRIV);
+    assert_false(pending(e));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +326,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_progress_after_other_work, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rerecord_and_destroy_drop_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_end_records_on_own_stream, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unexpected_wait_waits_for_submitted, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
