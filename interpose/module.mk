@@ -9,18 +9,13 @@ RUNTIME_PROFILER_SRCS := $(filter-out profiler/profile_io%.c profiler/plan_io%.c
 INTERPOSE_SRCS := $(wildcard interpose/*.c)
 USBYTE_SO := $(BUILD)/libusbyte.so
 
-# The version script, generated from the lists of wrapped CUDA runtime and driver functions
-# (cuda_list.h, driver_list.h): every entry whose class is not CALLONLY.
+# The version script, preprocessed from its template and the X-lists of wrapped CUDA runtime and
+# driver functions (cuda_xlist.h, driver_xlist.h): every entry whose class is not CALLONLY.
+# -undef: no predefined macro (linux, unix) can touch the names.
 USBYTE_MAP := $(BUILD)/libusbyte.map
-$(USBYTE_MAP): interpose/libusbyte.map.in interpose/cuda_list.h interpose/driver_list.h
+$(USBYTE_MAP): interpose/libusbyte.map.in interpose/cuda_xlist.h interpose/driver_xlist.h
 	@mkdir -p $(@D)
-	sed -n 's/^ *X(\(cuda[A-Za-z_]*\), *\([A-Z]*\),.*/\2 \1/p' interpose/cuda_list.h | \
-		awk '$$1 != "CALLONLY" {printf "        %s;\n", $$2}' > $@.names
-	sed -n 's/^ *X(\(cu[A-Z][A-Za-z0-9_]*\), *\([A-Z]*\),.*/\2 \1/p' interpose/driver_list.h | \
-		awk '$$1 != "CALLONLY" {printf "        %s;\n", $$2}' > $@.drivernames
-	sed -e '/@CUDA_WRAPPERS@/{r $@.names' -e 'd}' -e '/@DRIVER_WRAPPERS@/{r $@.drivernames' -e 'd}' \
-		interpose/libusbyte.map.in > $@
-	rm -f $@.names $@.drivernames
+	$(CC) -E -P -undef -x c -o $@ $<
 
 $(USBYTE_SO): $(call objs,$(INTERPOSE_SRCS) $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB) $(USBYTE_MAP)
 	@mkdir -p $(@D)
