@@ -21,9 +21,11 @@
 #define UB_VERIFY_PER_SIDE 8
 #define UB_VERIFY_SLOTS (2 * UB_VERIFY_PER_SIDE)
 #define UB_VERIFY_SETTLE 2
-/* The last slot ends at the start of iteration SETTLE + SLOTS; one more iteration lets its timing
- * event complete before the measurements are issued. */
-#define UB_VERIFY_ISSUE_AT (UB_VERIFY_SETTLE + UB_VERIFY_SLOTS + 1)
+/* The last slot ends at the start of iteration SETTLE + SLOTS; its timing event completes when the
+ * device gets there, which may be iterations behind the host (a framework thread that queues ahead):
+ * UB_VERIFY_LAG iterations later the measurements are issued. */
+#define UB_VERIFY_LAG 3
+#define UB_VERIFY_ISSUE_AT (UB_VERIFY_SETTLE + UB_VERIFY_SLOTS + UB_VERIFY_LAG)
 /* One iteration between the issue and its use: the collective has completed by then on a device
  * that keeps up with its host, so the read at the apply rarely waits. */
 #define UB_VERIFY_APPLY_AT (UB_VERIFY_ISSUE_AT + 2)
