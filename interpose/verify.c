@@ -190,6 +190,8 @@ static void record_verdict(ub_verify_rt *v, const ub_verify_verdict *d, uint64_t
     r->pass_through_iterations = d->pass.n;
     r->at_call = (int64_t)call;
     r->checks++;
+    snprintf(r->slots_policy, sizeof r->slots_policy, "%s", v->plans[v->trying].policy);
+    memcpy(r->slots, d->slots, sizeof r->slots);
     append_reason(r, d->reason);
 }
 
@@ -206,6 +208,8 @@ static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st
     } else {
         memset(&d, 0, sizeof d);
         d.plan.median = d.pass.median = d.plan.spread = d.pass.spread = NAN;
+        for (int j = 0; j < UB_VERIFY_SLOTS; j++)
+            d.slots[j] = NAN;
         snprintf(d.reason, sizeof d.reason, "%s: the measurements could not be agreed (a peer gone or the "
                  "communicator aborted): dropped", policy);
     }

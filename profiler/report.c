@@ -118,7 +118,12 @@ json_t *ub_verify_report_json(const ub_verify_report *v)
                                                "measured_iteration", number_or_null(c->measured_iteration),
                                                "iterations", c->iterations, "spread", number_or_null(c->spread)));
     }
-    return json_pack("{s:o, s:o, s:i, s:o, s:o, s:o, s:i, s:i, s:s}", "candidates", cands, "pass_through_iteration",
+    json_t *slots = json_array();
+    for (int j = 0; j < UB_VERIFY_SLOTS && v->checks > 0; j++)
+        json_array_append_new(slots, json_pack("{s:s, s:o}", "runs", j % 2 ? "pass-through" : v->slots_policy,
+                                               "iteration", number_or_null(v->slots[j])));
+    return json_pack("{s:o, s:o, s:o, s:i, s:o, s:o, s:o, s:i, s:i, s:s}", "candidates", cands, "slots", slots,
+                     "pass_through_iteration",
                      number_or_null(v->pass_through_iteration), "pass_through_iterations", v->pass_through_iterations,
                      "pass_through_spread", number_or_null(v->pass_through_spread), "kept",
                      v->kept[0] ? json_string(v->kept) : json_null(), "at_call",

@@ -78,6 +78,7 @@ void ub_verify_judge(const double agreed[UB_VERIFY_LEN], const char *policy, ub_
     for (int j = 0; j < UB_VERIFY_SLOTS; j++) {
         double n = agreed[1 + UB_VERIFY_SLOTS + j];
         slot[j] = n >= 0.5 ? agreed[1 + j] / n * 1e-9 : NAN;
+        out->slots[j] = slot[j];
     }
     double plan[UB_VERIFY_PER_SIDE], pass[UB_VERIFY_PER_SIDE], diff[UB_VERIFY_PER_SIDE];
     int np = 0, nq = 0, nd = 0;
@@ -106,9 +107,10 @@ void ub_verify_judge(const double agreed[UB_VERIFY_LEN], const char *policy, ub_
     out->keep = out->gain > out->margin;
     snprintf(out->reason, sizeof out->reason,
              "%s: %.3f ms against pass-through's %.3f ms (medians of %d and %d iterations, alternating); "
-             "faster by %.3f ms per iteration (median of %d pairs), %s the noise margin of %.3f ms "
+             "%s by %.3f ms per iteration (median of %d pairs), %s the noise margin of %.3f ms "
              "(%.0f standard errors of that median, from the pairs' spread): %s",
-             policy, 1e3 * out->plan.median, 1e3 * out->pass.median, np, nq, 1e3 * out->gain, nd,
+             policy, 1e3 * out->plan.median, 1e3 * out->pass.median, np, nq, out->gain >= 0 ? "faster" : "slower",
+             1e3 * fabs(out->gain), nd,
              out->keep ? "beyond" : "not beyond", 1e3 * out->margin, UB_VERIFY_Z, out->keep ? "kept" : "dropped");
 }
 
@@ -117,4 +119,6 @@ void ub_verify_report_init(ub_verify_report *r)
     memset(r, 0, sizeof *r);
     r->pass_through_iteration = r->pass_through_spread = NAN;
     r->at_call = -1;
+    for (int j = 0; j < UB_VERIFY_SLOTS; j++)
+        r->slots[j] = NAN;
 }

@@ -61,6 +61,7 @@ typedef struct ub_verify_verdict {
     double gain;    /* s: median over the pairs of pass-through minus plan */
     double margin;  /* s: UB_VERIFY_Z standard errors of that median, from the pairs' own spread */
     bool keep;      /* gain > margin with at least 3 pairs */
+    double slots[UB_VERIFY_SLOTS];  /* s, the agreed length of each slot (NAN: not measured) */
     char reason[320];
 } ub_verify_verdict;
 
@@ -86,6 +87,8 @@ typedef struct ub_verify_report {
     int64_t at_call;             /* call index of the latest decision, -1 before it */
     int checks;                  /* windows decided */
     int every;                   /* iterations between checks of what is kept (0: never again) */
+    char slots_policy[32];       /* the latest window's candidate */
+    double slots[UB_VERIFY_SLOTS];  /* s, its agreed slots (even: the candidate), NAN: not measured */
     char reason[400];
 } ub_verify_report;
 
