@@ -43,6 +43,12 @@ int usbyteEmuWorkerReachedNs(uint64_t *ns);
  * takes no device time); no-op outside a worker. */
 void usbyteEmuWorkerOpEndsAtNs(uint64_t ns);
 
+/* The NCCL stand-in's operations occupy `device` between Begin and End (one pair per operation,
+ * from the rank's arrival to the release of its stream): compute work of the device that runs
+ * beside them is stretched by USBYTE_EMU_INTERFERENCE (cudart/interference.c). */
+void usbyteEmuDeviceCommBegin(int device);
+void usbyteEmuDeviceCommEnd(int device);
+
 
 /* ---- Additions (cudart side), used by libcuda.so.1, libcupti.so.13 and the unit tests ---- */
 #include <stdint.h>

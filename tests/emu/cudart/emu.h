@@ -361,7 +361,14 @@ void emu_record_complete(struct emu_record *rec);
 struct emu_record *emu_event_latest_record(cudaEvent_t event);
 
 /* ---- misc ---- */
+#define EMU_MAX_DEVICES 64   /* the most USBYTE_EMU_DEVICES allows */
 int emu_device_count(void);
 int emu_current_device(void);
+
+/* interference.c: USBYTE_EMU_INTERFERENCE (0 when unset or bad, after one warning line), and
+ * compute work of `device`: runs fn(arg), then holds the caller (the stream's worker) F times
+ * the time an NCCL operation occupied the device while fn ran. */
+double emu_interference(void);
+void emu_compute_run(int device, void (*fn)(void *), void *arg);
 
 #endif

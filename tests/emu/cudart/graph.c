@@ -390,8 +390,18 @@ struct launch_step {
 
 struct launch_op {
     size_t n;
+    int device;                /* the launching stream's (compute of that device) */
     struct launch_step steps[];
 };
+
+static void node_call(void *arg)
+{
+    const struct emu_node *node = arg;
+    if (node->is_kernel)
+        node->kernel(node->args);
+    else
+        node->fn(node->user_data);
+}
 
 static void launch_run(void *arg)
 {
@@ -399,10 +409,8 @@ static void launch_run(void *arg)
     for (size_t i = 0; i < l->n; i++) {
         struct launch_step *st = &l->steps[i];
         struct emu_tmpl *t = st->node.tmpl;
-        if (t == NULL && st->node.is_kernel)
-            st->node.kernel(st->node.args);
-        else if (t == NULL)
-            st->node.fn(st->node.user_data);
+        if (t == NULL)
+            emu_compute_run(l->device, node_call, &st->node);
         else if (t->n.kind == EMU_CN_OP)
             t->n.run(st->arg);
         else if (t->n.kind == EMU_CN_RECORD && st->rec)
@@ -477,6 +485,7 @@ static cudaError_t launch(cudaGraphExec_t exec, cudaStream_t stream, bool ptsz)
         err = cudaErrorMemoryAllocation;
     else {
         l->n = exec->n;
+        l->device = emu_stream_device(s);
         for (size_t i = 0; i < exec->n; i++)
             l->steps[i].node = exec->nodes[i];
         err = launch_prepare(l, s);

@@ -21,7 +21,6 @@ struct allocation {
     size_t charged;  /* bytes charged to that device (the size rounded to 256) */
 };
 
-#define EMU_MAX_DEVICES 64
 static size_t device_used[EMU_MAX_DEVICES];  /* under allocs_lock */
 static pthread_once_t capacity_once = PTHREAD_ONCE_INIT;
 static size_t device_capacity = (size_t)80 << 30;

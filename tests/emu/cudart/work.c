@@ -343,12 +343,19 @@ typedef void (*usbyteEmuKernelFn)(void **args);
 struct kernel_op {
     usbyteEmuKernelFn fn;
     void **args;
+    int device;
 };
+
+static void kernel_call(void *arg)
+{
+    struct kernel_op *k = arg;
+    k->fn(k->args);
+}
 
 static void kernel_run(void *arg)
 {
     struct kernel_op *k = arg;
-    k->fn(k->args);
+    emu_compute_run(k->device, kernel_call, k);
     free(k);
 }
 
@@ -365,7 +372,7 @@ cudaError_t emu_kernel_enqueue(struct CUstream_st *s, const void *func, void **a
         return cudaErrorMemoryAllocation;
     usbyteEmuKernelFn fn;
     memcpy(&fn, &func, sizeof fn);   /* object-to-function pointer, as the convention says */
-    *k = (struct kernel_op){fn, args};
+    *k = (struct kernel_op){fn, args, emu_stream_device(s)};
     cudaError_t err = emu_enqueue_flat(s, kernel_run, k, sizeof *k, what, NULL);
     if (err != cudaSuccess)
         free(k);
@@ -395,15 +402,22 @@ struct host_fn_op {
     cudaStreamCallback_t callback;
     cudaStream_t stream;
     void *user_data;
+    int device;
 };
 
-static void host_fn_run(void *arg)
+static void host_fn_call(void *arg)
 {
     struct host_fn_op *h = arg;
     if (h->fn)
         h->fn(h->user_data);
     else
         h->callback(h->stream, cudaSuccess, h->user_data);
+}
+
+static void host_fn_run(void *arg)
+{
+    struct host_fn_op *h = arg;
+    emu_compute_run(h->device, host_fn_call, h);
     free(h);
 }
 
@@ -415,7 +429,7 @@ static cudaError_t host_op(struct CUstream_st *s, cudaStream_t stream, void (*fn
     struct host_fn_op *h = malloc(sizeof *h);
     if (h == NULL)
         return cudaErrorMemoryAllocation;
-    *h = (struct host_fn_op){fn, callback, stream, user_data};
+    *h = (struct host_fn_op){fn, callback, stream, user_data, emu_stream_device(s)};
     cudaError_t err = emu_enqueue_flat(s, host_fn_run, h, sizeof *h, what, NULL);
     if (err != cudaSuccess)
         free(h);

@@ -46,6 +46,13 @@ cudaError_t emu_kernel_enqueue(struct CUstream_st *s, const void *func, void **a
 cudaError_t emu_check_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                              bool cooperative);
 
+/* The device whose compute a kernel or host function on s is (interference.c): a created
+ * stream's, or the calling thread's current device for the legacy and per-thread streams. */
+static inline int emu_stream_device(const struct CUstream_st *s)
+{
+    return s->is_legacy || s->implicit ? emu_current_device() : s->device;
+}
+
 /* A host function fn(arg) run by the stream's worker in stream order. */
 cudaError_t emu_host_enqueue(struct CUstream_st *s, void (*fn)(void *), void *arg, const char *what);
 

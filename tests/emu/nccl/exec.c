@@ -216,7 +216,7 @@ static bool same_signature(const struct ncclComm *c, const struct emu_sig *s, co
 
 /* Runs one collective that the stream could begin at `queued`; returns when it released the
  * stream, or 0 when it was cut short (an abort, an error). */
-static uint64_t run_collective(struct ncclComm *c, struct emu_coll *op, uint64_t queued)
+static uint64_t run_collective_on_device(struct ncclComm *c, struct emu_coll *op, uint64_t queued)
 {
     char head[96];
     emu_fmt(head, sizeof head, "%s #%llu comm %s", emu_kind_api_name(op->kind), (unsigned long long)op->index, c->hash);
@@ -275,13 +275,24 @@ static uint64_t run_collective(struct ncclComm *c, struct emu_coll *op, uint64_t
         return 0;
     uint64_t data_end = emu_now_ns();
     size_t elem = emu_dtype_size(op->dtype);
-    double us = emu_model_collective_us(&c->model, op->kind, op->count, elem, c->nranks);
+    double us = emu_model_collective_inplace_us(&c->model, op->kind, op->count, elem, c->nranks, op->send == op->recv) *
+                emu_model_jitter(&c->model, c->rank, op->index);
     uint64_t model_end = last_arrival + (uint64_t)(us * 1000.0);
     emu_sleep_until_ns(model_end);
     uint64_t end = emu_now_ns();
     usbyteEmuWorkerOpEndsAtNs(end); /* the log line below takes no device time */
     emu_oplog_write(c, &(struct emu_oplog_rec){emu_kind_name(op->kind), op->index, op->count * elem, queued,
                                                mine->arrival_ns, last_arrival, data_end, model_end, end});
+    return end;
+}
+
+/* The collective occupies the device from this rank's arrival to the release of the stream,
+ * waiting for its peers included (a real NCCL kernel spins on its SMs meanwhile). */
+static uint64_t run_collective(struct ncclComm *c, struct emu_coll *op, uint64_t queued)
+{
+    usbyteEmuDeviceCommBegin(c->device);
+    uint64_t end = run_collective_on_device(c, op, queued);
+    usbyteEmuDeviceCommEnd(c->device);
     return end;
 }
 
@@ -363,7 +374,7 @@ static bool recv_step(struct ncclComm *c, const struct emu_coll *op, struct p2p_
 /* All the sends and receives of a batch progress together (a ring of sends and receives in one
  * group completes); operations on the same (peer, direction) go in issue order. */
 /* Runs the batch's point-to-point part (as run_collective). */
-static uint64_t run_p2p(struct ncclComm *c, const struct emu_unit *u, uint64_t queued)
+static uint64_t run_p2p_on_device(struct ncclComm *c, const struct emu_unit *u, uint64_t queued)
 {
     char head[96];
     emu_fmt(head, sizeof head, "ncclSend/ncclRecv x%d comm %s", u->np2p, c->hash);
@@ -429,6 +440,14 @@ static uint64_t run_p2p(struct ncclComm *c, const struct emu_unit *u, uint64_t q
     usbyteEmuWorkerOpEndsAtNs(end);
     emu_oplog_write(c, &(struct emu_oplog_rec){"p2p", u->p2p[0].index, sent + received, queued, arrival, t0,
                                                data_end, model_end, end});
+    return end;
+}
+
+static uint64_t run_p2p(struct ncclComm *c, const struct emu_unit *u, uint64_t queued)
+{
+    usbyteEmuDeviceCommBegin(c->device);
+    uint64_t end = run_p2p_on_device(c, u, queued);
+    usbyteEmuDeviceCommEnd(c->device);
     return end;
 }
 

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,8 +32,25 @@ static double env_double(const char *name, double lo, double hi, double def, FIL
     return def;
 }
 
+static uint64_t env_u64(const char *name, uint64_t def, FILE *warn)
+{
+    const char *s = getenv(name);
+    if (s == NULL)
+        return def;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end != s && *end == '\0' && errno == 0 && s[0] != '-')
+        return (uint64_t)v;
+    if (warn != NULL)
+        fprintf(warn, "usbyte-emu: warning: %s='%s' is not an unsigned integer; using the default %llu\n", name, s,
+                (unsigned long long)def);
+    return def;
+}
+
 void emu_model_from_env(struct emu_model *m, FILE *warn)
 {
+    memset(m, 0, sizeof *m);
     m->alpha_us = env_double("USBYTE_EMU_ALPHA_US", 0.0, 1e9, EMU_MODEL_DEFAULT_ALPHA_US, warn);
     m->gbps = env_double("USBYTE_EMU_GBPS", 1e-6, 1e9, EMU_MODEL_DEFAULT_GBPS, warn);
     m->payload = 1;
@@ -51,6 +69,25 @@ void emu_model_from_env(struct emu_model *m, FILE *warn)
         else if (strcmp(s, "strict") != 0 && warn != NULL)
             fprintf(warn, "usbyte-emu: warning: USBYTE_EMU_CHECK='%s' is not strict or bytes; using the default strict\n", s);
     }
+    m->jitter_pct = env_double("USBYTE_EMU_JITTER_PCT", 0.0, 99.0, 0.0, warn);
+    m->jitter_seed = env_u64("USBYTE_EMU_JITTER_SEED", 0, warn);
+    s = getenv("USBYTE_EMU_NET");
+    if (s != NULL && *s != '\0') {
+        if (strlen(s) >= sizeof m->net_file) {
+            if (warn != NULL)
+                fprintf(warn, "usbyte-emu: warning: USBYTE_EMU_NET='%s' is longer than %zu characters; using the "
+                        "alpha-beta formula\n", s, sizeof m->net_file - 1);
+        } else if (emu_net_load(s, warn) != NULL) {
+            strcpy(m->net_file, s);
+        }
+    }
+}
+
+int emu_model_same(const struct emu_model *a, const struct emu_model *b)
+{
+    return a->alpha_us == b->alpha_us && a->gbps == b->gbps && a->payload == b->payload && a->check == b->check &&
+           a->jitter_pct == b->jitter_pct && a->jitter_seed == b->jitter_seed &&
+           strcmp(a->net_file, b->net_file) == 0;
 }
 
 /* bytes / (gbps * 1e9 B/s), in microseconds */
@@ -62,12 +99,24 @@ static double transfer_us(const struct emu_model *m, double bytes)
 double emu_model_collective_us(const struct emu_model *m, enum emu_kind kind, size_t count,
                                size_t elem_size, int nranks)
 {
+    return emu_model_collective_inplace_us(m, kind, count, elem_size, nranks, 0);
+}
+
+double emu_model_collective_inplace_us(const struct emu_model *m, enum emu_kind kind, size_t count,
+                                       size_t elem_size, int nranks, int in_place)
+{
     if (nranks <= 1)
         return 0.0;
     double p = nranks;
     double bytes = (double)count * (double)elem_size;
     switch (kind) {
     case EMU_ALLREDUCE:
+        /* The table is the cluster it was measured on, whatever this job's rank count. */
+        if (m->net_file[0] != '\0') {
+            const struct emu_net_table *t = emu_net_load(m->net_file, NULL);
+            if (t != NULL)
+                return emu_net_us(t, bytes, in_place);
+        }
         return 2.0 * (p - 1.0) * m->alpha_us + transfer_us(m, 2.0 * (p - 1.0) / p * bytes);
     case EMU_BROADCAST:
     case EMU_REDUCE:
@@ -88,4 +137,206 @@ double emu_model_p2p_us(const struct emu_model *m, size_t sent_bytes, size_t rec
         return 0.0;
     double larger = sent_bytes > recv_bytes ? (double)sent_bytes : (double)recv_bytes;
     return m->alpha_us + transfer_us(m, larger);
+}
+
+/* splitmix64's finaliser: a well-mixed 64-bit function of its input. */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+double emu_model_jitter(const struct emu_model *m, int rank, uint64_t index)
+{
+    if (m->jitter_pct <= 0.0)
+        return 1.0;
+    uint64_t h = mix64(mix64(mix64(m->jitter_seed) ^ (uint64_t)(uint32_t)rank) ^ index);
+    double u = (double)(h >> 11) * 0x1.0p-53;   /* uniform in [0, 1) */
+    return 1.0 + m->jitter_pct / 100.0 * (2.0 * u - 1.0);
+}
+
+/* ---- net tables ---- */
+
+/* One tab-separated field of [s, end) as a finite positive number. */
+static int parse_field(const char *s, const char *end, double *out)
+{
+    char buf[64];
+    size_t n = (size_t)(end - s);
+    if (n == 0 || n >= sizeof buf)
+        return -1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    return parse_double(buf, 0x1p-1074, 1e300, out);
+}
+
+int emu_net_parse(const char *text, const char *name, struct emu_net_table *t, char *err, size_t err_size)
+{
+    memset(t, 0, sizeof *t);
+    int cap = 0, line = 0, columns = 0;
+    const char *why = NULL;
+    for (const char *p = text; *p != '\0' && why == NULL;) {
+        const char *eol = strchr(p, '\n');
+        if (eol == NULL)
+            eol = p + strlen(p);
+        const char *next = *eol ? eol + 1 : eol;
+        const char *end = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
+        line++;
+        if (end == p || *p == '#') {
+            p = next;
+            continue;
+        }
+        double v[3];
+        int nf = 0;
+        if (memchr(p, '\t', (size_t)(end - p)) == NULL) {
+            why = "fewer than two tab-separated columns (bytes, us)";
+            break;
+        }
+        for (const char *f = p; nf <= 3;) {
+            const char *tab = memchr(f, '\t', (size_t)(end - f));
+            const char *fe = tab ? tab : end;
+            if (nf == 3 || parse_field(f, fe, &v[nf]) != 0) {
+                why = nf == 3 ? "more than three columns" : "a field is not a positive number";
+                break;
+            }
+            nf++;
+            if (tab == NULL)
+                break;
+            f = tab + 1;
+        }
+        if (why != NULL)
+            break;
+        if (columns != 0 && nf != columns)
+            why = "another number of columns than the first row";
+        else if (t->n > 0 && !(v[0] > t->rows[t->n - 1].bytes))
+            why = "bytes not larger than the row before";
+        if (why != NULL)
+            break;
+        if (t->n == cap) {
+            cap = cap ? 2 * cap : 32;
+            struct emu_net_row *r = realloc(t->rows, (size_t)cap * sizeof *r);
+            if (r == NULL) {
+                why = "out of memory";
+                break;
+            }
+            t->rows = r;
+        }
+        columns = nf;
+        t->rows[t->n++] = (struct emu_net_row){v[0], v[1], nf == 3 ? v[2] : v[1]};
+        p = next;
+    }
+    if (why != NULL || t->n == 0) {
+        if (why != NULL)
+            snprintf(err, err_size, "%s: line %d: %s", name, line, why);
+        else
+            snprintf(err, err_size, "%s: no rows (bytes<TAB>us)", name);
+        emu_net_free(t);
+        return -1;
+    }
+    t->has_in_place = columns == 3;
+    return 0;
+}
+
+void emu_net_free(struct emu_net_table *t)
+{
+    free(t->rows);
+    memset(t, 0, sizeof *t);
+}
+
+double emu_net_us(const struct emu_net_table *t, double bytes, int in_place)
+{
+    const struct emu_net_row *r = t->rows;
+    int n = t->n;
+#define ROW_US(i) (in_place ? r[i].in_place_us : r[i].us)
+    if (bytes <= r[0].bytes)
+        return ROW_US(0);
+    if (bytes >= r[n - 1].bytes)
+        return ROW_US(n - 1) * (bytes / r[n - 1].bytes);
+    int lo = 0, hi = n - 1;   /* r[lo].bytes < bytes < r[hi].bytes */
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        if (r[mid].bytes <= bytes)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    double f = (bytes - r[lo].bytes) / (r[hi].bytes - r[lo].bytes);
+    return ROW_US(lo) + f * (ROW_US(hi) - ROW_US(lo));
+#undef ROW_US
+}
+
+/* Every file named in this process, parsed once: the table, or none for a bad file. */
+struct net_entry {
+    struct net_entry *next;
+    int ok, warned;
+    char err[768];
+    struct emu_net_table table;
+    char path[];
+};
+
+static pthread_mutex_t net_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct net_entry *net_entries;
+
+static char *read_file(const char *path, char *err, size_t err_size)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, err_size, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (buf == NULL)
+            break;
+        n += fread(buf + n, 1, cap - 1 - n, f);
+        if (n < cap - 1)
+            break;
+        char *nb = realloc(buf, cap * 2);
+        if (nb == NULL) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (buf == NULL || bad) {
+        snprintf(err, err_size, "%s: %s", path, buf == NULL ? "out of memory" : "read error");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    if (memchr(buf, '\0', n) != NULL) {
+        snprintf(err, err_size, "%s: not a text file", path);
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+const struct emu_net_table *emu_net_load(const char *path, FILE *warn)
+{
+    pthread_mutex_lock(&net_mu);
+    struct net_entry *e;
+    for (e = net_entries; e != NULL; e = e->next)
+        if (strcmp(e->path, path) == 0)
+            break;
+    if (e == NULL && (e = calloc(1, sizeof *e + strlen(path) + 1)) != NULL) {
+        strcpy(e->path, path);
+        char *text = read_file(path, e->err, sizeof e->err);
+        e->ok = text != NULL && emu_net_parse(text, path, &e->table, e->err, sizeof e->err) == 0;
+        free(text);
+        e->next = net_entries;
+        net_entries = e;
+    }
+    if (e != NULL && !e->ok && !e->warned && warn != NULL) {
+        fprintf(warn, "usbyte-emu: warning: USBYTE_EMU_NET=%s; using the alpha-beta formula\n", e->err);
+        e->warned = 1;
+    }
+    pthread_mutex_unlock(&net_mu);
+    return e != NULL && e->ok ? &e->table : NULL;
 }

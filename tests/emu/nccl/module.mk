@@ -29,6 +29,13 @@ $(BUILD)/tests/unit/test_emu_nccl: $(call objs,tests/emu/nccl/unit/test_emu_nccl
 
 UNIT_TESTS += $(BUILD)/tests/unit/test_emu_nccl
 
+# The measured network's table and the jitter factor (model.c).
+$(BUILD)/tests/unit/test_emu_net: $(call objs,tests/emu/nccl/unit/test_emu_net.c tests/emu/nccl/model.c)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_CMOCKA) -lpthread -lm
+
+UNIT_TESTS += $(BUILD)/tests/unit/test_emu_net
+
 # Multi-rank test programs: ordinary CUDA/NCCL programs linked against the stand-ins.
 EMU_IT_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(wildcard tests/integration/emu_*.c))
 EMU_IT_SCRIPTS := $(wildcard tests/integration/emu_*.sh)

@@ -237,10 +237,10 @@ static void share_model(struct ncclComm *c)
                 break;
             emu_wait_change(c, w);
         }
-        if (h->model.alpha_us != mine.alpha_us || h->model.gbps != mine.gbps || h->model.payload != mine.payload ||
-            h->model.check != mine.check)
-            fprintf(stderr, "usbyte-emu: warning: rank %d has other USBYTE_EMU_ALPHA_US/GBPS/PAYLOAD/CHECK values than "
-                    "the rank that created comm %s; every rank uses the creator's\n", c->rank, c->hash);
+        if (!emu_model_same(&h->model, &mine))
+            fprintf(stderr, "usbyte-emu: warning: rank %d has other USBYTE_EMU_ALPHA_US/GBPS/PAYLOAD/CHECK/NET/JITTER_PCT/"
+                    "JITTER_SEED values than the rank that created comm %s; every rank uses the creator's\n", c->rank,
+                    c->hash);
     }
     c->model = h->model;
 }

@@ -1,0 +1,130 @@
+/* Interference between communication and compute (USBYTE_EMU_INTERFERENCE=F, 0..1, default 0).
+ *
+ * On a GPU, NCCL's kernels take SMs and memory bandwidth from the compute kernels that run beside
+ * them.  The emulator models it per device: the NCCL stand-in marks the time each of its
+ * operations occupies a device (usbyteEmuDeviceCommBegin/End, from the rank's arrival to the
+ * release of the stream), and every compute op of that device (an emulated kernel, a host
+ * function, a graph's kernel and host nodes) is held F times the time such an operation ran
+ * beside it, after its function returns: work that took d with o of it overlapped takes
+ * d + F*o.  The added time is not itself stretched; copies, memsets and event work are not
+ * compute and are never stretched.
+ *
+ * The overlap is exact, from a per-device "communication clock": the total time during which at
+ * least one NCCL operation occupied the device.  A compute op reads it when its function starts
+ * and when it returns; the difference is the time it was overlapped, however many collectives
+ * began and ended in between. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "emu.h"
+
+struct comm_clock {
+    pthread_mutex_t mu;
+    int active;            /* NCCL operations occupying the device now */
+    uint64_t busy_ns;      /* time with active > 0, up to since_ns */
+    uint64_t since_ns;     /* when active last became > 0 */
+};
+
+static struct comm_clock clocks[EMU_MAX_DEVICES];
+static pthread_once_t factor_once = PTHREAD_ONCE_INIT;
+static double factor;
+
+static void read_factor(void)
+{
+    for (int d = 0; d < EMU_MAX_DEVICES; d++)
+        pthread_mutex_init(&clocks[d].mu, NULL);
+    const char *s = getenv("USBYTE_EMU_INTERFERENCE");
+    if (s == NULL || *s == '\0')
+        return;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || errno != 0 || !(v >= 0.0 && v <= 1.0)) {
+        fprintf(stderr, "usbyte-emu: warning: USBYTE_EMU_INTERFERENCE='%s' is not a number in [0, 1]; using the "
+                "default 0\n", s);
+        return;
+    }
+    factor = v;
+}
+
+double emu_interference(void)
+{
+    pthread_once(&factor_once, read_factor);
+    return factor;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static struct comm_clock *clock_of(int device)
+{
+    return device >= 0 && device < EMU_MAX_DEVICES ? &clocks[device] : NULL;
+}
+
+static uint64_t busy_at(const struct comm_clock *c, uint64_t now)
+{
+    return c->busy_ns + (c->active > 0 && now > c->since_ns ? now - c->since_ns : 0);
+}
+
+EMU_EXPORT void usbyteEmuDeviceCommBegin(int device)
+{
+    struct comm_clock *c = clock_of(device);
+    if (emu_interference() == 0.0 || c == NULL)
+        return;
+    pthread_mutex_lock(&c->mu);
+    if (c->active++ == 0)
+        c->since_ns = now_ns();
+    pthread_mutex_unlock(&c->mu);
+}
+
+EMU_EXPORT void usbyteEmuDeviceCommEnd(int device)
+{
+    struct comm_clock *c = clock_of(device);
+    if (emu_interference() == 0.0 || c == NULL)
+        return;
+    pthread_mutex_lock(&c->mu);
+    if (c->active > 0 && --c->active == 0) {
+        uint64_t now = now_ns();
+        c->busy_ns += now > c->since_ns ? now - c->since_ns : 0;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+static uint64_t comm_clock_read(int device)
+{
+    struct comm_clock *c = clock_of(device);
+    pthread_mutex_lock(&c->mu);
+    uint64_t t = busy_at(c, now_ns());
+    pthread_mutex_unlock(&c->mu);
+    return t;
+}
+
+void emu_compute_run(int device, void (*fn)(void *), void *arg)
+{
+    double f = emu_interference();
+    if (f == 0.0 || clock_of(device) == NULL) {
+        fn(arg);
+        return;
+    }
+    uint64_t before = comm_clock_read(device);
+    fn(arg);
+    uint64_t overlapped = comm_clock_read(device) - before;
+    uint64_t extra = (uint64_t)llround(f * (double)overlapped);
+    if (extra == 0)
+        return;
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    uint64_t ns = (uint64_t)until.tv_nsec + extra;
+    until.tv_sec += (time_t)(ns / 1000000000ull);
+    until.tv_nsec = (long)(ns % 1000000000ull);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
+    }
+}
