@@ -7,6 +7,10 @@
 # - a forced plan that is slower (syncea: one block, every call waits for the last gradient, on a
 #   bandwidth-bound link) is dropped on every rank at the same call; with USBYTE_VERIFY=0 the same
 #   settings run it as told;
+# - a measured network cheaper at the application's own sizes than anywhere else (USBYTE_EMU_NET, a
+#   table with a notch at each size the job issues): the line fitted on the warm-up's calls makes
+#   merging look good, the merged blocks are slower; every candidate is dropped on every rank at
+#   the same call and the job goes on in pass-through;
 # - a rank that stalls in one iteration of the comparison: every rank reports the same verdict from
 #   the same agreed numbers (the emulator checks every collective's signature on every rank);
 # - in every run every rank's final parameters are bit-identical to the run without usbyte.
@@ -104,6 +108,37 @@ assert v is None, "verification with USBYTE_VERIFY=0"
 assert c["state"] == "schedule" and s["iterations"] >= 40, "plan iterations %r" % s.get("iterations")
 '
 echo "ok: a slower forced plan is dropped on every rank at the same call (USBYTE_VERIFY=0: runs as told)"
+
+# A network cheaper at the job's own sizes: its sizes from an observe run's profile, then a table
+# of 300 us at each of them and 3 ms one byte either side (and everywhere else).
+ITERS=56
+USBYTE_MODE=observe train sizes yes 12
+python3 - "$WORK/sizes-0.json" "$WORK/notched.tsv" <<'PY' || fail "cannot write the notched table"
+import json, sys
+sizes = sorted({k["bytes"] for k in json.load(open(sys.argv[1]))["comms"][0]["profile"]["calls"]})
+rows = {}
+for b in sizes:
+    rows.setdefault(b - 1, 3000.0)
+    rows[b] = 300.0
+    rows.setdefault(b + 1, 3000.0)
+with open(sys.argv[2], "w") as f:
+    f.write("# notched: 300 us at each size the job issues, 3000 us elsewhere\n")
+    for b in sorted(rows):
+        if b > 0:
+            f.write("%d\t%g\n" % (b, rows[b]))
+PY
+train notched-base no $ITERS
+USBYTE_EMU_NET=$WORK/notched.tsv train notched yes $ITERS
+same_results notched notched-base
+verdict notched '
+assert s.get("predicted_speedup", 0) > 1.02, "the premise: best predicted %r over wfbp" % s.get("predicted_speedup")
+cand = v["candidates"]
+assert cand[0]["policy"] == "best", "first candidate %r" % cand[0]["policy"]
+assert cand[0]["measured_iteration"] > v["pass_through_iteration"] or len(cand) > 1, "premise: best not slower"
+assert v["kept"] == "pass-through", "kept %r" % v["kept"]
+assert v["checks"] == len(cand), "%d checks for %d candidates" % (v["checks"], len(cand))
+'
+echo "ok: a network cheaper at the job's own sizes: the plans are dropped on every rank at the same call"
 
 # A stall: rank 1's forward of iteration 16 (inside the window's slots, iterations 10-25 here) takes
 # 150 ms more, which every rank's iterations show (they wait for it in the collectives; the device
