@@ -138,6 +138,12 @@ assert cand[0]["measured_iteration"] > v["pass_through_iteration"] or len(cand) 
 assert v["kept"] == "pass-through", "kept %r" % v["kept"]
 assert v["checks"] == len(cand), "%d checks for %d candidates" % (v["checks"], len(cand))
 '
+# The page shows what was tried, measured and kept, and why (usbyte-report reads the object).
+mkdir -p "$WORK/page"
+"$BUILD/usbyte-report" "$WORK"/notched-[01].json -o "$WORK/page" --quiet || fail "usbyte-report on the notched run"
+grep -q '<table id="verification-0">' "$WORK/page/usbyte-report.html" || fail "the page has no verification table"
+grep -q 'kept: <b>pass-through</b> at call' "$WORK/page/usbyte-report.html" || fail "the page does not say what was kept"
+grep -q 'best: .* dropped' "$WORK/page/usbyte-report.html" || fail "the page does not say why"
 echo "ok: a network cheaper at the job's own sizes: the plans are dropped on every rank at the same call"
 
 # A stall: rank 1's forward of iteration 16 (inside the window's slots, iterations 10-25 here) takes
