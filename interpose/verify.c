@@ -121,7 +121,7 @@ static void issue_measurements(ub_comm *c, ub_verify_rt *v)
 {
     double seconds[UB_VERIFY_SLOTS];
     for (int j = 0; j < UB_VERIFY_SLOTS; j++) {
-        int w = UB_VERIFY_SETTLE + j;
+        int w = ub_verify_slot_iteration(j);
         seconds[j] = !v->spoiled[w] && isfinite(v->start[w]) && isfinite(v->start[w + 1])
                          ? v->start[w + 1] - v->start[w] : NAN;
     }

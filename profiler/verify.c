@@ -10,15 +10,20 @@
 
 int ub_verify_slot(int w)
 {
-    return w >= UB_VERIFY_SETTLE && w < UB_VERIFY_SETTLE + UB_VERIFY_SLOTS ? w - UB_VERIFY_SETTLE : -1;
+    if (w < UB_VERIFY_SETTLE || w >= UB_VERIFY_RUNS_END || (w - UB_VERIFY_SETTLE) % UB_VERIFY_RUN != UB_VERIFY_RUN - 1)
+        return -1;
+    return (w - UB_VERIFY_SETTLE) / UB_VERIFY_RUN;
 }
+
+int ub_verify_slot_iteration(int j) { return UB_VERIFY_SETTLE + UB_VERIFY_RUN * j + UB_VERIFY_RUN - 1; }
 
 ub_verify_side ub_verify_side_of(int w)
 {
     if (w < UB_VERIFY_SETTLE)
         return UB_VERIFY_RUN_PLAN;
-    int slot = ub_verify_slot(w);
-    return slot >= 0 && slot % 2 == 0 ? UB_VERIFY_RUN_PLAN : UB_VERIFY_RUN_PASS;
+    if (w >= UB_VERIFY_RUNS_END)
+        return UB_VERIFY_RUN_PASS;
+    return ((w - UB_VERIFY_SETTLE) / UB_VERIFY_RUN) % 2 == 0 ? UB_VERIFY_RUN_PLAN : UB_VERIFY_RUN_PASS;
 }
 
 void ub_verify_encode(const double seconds[UB_VERIFY_SLOTS], double out[UB_VERIFY_LEN])

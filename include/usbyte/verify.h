@@ -6,8 +6,11 @@
  *
  * A window, counted in iterations from its first (w = 0):
  *   w < UB_VERIFY_SETTLE                  the candidate runs, not measured (the switch settles);
- *   UB_VERIFY_SETTLE <= w < .. + SLOTS    measured slots, plan and pass-through alternating
- *                                         (slot 2i the plan, 2i+1 pass-through: side by side in time);
+ *   then UB_VERIFY_SLOTS runs of UB_VERIFY_RUN iterations, the candidate's and pass-through's
+ *                                         alternating (side by side in time); the last iteration of
+ *                                         each run is measured (slot j: the candidate for even j):
+ *                                         it follows an iteration of its own side, so neither side's
+ *                                         measurement carries the other's transition;
  *   later                                 pass-through, not measured, until the verdict applies;
  *   w == UB_VERIFY_ISSUE_AT               at its first call the ranks' measurements are issued;
  *   w == UB_VERIFY_APPLY_AT               at its first call the agreed verdict takes effect.
@@ -21,16 +24,19 @@
 #define UB_VERIFY_PER_SIDE 8
 #define UB_VERIFY_SLOTS (2 * UB_VERIFY_PER_SIDE)
 #define UB_VERIFY_SETTLE 2
-/* The last slot ends at the start of iteration SETTLE + SLOTS; its timing event completes when the
+#define UB_VERIFY_RUN 2
+/* Window iterations in the slots' runs. */
+#define UB_VERIFY_RUNS_END (UB_VERIFY_SETTLE + UB_VERIFY_RUN * UB_VERIFY_SLOTS)
+/* The last slot ends at the start of iteration RUNS_END; its timing event completes when the
  * device gets there, which may be iterations behind the host (a framework thread that queues ahead):
  * UB_VERIFY_LAG iterations later the measurements are issued. */
 #define UB_VERIFY_LAG 3
-#define UB_VERIFY_ISSUE_AT (UB_VERIFY_SETTLE + UB_VERIFY_SLOTS + UB_VERIFY_LAG)
+#define UB_VERIFY_ISSUE_AT (UB_VERIFY_RUNS_END + UB_VERIFY_LAG)
 /* One iteration between the issue and its use: the collective has completed by then on a device
  * that keeps up with its host, so the read at the apply rarely waits. */
 #define UB_VERIFY_APPLY_AT (UB_VERIFY_ISSUE_AT + 2)
 /* Marks kept: every iteration start up to the last slot's end. */
-#define UB_VERIFY_MARKS (UB_VERIFY_SETTLE + UB_VERIFY_SLOTS + 1)
+#define UB_VERIFY_MARKS (UB_VERIFY_RUNS_END + 1)
 /* The sum-reduced vector: [1 (counts the ranks), per slot its length in integer nanoseconds (0:
  * not measured), per slot 1 when measured].  Integers below 2^53: their sum is exact in any
  * order, so every rank reads bit-identical numbers. */
@@ -44,6 +50,8 @@ typedef enum { UB_VERIFY_RUN_PLAN, UB_VERIFY_RUN_PASS } ub_verify_side;
 
 /* The measured slot of window iteration w, -1 when it is not measured. */
 int ub_verify_slot(int w);
+/* The window iteration that slot j measures. */
+int ub_verify_slot_iteration(int j);
 /* What window iteration w runs. */
 ub_verify_side ub_verify_side_of(int w);
 /* This rank's contribution: seconds[j] the length of slot j (not finite: not measured). */

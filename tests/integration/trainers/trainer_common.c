@@ -46,7 +46,7 @@ void tr_nccl_check(ncclResult_t res, const char *what, const char *file, int lin
 static void usage(unsigned accepted, FILE *out)
 {
     fprintf(out, "usage: %s --profile PROFILE.json [--iters N] [--time-scale X] [--bytes-scale X]"
-                 " [--print-truth FILE] [--stall RANK,ITER,MS]", g_name);
+                 " [--print-truth FILE] [--stall RANK,FIRST,LAST,MS]", g_name);
     if (accepted & TR_OPT_BUCKETS)
         fprintf(out, " [--bucket-cap-mb MB] [--first-bucket-mb MB]");
     if (accepted & TR_OPT_FUSION)
@@ -102,7 +102,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
     *o = (tr_options){.iters = 10, .time_scale = 1.0, .bytes_scale = 1.0, .bucket_cap_mb = 25.0,
                       .first_bucket_mb = 1.0, .fusion_threshold_mb = 64.0, .cycle_time_ms = 1.0,
                       .mismatch_rank = -1, .bcast_rank = -1, .group_rank = -1, .watchdog_ms = 100,
-                      .stall_rank = -1, .stall_iter = -1};
+                      .stall_rank = -1, .stall_from = -1, .stall_to = -1};
     static const struct option longopts[] = {
         {"profile", required_argument, 0, 'p'},
         {"iters", required_argument, 0, 'i'},
@@ -156,9 +156,10 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         case 'B': o->bcast_rank = parse_int("bcast-rank", optarg, 0, 1 << 20); break;
         case 'w': o->watchdog_ms = parse_int("watchdog-ms", optarg, 0, 100000); break;
         case 's':
-            if (sscanf(optarg, "%d,%d,%lf", &o->stall_rank, &o->stall_iter, &o->stall_ms) != 3 || o->stall_rank < 0 ||
-                o->stall_iter < 0 || !(o->stall_ms >= 0)) {
-                fprintf(stderr, "%s: --stall: expected RANK,ITER,MS (non-negative), got '%s'\n", g_name, optarg);
+            if (sscanf(optarg, "%d,%d,%d,%lf", &o->stall_rank, &o->stall_from, &o->stall_to, &o->stall_ms) != 4 ||
+                o->stall_rank < 0 || o->stall_from < 0 || o->stall_to < o->stall_from || !(o->stall_ms >= 0)) {
+                fprintf(stderr, "%s: --stall: expected RANK,FIRST,LAST,MS (non-negative, FIRST <= LAST), got '%s'\n",
+                        g_name, optarg);
                 exit(2);
             }
             break;
@@ -418,7 +419,7 @@ static void CUDART_CB forward_start_fn(void *arg)
     int iter = tr->iter;   /* backward starts so far = the index of the coming backward */
     /* A stalled rank (a slow host, a page fault storm): the other ranks wait for it in the
      * collectives of this iteration. */
-    if (tr->rank == tr->opt.stall_rank && iter == tr->opt.stall_iter)
+    if (tr->rank == tr->opt.stall_rank && iter >= tr->opt.stall_from && iter <= tr->opt.stall_to)
         usleep((useconds_t)(tr->opt.stall_ms * 1e3));
     clock_gettime(CLOCK_MONOTONIC, &tr->forward_t0);
     for (int k = 0; k < tr->n_tensors; k++) {

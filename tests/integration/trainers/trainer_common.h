@@ -65,7 +65,7 @@ typedef struct tr_options {
     int bcast_rank;            /* -1: none */
     int group_rank;            /* -1: none */
     int watchdog_ms;           /* poll period of the watchdog thread, 0: none */
-    int stall_rank, stall_iter;/* --stall R,I,MS: rank R's forward of iteration I takes MS longer (-1: none) */
+    int stall_rank, stall_from, stall_to; /* --stall R,I,J,MS: rank R's forwards of iterations I..J take MS longer (-1: none) */
     double stall_ms;
 } tr_options;
 

@@ -17,25 +17,34 @@ static void test_layout(void **state)
         assert_int_equal(ub_verify_slot(w), -1);
         assert_int_equal(ub_verify_side_of(w), UB_VERIFY_RUN_PLAN);
     }
-    int plan = 0, pass = 0;
-    for (int j = 0; j < UB_VERIFY_SLOTS; j++) {
-        int w = UB_VERIFY_SETTLE + j;
-        assert_int_equal(ub_verify_slot(w), j);
+    int plan = 0, pass = 0, slot = 0;
+    for (int w = UB_VERIFY_SETTLE; w < UB_VERIFY_RUNS_END; w++) {
+        int r = (w - UB_VERIFY_SETTLE) / UB_VERIFY_RUN;
         ub_verify_side side = ub_verify_side_of(w);
-        assert_int_equal(side, j % 2 ? UB_VERIFY_RUN_PASS : UB_VERIFY_RUN_PLAN);
-        plan += side == UB_VERIFY_RUN_PLAN;
-        pass += side == UB_VERIFY_RUN_PASS;
+        assert_int_equal(side, r % 2 ? UB_VERIFY_RUN_PASS : UB_VERIFY_RUN_PLAN);
+        /* Only a run's last iteration is measured: it follows one of its own side. */
+        if ((w - UB_VERIFY_SETTLE) % UB_VERIFY_RUN == UB_VERIFY_RUN - 1) {
+            assert_int_equal(ub_verify_slot(w), slot);
+            assert_int_equal(ub_verify_slot_iteration(slot), w);
+            assert_int_equal(ub_verify_side_of(w - 1), side);
+            plan += side == UB_VERIFY_RUN_PLAN;
+            pass += side == UB_VERIFY_RUN_PASS;
+            slot++;
+        } else {
+            assert_int_equal(ub_verify_slot(w), -1);
+        }
     }
+    assert_int_equal(slot, UB_VERIFY_SLOTS);
     assert_int_equal(plan, UB_VERIFY_PER_SIDE);
     assert_int_equal(pass, UB_VERIFY_PER_SIDE);
     /* After the slots: pass-through, unmeasured, until the verdict applies. */
-    for (int w = UB_VERIFY_SETTLE + UB_VERIFY_SLOTS; w <= UB_VERIFY_APPLY_AT; w++) {
+    for (int w = UB_VERIFY_RUNS_END; w <= UB_VERIFY_APPLY_AT; w++) {
         assert_int_equal(ub_verify_slot(w), -1);
         assert_int_equal(ub_verify_side_of(w), UB_VERIFY_RUN_PASS);
     }
-    assert_true(UB_VERIFY_ISSUE_AT > UB_VERIFY_SETTLE + UB_VERIFY_SLOTS);
+    assert_true(UB_VERIFY_ISSUE_AT > UB_VERIFY_RUNS_END);
     assert_true(UB_VERIFY_APPLY_AT > UB_VERIFY_ISSUE_AT);
-    assert_int_equal(UB_VERIFY_MARKS, UB_VERIFY_SETTLE + UB_VERIFY_SLOTS + 1);
+    assert_int_equal(UB_VERIFY_MARKS, UB_VERIFY_RUNS_END + 1);
 }
 
 static void test_encode(void **state)
