@@ -103,7 +103,7 @@ def run(trainer, args, env_extra, mode, work, ranks=RANKS):
 
 
 CURVE_RANKS = int(os.environ.get("CURVE_RANKS", "2"))
-CURVE_ITERS = int(os.environ.get("CURVE_ITERS", "64"))
+CURVE_ITERS = int(os.environ.get("CURVE_ITERS", "100"))
 CURVE_REPEAT = int(os.environ.get("CURVE_REPEAT", "5"))
 CURVE_TRAINER = ("Horovod-like, fusion off", "horovod_like", ["--fusion-threshold-mb", "0"], "resnet50-v100-b64-barrier")
 NOISE = {"USBYTE_EMU_INTERFERENCE": "0.2", "USBYTE_EMU_JITTER_PCT": "5"}
