@@ -108,16 +108,8 @@ static uint64_t reserve_executor(ub_comm *c)
 
 bool ub_comm_agree_buffers(ub_comm *c)
 {
-    size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
-    int previous = ub_device_enter(c->device);
-    if (!c->agree_host && UB_UNSAFE(ub_cuda.cudaMallocHost((void **)&c->agree_host, bytes)) != cudaSuccess)
-        c->agree_host = NULL;
-    if (!c->agree_dev && UB_UNSAFE(ub_cuda.cudaMalloc(&c->agree_dev, bytes)) != cudaSuccess)
-        c->agree_dev = NULL;
-    if (!c->agree_done && UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&c->agree_done, cudaEventDisableTiming)) != cudaSuccess)
-        c->agree_done = NULL;
-    ub_device_leave(previous);
-    return c->agree_host && c->agree_dev && c->agree_done;
+    return ub_coll_buffers(c->device, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double), &c->agree_host,
+                           &c->agree_dev, &c->agree_done);
 }
 
 /* The period of this rank's full signatures (buffers included), 0 when its detector has none. */

@@ -2,10 +2,25 @@
 #include <time.h>
 
 #include "collwait.h"
+#include "capture.h"
 #include "cuda_list.h"
+#include "device.h"
 #include "guard.h"
 #include "runtime.h"
 #include "tables.h"
+
+bool ub_coll_buffers(int device, size_t bytes, double **host, void **dev, cudaEvent_t *done)
+{
+    int previous = ub_device_enter(device);
+    if (!*host && UB_UNSAFE(ub_cuda.cudaMallocHost((void **)host, bytes)) != cudaSuccess)
+        *host = NULL;
+    if (!*dev && UB_UNSAFE(ub_cuda.cudaMalloc(dev, bytes)) != cudaSuccess)
+        *dev = NULL;
+    if (!*done && UB_CUDA(ub_cuda.cudaEventCreateWithFlags(done, cudaEventDisableTiming)) != cudaSuccess)
+        *done = NULL;
+    ub_device_leave(previous);
+    return *host && *dev && *done;
+}
 
 cudaError_t ub_comm_wait_done(ub_comm *c, cudaEvent_t done, bool limited, const char *what, const char *why)
 {

@@ -178,20 +178,6 @@ static bool plan_unlocked(ub_comm *c, const ub_agreed *a, bool stream_sem)
     return true;
 }
 
-static bool same_blocks(const ub_plan *a, const ub_plan *b)
-{
-    if (a->n_blocks != b->n_blocks || a->n_segments != b->n_segments)
-        return false;
-    for (uint32_t i = 0; i < a->n_blocks; i++)
-        if (a->blocks[i].first_segment != b->blocks[i].first_segment || a->blocks[i].n_segments != b->blocks[i].n_segments)
-            return false;
-    for (uint32_t i = 0; i < a->n_segments; i++)
-        if (a->segments[i].call != b->segments[i].call || a->segments[i].offset != b->segments[i].offset ||
-            a->segments[i].length != b->segments[i].length)
-            return false;
-    return true;
-}
-
 /* Verification's second candidate, tried when the chosen plan is not measured faster: the best
  * predicted of the plans that only merge whole calls (no call is cut, nothing is reordered but by
  * merging), when it is another plan than the chosen one and predicted to gain as much over wfbp as
@@ -215,7 +201,7 @@ static bool second_candidate(ub_comm *c, ub_plan *out, double *predicted)
     int rc = ub_policy_run((ub_policy_id)id, &r->profile, out);
     ub_state_lock();
     char err[256];
-    if (rc != 0 || c->state != UB_COMM_PLANNED || same_blocks(out, &r->plan) ||
+    if (rc != 0 || c->state != UB_COMM_PLANNED || ub_plan_same_blocks(out, &r->plan) ||
         ub_plan_validate(&r->profile, out, err, sizeof err) != 0) {
         ub_plan_free(out);
         return false;

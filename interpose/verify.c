@@ -38,21 +38,6 @@ static void add_candidate(ub_verify_rt *v, const ub_plan *plan, double predicted
     r->iterations = 0;
 }
 
-/* The vector's host and device buffers and the completion event, once per communicator. */
-static int make_buffers(ub_comm *c, ub_verify_rt *v)
-{
-    size_t bytes = UB_VERIFY_LEN * sizeof(double);
-    int previous = ub_device_enter(c->device);
-    if (!v->host && UB_UNSAFE(ub_cuda.cudaMallocHost((void **)&v->host, bytes)) != cudaSuccess)
-        v->host = NULL;
-    if (!v->dev && UB_UNSAFE(ub_cuda.cudaMalloc(&v->dev, bytes)) != cudaSuccess)
-        v->dev = NULL;
-    if (!v->done && UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&v->done, cudaEventDisableTiming)) != cudaSuccess)
-        v->done = NULL;
-    ub_device_leave(previous);
-    return v->host && v->dev && v->done ? 0 : -1;
-}
-
 int ub_verify_prepare(ub_comm *c, const ub_plan *first, double predicted_first, const ub_plan *second,
                       double predicted_second, char *why, size_t len)
 {
@@ -76,7 +61,7 @@ int ub_verify_prepare(ub_comm *c, const ub_plan *first, double predicted_first, 
         snprintf(why, len, "cannot set up the verification's timing events");
         return -1;
     }
-    if (make_buffers(c, v) != 0) {
+    if (!ub_coll_buffers(c->device, UB_VERIFY_LEN * sizeof(double), &v->host, &v->dev, &v->done)) {
         snprintf(why, len, "cannot allocate the verification's buffers");
         return -1;
     }

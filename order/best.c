@@ -22,20 +22,6 @@
 #include "usbyte/schedulers.h"
 #include "usbyte/synthetic.h"
 
-static bool same_plan(const ub_plan *a, const ub_plan *b)
-{
-    if (a->n_blocks != b->n_blocks || a->n_segments != b->n_segments)
-        return false;
-    for (uint32_t i = 0; i < a->n_blocks; i++)
-        if (a->blocks[i].n_segments != b->blocks[i].n_segments || a->blocks[i].first_segment != b->blocks[i].first_segment)
-            return false;
-    for (uint32_t i = 0; i < a->n_segments; i++)
-        if (a->segments[i].call != b->segments[i].call || a->segments[i].offset != b->segments[i].offset ||
-            a->segments[i].length != b->segments[i].length)
-            return false;
-    return true;
-}
-
 /* Descends from the plan loaded in s->wp; the result (through cand) replaces *out when the
  * evaluator itself finds it strictly faster than *best.  Returns the moves of the descent
  * then, -1 when *out stays. */
@@ -203,7 +189,7 @@ static void descend_from_starts(run *r, const starts *st, long for_starts, doubl
     bool dup_of[MAX_START] = {0};
     for (int k = 0; k < st->n; k++) {
         for (int q = 0; q < k && !dup_of[k]; q++)
-            dup_of[k] = same_plan(st->plan[st->order[k]], st->plan[st->order[q]]);
+            dup_of[k] = ub_plan_same_blocks(st->plan[st->order[k]], st->plan[st->order[q]]);
         distinct += !dup_of[k];
     }
     for (int k = 0; k < st->n && r->s.evals < for_starts && (double)r->s.evals < hard; k++) {
