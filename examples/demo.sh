@@ -7,8 +7,9 @@
 # it in schedule mode through usbyte-run, which leaves the rank reports and usbyte-report's page in
 # DEMO_DIR/LINK/.  Prints the checksums (equal with and without usbyte, or the demo fails), both
 # measured iteration times (the trainer's mean over its last 10 iterations), the measured speedup
-# next to the predicted one, the report's summary, and the pages to open.  Times are the profile's
-# x TIME_SCALE and sizes x BYTES_SCALE.
+# next to the predicted one, the report's summary, what best gains over DDP's default and tuned
+# buckets (usbyte-sim on the profile unscaled, and the headline of docs/bench-sim.md), and the pages
+# to open.  Times are the profile's x TIME_SCALE and sizes x BYTES_SCALE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -92,6 +93,24 @@ echo
 echo "== summary (ms per iteration; the stress link is a stress test, not a network)"
 printf '%-9s %10s %10s %10s %10s  %s\n' link without with measured predicted state
 printf '%s\n' "${summary[@]}"
+echo
+# What a DDP user would compare with: DDP's default buckets and DDP at its best bucket_cap_mb, on
+# the profile unscaled (the trainer's bytes x$BYTES_SCALE leave no cap of 1 MiB or more to tune),
+# under the presets at these ranks; then the headline over every benchmark profile.
+echo "== against DDP, default and tuned (usbyte-sim, $(basename "$PROFILE") unscaled, $RANKS ranks, the model's prediction)"
+for net in $LINKS; do
+    [ "$net" = stress ] && continue
+    "$BUILD/usbyte-sim" "$PROFILE" --net "$net" --ranks "$RANKS" --json | jq -r -s --arg net "$net" '
+        (map({key: .policy, value: .}) | from_entries) as $p
+        | def pct($a): ($p[$a].iteration / $p.best.iteration - 1) * 1000 | round / 10;
+          ($p["ddp-tuned"].params | capture("bucket_cap_mb=(?<c>[0-9.]+) first_bucket_mb=(?<f>[0-9.]+)")) as $t
+        | "   \($net): best \($p.best.iteration * 1e6 | round / 1000) ms; DDP default buckets \($p.ddp.iteration * 1e6 | round / 1000) ms (best +\(pct("ddp"))%); DDP at bucket_cap_mb=\($t.c) (first bucket \($t.f) MiB) \($p["ddp-tuned"].iteration * 1e6 | round / 1000) ms (best +\(pct("ddp-tuned"))%)"'
+done
+if [ -f docs/bench-sim.md ]; then
+    echo "   over every benchmark profile (docs/bench-sim.md's headline, made by make bench-sim):"
+    sed -n 's/^- formula: /on the presets at 8-128 ranks: /p; s/^- curve: /on the measured curves of data\/net: /p' docs/bench-sim.md |
+        while read -r line; do fold -s -w 96 <<< "$line" | sed 's/^/     /; 1s/^     /   - /'; done
+fi
 echo
 echo "== the reports and the pages are in $DEMO_DIR; open:"
 for p in "${pages[@]}"; do echo "   file://$(cd "$(dirname "$p")" && pwd)/$(basename "$p")"; done

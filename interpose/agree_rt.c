@@ -199,8 +199,9 @@ static ub_agree_flags local_flags(ub_comm *c, const ub_summary *sum, uint64_t st
 /* The encoded vectors to the device and their two collectives, on the agreement stream (made
  * here on the communicator's device if the warm-up has none).  Constant sizes, back to back,
  * nothing read in between: inside a group NCCL launches them at the outermost ncclGroupEnd, so
- * nothing may wait for them here.  Without the lock. */
-static void issue_vectors(ub_comm *c)
+ * nothing may wait for them here.  Without the lock.  Returns NCCL's refusal of a collective
+ * (a communicator with an asynchronous error, a peer gone, refuses every operation). */
+static ncclResult_t issue_vectors(ub_comm *c)
 {
     double *maxv = c->agree_host;
     double *dmax = c->agree_dev, *dsum = dmax + UB_AGREE_MAX_LEN;
@@ -216,9 +217,10 @@ static void issue_vectors(ub_comm *c)
     if (UB_CUDA(ub_cuda.cudaMemcpyAsync(dmax, maxv, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double),
                                 cudaMemcpyHostToDevice, s)) != cudaSuccess)
         ub_comm_cannot_take_part(c, "cudaMemcpyAsync of the agreement vectors failed");
-    if (UB_NCCL(ub_nccl.AllReduce(dmax, dmax, UB_AGREE_MAX_LEN, ncclFloat64, ncclMax, c->handle, s)) != ncclSuccess ||
-        UB_NCCL(ub_nccl.AllReduce(dsum, dsum, UB_AGREE_SUM_LEN, ncclFloat64, ncclSum, c->handle, s)) != ncclSuccess)
-        ub_comm_cannot_take_part(c, "ncclAllReduce of the agreement vectors failed");
+    ncclResult_t r = UB_NCCL(ub_nccl.AllReduce(dmax, dmax, UB_AGREE_MAX_LEN, ncclFloat64, ncclMax, c->handle, s));
+    if (r == ncclSuccess)
+        r = UB_NCCL(ub_nccl.AllReduce(dsum, dsum, UB_AGREE_SUM_LEN, ncclFloat64, ncclSum, c->handle, s));
+    return r;
 }
 
 void ub_comm_agree_issue(ub_comm *c)
@@ -269,7 +271,7 @@ void ub_comm_agree_issue(ub_comm *c)
     bool have_mine = have_summary && measure_local(c, &sum, &mine);
     if (have_summary)
         ub_summary_free(&sum);
-    issue_vectors(c);
+    ncclResult_t refused = issue_vectors(c);
     ub_state_lock();
     c->issuing_agreement = false;
     memcpy(c->report.warmup_used, used_bits, sizeof used_bits);
@@ -278,6 +280,18 @@ void ub_comm_agree_issue(ub_comm *c)
     if (atomic_load(&c->ending)) {
         /* Aborted while the collectives went out without the lock: nothing will read them, and
          * the abort left the warm-up's resources to this thread. */
+        ub_comm_stop_profiling(c);
+        return;
+    }
+    if (refused != ncclSuccess) {
+        /* NCCL refuses the communicator (after a peer's death every operation returns its
+         * asynchronous error): nothing is agreed and usbyte issues nothing more on it; the call
+         * at agree_at returns the error (lifecycle.c), and the application's handling runs. */
+        char why[200];
+        snprintf(why, sizeof why, "NCCL refused the agreement's collectives (%s)", ub_nccl_result_name(refused));
+        ub_error("communicator %d: %s: pass-through from now on; the call returns the error", c->index, why);
+        atomic_store(&c->peer_error, (int)refused);
+        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
         ub_comm_stop_profiling(c);
         return;
     }

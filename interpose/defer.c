@@ -72,12 +72,52 @@ void ub_sched_begin(ub_comm *c)
              c->index, s->sp.n_blocks, (unsigned long long)s->staging_bytes);
 }
 
+/* Lock held.  A CUDA or NCCL call failed while blocks were issued (after a peer's death NCCL
+ * refuses every operation with the communicator's asynchronous error): one line, the
+ * communicator passes every call through for good, its pending events are released as at an
+ * abort (recorded on their own streams, waiters woken), and the error waits for the
+ * application's call (the one that triggered the issue, or the next one on the communicator). */
+static void issue_failed(ub_comm *c, ncclResult_t r, const char *what)
+{
+    ub_sched_rt *s = &c->sched;
+    if (s->failed != ncclSuccess)
+        return;
+    s->failed = r;
+    s->failure_unreturned = true;
+    s->active = false;
+    char why[sizeof c->reason];
+    snprintf(why, sizeof why, "schedule mode stopped: %s", what);
+    ub_error("communicator %d: %s; pass-through from now on, and the application's call returns %s", c->index, why,
+             ub_nccl_result_name(r));
+    if (s->live) {
+        s->live = false;
+        atomic_fetch_sub(&ub_sched_live, 1);
+    }
+    ub_redirect_end(c, false);
+    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
+}
+
+ncclResult_t ub_sched_take_failure(ub_comm *c)
+{
+    ub_sched_rt *s = &c->sched;
+    if (!s->failure_unreturned)
+        return ncclSuccess;
+    s->failure_unreturned = false;
+    return s->failed;
+}
+
+bool ub_sched_issuing(const ub_comm *c) { return atomic_load(&c->sched.issuing) > 0; }
+
 /* Lock held; drops it while the blocks are issued.  After each block, under the lock, the
  * application's events that it completes are recorded behind it (redirect.c): a pending event
- * never waits for more than its own blocks. */
+ * never waits for more than its own blocks.  The communicator's handle is read here, under the
+ * lock (an abort clears it), and `issuing` tells an abort from another thread to let the real
+ * calls in flight return before it goes on (lifecycle.c). */
 static void issue(ub_comm *c, int first, int end, int arrived)
 {
     ub_sched_rt *s = &c->sched;
+    if (s->failed != ncclSuccess)
+        return;
     s->next_block = end;
     int slot = s->measured_iter >= 0 ? s->n_starts - 1 - s->measured_iter : -1;
     if (slot >= UB_SCHED_TRACED)
@@ -86,13 +126,20 @@ static void issue(ub_comm *c, int first, int end, int arrived)
      * after what is enqueued behind them: the group is ended (launching what it holds) and
      * reopened around them. */
     int depth = ub_thread_group_depth();
+    ncclComm_t handle = c->handle;
+    atomic_fetch_add(&s->issuing, 1);
     ub_state_unlock();
-    if (depth > 0)
-        ub_group_split_begin(depth);
-    for (int b = first; b < end; b++) {
+    char why[200] = "";
+    ncclResult_t r = ncclSuccess;
+    if (depth > 0 && (r = ub_group_split_begin(depth)) != ncclSuccess)
+        snprintf(why, sizeof why, "ncclGroupEnd of the application's open group, ended early to issue a block, "
+                 "returned %s", ub_nccl_result_name(r));
+    for (int b = first; b < end && r == ncclSuccess; b++) {
         /* An abort from another thread: the communicator must not be used any more. */
         if (!atomic_load(&c->aborted))
-            ub_exec_issue_block(c, b, arrived, slot);
+            r = ub_exec_issue_block(c, handle, b, arrived, slot, why, sizeof why);
+        if (r != ncclSuccess)
+            break;
         ub_state_lock();
         uint64_t v = s->base + (uint64_t)b + 1;
         if (v > s->issued)
@@ -100,9 +147,20 @@ static void issue(ub_comm *c, int first, int end, int arrived)
         ub_redirect_block_issued(c, b == s->sp.n_blocks - 1);
         ub_state_unlock();
     }
-    if (depth > 0)
-        ub_group_split_end(depth);
+    if (depth > 0) {
+        ncclResult_t reopened = ub_group_split_end(depth);
+        if (r == ncclSuccess && reopened != ncclSuccess) {
+            r = reopened;
+            snprintf(why, sizeof why, "ncclGroupStart reopening the application's group returned %s",
+                     ub_nccl_result_name(r));
+        } else if (r != ncclSuccess) {
+            ub_group_note_error(r); /* NCCL would have failed the application's group */
+        }
+    }
     ub_state_lock();
+    atomic_fetch_sub(&s->issuing, 1);
+    if (r != ncclSuccess && !atomic_load(&c->aborted))
+        issue_failed(c, r, why);
 }
 
 /* The open blocks go out with what arrived; every block value of the iteration is issued. */
@@ -142,6 +200,8 @@ void ub_sched_deviation(ub_comm *c, const char *why)
     if (!s->active)
         return;
     flush(c);
+    if (s->failed != ncclSuccess) /* pass-through for good: no more deviations to count */
+        return;
     s->active = false;
     s->run++;
     s->idle_calls = 0;
@@ -202,10 +262,13 @@ static void record_ready(ub_comm *c, int k)
     ub_sched_rt *s = &c->sched;
     if (s->ready_stamp[k] == s->base + 1)
         return;
-    if (UB_CUDA(ub_cuda.cudaEventRecord(s->ready_ev[k], s->args[k].stream)) != cudaSuccess) {
-        ub_error("communicator %d: cannot record the readiness of allreduce %d: aborting (the other ranks would "
-                 "wait for this one forever)", c->index, k);
-        abort();
+    cudaError_t e = UB_CUDA(ub_cuda.cudaEventRecord(s->ready_ev[k], s->args[k].stream));
+    if (e != cudaSuccess) {
+        char why[160];
+        snprintf(why, sizeof why, "cudaEventRecord of the readiness of allreduce %d failed (%s)", k,
+                 ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "CUDA error");
+        issue_failed(c, ncclUnhandledCudaError, why);
+        return;
     }
     s->ready_stamp[k] = s->base + 1;
 }
@@ -281,10 +344,10 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig)
         if (k == 0)
             mark_iteration_start(c, d->stream);
         ub_stream *st = ub_stream_get(d->stream, c);
-        if (!st) {
-            ub_error("communicator %d: out of memory for a stream record: aborting", c->index);
-            abort();
-        }
+        if (!st)
+            issue_failed(c, ncclSystemError, "out of memory for a stream record");
+        if (s->failed != ncclSuccess) /* the call is answered with the error */
+            return true;
         ub_redirect_deferred(c, st, k, ub_sched_done_value(&s->sp, s->base, k, true),
                              ub_sched_done_value(&s->sp, s->base, k, false));
         s->arrived = k + 1;
@@ -310,6 +373,20 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig)
 void ub_sched_end(ub_comm *c, bool abort)
 {
     ub_sched_rt *s = &c->sched;
+    /* After a failed issue (a peer gone) nothing may wait for device work either. */
+    abort = abort || s->failed != ncclSuccess;
+    /* An abort whose wait for the issuing thread's calls in flight ran out (lifecycle.c) leaves
+     * the executor and its timing events to that thread. */
+    bool in_flight = ub_sched_issuing(c);
+    if (s->ready && in_flight) {
+        s->active = false;
+        if (s->live) {
+            s->live = false;
+            atomic_fetch_sub(&ub_sched_live, 1);
+        }
+        ub_redirect_end(c, false);
+        return;
+    }
     if (s->ready) {
         if (c->state == UB_COMM_SCHEDULE && !abort)
             flush(c);

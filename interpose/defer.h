@@ -17,7 +17,8 @@ int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, cha
 void ub_sched_begin(ub_comm *c);
 /* Lock held on entry and exit (released while blocks are issued).  A call on a communicator in
  * SCHEDULE; sig is its portable signature.  Returns true when the call is deferred (the wrapper
- * returns ncclSuccess without forwarding it). */
+ * returns ncclSuccess without forwarding it), or answered with the failure of the block issue it
+ * triggered (ub_sched_take_failure). */
 bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig);
 /* Lock held: a deviation that is not a call of the sequence (ncclCommDestroy, ncclCommFinalize,
  * graph capture on a stream with deferred calls): flushes what arrived. */
@@ -30,6 +31,11 @@ void ub_sched_consumer_flush(ub_comm *c, const char *what);
 /* Lock held: the block value that completes every call deferred so far in this iteration, when
  * it is not issued yet (0: nothing unissued). */
 uint64_t ub_sched_unissued(const ub_comm *c);
+/* Lock held: the error of a failed block issue not yet returned to the application (then
+ * forgotten), ncclSuccess when none; the communicator is in pass-through for good after it. */
+ncclResult_t ub_sched_take_failure(ub_comm *c);
+/* Whether the issuing thread is issuing blocks (without the lock) right now. */
+bool ub_sched_issuing(const ub_comm *c);
 /* Lock held: the communicator ends.  abort: never waits for device work. */
 void ub_sched_end(ub_comm *c, bool abort);
 /* The report's `schedule` object (NULL before a plan ran), from the times read so far: only the

@@ -4,6 +4,7 @@
  * private stream waits only for readiness events recorded on the callers' streams when their
  * calls arrived: work already submitted. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,38 +126,52 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len)
     return 0;
 }
 
-/* A CUDA or NCCL failure while issuing a block leaves the other ranks waiting in theirs. */
-static _Noreturn void cannot_issue(ub_comm *c, int b, const char *what)
+/* A CUDA or NCCL failure while issuing a block: the reason (the call and the error) in why, and
+ * the result the application's call returns (a CUDA failure is NCCL's ncclUnhandledCudaError). */
+typedef struct issue_failure {
+    char *why;
+    size_t len;
+} issue_failure;
+
+static ncclResult_t cuda_failed(const issue_failure *f, int b, const char *what, cudaError_t e)
 {
-    ub_error("communicator %d: %s while issuing block %d of the plan; the other ranks would wait for this one "
-             "forever: aborting (USBYTE_MODE=observe runs the job without re-issuing)", c->index, what, b);
-    abort();
+    snprintf(f->why, f->len, "%s of block %d failed (%s)", what, b, error_text(e));
+    return ncclUnhandledCudaError;
+}
+
+static ncclResult_t nccl_failed(const issue_failure *f, int b, const char *what, ncclResult_t r)
+{
+    snprintf(f->why, f->len, "%s of block %d returned %s", what, b, ub_nccl_result_name(r));
+    return r;
 }
 
 /* The recorded readiness event that covers call j of this iteration: its own, or a later call's
  * on the same stream (recorded after j's work was enqueued there); when none is (a flush before
- * the block's largest call arrived), j's own is recorded now, which covers it too. */
-static int readiness_of(ub_comm *c, int j, int arrived)
+ * the block's largest call arrived), j's own is recorded now, which covers it too.  -1 when that
+ * record fails. */
+static int readiness_of(ub_comm *c, int j, int arrived, cudaError_t *e)
 {
     ub_sched_rt *s = &c->sched;
     uint64_t stamp = s->base + 1;
     for (int k = j; k < arrived; k++)
         if (s->ready_stamp[k] == stamp && s->args[k].stream == s->args[j].stream)
             return k;
-    if (UB_CUDA(ub_cuda.cudaEventRecord(s->ready_ev[j], s->args[j].stream)) != cudaSuccess)
-        cannot_issue(c, -1, "cudaEventRecord of a call's readiness");
+    if ((*e = UB_CUDA(ub_cuda.cudaEventRecord(s->ready_ev[j], s->args[j].stream))) != cudaSuccess)
+        return -1;
     s->ready_stamp[j] = stamp;
     return j;
 }
 
 /* The kept segments of block b into the staging buffer (in) or back to their calls' receive
  * buffers, in segment order: one batched copy where the runtime has it, else one copy each. */
-static void staging_copies(ub_comm *c, int b, const ub_segment *seg, uint32_t n_seg, const bool *keep, bool in)
+static ncclResult_t staging_copies(ub_comm *c, int b, const ub_segment *seg, uint32_t n_seg, const bool *keep, bool in,
+                                   const issue_failure *f)
 {
     ub_sched_rt *s = &c->sched;
     char *stage = s->staging;
     uint64_t at = 0;
     size_t n = 0;
+    cudaError_t e;
     for (uint32_t i = 0; i < n_seg; i++) {
         if (!keep[i])
             continue;
@@ -169,25 +184,27 @@ static void staging_copies(ub_comm *c, int b, const ub_segment *seg, uint32_t n_
             s->batch_src[n] = src;
             s->batch_size[n] = seg[i].length;
             n++;
-        } else if (UB_CUDA(ub_cuda.cudaMemcpyAsync(dst, src, seg[i].length, cudaMemcpyDeviceToDevice, s->priv)) !=
+        } else if ((e = UB_CUDA(ub_cuda.cudaMemcpyAsync(dst, src, seg[i].length, cudaMemcpyDeviceToDevice, s->priv))) !=
                    cudaSuccess) {
-            cannot_issue(c, b, in ? "the copy into the staging buffer" : "the copy out of the staging buffer");
+            return cuda_failed(f, b, in ? "the copy into the staging buffer" : "the copy out of the staging buffer", e);
         }
     }
     if (n == 0)
-        return;
+        return ncclSuccess;
     /* Sources in stream order: the waits on the calls' readiness and the allreduce come first. */
     struct cudaMemcpyAttributes attr = {.srcAccessOrder = cudaMemcpySrcAccessOrderStream,
                                         .srcLocHint = {.type = cudaMemLocationTypeDevice, .id = s->device},
                                         .dstLocHint = {.type = cudaMemLocationTypeDevice, .id = s->device}};
     size_t first = 0;
-    if (UB_CUDA(ub_cuda.cudaMemcpyBatchAsync((void *const *)s->batch_dst, (const void *const *)s->batch_src,
-                                             s->batch_size, n, &attr, &first, 1, s->priv)) != cudaSuccess)
-        cannot_issue(c, b, in ? "the batched copy into the staging buffer" : "the batched copy out of the staging buffer");
+    if ((e = UB_CUDA(ub_cuda.cudaMemcpyBatchAsync((void *const *)s->batch_dst, (const void *const *)s->batch_src,
+                                                  s->batch_size, n, &attr, &first, 1, s->priv))) != cudaSuccess)
+        return cuda_failed(f, b, in ? "the batched copy into the staging buffer" : "the batched copy out of the staging buffer",
+                           e);
+    return ncclSuccess;
 }
 
 /* slot: which of the UB_SCHED_TRACED recorded iterations this is, -1 when it is not recorded. */
-void ub_exec_issue_block(ub_comm *c, int b, int arrived, int slot)
+ncclResult_t ub_exec_issue_block(ub_comm *c, ncclComm_t handle, int b, int arrived, int slot, char *why, size_t len)
 {
     ub_sched_rt *s = &c->sched;
     const ub_block *blk = &s->plan.blocks[b];
@@ -195,50 +212,60 @@ void ub_exec_issue_block(ub_comm *c, int b, int arrived, int slot)
     bool keep[blk->n_segments > 0 ? blk->n_segments : 1];
     uint32_t n_keep = ub_sched_flush_segments(&s->plan, (uint32_t)b, arrived, keep);
     cudaStream_t p = s->priv;
-    if (n_keep > 0) {
-        int waited = -1;
-        for (uint32_t i = 0; i < blk->n_segments; i++)
-            if (keep[i]) {
-                int r = readiness_of(c, seg[i].call, arrived);
-                if (r == waited)
-                    continue;
-                waited = r;
-                if (UB_CUDA(ub_cuda.cudaStreamWaitEvent(p, s->ready_ev[r], 0)) != cudaSuccess)
-                    cannot_issue(c, b, "cudaStreamWaitEvent on a call's readiness");
-            }
-        /* Who is reduced: one contiguous range of one call goes straight to NCCL, anything else
-         * through staging (ub_segments_staged, the model's rule). */
-        int first_call = -1;
-        uint64_t total = 0, lo = UINT64_MAX;
-        for (uint32_t i = 0; i < blk->n_segments; i++)
-            if (keep[i]) {
-                if (first_call < 0)
-                    first_call = seg[i].call;
-                total += seg[i].length;
-                if (seg[i].offset < lo)
-                    lo = seg[i].offset;
-            }
-        const ub_call_args *a0 = &s->args[first_call];
-        size_t esize = nccl_dtype_size(a0->dtype);
-        if (slot >= 0)
-            ub_timing_mark(&s->tm, p, &s->block_start[slot * s->sp.n_blocks + b], 1, 0, NULL);
-        if (!ub_segments_staged(seg, blk->n_segments, keep)) {
-            if (UB_NCCL(ub_nccl.AllReduce((const char *)a0->send + lo, (char *)a0->recv + lo, total / esize,
-                                          (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op, c->handle, p)) != ncclSuccess)
-                cannot_issue(c, b, "ncclAllReduce");
-        } else {
-            if (total > s->staging_bytes || !s->staging)
-                cannot_issue(c, b, "a merged block larger than the staging buffer (a planner bug)");
-            char *stage = s->staging;
-            staging_copies(c, b, seg, blk->n_segments, keep, true);
-            if (UB_NCCL(ub_nccl.AllReduce(stage, stage, total / esize, (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op,
-                                          c->handle, p)) != ncclSuccess)
-                cannot_issue(c, b, "ncclAllReduce of the staging buffer");
-            staging_copies(c, b, seg, blk->n_segments, keep, false);
+    issue_failure f = {why, len};
+    if (n_keep == 0)
+        return ncclSuccess;
+    int waited = -1;
+    cudaError_t e = cudaSuccess;
+    for (uint32_t i = 0; i < blk->n_segments; i++)
+        if (keep[i]) {
+            int r = readiness_of(c, seg[i].call, arrived, &e);
+            if (r < 0)
+                return cuda_failed(&f, b, "cudaEventRecord of a call's readiness", e);
+            if (r == waited)
+                continue;
+            waited = r;
+            if ((e = UB_CUDA(ub_cuda.cudaStreamWaitEvent(p, s->ready_ev[r], 0))) != cudaSuccess)
+                return cuda_failed(&f, b, "cudaStreamWaitEvent on a call's readiness", e);
         }
-        if (slot >= 0)
-            ub_timing_mark(&s->tm, p, &s->block_end[slot * s->sp.n_blocks + b], 1, 0, NULL);
+    /* Who is reduced: one contiguous range of one call goes straight to NCCL, anything else
+     * through staging (ub_segments_staged, the model's rule). */
+    int first_call = -1;
+    uint64_t total = 0, lo = UINT64_MAX;
+    for (uint32_t i = 0; i < blk->n_segments; i++)
+        if (keep[i]) {
+            if (first_call < 0)
+                first_call = seg[i].call;
+            total += seg[i].length;
+            if (seg[i].offset < lo)
+                lo = seg[i].offset;
+        }
+    const ub_call_args *a0 = &s->args[first_call];
+    size_t esize = nccl_dtype_size(a0->dtype);
+    ncclResult_t r;
+    if (slot >= 0)
+        ub_timing_mark(&s->tm, p, &s->block_start[slot * s->sp.n_blocks + b], 1, 0, NULL);
+    if (!ub_segments_staged(seg, blk->n_segments, keep)) {
+        if ((r = UB_NCCL(ub_nccl.AllReduce((const char *)a0->send + lo, (char *)a0->recv + lo, total / esize,
+                                           (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op, handle, p))) != ncclSuccess)
+            return nccl_failed(&f, b, "ncclAllReduce", r);
+    } else {
+        if (total > s->staging_bytes || !s->staging) {
+            snprintf(why, len, "block %d is larger than the staging buffer (a planner bug)", b);
+            return ncclInternalError;
+        }
+        char *stage = s->staging;
+        if ((r = staging_copies(c, b, seg, blk->n_segments, keep, true, &f)) != ncclSuccess)
+            return r;
+        if ((r = UB_NCCL(ub_nccl.AllReduce(stage, stage, total / esize, (ncclDataType_t)a0->dtype, (ncclRedOp_t)a0->op,
+                                           handle, p))) != ncclSuccess)
+            return nccl_failed(&f, b, "ncclAllReduce of the staging buffer", r);
+        if ((r = staging_copies(c, b, seg, blk->n_segments, keep, false, &f)) != ncclSuccess)
+            return r;
     }
+    if (slot >= 0)
+        ub_timing_mark(&s->tm, p, &s->block_end[slot * s->sp.n_blocks + b], 1, 0, NULL);
+    return ncclSuccess;
 }
 
 void ub_exec_drain(ub_comm *c)

@@ -1,7 +1,9 @@
 /* The executor of schedule mode (docs/design.md): the private stream, the staging buffer and the
  * readiness events of one communicator, and the issue of blocks.
- * Failures that would leave the other ranks waiting stop the process with a diagnostic (they are
- * rank-local: no consistent way around them exists). */
+ * A CUDA or NCCL failure while issuing a block is returned (defer.c hands it to the application's
+ * call and leaves the communicator in pass-through): NCCL refuses every operation on a
+ * communicator whose peer is gone, and the application's own error handling (an abort, an
+ * in-process restart) must run, never an abort() of the process. */
 #ifndef USBYTE_EXEC_H
 #define USBYTE_EXEC_H
 
@@ -16,12 +18,14 @@ int ub_exec_reserve(ub_comm *c, int n_calls, uint64_t staging, char *why, size_t
 /* Once the plan is known (lock held): the host-side tables; the plan must fit what was reserved.
  * 0, or -1 with the reason in why (the same on every rank: the plan is agreed). */
 int ub_exec_setup(ub_comm *c, char *why, size_t len);
-/* Issues block b of the current iteration, restricted to the segments of calls below `arrived`
- * (slot >= 0: between timing events, the slot-th of the UB_SCHED_TRACED iterations recorded for
- * the report; -1: not timed).  Called WITHOUT the global lock, outside any
- * NCCL group, by the thread that issues the communicator's calls (NCCL forbids concurrent use of
- * a communicator). */
-void ub_exec_issue_block(ub_comm *c, int b, int arrived, int slot);
+/* Issues block b of the current iteration on NCCL communicator `handle` (c's, read under the
+ * lock by the caller), restricted to the segments of calls below `arrived` (slot >= 0: between
+ * timing events, the slot-th of the UB_SCHED_TRACED iterations recorded for the report; -1: not
+ * timed).  Called WITHOUT the global lock, outside any NCCL group, by the thread that issues the
+ * communicator's calls (NCCL forbids concurrent use of a communicator).  ncclSuccess, or the
+ * first failure's result (a CUDA failure: ncclUnhandledCudaError) with the call and the error
+ * in why; what was enqueued before it stays enqueued. */
+ncclResult_t ub_exec_issue_block(ub_comm *c, ncclComm_t handle, int b, int arrived, int slot, char *why, size_t len);
 /* Waits (without the lock) for the blocks issued so far: their times can then be read. */
 void ub_exec_drain(ub_comm *c);
 /* Releases the executor (the communicator ends).  wait: synchronise its stream first (destroy);

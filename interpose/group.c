@@ -2,7 +2,6 @@
  * operation issued inside a group is launched at the outermost ncclGroupEnd, so device work that
  * must come after it (a profiled call's end event, the agreement's copy back) waits for then. */
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "group.h"
@@ -22,6 +21,9 @@ typedef struct after_launch {
 static _Thread_local int group_depth;
 static _Thread_local after_launch queue[MAX_AFTER_LAUNCH];
 static _Thread_local int n_queue;
+/* A failure of what usbyte issued while this thread's group was open (the group ended early, a
+ * block of the plan): NCCL would have failed the whole group, so its outermost end returns it. */
+static _Thread_local ncclResult_t group_error;
 
 void ub_group_enter(void) { group_depth++; }
 
@@ -55,21 +57,38 @@ void ub_group_run_after_launch(void)
         queue[i].fn(queue[i].data);
 }
 
-void ub_group_split_begin(int depth)
+ncclResult_t ub_group_split_begin(int depth)
 {
-    for (int i = 0; i < depth; i++)
-        if (UB_NCCL(ub_nccl.GroupEnd()) != ncclSuccess) {
-            ub_error("ncclGroupEnd failed while usbyte launched the application's open group early: aborting (the "
-                     "other ranks would wait for this one forever)");
-            abort();
-        }
+    for (int i = 0; i < depth; i++) {
+        ncclResult_t r = UB_NCCL(ub_nccl.GroupEnd());
+        if (r != ncclSuccess) /* the application's group failed (NCCL dropped it): its own end says so */
+            return ub_group_note_error(r);
+    }
+    return ncclSuccess;
 }
 
-void ub_group_split_end(int depth)
+ncclResult_t ub_group_split_end(int depth)
 {
-    for (int i = 0; i < depth; i++)
-        if (UB_NCCL(ub_nccl.GroupStart()) != ncclSuccess) {
-            ub_error("ncclGroupStart failed while usbyte reopened the application's group: aborting");
-            abort();
-        }
+    for (int i = 0; i < depth; i++) {
+        ncclResult_t r = UB_NCCL(ub_nccl.GroupStart());
+        if (r != ncclSuccess)
+            return ub_group_note_error(r);
+    }
+    return ncclSuccess;
+}
+
+ncclResult_t ub_group_note_error(ncclResult_t r)
+{
+    if (r != ncclSuccess && group_error == ncclSuccess)
+        group_error = r;
+    return r;
+}
+
+ncclResult_t ub_group_result(ncclResult_t r)
+{
+    if (group_depth > 0)
+        return r;
+    ncclResult_t noted = group_error;
+    group_error = ncclSuccess;
+    return r != ncclSuccess || noted == ncclSuccess ? r : noted;
 }

@@ -15,8 +15,14 @@ bool ub_group_after_launch(ub_after_launch_fn fn, const void *data, size_t size)
 bool ub_group_pending(void);
 void ub_group_run_after_launch(void);
 /* Ends the calling thread's open groups for real (the operations issued in them are launched) and
- * reopens them: blocks and the agreement's read may then follow what came before them, in order. */
-void ub_group_split_begin(int depth);
-void ub_group_split_end(int depth);
+ * reopens them: blocks and the agreement's read may then follow what came before them, in order.
+ * NCCL's failure is returned, and noted for the application's outermost ncclGroupEnd. */
+ncclResult_t ub_group_split_begin(int depth);
+ncclResult_t ub_group_split_end(int depth);
+/* Notes a failure of what usbyte issued inside this thread's open group; returns r. */
+ncclResult_t ub_group_note_error(ncclResult_t r);
+/* What the application's ncclGroupEnd returns: r (the real one's result), or, at the outermost,
+ * a failure noted inside the group (then forgotten). */
+ncclResult_t ub_group_result(ncclResult_t r);
 
 #endif

@@ -41,7 +41,9 @@ void ub_coll_forwarded(const ub_coll_desc *d);
 void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r);
 void ub_group_start(void);
 void ub_group_end(void);    /* before the real ncclGroupEnd */
-void ub_group_ended(void);  /* after it */
+/* After it: what the application's ncclGroupEnd returns (r, the real one's result, or a failure
+ * of what usbyte issued inside the group). */
+ncclResult_t ub_group_ended(ncclResult_t r);
 /* After a communicator's creation; parent: the communicator it was split or shrunk from. */
 void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclComm_t parent, ncclResult_t r);
 /* After ub_comm_created: the new communicator's identity (identity.c), from its ncclUniqueId

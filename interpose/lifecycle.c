@@ -3,9 +3,12 @@
  * abort, and the reports at exit.  It decides at which call each transition happens; the files
  * it calls for the warm-up, the agreement, the decision and the deferral make it through
  * ub_comm_set_state (tables.c), the state's only writer. */
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agree_rt.h"
 #include "capture.h"
@@ -36,10 +39,16 @@ static void comm_identity(ncclComm_t handle, int *rank, int *nranks, int *device
 
 /* Whether a new communicator is nonblocking, as NCCL 2.28 decides it (init.cc: the config's
  * blocking field, blocking when undefined; a split or shrink without a config copies its parent's;
- * NCCL_COMM_BLOCKING=0 or 1 overrides both).  NCCL offers no call that tells. */
-static bool nonblocking_comm(const ncclConfig_t *config, ncclComm_t parent)
+ * NCCL_COMM_BLOCKING 0 or 1, read as NCCL reads an integer parameter (strtoll, base 0), overrides
+ * both).  NCCL offers no call that tells.  A value from NCCL's configuration files (NCCL_CONF_FILE
+ * or ~/.nccl.conf, then /etc/nccl.conf) is in the environment by now: NCCL copies their lines
+ * there (never over a set variable) at its first parameter read, inside the initialisation that
+ * returned this communicator.  why: how it was decided, for the report. */
+static bool nonblocking_comm(const ncclConfig_t *config, ncclComm_t parent, char *why, size_t len)
 {
     bool nonblocking = false;
+    snprintf(why, len, "nonblocking communicator (%s)",
+             config ? "its config: blocking = 0" : "inherited from the communicator it was split from");
     if (config) {
         nonblocking = config->blocking == 0;
     } else if (parent) {
@@ -48,9 +57,16 @@ static bool nonblocking_comm(const ncclConfig_t *config, ncclComm_t parent)
         nonblocking = p && p->nonblocking;
         ub_state_unlock();
     }
-    const char *env = getenv("NCCL_COMM_BLOCKING");
-    if (env && (!strcmp(env, "0") || !strcmp(env, "1")))
-        nonblocking = env[0] == '0';
+    const char *v = getenv("NCCL_COMM_BLOCKING");
+    if (v && v[0]) {
+        errno = 0;
+        long long b = strtoll(v, NULL, 0);
+        if (errno == 0 && (b == 0 || b == 1)) {
+            nonblocking = b == 0;
+            snprintf(why, len, "nonblocking communicator (NCCL_COMM_BLOCKING=%.32s, from the environment or NCCL's "
+                     "configuration file)", v);
+        }
+    }
     return nonblocking;
 }
 
@@ -58,26 +74,51 @@ void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclCom
 {
     if ((r != ncclSuccess && r != ncclInProgress) || !out)
         return;
-    bool nonblocking = nonblocking_comm(config, parent);
+    char why[256];
+    bool nonblocking = nonblocking_comm(config, parent, why, sizeof why);
     for (int i = 0; i < n; i++) {
         if (!out[i])
             continue;
         int rank = -1, nranks = -1, device = -1;
-        if (!nonblocking && r == ncclSuccess)
+        if (r == ncclSuccess) /* a nonblocking one still initialising answers ncclInProgress */
             comm_identity(out[i], &rank, &nranks, &device);
         ub_state_lock();
         ub_comm *old = ub_comm_get(out[i]);
         if (old) /* a handle reused after destroy without our seeing it */
             ub_comm_forget(old);
         if (nonblocking) { /* calls on it return before they are enqueued: nothing may be measured */
-            ub_debug("nonblocking communicator %p (%s): passed through, not observed", (void *)out[i],
-                     config ? "its config" : parent ? "inherited from the communicator it was split from"
-                                                    : "NCCL_COMM_BLOCKING=0");
-            ub_comm_add_disabled(out[i], "nonblocking communicator");
+            ub_debug("communicator %p: %s: passed through, not observed", (void *)out[i], why);
+            ub_comm_add_disabled(out[i], rank, nranks, why);
         }
         else if (r == ncclSuccess)
             ub_comm_create(out[i], rank, nranks, device);
         ub_state_unlock();
+    }
+}
+
+/* How long an abort lets the issuing thread's real calls in flight return: an enqueue takes
+ * microseconds; one blocked inside NCCL (connection set-up with a dead peer) is released only by
+ * the real abort, which must not be kept waiting. */
+#define ABORT_LETS_ISSUE_RETURN_S 0.2
+
+/* Lock held (released while it waits).  Another thread may be issuing blocks of c without the
+ * lock: the abort (c->aborted set) stops it before its next block; the calls it has in flight
+ * use the executor, its timing events and the NCCL handle, so the abort lets them return before
+ * it ends the schedule and NCCL frees the communicator. */
+static void let_issue_return(ub_comm *c)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (ub_sched_issuing(c) && c->issuer != (unsigned long)pthread_self()) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > ABORT_LETS_ISSUE_RETURN_S) {
+            ub_info("communicator %d: aborted while the issuing thread is inside a call of a block; the abort goes "
+                    "on without waiting longer", c->index);
+            return;
+        }
+        ub_state_unlock();
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+        ub_state_lock();
     }
 }
 
@@ -90,8 +131,10 @@ void ub_comm_ending(ncclComm_t handle, int id)
     ub_comm *c = ub_comm_get(handle);
     if (c) {
         atomic_store(&c->ending, true);
-        if (abort)
+        if (abort) {
             atomic_store(&c->aborted, true);
+            let_issue_return(c);
+        }
         ub_comm_forget(c);
         if (c->index < 0) {
             free(c);
@@ -144,11 +187,12 @@ void ub_group_end(void) { ub_group_leave(); }
 /* After the real ncclGroupEnd: the outermost one launched what this thread issued inside the
  * group, so the work that must follow it goes now; and a rank that issues all its calls inside
  * groups reads the agreement here. */
-void ub_group_ended(void)
+ncclResult_t ub_group_ended(ncclResult_t r)
 {
+    r = ub_group_result(r);
     if (ub_thread_group_depth() > 0 || ub_state_in_child() ||
         (!ub_group_pending() && !ub_agree_any_unread()))
-        return;
+        return r;
     ub_state_lock();
     ub_group_run_after_launch();
     unsigned long self = (unsigned long)pthread_self();
@@ -158,6 +202,7 @@ void ub_group_ended(void)
             ub_comm_agree_read(c, UB_AGREE_POLL);
     }
     ub_state_unlock();
+    return r;
 }
 
 static int portable_kind(int id)
@@ -184,7 +229,7 @@ static void read_agreement_at_switch(ub_comm *c)
     bool split = depth > 0 && c->agree_copy_pending && c->agree_thread == (unsigned long)pthread_self();
     if (split) { /* the copy back queued for after the launch finds nothing left to do */
         ub_state_unlock(); /* never held across a real NCCL call */
-        ub_group_split_begin(depth);
+        (void)ub_group_split_begin(depth); /* a failure is the group's: its end returns it */
         ub_state_lock();
         if (c->agree_copy_pending)
             ub_comm_agree_copy_back(c);
@@ -193,7 +238,7 @@ static void read_agreement_at_switch(ub_comm *c)
         ub_comm_agree_read(c, UB_AGREE_WAIT);
     if (split) {
         ub_state_unlock();
-        ub_group_split_end(depth);
+        (void)ub_group_split_end(depth);
         ub_state_lock();
     }
 }
@@ -220,6 +265,104 @@ static bool aborted_while_waiting(ub_comm *c, uint64_t index, const char *what, 
     t->result = ncclInvalidUsage;
     ub_state_unlock();
     return true;
+}
+
+/* Lock held: this rank's reason not to follow a plan, for x (the first one stays). */
+static void refuse_here(ub_comm *x, const char *why)
+{
+    if (x->refusal[0])
+        return;
+    snprintf(x->refusal, sizeof x->refusal, "%s", why);
+    if (x->state == UB_COMM_DETECT || x->state == UB_COMM_PROFILE)
+        ub_info("communicator %d: %s; it stays in pass-through", x->index, why);
+    else
+        ub_error("communicator %d: %s, found only after its warm-up (state %s): the plan may hang or corrupt",
+                 x->index, why, ub_comm_state_name(x->state));
+}
+
+/* Lock held, when c's issuing thread changes.  One thread that issues the calls of several ranks
+ * of one clique (the same identity: one ncclUniqueId, or ncclCommInitAll) puts each call in one
+ * group with the other ranks' (NCCL requires it: every call may block until the other ranks
+ * arrive).  usbyte issues one rank's blocks alone, outside the application's group: that launch
+ * would wait for ever for a rank only this thread launches next.  Both communicators take part
+ * in their agreement with this rank's reason, so every rank stays in pass-through. */
+static void note_shared_issuer(ub_comm *c)
+{
+    if (!c->report.id || c->refusal[0])
+        return;
+    for (ub_comm *o = ub_state_live_comms(); o; o = o->hh.next) {
+        if (o == c || o->report.id != c->report.id || o->issuer != c->issuer)
+            continue;
+        ub_comm *pair[2] = {c, o};
+        for (int i = 0; i < 2; i++) {
+            char why[sizeof c->refusal];
+            snprintf(why, sizeof why, "one thread issues the calls of ranks %d and %d of this communicator in this "
+                     "process: a block of one rank alone would wait in NCCL for the other", pair[i]->rank,
+                     pair[1 - i]->rank);
+            refuse_here(pair[i], why);
+        }
+        return;
+    }
+}
+
+/* The communicator whose calls a stream carried last, while communicators profile (lock held).
+ * ub_comm records are never freed (the report keeps them). */
+typedef struct stream_caller {
+    cudaStream_t stream;
+    ub_comm *comm;
+    UT_hash_handle hh;
+} stream_caller;
+static stream_caller *stream_callers;
+
+/* Lock held, at each call of a communicator before its agreement.  Two communicators whose calls
+ * share one stream (PyTorch hands process groups streams out of a pool): each would defer its
+ * calls onto its own private stream, and the stream's events could follow only one of them.
+ * Both stay in pass-through, with the reason, through their agreements. */
+static void note_stream(ub_comm *c, cudaStream_t s)
+{
+    if (c->state != UB_COMM_DETECT && c->state != UB_COMM_PROFILE)
+        return;
+    stream_caller *sc = NULL;
+    HASH_FIND_PTR(stream_callers, &s, sc);
+    if (!sc) {
+        if ((sc = calloc(1, sizeof *sc))) {
+            sc->stream = s;
+            sc->comm = c;
+            HASH_ADD_PTR(stream_callers, stream, sc);
+        }
+        return;
+    }
+    ub_comm *o = sc->comm;
+    sc->comm = c;
+    if (o == c || !o->handle) /* the other one ended: the stream is this one's now */
+        return;
+    char why[sizeof c->refusal];
+    snprintf(why, sizeof why, "the calls of communicators %d and %d share one stream: usbyte would defer both and "
+             "could follow only one of them for the stream's events", o->index < c->index ? o->index : c->index,
+             o->index < c->index ? c->index : o->index);
+    refuse_here(c, why);
+    refuse_here(o, why);
+}
+
+/* The agreement goes out at this call: this rank's own reason not to follow a plan travels in it
+ * (the rank takes part without numbers; every rank stays in pass-through). */
+static void issue_agreement(ub_comm *c)
+{
+    if (c->refusal[0] && !c->local_failure[0])
+        snprintf(c->local_failure, sizeof c->local_failure, "%s", c->refusal);
+    ub_comm_agree_issue(c);
+}
+
+/* SCHEDULE: the call goes to the plan's cursor (defer.c); a block issue it triggered that failed
+ * is answered with the failure (the call is not forwarded: the communicator is in pass-through
+ * from now on).  Lock held on entry, released on return. */
+static bool sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_coll_token *t)
+{
+    bool held = ub_sched_call(c, d, sig);
+    if ((t->result = ub_sched_take_failure(c)) != ncclSuccess)
+        held = true;
+    ub_state_unlock();
+    return held;
 }
 
 /* Per state, the call at res->index of communicator c (docs/runtime.md, "The life of a
@@ -268,7 +411,7 @@ static bool on_profile(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub
          * group or not (the group structure is rank-local). */
         if (!c->local_failure[0])
             ub_timing_now(&c->tm, &c->rec.end_clock, 1, 0);
-        ub_comm_agree_issue(c);
+        issue_agreement(c);
         if (aborted_while_waiting(c, res->index, "for the warm-up's timing events", t))
             return true;
     } else if (res->index < c->profile_start) {
@@ -325,7 +468,7 @@ static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_
          * forwarding it. */
         c->agree_again = false;
         c->agree_at = res->index;
-        ub_comm_agree_issue(c);
+        issue_agreement(c);
         if (aborted_while_waiting(c, res->index, "while the agreement was issued again", t))
             return true;
     } else if (c->phase_pos > 0) {
@@ -335,9 +478,7 @@ static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_
         ub_stream_get(d->stream, c); /* as at a lock: its next upstream waits count */
     } else if (c->sched.ready) {
         ub_sched_begin(c);
-        bool held = ub_sched_call(c, d, sig);
-        ub_state_unlock();
-        return held;
+        return sched_call(c, d, sig, t);
     }
     ub_state_unlock();
     return false;
@@ -395,18 +536,25 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         if (!(c = ub_comm_get(d->comm)))
             c = ub_comm_create(d->comm, rank, nranks, device);
     }
+    if (c && c->state == UB_COMM_PASS_THROUGH && (t->result = ub_sched_take_failure(c)) != ncclSuccess) {
+        /* A block issue failed since this communicator's last call (a host wait flushed it): the
+         * application hears of it here. */
+        ub_state_unlock();
+        return true;
+    }
     if (!c || c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH) {
         ub_state_unlock();
         return false;
     }
-    c->issuer = (unsigned long)pthread_self();
+    if (c->issuer != (unsigned long)pthread_self()) {
+        c->issuer = (unsigned long)pthread_self();
+        note_shared_issuer(c);
+    }
+    note_stream(c, d->stream);
     ub_call_sig cs = {.kind = portable_kind(d->id), .count = d->count, .dtype = d->dtype, .op = portable_op(d->op), .peer = d->root};
     uint64_t sig = ub_sig_portable(&cs);
-    if (c->state == UB_COMM_SCHEDULE) {
-        bool held = ub_sched_call(c, d, sig);
-        ub_state_unlock();
-        return held;
-    }
+    if (c->state == UB_COMM_SCHEDULE)
+        return sched_call(c, d, sig, t);
     ub_iter_result res;
     detect_feed(c, d, &cs, sig, &res);
     switch (c->state) {
@@ -448,7 +596,10 @@ void ub_state_write_reports_at_exit(void)
     for (int i = 0; i < n; i++)
         if (all[i]->state == UB_COMM_SCHEDULE && all[i]->handle)
             ub_sched_summary(all[i]);
-    ub_state_write_reports(false);
+    if (n == 0 && !ub_state_live_comms())
+        ub_report_no_communicator();
+    else
+        ub_state_write_reports(false);
     if (locked)
         ub_state_unlock();
 }

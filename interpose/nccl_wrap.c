@@ -62,8 +62,7 @@ static ncclResult_t missing(ub_nccl_id id)
         PROLOGUE(name, args)                               \
         ub_group_end();                                    \
         ncclResult_t r = REAL(name, args);                \
-        ub_group_ended();                                  \
-        return r;                                          \
+        return ub_group_ended(r);                          \
     }
 
 #define INIT_HOOK(out, config, parent, ids, n)             \

@@ -174,6 +174,31 @@ static void add_schedule_recording(ub_comm *c, json_t *sj)
                                                    "private stream", "iterations", its));
 }
 
+/* The process's part of the report (versions, run, configuration) around the communicators'. */
+static json_t *process_report(const ub_comm_report **reps, int n)
+{
+    int rank = atomic_load(&ub_rank), world = atomic_load(&ub_world);
+    char host[256] = "unknown-host";
+    gethostname(host, sizeof host - 1);
+    pthread_mutex_lock(&versions_mutex);
+    ub_versions vers = versions;
+    char gpu[sizeof gpu_name];
+    memcpy(gpu, gpu_name, sizeof gpu);
+    int device = gpu_device;
+    pthread_mutex_unlock(&versions_mutex);
+    ub_run_info run = {.started = ub_started_unix > 0 ? ub_started_unix : NAN, .host = host, .pid = (long)getpid(),
+                       .command = command_line(), .gpu = gpu[0] ? gpu : NULL, .device = device};
+    /* A refused value is still in the environment: the report shows what was given. */
+    for (int id = 0; id < UB_CFG_COUNT && run.n_ignored < 32; id++)
+        if (ub_cfg.source[id] == UB_SRC_FALLBACK) {
+            run.ignored_name[run.n_ignored] = ub_config_name((ub_config_id)id);
+            run.ignored_value[run.n_ignored++] = getenv(ub_config_name((ub_config_id)id));
+        }
+    return ub_report_json(rank, world, &ub_cfg, &vers, &run, reps, n);
+}
+
+static void write_report(const json_t *doc, bool unlock_for_io, bool unless_there);
+
 void ub_state_write_reports(bool unlock_for_io)
 {
     int n;
@@ -200,24 +225,7 @@ void ub_state_write_reports(bool unlock_for_io)
         }
         reps[i] = r;
     }
-    int rank = atomic_load(&ub_rank), world = atomic_load(&ub_world);
-    char host[256] = "unknown-host";
-    gethostname(host, sizeof host - 1);
-    pthread_mutex_lock(&versions_mutex);
-    ub_versions vers = versions;
-    char gpu[sizeof gpu_name];
-    memcpy(gpu, gpu_name, sizeof gpu);
-    int device = gpu_device;
-    pthread_mutex_unlock(&versions_mutex);
-    ub_run_info run = {.started = ub_started_unix > 0 ? ub_started_unix : NAN, .host = host, .pid = (long)getpid(),
-                       .command = command_line(), .gpu = gpu[0] ? gpu : NULL, .device = device};
-    /* A refused value is still in the environment: the report shows what was given. */
-    for (int id = 0; id < UB_CFG_COUNT && run.n_ignored < 32; id++)
-        if (ub_cfg.source[id] == UB_SRC_FALLBACK) {
-            run.ignored_name[run.n_ignored] = ub_config_name((ub_config_id)id);
-            run.ignored_value[run.n_ignored++] = getenv(ub_config_name((ub_config_id)id));
-        }
-    json_t *doc = ub_report_json(rank, world, &ub_cfg, &vers, &run, reps, n);
+    json_t *doc = process_report(reps, n);
     /* Schedule mode's measurements, per communicator that ran a plan. */
     json_t *jcomms = doc ? json_object_get(doc, "comms") : NULL;
     for (int i = 0; jcomms && i < n && i < (int)json_array_size(jcomms); i++) {
@@ -236,11 +244,20 @@ void ub_state_write_reports(bool unlock_for_io)
             strncmp(all[i]->report.reasons[0], "not profiled yet", 16) == 0)
             ub_comm_report_clear_reasons(&all[i]->report);
     free(reps);
-    /* The file itself is written without the global lock (an fsync may take a while; other
-     * threads' hooks must not wait for it), one writer at a time, and a failure is said once
-     * per distinct reason (not again at exit). */
+    write_report(doc, unlock_for_io, false);
+    json_decref(doc);
+}
+
+/* The file is written without the global lock (an fsync may take a while; other threads' hooks
+ * must not wait for it), one writer at a time, and a failure is said once per distinct reason
+ * (not again at exit).  unless_there: nothing replaces a file already at the path. */
+static void write_report(const json_t *doc, bool unlock_for_io, bool unless_there)
+{
     static pthread_mutex_t io_mutex = PTHREAD_MUTEX_INITIALIZER;
     static char last_error[1400];
+    int rank = atomic_load(&ub_rank), world = atomic_load(&ub_world);
+    char host[256] = "unknown-host";
+    gethostname(host, sizeof host - 1);
     if (unlock_for_io)
         ub_state_unlock();
     pthread_mutex_lock(&io_mutex);
@@ -254,6 +271,8 @@ void ub_state_write_reports(bool unlock_for_io)
     }
     if (ub_expand_report_path(ub_cfg.report, rank, (long)getpid(), host, path, sizeof path) != 0)
         snprintf(line, sizeof line, "report path: %s", path);
+    else if (unless_there && access(path, F_OK) == 0)
+        ub_debug("report %s is there already: left alone", path);
     else if (!doc || ub_report_write(path, doc, err, sizeof err) != 0)
         snprintf(line, sizeof line, "report: %s", doc ? err : "out of memory");
     else
@@ -265,5 +284,20 @@ void ub_state_write_reports(bool unlock_for_io)
     pthread_mutex_unlock(&io_mutex);
     if (unlock_for_io)
         ub_state_lock();
+}
+
+void ub_report_no_communicator(void)
+{
+    /* Said once, at exit, by a process that started usbyte (it called CUDA or NCCL through it). */
+    static const char what[] = "no NCCL communicator was created through libnccl.so.2 in this process; NCCL "
+                               "linked statically? run usbyte-doctor on the binary";
+    ub_warn("%s", what);
+    json_t *doc = process_report(NULL, 0);
+    if (!doc)
+        return;
+    json_object_set_new(doc, "note", json_string(what));
+    /* Another process of the job (the rank itself, a helper with the same environment) may own
+     * this path: a report with communicators is never replaced by this one. */
+    write_report(doc, false, true);
     json_decref(doc);
 }

@@ -6,10 +6,12 @@
 #ifndef USBYTE_SCHED_RT_H
 #define USBYTE_SCHED_RT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include <cuda_runtime_api.h>
+#include <nccl.h>
 
 #include "timing.h"
 #include "usbyte/plan.h"
@@ -34,6 +36,11 @@ typedef struct ub_call_args {
 
 typedef struct ub_sched_rt {
     bool ready;              /* set up at planning time: the executor exists */
+    /* A CUDA or NCCL call failed while blocks were issued (defer.c): pass-through for good, and
+     * the error is returned by the application's call (failure_unreturned until it is). */
+    ncclResult_t failed;
+    bool failure_unreturned;
+    atomic_int issuing;      /* the issuing thread is issuing blocks without the lock */
     bool live;               /* counted in ub_sched_live (from the first switch to the end) */
     ub_plan plan;            /* the chosen plan, validated against the profile */
     ub_sched sp;             /* its cursor tables */

@@ -127,6 +127,10 @@ struct ub_comm {
     unsigned profile_gen;     /* counts warm-up starts (ub_warmup_start): a deferred mark of an older
                                  warm-up is dropped */
     unsigned long issuer;     /* thread that issues this communicator's calls (pthread_t) */
+    /* lifecycle.c: why this rank cannot follow a plan, seen in its calls (its issuing thread also
+     * issues another rank's calls of its clique; its stream carries another communicator's
+     * calls), or empty; it goes into the agreement as local_failure. */
+    char refusal[160];
 
     /* warm-up */
     ub_record rec;

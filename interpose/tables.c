@@ -144,7 +144,9 @@ ub_comm *ub_comm_get(ncclComm_t handle)
     return c;
 }
 
-ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device)
+/* A record in the live table and in every communicator's list (the report), index its creation
+ * order. */
+static ub_comm *new_record(ncclComm_t handle, int rank, int nranks, int device)
 {
     ub_comm *c = calloc(1, sizeof *c);
     if (!c)
@@ -168,13 +170,6 @@ ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device)
     c->cur_iter = c->cur_call = -1;
     c->copy_t0 = c->copy_t1 = NAN;
     ub_comm_report_init(&c->report);
-    c->min_period = 0;
-    ub_iterdet_config dc = {.min_span = UB_MIN_SPAN};
-    c->det = ub_iterdet_new(&dc);
-    c->det_full = ub_iterdet_new(&dc);
-    c->state = UB_COMM_DETECT;
-    if (!c->det)
-        ub_comm_set_state(c, UB_COMM_DISABLED, "out of memory");
     if (atomic_load(&ub_rank) < 0 && c->rank >= 0)
         atomic_store(&ub_rank, c->rank);
     if (atomic_load(&ub_world) < 0 && c->nranks > 0)
@@ -183,19 +178,31 @@ ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device)
     return c;
 }
 
+ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device)
+{
+    ub_comm *c = new_record(handle, rank, nranks, device);
+    if (!c)
+        return NULL;
+    c->min_period = 0;
+    ub_iterdet_config dc = {.min_span = UB_MIN_SPAN};
+    c->det = ub_iterdet_new(&dc);
+    c->det_full = ub_iterdet_new(&dc);
+    c->state = UB_COMM_DETECT;
+    if (!c->det)
+        ub_comm_set_state(c, UB_COMM_DISABLED, "out of memory");
+    return c;
+}
+
 void ub_comm_forget(ub_comm *c) { HASH_DEL(comms, c); }
 
-void ub_comm_add_disabled(ncclComm_t handle, const char *why)
+void ub_comm_add_disabled(ncclComm_t handle, int rank, int nranks, const char *why)
 {
-    ub_comm *c = calloc(1, sizeof *c);
+    ub_comm *c = new_record(handle, rank, nranks, -1);
     if (!c)
         return;
-    c->handle = handle;
     c->nonblocking = true;
-    c->state = UB_COMM_DISABLED;
-    c->index = -1;
-    snprintf(c->reason, sizeof c->reason, "%s", why);
-    HASH_ADD_PTR(comms, handle, c); /* never reported: no rank known */
+    ub_comm_set_state(c, UB_COMM_DISABLED, why);
+    ub_comm_report_add_reason(&c->report, "%s", why);
 }
 
 ub_comm **ub_state_all_comms(int *n)

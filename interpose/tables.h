@@ -24,7 +24,9 @@ ncclResult_t ub_comm_async_error(ncclComm_t handle);
  * lock. */
 ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device);
 void ub_comm_forget(ub_comm *c);      /* out of the live table; the record stays for the report */
-void ub_comm_add_disabled(ncclComm_t handle, const char *why);
+/* A nonblocking communicator: never observed, reported with why (rank and size -1 when its
+ * initialisation is still in progress). */
+void ub_comm_add_disabled(ncclComm_t handle, int rank, int nranks, const char *why);
 ub_comm *ub_state_live_comms(void);   /* walk with hh.next */
 /* Every communicator seen since the start (destroyed ones included), for the report. */
 ub_comm **ub_state_all_comms(int *n);

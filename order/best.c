@@ -60,7 +60,10 @@ static bool regroup_and_keep(const ub_profile *prof, ub_search *s, double lb, ub
     return true;
 }
 
-bool ub_policy_is_reference(int id) { return id == UB_POLICY_DDP || id == UB_POLICY_HOROVOD; }
+bool ub_policy_is_reference(int id)
+{
+    return id == UB_POLICY_DDP || id == UB_POLICY_DDP_TUNED || id == UB_POLICY_HOROVOD;
+}
 
 void ub_best_floor(const ub_plan *ref, ub_plan *out)
 {

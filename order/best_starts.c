@@ -139,7 +139,18 @@ static bool feasible(grouping *g, double X)
             }
             a = lo;
         }
-        if (b >= a) {
+        if (b >= a && prof->curve.n > 0) {
+            /* A cost curve has no one per-byte slope for G: every staged group is tried. */
+            for (int i = b; i >= a; i--) {
+                double r = range_max(g, g->rd, i, j);
+                double e = (g->F[i - 1] > r ? g->F[i - 1] : r) + ub_block_cost(prof, g->P[j] - g->P[i - 1], 1);
+                g->steps++;
+                if (e < best && e + range_max(g, g->wf, i, j) <= X) {
+                    best = e;
+                    best_i = i;
+                }
+            }
+        } else if (b >= a) {
             int lo = 1, hi = j; /* i0: the last i with F[i-1] <= R(i, j) (true at i = 1) */
             while (lo < hi) {
                 int mid = lo + (hi - lo + 1) / 2;

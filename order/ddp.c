@@ -120,3 +120,65 @@ int ub_policy_ddp(const ub_profile *prof, ub_plan *out)
     ub_reference_settings s = ub_reference_get();
     return ub_ddp_plan(prof, s.ddp_first_bucket, s.ddp_bucket, out);
 }
+
+/* `ddp-tuned`: what a DDP user gets by tuning DDP's one knob.  The settings swept are those a user
+ * has: bucket_cap_mb from 1 to UB_DDP_TUNED_MAX_MB MiB, each with the first bucket at DDP's
+ * default 1 MiB or at the cap itself (first_bucket_bytes is not a public argument of DDP, but
+ * setting it to the cap is what a user who wants equal buckets ends up with).  The policy's own
+ * settings come first, so a tie keeps them and the tuned plan is never slower than `ddp`.  Caps
+ * next to each other mostly give the same buckets: a plan equal to the previous one of its
+ * series (at first: the policy's own) is not evaluated again.  A cap above the bytes of all
+ * calls closes no bucket by size but the first one's 1 MiB, so every larger cap gives the same
+ * plans as the first such cap: the sweep stops there, having covered every setting. */
+int ub_ddp_tuned_plan(const ub_profile *prof, uint64_t first_cap, uint64_t cap, ub_plan *out)
+{
+    if (prof->n_calls <= 0)
+        return -1;
+    ub_plan cand, prev[2];
+    ub_plan_init(&cand, "ddp-tuned");
+    ub_plan_init(&prev[0], "ddp-tuned");
+    ub_plan_init(&prev[1], "ddp-tuned");
+    ub_ddp_plan(prof, first_cap, cap, out);
+    double best = ub_evaluate_const(prof, out, NULL);
+    ub_plan_copy(&prev[0], out);
+    ub_plan_copy(&prev[1], out);
+    uint64_t best_first = first_cap, best_cap = cap;
+    uint64_t total = 0;
+    for (int k = 0; k < prof->n_calls; k++)
+        total = prof->calls[k].bytes > UINT64_MAX - total ? UINT64_MAX : total + prof->calls[k].bytes;
+    int evaluated = 1;
+    for (uint64_t mb = 1; mb <= UB_DDP_TUNED_MAX_MB && (mb - 1) << 20 <= total; mb++) {
+        for (int series = 0; series < 2; series++) {
+            uint64_t c = mb << 20, f = series == 0 ? UB_DDP_FIRST_BUCKET_DEFAULT : c;
+            if (series == 1 && f == UB_DDP_FIRST_BUCKET_DEFAULT)
+                continue; /* the same setting as series 0 */
+            ub_ddp_plan(prof, f, c, &cand);
+            if (ub_plan_same_blocks(&cand, &prev[series]))
+                continue;
+            ub_plan_copy(&prev[series], &cand);
+            evaluated++;
+            double t = ub_evaluate_const(prof, &cand, NULL);
+            if (t < best) {
+                best = t;
+                best_first = f;
+                best_cap = c;
+                ub_plan_copy(out, &cand);
+            }
+        }
+    }
+    ub_plan_free(&cand);
+    ub_plan_free(&prev[0]);
+    ub_plan_free(&prev[1]);
+    snprintf(out->params, sizeof(out->params),
+             "bucket_cap_mb=%g first_bucket_mb=%g (best of %d settings: bucket_cap_mb 1..%d, the first bucket 1 "
+             "MiB or the cap; %d distinct plans evaluated)",
+             (double)best_cap / (1 << 20), (double)best_first / (1 << 20), 2 * UB_DDP_TUNED_MAX_MB - 1,
+             UB_DDP_TUNED_MAX_MB, evaluated);
+    return 0;
+}
+
+int ub_policy_ddp_tuned(const ub_profile *prof, ub_plan *out)
+{
+    ub_reference_settings s = ub_reference_get();
+    return ub_ddp_tuned_plan(prof, s.ddp_first_bucket, s.ddp_bucket, out);
+}

@@ -12,7 +12,7 @@
 
 double ub_block_cost(const ub_profile *prof, double bytes, int staged)
 {
-    return prof->alpha + prof->beta * bytes + (staged ? prof->copy_beta * bytes : 0.0);
+    return ub_link_cost(prof, bytes) + (staged ? prof->copy_beta * bytes : 0.0);
 }
 
 /* Runs rules 1-5.  block_start/block_end may be NULL. */
@@ -93,7 +93,9 @@ bool ub_profile_times_finite(const ub_profile *prof)
     /* A plan of up to 16 (n + 1024) blocks (far more than any policy cuts), every byte staged,
      * with a factor 16 of room for the sums of the search. */
     double blocks = 16.0 * ((double)prof->n_calls + 1024.0);
-    t += ready + blocks * prof->alpha + bytes * (prof->beta + prof->copy_beta);
+    double alpha, beta;
+    ub_link_cost_maxima(prof, &alpha, &beta);
+    t += ready + blocks * alpha + bytes * (beta + prof->copy_beta);
     return t < DBL_MAX / 16;
 }
 
@@ -136,10 +138,9 @@ double ub_evaluate_const(const ub_profile *prof, const ub_plan *plan, double *ca
  * F[i-1] <= r_j form a prefix 1..i*, where the best is i* itself (most bytes before it); past it
  * the term is F[i-1] - beta*P[i-1] =: G(i), whose minimum over the window (i*, j] a monotone
  * deque keeps.  r_j and F grow with j, so i* only moves right: O(m) in all. */
-static double earliest_finish(const ub_profile *prof, const int *idx, int m, double *F, double *P, double *G,
-                              int *dq)
+static double earliest_finish(const ub_profile *prof, double alpha, double beta, const int *idx, int m, double *F,
+                              double *P, double *G, int *dq)
 {
-    double alpha = prof->alpha, beta = prof->beta;
     F[0] = P[0] = 0.0;
     int head = 0, tail = 0, istar = 1;
     for (int j = 1; j <= m; j++) {
@@ -162,7 +163,8 @@ static double earliest_finish(const ub_profile *prof, const int *idx, int m, dou
     return F[m];
 }
 
-double ub_lower_bound(const ub_profile *prof)
+/* Rule 6 with the link's cost replaced by the line alpha + beta*M. */
+static double bound_for_line(const ub_profile *prof, double alpha, double beta)
 {
     int n = prof->n_calls, S = prof->n_forward;
     double *Fs = ub_xrealloc(NULL, sizeof(double) * ((size_t)S + 1), "computing the lower bound");
@@ -203,7 +205,7 @@ double ub_lower_bound(const ub_profile *prof)
         m = kept;
         if (upper >= 0.0 && upper + Fs[s] <= best)
             continue;
-        upper = earliest_finish(prof, set, m, F, F + m1, F + 2 * m1, dq);
+        upper = earliest_finish(prof, alpha, beta, set, m, F, F + m1, F + 2 * m1, dq);
         if (upper + Fs[s] > best)
             best = upper + Fs[s];
     }
@@ -212,6 +214,22 @@ double ub_lower_bound(const ub_profile *prof)
     free(dq);
     free(F);
     free(Fs);
+    return best;
+}
+
+/* Any line at or below the cost function makes every block, and so every plan, no longer (the
+ * timeline only adds and takes maxima of block costs): a bound for that line is a bound for the
+ * curve.  The best of the curve's lower lines is kept. */
+double ub_lower_bound(const ub_profile *prof)
+{
+    double alpha[2 * UB_NET_MAX_SEGMENTS + 2], beta[2 * UB_NET_MAX_SEGMENTS + 2];
+    int lines = ub_link_lower_lines(prof, alpha, beta, 2 * UB_NET_MAX_SEGMENTS + 2);
+    double best = bound_for_line(prof, alpha[0], beta[0]);
+    for (int i = 1; i < lines; i++) {
+        double b = bound_for_line(prof, alpha[i], beta[i]);
+        if (b > best)
+            best = b;
+    }
     return best;
 }
 

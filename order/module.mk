@@ -14,3 +14,12 @@ $(ORDER_TEST_BINS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(PLAN_LI
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
 
 UNIT_TESTS += $(ORDER_TEST_BINS)
+
+# The cost function, its fit and the bound under a curve (test_cost_model): with the oracle and
+# the fit's objects (profiler/fit.c and fit_model.c are not in $(PLAN_LIB)).
+$(BUILD)/tests/unit/test_cost_model: $(BUILD)/obj/tests/unit/test_cost_model.o $(BUILD)/obj/tests/unit/oracle.o \
+		$(call objs,profiler/fit.c profiler/fit_model.c) $(PLAN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
+
+UNIT_TESTS += $(BUILD)/tests/unit/test_cost_model

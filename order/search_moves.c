@@ -129,6 +129,15 @@ static double start_of(const ub_wplan *wp, int i)
     return wp->b[i].r > link ? wp->b[i].r : link;
 }
 
+/* The seconds a byte more or less costs block b at its size (the cost function's local slope,
+ * plus the staging copies when staged): what the cut moves aim with. */
+static double block_beta(const ub_profile *prof, const ub_wblock *b)
+{
+    double a, beta;
+    ub_link_local(prof, b->bytes, &a, &beta);
+    return beta + (b->staged ? prof->copy_beta : 0.0);
+}
+
 /* Shifts the boundary between block i's segment g and the neighbouring piece of the same call
  * in a later block (within MAX_PAIR): the cut of a call between two blocks moves. */
 static bool shift_same_call(ub_search *s, int i, uint32_t gi)
@@ -149,7 +158,7 @@ static bool shift_same_call(ub_search *s, int i, uint32_t gi)
                 continue;
             uint64_t lo = after ? g.offset : h.offset, top = after ? h.offset + h.length : g.offset + g.length;
             /* Target: block i ends when block i+1's data is ready. */
-            double per_byte = prof->beta + (wp->b[i].staged ? prof->copy_beta : 0.0);
+            double per_byte = block_beta(prof, &wp->b[i]);
             double grow = per_byte > 0 ? (wp->b[i + 1].r - (start_of(wp, i) + wp->b[i].cost)) / per_byte : 0.0;
             double target = after ? (double)(g.offset + g.length) + grow : (double)g.offset - grow;
             uint64_t cuts[MAX_CUTS];
@@ -429,7 +438,7 @@ static bool try_tail_cuts(ub_search *s, int i, bool has_next)
     const ub_segment last = wp->b[i].seg[wp->b[i].n - 1];
     double target = -1.0;
     if (has_next) {
-        double per_byte = prof->beta + (wp->b[i].staged ? prof->copy_beta : 0.0);
+        double per_byte = block_beta(prof, &wp->b[i]);
         if (per_byte > 0)
             target = (double)(last.offset + last.length) -
                      (start_of(wp, i) + wp->b[i].cost - wp->b[i + 1].r) / per_byte;

@@ -65,6 +65,15 @@ static uint64_t fill_bytes(double seconds, double beta, uint64_t unit, uint64_t 
     return bytes ? bytes : unit;
 }
 
+/* What appending x bytes to a block of len bytes adds to its cost: beta * x on the line, the
+ * cost function's difference on a curve. */
+static double extend_cost(const ub_profile *prof, double len, double x)
+{
+    if (prof->curve.n <= 0)
+        return prof->beta * x;
+    return ub_link_cost(prof, len + x) - ub_link_cost(prof, len);
+}
+
 /* Algorithms 1 and 2 for one unit and the current P1: writes the plan and, per call, the start
  * of its first backward-phase block (-1 when it has none).  Returns the model's iteration. */
 static double build(us_state *s, uint64_t unit, ub_plan *out, double *first_start, double abort_at)
@@ -86,6 +95,7 @@ static double build(us_state *s, uint64_t unit, ub_plan *out, double *first_star
     ub_region_gate_reset(&s->gate);
     double t = 0.0;
     int last_call = -1; /* call of the last block while it may still be extended */
+    double last_len = 0.0; /* its bytes */
     for (int i = 0; i < n; i++) {
         int arriving = s->ready_order[i];
         double r = prof->calls[arriving].ready;
@@ -96,22 +106,27 @@ static double build(us_state *s, uint64_t unit, ub_plan *out, double *first_star
             double gap = r - t;
             uint64_t x;
             bool extend = c == last_call;
+            /* The startup and per-byte cost at the size in question: the block's own size when
+             * extending it, one unit for a new block (the line's alpha and beta on a line). */
+            double a, b;
+            ub_link_local(prof, extend ? last_len : (double)u, &a, &b);
             if (extend)
-                x = fill_bytes(gap, prof->beta, u, rem);
-            else if (gap < prof->alpha)
+                x = fill_bytes(gap, b, u, rem);
+            else if (gap < a)
                 x = u < rem ? u : rem;
             else if (gap < ub_block_cost(prof, (double)rem, 0))
-                x = fill_bytes(gap - prof->alpha, prof->beta, u, rem);
+                x = fill_bytes(gap - a, b, u, rem);
             else
                 x = rem;
             /* A piece too small to move the clock (costs below its resolution) would repeat
              * forever: then the whole remainder goes, which ends the call's turn. */
-            double after = t + (extend ? prof->beta * (double)x : ub_block_cost(prof, (double)x, 0));
+            double after = t + (extend ? extend_cost(prof, last_len, (double)x) : ub_block_cost(prof, (double)x, 0));
             if (!(after > t))
                 x = rem;
             if (extend) {
                 out->segments[out->n_segments - 1].length += x;
-                t += prof->beta * (double)x;
+                t += extend_cost(prof, last_len, (double)x);
+                last_len += (double)x;
             } else {
                 ub_plan_begin_block(out);
                 ub_plan_add_segment(out, c, s->sent[c], x);
@@ -119,6 +134,7 @@ static double build(us_state *s, uint64_t unit, ub_plan *out, double *first_star
                     first_start[c] = t;
                 t += ub_block_cost(prof, (double)x, 0);
                 last_call = c;
+                last_len = (double)x;
             }
             s->sent[c] += x;
             if (t + s->Fs[c] > so_far && (so_far = t + s->Fs[c]) >= abort_at)
@@ -143,7 +159,7 @@ static double build(us_state *s, uint64_t unit, ub_plan *out, double *first_star
             continue;
         if (c == last_call && out->n_blocks > 0) {
             out->segments[out->n_segments - 1].length += rem;
-            t += prof->beta * (double)rem;
+            t += extend_cost(prof, last_len, (double)rem);
         } else {
             ub_plan_begin_block(out);
             ub_plan_add_segment(out, c, s->sent[c], rem);

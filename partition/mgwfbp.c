@@ -12,7 +12,9 @@
  * after a merge the group's time is recomputed for its new size and the start times are
  * recomputed.  Adapted to calls, with the choices we had to make:
  *   - t_c is this model's block cost (ub_block_cost), so a merged group pays copy_beta for
- *     staging; the "saved" time stays alpha as published (the paper's model has no staging).
+ *     staging; the "saved" time stays alpha as published (the paper's model has no staging),
+ *     and on a cost curve it is what merging saves at the sizes in question:
+ *     cost(group) + cost(next call) - cost(both).
  *   - the start of the group is max(end of the previous group, latest ready among its calls):
  *     the authors' recurrence over tau_c with t_c = 0 on absorbed layers computes exactly that.
  *   - a group is never extended across a call marked "merge": false or into a call of another
@@ -41,6 +43,15 @@ static int can_join(const ub_profile *prof, int k)
     return a->merge && a->dtype == b->dtype && a->op == b->op;
 }
 
+/* The published rule's alpha: what one allreduce of a+b bytes saves over two of a and b.  On a
+ * line that is alpha; on a curve, cost(a) + cost(b) - cost(a + b) at the sizes in question. */
+static double startup_saved(const ub_profile *prof, double a, double b)
+{
+    if (prof->curve.n <= 0)
+        return prof->alpha;
+    return ub_link_cost(prof, a) + ub_link_cost(prof, b) - ub_link_cost(prof, a + b);
+}
+
 static void emit_group(const ub_profile *prof, ub_plan *out, int first, int last)
 {
     ub_plan_begin_block(out);
@@ -67,7 +78,7 @@ int ub_policy_mgwfbp(const ub_profile *prof, ub_plan *out)
             if (next_ready < start + cost) {
                 if (start > next_ready)
                     merge = 1;
-                else if (next_ready - start < prof->alpha)
+                else if (next_ready - start < startup_saved(prof, group_bytes, (double)prof->calls[k + 1].bytes))
                     merge = 1;
             }
         }

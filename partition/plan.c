@@ -58,6 +58,20 @@ void ub_plan_copy(ub_plan *dst, const ub_plan *src)
     dst->plan_seconds = src->plan_seconds;
 }
 
+bool ub_plan_same_blocks(const ub_plan *a, const ub_plan *b)
+{
+    if (a->n_blocks != b->n_blocks || a->n_segments != b->n_segments)
+        return false;
+    for (uint32_t i = 0; i < a->n_blocks; i++)
+        if (a->blocks[i].n_segments != b->blocks[i].n_segments || a->blocks[i].first_segment != b->blocks[i].first_segment)
+            return false;
+    for (uint32_t i = 0; i < a->n_segments; i++)
+        if (a->segments[i].call != b->segments[i].call || a->segments[i].offset != b->segments[i].offset ||
+            a->segments[i].length != b->segments[i].length)
+            return false;
+    return true;
+}
+
 void ub_plan_begin_block(ub_plan *plan)
 {
     plan->blocks = grow(plan->blocks, &plan->cap_blocks, plan->n_blocks + 1, sizeof(ub_block));
@@ -88,18 +102,4 @@ bool ub_segments_staged(const ub_segment *seg, uint32_t n, const bool *keep)
         total += seg[i].length;
     }
     return call >= 0 && hi - lo != total;
-}
-
-bool ub_plan_same_blocks(const ub_plan *a, const ub_plan *b)
-{
-    if (a->n_blocks != b->n_blocks || a->n_segments != b->n_segments)
-        return false;
-    for (uint32_t i = 0; i < a->n_blocks; i++)
-        if (a->blocks[i].n_segments != b->blocks[i].n_segments || a->blocks[i].first_segment != b->blocks[i].first_segment)
-            return false;
-    for (uint32_t i = 0; i < a->n_segments; i++)
-        if (a->segments[i].call != b->segments[i].call || a->segments[i].offset != b->segments[i].offset ||
-            a->segments[i].length != b->segments[i].length)
-            return false;
-    return true;
 }

@@ -136,13 +136,8 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
         out->forward[s] = max2(0.0, start[s + 1] - pass[s]);
     out->forward[segs - 1] = max2(0.0, iteration - pass[segs - 1]);
 
-    ub_fit_result local;
-    if (!fit)
-        fit = &local;
-    ub_fit_linear(samples, (size_t)n, UB_FIT_PLAIN, fit);
+    ub_fit_cost_model(samples, (size_t)n, out, fit);
     out->has_net = true;
-    out->alpha = fit->alpha;
-    out->beta = fit->beta;
     out->copy_beta = a->flags.copy_beta > 0 ? a->flags.copy_beta : 0.0;
     free(own);
     free(from);

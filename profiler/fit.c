@@ -186,3 +186,113 @@ int ub_ring_to_fit(double a0, double b0, int ranks, double *alpha, double *beta)
     *beta = hops / ranks * b0;
     return 0;
 }
+
+/* ---- the cost curve's knots (usbyte/fit.h, ub_fit_knots) ---- */
+
+static int by_bytes(const void *a, const void *b)
+{
+    const ub_fit_sample *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return (x->bytes > y->bytes) - (x->bytes < y->bytes);
+    return (x->seconds > y->seconds) - (x->seconds < y->seconds);
+}
+
+/* Pools the sizes (bytes rising, each its least time) into bins of sizes within `ratio` of the
+ * bin's smallest; each bin is one knot at the means of its sizes and times, weighted by its
+ * number of sizes.  Returns the number of bins. */
+static int bin_sizes(const ub_fit_sample *size, size_t m, double ratio, ub_fit_knot *knot, double *weight)
+{
+    int k = 0;
+    for (size_t i = 0; i < m;) {
+        double lo = size[i].bytes, sb = 0, ss = 0;
+        size_t j = i;
+        while (j < m && (j == i || size[j].bytes <= lo * ratio)) {
+            sb += size[j].bytes;
+            ss += size[j].seconds;
+            j++;
+        }
+        double cnt = (double)(j - i);
+        knot[k] = (ub_fit_knot){sb / cnt, ss / cnt};
+        weight[k++] = cnt;
+        i = j;
+    }
+    return k;
+}
+
+/* Pool-adjacent-violators: the least-squares non-decreasing fit of the knots' seconds. */
+static void make_monotone(ub_fit_knot *knot, double *weight, int k)
+{
+    /* Blocks of pooled knots: start index, weight, value. */
+    int *start = malloc(sizeof(int) * (size_t)k);
+    double *w = malloc(sizeof(double) * (size_t)k), *v = malloc(sizeof(double) * (size_t)k);
+    if (!start || !w || !v) {
+        /* without memory: the running maximum, monotone too */
+        for (int i = 1; i < k; i++)
+            if (knot[i].seconds < knot[i - 1].seconds)
+                knot[i].seconds = knot[i - 1].seconds;
+        free(start);
+        free(w);
+        free(v);
+        return;
+    }
+    int nb = 0;
+    for (int i = 0; i < k; i++) {
+        start[nb] = i;
+        w[nb] = weight[i];
+        v[nb] = knot[i].seconds;
+        nb++;
+        while (nb > 1 && v[nb - 2] > v[nb - 1]) {
+            double ww = w[nb - 2] + w[nb - 1];
+            v[nb - 2] = (w[nb - 2] * v[nb - 2] + w[nb - 1] * v[nb - 1]) / ww;
+            w[nb - 2] = ww;
+            nb--;
+        }
+    }
+    for (int b = 0; b < nb; b++) {
+        int end = b + 1 < nb ? start[b + 1] : k;
+        for (int i = start[b]; i < end; i++)
+            knot[i].seconds = v[b];
+    }
+    free(start);
+    free(w);
+    free(v);
+}
+
+int ub_fit_knots(const ub_fit_sample *s, size_t n, int max_knots, ub_fit_knot *out, int *n_out)
+{
+    *n_out = 0;
+    if (max_knots < 1)
+        return -1;
+    ub_fit_sample *size = malloc(sizeof *size * (n ? n : 1));
+    ub_fit_knot *knot = malloc(sizeof *knot * (n ? n : 1));
+    double *weight = malloc(sizeof *weight * (n ? n : 1));
+    if (!size || !knot || !weight) {
+        free(size);
+        free(knot);
+        free(weight);
+        return -1;
+    }
+    size_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        if (valid_sample(&s[i], UB_FIT_RELATIVE))
+            size[v++] = s[i];
+    qsort(size, v, sizeof *size, by_bytes);
+    /* Each size once, at its least time (sorted: the first of its run). */
+    size_t m = 0;
+    for (size_t i = 0; i < v; i++)
+        if (m == 0 || size[i].bytes != size[m - 1].bytes)
+            size[m++] = size[i];
+    int k = 0;
+    if (m > 0) {
+        double ratio = UB_FIT_KNOT_RATIO;
+        while ((k = bin_sizes(size, m, ratio, knot, weight)) > max_knots)
+            ratio *= ratio;
+        make_monotone(knot, weight, k);
+        memcpy(out, knot, sizeof *knot * (size_t)k);
+    }
+    *n_out = k;
+    free(size);
+    free(knot);
+    free(weight);
+    return m > 0 ? 0 : -1;
+}

@@ -1,6 +1,7 @@
 /* Profiles in the docs/model.md JSON format: strict reading with one-line errors that name the
  * origin and the JSON path, and writing that round-trips exactly. */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "profile_io_util.h"
 #include "usbyte/atomic_write.h"
 #include "usbyte/io.h"
+#include "usbyte/model.h"
 
 /* Largest count of calls or forward segments accepted: keeps every index in an int with room. */
 #define MAX_ENTRIES 100000000
@@ -74,6 +76,39 @@ static int want_bytes(const ub_io_where *c, const json_t *v, const char *path, u
     return 0;
 }
 
+/* net.segments: the cost curve, [{"from": bytes, "alpha": s, "beta": s/B}, ...]. */
+static int parse_segments(const ub_io_where *c, const json_t *segs, ub_net_curve *curve)
+{
+    if (!json_is_array(segs) || json_array_size(segs) < 1 || json_array_size(segs) > UB_NET_MAX_SEGMENTS)
+        return ub_io_fail(c, "net.segments: must be an array of 1 to %d segments, got %s", UB_NET_MAX_SEGMENTS,
+                          ub_json_describe(segs).text);
+    curve->n = (int)json_array_size(segs);
+    for (int i = 0; i < curve->n; i++) {
+        const json_t *o = json_array_get(segs, (size_t)i);
+        char path[64];
+        snprintf(path, sizeof path, "net.segments[%d]", i);
+        if (!json_is_object(o))
+            return ub_io_fail(c, "%s: must be an object with from, alpha and beta, got %s", path,
+                              ub_json_describe(o).text);
+        static const char *const keys[3] = {"from", "alpha", "beta"};
+        double *field[3] = {&curve->seg[i].from, &curve->seg[i].alpha, &curve->seg[i].beta};
+        for (int f = 0; f < 3; f++) {
+            char fpath[80];
+            snprintf(fpath, sizeof fpath, "%s.%s", path, keys[f]);
+            const json_t *v = json_object_get(o, keys[f]);
+            if (!v)
+                return ub_io_fail(c, "%s: missing", fpath);
+            /* a segment's alpha is the intercept of its line: below 0 is fine where its cost is not */
+            if (want_finite(c, v, fpath, f == 1 ? -DBL_MAX : 0.0, field[f]))
+                return -1;
+        }
+    }
+    char why[200];
+    if (ub_net_curve_check(curve, true, why, sizeof why))
+        return strncmp(why, "segments", 8) == 0 ? ub_io_fail(c, "net.%s", why) : ub_io_fail(c, "net.segments: %s", why);
+    return 0;
+}
+
 static int parse_net(const ub_io_where *c, const json_t *net, ub_profile *p)
 {
     if (!json_is_object(net))
@@ -88,6 +123,10 @@ static int parse_net(const ub_io_where *c, const json_t *net, ub_profile *p)
     const json_t *cb = json_object_get(net, "copy_beta");
     p->copy_beta = 0.0;
     if (cb && want_finite(c, cb, "net.copy_beta", 0.0, &p->copy_beta))
+        return -1;
+    p->curve.n = 0;
+    const json_t *segs = json_object_get(net, "segments");
+    if (segs && parse_segments(c, segs, &p->curve))
         return -1;
     p->has_net = true;
     return 0;
@@ -312,6 +351,25 @@ static int put(json_t *obj, const char *key, json_t *v)
     return v ? json_object_set_new(obj, key, v) : -1;
 }
 
+static json_t *net_to_json(const ub_profile *p)
+{
+    json_t *net = json_pack("{s:f, s:f, s:f}", "alpha", p->alpha, "beta", p->beta, "copy_beta", p->copy_beta);
+    if (!net || p->curve.n <= 0)
+        return net;
+    json_t *segs = json_array();
+    int bad = !segs;
+    for (int i = 0; i < p->curve.n && !bad; i++) {
+        const ub_net_segment *g = &p->curve.seg[i];
+        bad |= json_array_append_new(segs, json_pack("{s:f, s:f, s:f}", "from", g->from, "alpha", g->alpha, "beta",
+                                                     g->beta));
+    }
+    if (bad || put(net, "segments", segs)) {
+        json_decref(net);
+        return NULL;
+    }
+    return net;
+}
+
 json_t *ub_profile_to_json(const ub_profile *p)
 {
     json_t *root = json_object();
@@ -326,8 +384,7 @@ json_t *ub_profile_to_json(const ub_profile *p)
         if (p->ranks > 0)
             bad |= put(root, "ranks", json_integer(p->ranks));
         if (p->has_net)
-            bad |= put(root, "net", json_pack("{s:f, s:f, s:f}", "alpha", p->alpha, "beta", p->beta, "copy_beta",
-                                              p->copy_beta));
+            bad |= put(root, "net", net_to_json(p));
         if (p->align)
             bad |= put(root, "align", json_integer((json_int_t)p->align));
         if (p->staging_max)

@@ -1,22 +1,26 @@
 # usbyte-sim: the trace-driven simulator (docs/model.md's command line), and the planner benchmark.
-SIM_SRCS := tools/usbyte-sim.c tools/sim_net.c tools/sim_svg.c
+SIM_SRCS := tools/usbyte-sim.c tools/sim_net.c tools/sim_curve.c tools/sim_svg.c profiler/fit.c profiler/fit_model.c
 
 $(BUILD)/usbyte-sim: $(call objs,$(SIM_SRCS)) $(PLAN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,$(SIM_SRCS)) $(PLAN_LIB) $(LDLIBS_JSON) -lm
 
 ALL += $(BUILD)/usbyte-sim
-# Its command line (sim_cli.sh).
-INTEGRATION_TESTS += tests/integration/sim_cli.sh
+# Its command line (sim_cli.sh); ddp-tuned against ddp and best on the benchmark profiles (sim_ddp_tuned.sh).
+INTEGRATION_TESTS += tests/integration/sim_cli.sh tests/integration/sim_ddp_tuned.sh
 
-.PHONY: bench-sim
+.PHONY: bench-sim bench-model
 bench-sim: $(BUILD)/usbyte-sim
 	BUILD=$(BUILD) tools/bench-sim.sh docs/bench-sim.md
+
+# The cost model's error on the measured curves of data/net, old lines against the model.
+bench-model: $(BUILD)/usbyte-sim
+	BUILD=$(BUILD) tools/bench-model.sh docs/bench-model.md
 
 # usbyte-report: the reports of a job as one HTML page and a Chrome trace; it draws its timelines
 # with the simulator's SVG writer.
 REPORT_LIB_SRCS := tools/report_load.c tools/report_job.c tools/report_page.c tools/report_html.c tools/report_html_comm.c \
-	tools/report_compare.c tools/report_trace.c tools/sim_svg.c
+	tools/report_html_ddp.c tools/report_compare.c tools/report_trace.c tools/sim_svg.c
 REPORT_LIB_OBJS := $(call objs,$(REPORT_LIB_SRCS))
 
 $(BUILD)/usbyte-report: $(call objs,tools/usbyte-report.c) $(REPORT_LIB_OBJS) $(PLAN_LIB)
@@ -44,6 +48,8 @@ ifneq ($(wildcard interpose/module.mk),)
 INTEGRATION_TESTS += tests/integration/tools_report.sh tests/integration/tools_report_modes.sh \
 	tests/integration/tools_report_jobs.sh tests/integration/tools_report_fuzz.sh tests/integration/tools_doctor.sh \
 	tests/integration/tools_run.sh
+# The cost curve in the runtime on an emulated measured network (model_curve.sh).
+INTEGRATION_TESTS += tests/integration/model_curve.sh
 endif
 
 # usbyte-doctor: can usbyte reach a framework's NCCL and CUDA calls?  (libelf, the design's

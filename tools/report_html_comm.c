@@ -386,6 +386,16 @@ static void link_table(rp_page *pg, const rp_comm *c, int rank, int pos)
     rp_num(pg, "td", "class=\"n\"", rank, 1e6, 1, c->max_abs, "comms/%d/fit/max_abs", pos);
     rp_out(pg, "</tr>\n<tr><th>samples / distinct sizes</th><td class=\"n\">%ld / %ld</td></tr>\n", c->samples,
            c->distinct_sizes);
+    if (c->have_profile && c->profile.curve.n > 0) {
+        /* The line above summarises; the plans and the bound use the curve (docs/model.md). */
+        const ub_net_curve *cv = &c->profile.curve;
+        rp_out(pg, "<tr><th title=\"the cost function the plans are made and judged with: the line misses a measured "
+                   "size by more than 3%%\">cost curve</th><td class=\"n\">%d segments, %.1f &micro;s at %.0f B to %.1f "
+                   "&micro;s at %.0f B</td></tr>\n",
+               cv->n, 1e6 * (cv->seg[0].alpha + cv->seg[0].beta * cv->seg[1 < cv->n ? 1 : 0].from),
+               cv->seg[1 < cv->n ? 1 : 0].from, 1e6 * (cv->seg[cv->n - 1].alpha + cv->seg[cv->n - 1].beta * cv->seg[cv->n - 1].from),
+               cv->seg[cv->n - 1].from);
+    }
     if (c->fit_flags && json_array_size(c->fit_flags)) {
         rp_out(pg, "<tr><th>flags</th><td class=\"diff\">");
         for (size_t i = 0; i < json_array_size(c->fit_flags); i++) {
@@ -724,8 +734,9 @@ static void timeline(rp_page *pg, const rp_comm *c, int rank)
         list[n++] = &plans[id];
     }
     char sub[256], msub[360];
-    snprintf(sub, sizeof sub, "alpha %.1f \xc2\xb5s, %.3f GB/s, %d ranks", c->profile.alpha * 1e6,
-             c->profile.beta > 0 ? 1e-9 / c->profile.beta : INFINITY, c->nranks);
+    snprintf(sub, sizeof sub, "alpha %.1f \xc2\xb5s, %.3f GB/s%s, %d ranks", c->profile.alpha * 1e6,
+             c->profile.beta > 0 ? 1e-9 / c->profile.beta : INFINITY,
+             c->profile.curve.n > 0 ? " (the line; the plans use the fitted cost curve)" : "", c->nranks);
     rp_out(pg, "<h3>Timelines: %s every policy's plan under the model</h3>\n<div class=\"timeline\" "
                "id=\"timeline-%d\">\n",
            c->schedule.n_blocks ? "the chosen plan with the blocks measured in schedule mode, then" : "", c->index);
@@ -823,6 +834,7 @@ void rp_html_comm(rp_page *pg, int id)
     link_table(pg, c, rank, pos);
     rp_out(pg, "</div>\n");
     policies_table(pg, c, rank, pos);
+    rp_html_ddp(pg, c);
     if (c->schedule.present)
         schedule_table(pg, c, rank, pos);
     if (c->verification.present)

@@ -509,6 +509,9 @@ static const struct {
     {"best", "searches from all the other plans for the shortest predicted iteration"},
     {"ddp", "PyTorch DDP's default buckets (1 MiB first, then 25 MiB) in arrival order: what a DDP job runs without "
             "usbyte"},
+    {"ddp-tuned", "PyTorch DDP at the best bucket_cap_mb of a sweep (1 to 1000 MiB, the first bucket 1 MiB or the "
+                  "cap): what a DDP user gets by tuning that knob; on calls that are DDP's own buckets it can only "
+                  "merge whole buckets"},
     {"horovod", "Horovod's tensor fusion: every cycle (1 ms) the ready calls are fused, up to 128 MiB"},
 };
 

@@ -36,6 +36,9 @@ typedef struct options {
     int n_sweep;
     ub_reference_settings reference; /* the ddp and horovod policies' settings */
     int list_nets;
+    const char *net_table;      /* --net-table FILE */
+    sim_model_kind model;       /* --model fit|line */
+    int model_error;            /* --model-error */
 } options;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -61,6 +64,9 @@ static void usage(FILE *f)
             "       usbyte-sim PROFILE.json --eval PLAN.json [--json]\n"
             "       usbyte-sim --synthetic N,SEED[,layerwise][,hard] ...   (a generated profile instead of a file)\n"
             "       usbyte-sim --list-nets [--json]   (the presets' a0, b0 and sources)\n"
+            "       usbyte-sim PROFILE.json --net-table FILE.tsv [--model fit|line] [--policy NAME|all] [--json]\n"
+            "                  (plans made from the model the runtime would fit on the table, replayed on it)\n"
+            "       usbyte-sim PROFILE.json --net-table FILE.tsv --model-error   (the models' errors on the table)\n"
             "the reference policies' settings (defaults as the frameworks'):\n"
             "  --ddp-first-bucket-mb MB (1)  --ddp-bucket-cap-mb MB (25)   DDP's caps, MiB as DDP counts them\n"
             "  --horovod-cycle-ms MS (1)     --horovod-fusion-threshold BYTES (134217728)\n"
@@ -195,6 +201,18 @@ static void parse_args(int argc, char **argv, options *o)
             o->reference.horovod_cycle = 1e-3 * parse_seconds(a, VALUE());
         } else if (!strcmp(a, "--horovod-fusion-threshold")) {
             o->reference.horovod_threshold = parse_bytes(a, VALUE());
+        } else if (!strcmp(a, "--net-table")) {
+            o->net_table = VALUE();
+        } else if (!strcmp(a, "--model")) {
+            const char *m = VALUE();
+            if (!strcmp(m, "fit"))
+                o->model = SIM_MODEL_FIT;
+            else if (!strcmp(m, "line"))
+                o->model = SIM_MODEL_LINE;
+            else
+                die("--model: expected fit or line, got \"%s\"", m);
+        } else if (!strcmp(a, "--model-error")) {
+            o->model_error = 1;
         } else if (!strcmp(a, "--list-nets")) {
             o->list_nets = 1;
         } else if (a[0] == '-' && a[1]) {
@@ -223,6 +241,11 @@ static void parse_args(int argc, char **argv, options *o)
         die("--sweep needs --net PRESET (it converts the preset for each rank count)");
     if (o->ranks && !o->net)
         die("--ranks needs --net PRESET (with --alpha/--beta the costs are given directly)");
+    if (o->net_table && (o->net || o->alpha >= 0 || o->beta >= 0 || o->eval || o->n_sweep || o->svg || o->plan_out))
+        die("--net-table gives the network: it does not combine with --net, --alpha, --beta, --eval, --sweep, "
+            "--svg or --plan-out");
+    if (o->model_error && !o->net_table)
+        die("--model-error needs --net-table FILE");
 }
 
 /* The net the plans are computed under: the profile's, then --net, then --alpha/--beta. */
@@ -239,6 +262,7 @@ static void apply_net(const options *o, ub_profile *prof, const char *origin, in
         if (ranks < 1)
             die("%s: ranks: missing; --net %s needs --ranks P", origin, o->net);
         sim_net_apply(net, ranks, &prof->alpha, &prof->beta);
+        prof->curve.n = 0; /* the preset's line is the cost */
         if (!prof->has_net)
             prof->copy_beta = 0.0;
         prof->ranks = ranks;
@@ -251,6 +275,7 @@ static void apply_net(const options *o, ub_profile *prof, const char *origin, in
             prof->alpha = o->alpha;
         if (o->beta >= 0)
             prof->beta = o->beta;
+        prof->curve.n = 0; /* the given line is the cost */
         if (!prof->has_net)
             prof->copy_beta = 0.0;
         prof->has_net = true;
@@ -333,19 +358,23 @@ static void free_results(sim_result *res)
         ub_plan_free(&res[id].plan);
 }
 
-static void print_json_plan(const ub_plan *plan, int ranks)
+/* One JSON object on its own line (the object is released). */
+static void print_json_line(json_t *obj)
 {
-    json_t *obj = ub_plan_to_json(plan);
-    if (!obj)
-        die("out of memory writing JSON");
-    if (ranks > 0)
-        json_object_set_new(obj, "ranks", json_integer(ranks));
-    char *s = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    char *s = obj ? json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(obj);
     if (!s)
         die("out of memory writing JSON");
     puts(s);
     free(s);
+}
+
+static void print_json_plan(const ub_plan *plan, int ranks)
+{
+    json_t *obj = ub_plan_to_json(plan);
+    if (obj && ranks > 0)
+        json_object_set_new(obj, "ranks", json_integer(ranks));
+    print_json_line(obj);
 }
 
 static void print_header(const ub_profile *prof, const char *origin, const options *o)
@@ -361,6 +390,8 @@ static void print_header(const ub_profile *prof, const char *origin, const optio
            prof->n_forward, prof->n_forward == 1 ? "" : "s");
     printf("net: alpha %.3f us, beta %.4g s/B (%.2f GB/s), copy_beta %.3g s/B", prof->alpha * 1e6, prof->beta,
            prof->beta > 0 ? 1e-9 / prof->beta : INFINITY, prof->copy_beta);
+    if (prof->curve.n > 0)
+        printf(", a curve of %d segments (the cost; alpha and beta are the line)", prof->curve.n);
     if (o->net)
         printf(" [--net %s, %d ranks]", o->net, prof->ranks);
     else if (o->alpha >= 0 || o->beta >= 0)
@@ -496,18 +527,92 @@ static int do_list_nets(const options *o)
     for (int i = 0; i < sim_n_nets; i++) {
         const sim_net *n = &sim_nets[i];
         if (o->json) {
-            json_t *obj = json_pack("{s:s, s:f, s:f, s:s}", "name", n->name, "a0", n->a0, "b0", n->b0, "source", n->source);
-            char *s = obj ? json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
-            json_decref(obj);
-            if (!s)
-                die("out of memory writing JSON");
-            puts(s);
-            free(s);
+            print_json_line(
+                json_pack("{s:s, s:f, s:f, s:s}", "name", n->name, "a0", n->a0, "b0", n->b0, "source", n->source));
         } else {
             printf("%-10s a0 %.4g us per ring step, b0 %.4g s/B (%.3g GB/s)\n", n->name, n->a0 * 1e6, n->b0,
                    1e-9 / n->b0);
         }
     }
+    return 0;
+}
+
+/* --net-table: plans made from the model fitted on the table (as the runtime fits it), each
+ * replayed on the table itself. */
+static int do_net_table(const options *o, ub_profile *prof, const char *origin)
+{
+    char err[1024];
+    sim_net_table t;
+    if (sim_net_table_load(o->net_table, &t, err, sizeof(err)) != 0)
+        die("%s", err);
+    if (o->copy_beta >= 0)
+        prof->copy_beta = o->copy_beta;
+    else if (!prof->has_net)
+        prof->copy_beta = 0.0;
+    int probes = 0;
+    if (sim_model_from_table(prof, &t, o->model_error ? SIM_MODEL_FIT : o->model, &probes) != 0)
+        die("out of memory fitting the model");
+    ub_profile truth;
+    sim_table_profile(prof, &t, &truth);
+    if (o->model_error) {
+        /* The range of the sizes a DDP job's plans issue, and the single lines of the past. */
+        const double lo = 65536, hi = 67108864;
+        ub_profile bucket = *prof, best = *prof, calls_line = *prof;
+        sim_model_from_table(&calls_line, &t, SIM_MODEL_LINE, NULL);
+        sim_line_on_rows(&t, 16777216, 67108864, &bucket);
+        sim_line_on_rows(&t, lo, hi, &best);
+        struct {
+            const char *what;
+            const ub_profile *m;
+            bool held_out;
+        } rows[] = {{"line fitted on 16-64 MiB", &bucket, false},
+                    {"best line over 64 KiB-64 MiB", &best, false},
+                    {"line on the calls' sizes", &calls_line, false},
+                    {"model (calls + calibration)", prof, false},
+                    {"model, rows not sampled", prof, true}};
+        if (!o->json)
+            printf("%s on %s (%s column, %d rows; %d calibration sizes): relative error over 64 KiB-64 MiB\n",
+                   prof->name ? prof->name : origin, o->net_table, t.has_inplace ? "in-place" : "out-of-place", t.n,
+                   probes);
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+            sim_error e;
+            sim_model_error(rows[i].m, &t, lo, hi, rows[i].held_out, &e);
+            int segs = rows[i].m->curve.n ? rows[i].m->curve.n : 1;
+            if (o->json) {
+                print_json_line(json_pack("{s:s, s:f, s:f, s:i, s:i, s:i}", "model", rows[i].what, "median",
+                                          e.median, "max", e.max, "rows", e.rows, "segments", segs,
+                                          "calibration_sizes", probes));
+            } else {
+                printf("%-30s median %7.2f%%  max %7.2f%%  (%d rows, %d segments)\n", rows[i].what, 100 * e.median,
+                       100 * e.max, e.rows, segs);
+            }
+        }
+        return 0;
+    }
+    check_finite(prof, origin);
+    sim_result res[UB_POLICY_COUNT];
+    run_policies(o, prof, res);
+    if (!o->json) {
+        printf("profile %s on %s: plans from the %s (%d segment%s, %d calibration sizes), replayed on the table\n",
+               prof->name ? prof->name : origin, o->net_table, o->model == SIM_MODEL_FIT ? "fitted model" : "line",
+               prof->curve.n ? prof->curve.n : 1, prof->curve.n > 1 ? "s" : "", probes);
+        printf("%-14s %13s %13s %9s %9s %7s\n", "policy", "predicted_ms", "on_curve_ms", "error", "x_wfbp", "blocks");
+    }
+    double wfbp = ub_evaluate_const(&truth, &res[UB_POLICY_WFBP].plan, NULL);
+    for (int id = 0; id < UB_POLICY_COUNT; id++) {
+        if (!res[id].used || (o->json && !selected(o, id)))
+            continue;
+        const ub_plan *p = &res[id].plan;
+        double on = ub_evaluate_const(&truth, p, NULL);
+        if (o->json) {
+            print_json_line(json_pack("{s:s, s:f, s:f, s:i}", "policy", p->policy, "predicted_iteration",
+                                      p->iteration, "curve_iteration", on, "blocks", (int)p->n_blocks));
+        } else {
+            printf("%-14s %13.3f %13.3f %8.2f%% %8.3fx %7u\n", p->policy, p->iteration * 1e3, on * 1e3,
+                   100.0 * (p->iteration / on - 1.0), speedup(wfbp, on), p->n_blocks);
+        }
+    }
+    free_results(res);
     return 0;
 }
 
@@ -529,6 +634,11 @@ int main(int argc, char **argv)
     ub_profile prof;
     char origin[512];
     load_profile(&o, &prof, origin, sizeof(origin));
+    if (o.net_table) {
+        do_net_table(&o, &prof, origin);
+        ub_profile_free(&prof);
+        return 0;
+    }
     if (o.n_sweep) {
         do_sweep(&o, &prof, origin);
         ub_profile_free(&prof);

@@ -23,6 +23,10 @@
 #define USBYTE_FIT_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "usbyte/plan.h"
+#include "usbyte/profile.h"
 
 typedef struct ub_fit_sample {
     double bytes;
@@ -54,6 +58,49 @@ typedef struct ub_fit_result {
  * memory for counting distinct sizes, with `samples` 0).  Never reads beyond n; s may be NULL when
  * n is 0. */
 int ub_fit_linear(const ub_fit_sample *s, size_t n, ub_fit_weighting w, ub_fit_result *out);
+
+/* The knots of the cost curve (docs/model.md, "Fitting the curve"): a monotone piecewise-linear
+ * cost through them follows a network that is not one line.  From the valid samples (bytes and
+ * seconds > 0), each distinct size keeps its least time (robust to a slow repetition, as the
+ * runtime's minimum over ranks and iterations is); sizes within UB_FIT_KNOT_RATIO of the smallest
+ * of their bin pool into one knot at the means of their bytes and times (exact on a line, and
+ * no chord between two near sizes that noise would tilt); the ratio squares until at most
+ * max_knots remain; the knots' times are then made non-decreasing by least squares (pool-
+ * adjacent-violators, weighted by the sizes a knot holds).  Fills out (bytes rising) and
+ * *n_out; returns 0, or -1 (with *n_out 0) when no sample is valid or out of memory.  Pure:
+ * the same samples give the same knots on every rank. */
+#define UB_FIT_KNOT_RATIO 1.5
+typedef struct ub_fit_knot {
+    double bytes;
+    double seconds;
+} ub_fit_knot;
+int ub_fit_knots(const ub_fit_sample *s, size_t n, int max_knots, ub_fit_knot *out, int *n_out);
+
+/* A profile's cost model from measured samples (docs/model.md, "Fitting the curve"): the line
+ * (ub_fit_linear, plain weights) into prof->alpha and prof->beta (and *line when not NULL), and,
+ * when some knot of ub_fit_knots lies more than UB_FIT_LINE_TOLERANCE (relative) off that line,
+ * the curve through the knots (ub_net_curve_from_points, chords run on outside them) into
+ * prof->curve; otherwise prof->curve.n = 0.  Returns ub_fit_linear's status. */
+#define UB_FIT_LINE_TOLERANCE 0.03
+int ub_fit_cost_model(const ub_fit_sample *s, size_t n, ub_profile *prof, ub_fit_result *line);
+
+/* The sizes to probe where the calls do not show the sizes a plan would issue (docs/model.md,
+ * "Calibration"): powers of UB_CALIBRATION_STEP from UB_CALIBRATION_MIN bytes up to the
+ * largest block a plan can issue (everything, or staging_max), skipping those within
+ * UB_FIT_KNOT_RATIO of a call's size; the step squares until at most max remain.  A pure
+ * function of the profile's call sizes and staging_max (agreed data): every rank gets the same
+ * sizes.  Fills out (rising) and returns how many. */
+#define UB_CALIBRATION_MIN 65536
+#define UB_CALIBRATION_STEP 4.0
+int ub_calibration_sizes(const ub_profile *prof, uint64_t *out, int max);
+
+/* The re-fit once a plan runs (docs/model.md, "Fitting the curve"): the base samples (what the
+ * model was fitted on) plus one sample per block of the plan, its bytes and block_seconds[b] (the
+ * measured duration of its allreduce, agreed over the ranks like the calls'), fitted by
+ * ub_fit_cost_model into *out, a shallow copy of *prof (it shares the calls and the forward
+ * segments; only the net differs).  Returns 0, -1 when out of memory or no sample is valid. */
+int ub_refit_with_blocks(const ub_fit_sample *base, size_t n, const ub_profile *prof, const ub_plan *plan,
+                         const double *block_seconds, ub_profile *out);
 
 /* docs/model.md's ring allreduce of M bytes over p ranks costs 2(p-1)*a0 + 2(p-1)/p * M * b0.
  * ub_fit_to_ring turns a fitted per-call (alpha, beta) into the per-hop (a0, b0);

@@ -51,7 +51,39 @@ double ub_lower_bound(const ub_profile *prof);
  * cannot compare plans, and callers should refuse the profile. */
 bool ub_profile_times_finite(const ub_profile *prof);
 
-/* Duration of one block of `bytes` bytes; staged when it holds segments of several calls. */
+/* Duration of one block of `bytes` bytes; staged when it holds segments of several calls:
+ * ub_link_cost + copy_beta * bytes when staged. */
 double ub_block_cost(const ub_profile *prof, double bytes, int staged);
+
+/* The cost function (order/cost.c; docs/model.md "The cost function"): the link's seconds for
+ * one allreduce of `bytes`: the profile's curve when it has one, else alpha + beta * bytes. */
+double ub_link_cost(const ub_profile *prof, double bytes);
+
+/* The line that gives the cost at `bytes` (the segment holding it): what the policies that reason
+ * with one startup alpha and one per-byte beta use at the size in question. */
+void ub_link_local(const ub_profile *prof, double bytes, double *alpha, double *beta);
+
+/* The largest startup and the largest per-byte cost of any segment (the line's when no curve):
+ * alpha + beta * M bounds the cost from above, for overflow checks. */
+void ub_link_cost_maxima(const ub_profile *prof, double *alpha, double *beta);
+
+/* Lines alpha_i + beta_i * M, alpha_i >= 0, beta_i >= 0, at or below the cost for every M >= 0
+ * (the profile's line itself when it has no curve): what the lower bound is computed with.
+ * Fills at most max of them and returns how many (>= 1 when max >= 1). */
+int ub_link_lower_lines(const ub_profile *prof, double *alpha, double *beta, int max);
+
+/* 0 when the curve is well formed: 1..UB_NET_MAX_SEGMENTS segments, the first from 0, `from`
+ * rising, finite, beta >= 0, no negative cost, and with `monotone` no fall at a boundary;
+ * otherwise -1 and one line in err naming the segment. */
+int ub_net_curve_check(const ub_net_curve *c, bool monotone, char *err, size_t errlen);
+
+/* A curve through n points (bytes rising, > 0; seconds >= 0), linear between them.  Outside them,
+ * UB_NET_TAIL_TABLE is a measured table's rule (below the first point its time, above the last
+ * its time times the ratio of bytes); UB_NET_TAIL_CHORDS runs the first and last chords on (the
+ * first one flat instead when it would fall below 0 s at 0 bytes).  -1 when the points are
+ * not as said or more than UB_NET_MAX_SEGMENTS - 1. */
+typedef enum { UB_NET_TAIL_TABLE, UB_NET_TAIL_CHORDS } ub_net_tail;
+int ub_net_curve_from_points(const double *bytes, const double *seconds, int n, ub_net_tail tail,
+                             ub_net_curve *out);
 
 #endif

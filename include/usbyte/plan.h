@@ -36,7 +36,8 @@ void ub_plan_init(ub_plan *plan, const char *policy);
 void ub_plan_free(ub_plan *plan);
 void ub_plan_clear(ub_plan *plan);                    /* keeps policy and capacity */
 void ub_plan_copy(ub_plan *dst, const ub_plan *src);  /* dst must be initialised */
-/* The same blocks of the same segments, in the same order (times and names aside). */
+/* Whether two plans have the same blocks, segment for segment (what the evaluator sees; names,
+ * params and times aside). */
 bool ub_plan_same_blocks(const ub_plan *a, const ub_plan *b);
 /* Opens a new, empty block at the end; segments added next belong to it. */
 void ub_plan_begin_block(ub_plan *plan);

@@ -8,8 +8,9 @@
 #include "usbyte/plan.h"
 #include "usbyte/profile.h"
 
-/* X(ENUM, name, function).  `ddp` and `horovod` are what users run today (usbyte/reference.h).
- * `best` must stay last: it starts from all the others, those two included. */
+/* X(ENUM, name, function).  `ddp` and `horovod` are what users run today, `ddp-tuned` DDP at its
+ * best bucket_cap_mb (usbyte/reference.h).
+ * `best` must stay last: it searches from the others and is floored by the references. */
 #define UB_POLICY_LIST(X)                                 \
     X(WFBP, "wfbp", ub_policy_wfbp)                       \
     X(SYNCEA, "syncea", ub_policy_syncea)                 \
@@ -18,6 +19,7 @@
     X(BYTESCHEDULER, "bytescheduler", ub_policy_bytescheduler) \
     X(USBYTE, "usbyte", ub_policy_usbyte)                 \
     X(DDP, "ddp", ub_policy_ddp)                          \
+    X(DDP_TUNED, "ddp-tuned", ub_policy_ddp_tuned)        \
     X(HOROVOD, "horovod", ub_policy_horovod)              \
     X(BEST, "best", ub_policy_best)
 

@@ -19,13 +19,30 @@ typedef struct ub_call {
     double measured_comm;  /* seconds, < 0 when the profile does not carry it */
 } ub_call;
 
+/* The link's cost of one allreduce of M bytes (docs/model.md, "The cost function"): segment i
+ * holds for from_i <= M < from_{i+1} (the last one up to infinity; from_0 = 0) and costs
+ * alpha_i + beta_i * M seconds.  Monotone (beta_i >= 0, never lower after a boundary), so more
+ * bytes never cost less.  n == 0: the profile's line, alpha + beta * M. */
+#define UB_NET_MAX_SEGMENTS 64
+typedef struct ub_net_segment {
+    double from;  /* bytes */
+    double alpha; /* seconds */
+    double beta;  /* seconds per byte */
+} ub_net_segment;
+
+typedef struct ub_net_curve {
+    int n;
+    ub_net_segment seg[UB_NET_MAX_SEGMENTS];
+} ub_net_curve;
+
 typedef struct ub_profile {
     char *name;            /* may be NULL */
     char *source;          /* may be NULL */
     int ranks;             /* 0 when absent */
     bool has_net;          /* false: the caller must supply alpha/beta */
-    double alpha;          /* seconds per block */
-    double beta;           /* seconds per byte */
+    double alpha;          /* seconds per block (the line; a summary when curve.n > 0) */
+    double beta;           /* seconds per byte (the same) */
+    ub_net_curve curve;    /* when curve.n > 0, the cost of a block: ub_link_cost */
     double copy_beta;      /* seconds per byte through staging */
     /* What the runtime's schedule mode can issue (docs/model.md validity; 0 = no constraint):
      * align: bytes; a cut inside a call falls on a multiple of the call's element size and,

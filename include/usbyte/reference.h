@@ -35,6 +35,15 @@ ub_reference_settings ub_reference_get(void);
  * calls.  `out` is cleared first; params records the caps. */
 int ub_ddp_plan(const ub_profile *prof, uint64_t first_cap, uint64_t cap, ub_plan *out);
 
+/* The largest bucket_cap_mb (MiB) the `ddp-tuned` policy tries. */
+#define UB_DDP_TUNED_MAX_MB 1000
+
+/* DDP's bucket assignment at the best setting of its knobs: bucket_cap_mb swept from 1 to
+ * UB_DDP_TUNED_MAX_MB MiB, the first bucket 1 MiB or equal to the cap, (first_cap, cap) tried
+ * first and kept on a tie; each plan evaluated with ub_evaluate_const.  Returns 0, -1 for a
+ * profile without calls.  params names the chosen cap and first bucket (MiB). */
+int ub_ddp_tuned_plan(const ub_profile *prof, uint64_t first_cap, uint64_t cap, ub_plan *out);
+
 /* Horovod's cycles and fusion with the given cycle (seconds, >= 0; 0: a cycle at every ready
  * time) and threshold (bytes).  Returns 0, -1 for a profile without calls or a negative or
  * non-finite cycle. */

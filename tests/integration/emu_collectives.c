@@ -368,6 +368,19 @@ static void test_errors(ncclComm_t comm, cudaStream_t s, int rank, int p)
     NCCL_OK(ncclGroupStart());
     EXPECT(ncclGroupSimulateEnd(&bad) == ncclInvalidArgument, "uninitialised simInfo");
     NCCL_OK(ncclGroupEnd());
+    /* A failed operation fails its group, as NCCL's ncclGroupErrCheck: the outermost ncclGroupEnd
+     * returns the error and launches nothing of the group, the valid allreduce before it included. */
+    NCCL_OK(ncclGroupStart());
+    NCCL_OK(ncclGroupStart());
+    NCCL_OK(ncclAllReduce(buf, buf, 16, ncclInt32, ncclSum, comm, s));
+    EXPECT(ncclAllReduce(buf, buf, 16, (ncclDataType_t)42, ncclSum, comm, s) == ncclInvalidArgument, "bad dtype");
+    NCCL_OK(ncclGroupEnd()); /* an inner end: nothing to launch yet */
+    EXPECT(ncclGroupEnd() == ncclInvalidArgument, "the group of a failed operation ended without its error");
+    CUDA_OK(cudaStreamSynchronize(s));
+    int32_t *kept = to_host(buf, 16);
+    for (int i = 0; i < 16; i++)
+        EXPECT(kept[i] == pattern(rank, (size_t)i), "element %d: %d: the failed group's allreduce ran", i, kept[i]);
+    free(kept);
     /* Rejected calls issued nothing: the next collective still matches on every rank. */
     NCCL_OK(ncclAllReduce(buf, buf, 16, ncclInt32, ncclSum, comm, s));
     CUDA_OK(cudaStreamSynchronize(s));

@@ -11,11 +11,19 @@
  *   --check-errors   the training thread checks every call's result and aborts at the first error
  *                    (a single-threaded program's own error handling); with --abort-thread an
  *                    error ends the training loop and the watchdog aborts (PyTorch: the collective
- *                    raises, the watchdog aborts); otherwise an error before the abort fails
+ *                    raises, the watchdog aborts); otherwise an error ends the loop, and the
+ *                    program aborts after it (NCCL 2.28 refuses every operation on a
+ *                    communicator with an asynchronous error: a peer's death reaches every later
+ *                    call)
+ *   --abort-at N     every rank's watchdog aborts as soon as its training thread begins iteration
+ *                    N, while that thread goes on issuing (in schedule mode: in the middle of
+ *                    the issue of the plan's blocks); no rank dies (under TSan: no data race
+ *                    between the abort and the issue)
  *   --two-comms      a second communicator (a split of the first) with its own allreduces,
  *                    interleaved; the abort ends both as PyTorch does with NCCL 2.22 and later:
  *                    ncclGroupStart, ncclCommAbort of each, ncclGroupEnd */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <unistd.h>
@@ -30,6 +38,8 @@ static double abort_seconds;
 static _Atomic double aborted_at;
 static _Atomic double call_since;   /* when the training thread entered its current call, 0: none */
 static atomic_bool done, aborted;
+static int abort_at = -1;
+static atomic_int iteration;
 
 static void do_abort(void)
 {
@@ -51,12 +61,19 @@ static void *watchdog(void *arg)
 {
     (void)arg;
     while (!atomic_load(&done)) {
+        if (abort_at >= 0 && atomic_load(&iteration) >= abort_at) {
+            fprintf(stderr, "watchdog: iteration %d began: aborting\n", abort_at);
+            break;
+        }
         double since = atomic_load(&call_since);
         if (since > 0 && now_s() - since > 1.5) {
             fprintf(stderr, "rank 0: watchdog: the training thread is stuck in a call: aborting\n");
             break;
         }
-        usleep(10000);
+        if (abort_at >= 0)
+            sched_yield(); /* the abort lands within the iteration's calls */
+        else
+            usleep(10000);
     }
     do_abort();
     return NULL;
@@ -79,8 +96,8 @@ static void *watchdog(void *arg)
             fprintf(stderr, "rank 0: %s returned %d: aborting\n", #expr, r_);                   \
             do_abort();                                                                         \
         } else if (r_ != 0 && !atomic_load(&aborted)) {                                         \
-            fprintf(stderr, "%s failed (%d)\n", #expr, r_);                                     \
-            exit(1);                                                                            \
+            fprintf(stderr, "rank 0: %s returned %d: the loop ends\n", #expr, r_);              \
+            atomic_store(&done, true);                                                          \
         }                                                                                       \
     } while (0)
 
@@ -93,6 +110,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--abort-thread")) thread = true;
         else if (!strcmp(argv[i], "--check-errors")) check_errors = true;
         else if (!strcmp(argv[i], "--two-comms")) two_comms = true;
+        else if (!strcmp(argv[i], "--abort-at") && i + 1 < argc) abort_at = atoi(argv[++i]), thread = true;
         else { fprintf(stderr, "runtime_abort: unknown option %s\n", argv[i]); return 2; }
     }
     int rank, world;
@@ -116,13 +134,14 @@ int main(int argc, char **argv)
     CUDA_OK(cudaEventCreateWithFlags(&end, cudaEventDisableTiming));
     CUDA_OK(cudaEventCreateWithFlags(&end2, cudaEventDisableTiming));
     pthread_t wd;
-    if (thread && rank == 0)
+    if (thread && (rank == 0 || abort_at >= 0))
         EXPECT(pthread_create(&wd, NULL, watchdog, NULL) == 0, "pthread_create");
     for (int it = 0; it < die_at + after && !atomic_load(&aborted) && !atomic_load(&done); it++) {
         if (rank == 1 && it == die_at) {
             fprintf(stderr, "rank 1: dying at iteration %d\n", it);
             _exit(0);
         }
+        atomic_store(&iteration, it);
         for (int k = 0; k < CALLS; k++) {
             CALL(cudaEventRecord(ready[k], compute));
             CALL(cudaStreamWaitEvent(s, ready[k], 0));

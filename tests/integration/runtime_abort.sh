@@ -11,6 +11,8 @@ need "$BUILD/libusbyte.so" "$PROG" "$BUILD/emu/emu-run"
 # USBYTE_MIN_GAIN_PCT=0: the plan runs whatever it is predicted to gain (the "planned" cases need it).
 export USBYTE_EMU_ALPHA_US=200 USBYTE_EMU_GBPS=1 USBYTE_WARMUP=2 USBYTE_HANG_S=2 USBYTE_LOG=debug USBYTE_MIN_GAIN_PCT=0
 unset USBYTE_MODE
+# TSan reports a race and goes on; the programs leave with _exit, so make the first report fatal.
+[[ "${SAN:-}" == *thread* ]] && export TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}"
 # With 6 calls per iteration and USBYTE_WARMUP=2 the period locks in iteration 2, the warm-up is
 # iterations 3-4, the agreement goes out at the first call of iteration 5 and the plan runs from
 # iteration 6.
@@ -44,19 +46,49 @@ for lib in none usbyte; do
     case_ $lib-warmup-errors "$pre" --die-at 3 --after 6 --check-errors
     case_ $lib-agreement-errors "$pre" --die-at 5 --after 3 --check-errors
     case_ $lib-planned-errors "$pre" --die-at 9 --after 3 --check-errors
+    # The survivor goes on until a call fails: NCCL 2.28 refuses every operation on a
+    # communicator whose peer is gone (its asynchronous error), so with the plan running a block
+    # issue fails, and the call that triggered it must return the error (not abort the process).
+    case_ $lib-planned-until-error "$pre" --die-at 9 --after 100000 --check-errors
+    case_ $lib-planned-thread-until-error "$pre" --die-at 9 --after 100000 --abort-thread
     # Two communicators with deferred calls pending, aborted as PyTorch does with NCCL 2.22 and
     # later: ncclGroupStart, ncclCommAbort of each, ncclGroupEnd.
     case_ $lib-group-abort "$pre" --die-at 9 --after 3 --abort-thread --two-comms
+done
+# Both ranks alive, each one's watchdog aborts as its training thread begins an iteration of the
+# plan, while that thread is inside ncclAllReduce issuing the plan's blocks (one per call with
+# syncea, one merged block otherwise): the abort must not free or clear what the issue is using
+# (under SAN=thread, TSan stops the run at the first data race).  With usbyte only: without it the
+# training thread would be inside the real ncclAllReduce during the abort, which NCCL forbids.
+for at in 7 9; do
+    case_ usbyte-mid-issue-$at "$USBYTE_PRELOAD" --die-at 1000000 --after 0 --abort-at $at
+    USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 case_ usbyte-mid-issue-syncea-$at "$USBYTE_PRELOAD" \
+        --die-at 1000000 --after 0 --abort-at $at
+    grep -q 'rank 0\] usbyte\[0\]: communicator 0: schedule mode from this call on' "$WORK/usbyte-mid-issue-syncea-$at.out" \
+        || fail "mid-issue-syncea-$at: the plan was not running when the watchdog aborted"
 done
 grep -q 'rank 0\] usbyte\[0\]: communicator 0: schedule mode from this call on' "$WORK/usbyte-planned.out" \
     || fail "the plan was not running on the survivor when the peer died"
 # The agreement is issued without waiting for the warm-up's timing events; the call at the switch
 # to the plan waits for it, behind the dead peer: NCCL's asynchronous error ends that wait and
-# the call returns the error without reaching NCCL (the single-threaded survivor then aborts).
+# the call returns the error without reaching NCCL, or NCCL refused the agreement itself (the
+# peer was found gone by then); either way the single-threaded survivor's call returns 6 and it
+# aborts.
 for name in usbyte-warmup-errors usbyte-agreement-errors; do
-    grep -q 'rank 0\] usbyte\[0\]: error: communicator 0: call [0-9]* is not issued: NCCL reports an asynchronous error (ncclRemoteError' \
-        "$WORK/$name.out" && grep -q 'rank 0: ncclAllReduce(.*) returned 6: aborting' "$WORK/$name.out" \
+    grep -q 'rank 0: ncclAllReduce(.*) returned 6: aborting' "$WORK/$name.out" \
         || { grep 'usbyte\|rank 0:' "$WORK/$name.out" | tail -8 | sed 's/^/    | /';
-             fail "$name: the call waiting for the agreement did not return the peer's error"; }
+             fail "$name: the survivor's call did not return the peer's error"; }
+done
+grep -Eq 'rank 0\] usbyte\[0\]: error: communicator 0: (call [0-9]* is not issued: NCCL reports an asynchronous error \(ncclRemoteError|NCCL refused the agreement.s collectives \(ncclRemoteError\))' \
+    "$WORK/usbyte-agreement-errors.out" \
+    || { grep 'usbyte\|rank 0:' "$WORK/usbyte-agreement-errors.out" | tail -8 | sed 's/^/    | /';
+         fail "usbyte-agreement-errors: usbyte did not hand the peer's error to the call"; }
+# With the plan running, the block issue's refusal: one line naming the communicator and the
+# error, and the call that triggered the issue returns it.
+for name in usbyte-planned-until-error usbyte-planned-thread-until-error; do
+    grep -q 'rank 0\] usbyte\[0\]: error: communicator 0: schedule mode stopped: ncclAllReduce.* of block [0-9]* returned ncclRemoteError; pass-through from now on' \
+        "$WORK/$name.out" && grep -q 'rank 0: ncclAllReduce(.*) returned 6' "$WORK/$name.out" \
+        || { grep 'usbyte\|rank 0:' "$WORK/$name.out" | grep -v 'raw it' | tail -8 | sed 's/^/    | /';
+             fail "$name: the block issue's error did not reach the call that triggered it"; }
 done
 echo "runtime abort: ok"

@@ -7,13 +7,18 @@
  *   --mode split-of-nonblocking
  *                           a nonblocking world communicator (config.blocking = 0), split with a
  *                           NULL config: the child inherits nonblocking mode, as in NCCL
+ *   --mode shared-stream    the world communicator and a split of it, their calls alternating on
+ *                           one stream (as PyTorch's stream pool may hand two process groups)
+ *   --mode cuda-only        CUDA work only, no NCCL call (as a job whose NCCL is linked statically:
+ *                           usbyte sees no communicator)
  *   --iters N --calls M */
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "emu_common.h"
 
-static void loop(ncclComm_t comm, int rank, int world, int iters, int calls)
+/* Call c goes to comms[c % ncomms], every call on one stream. */
+static void loop(const ncclComm_t *comms, int ncomms, int rank, int world, int iters, int calls)
 {
     cudaStream_t s;
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -29,7 +34,8 @@ static void loop(ncclComm_t comm, int rank, int world, int iters, int calls)
             for (int i = 0; i < n; i++)
                 x[i] = (float)selfcheck_value(rank, it, c, i);
             CUDA_OK(cudaMemcpyAsync(d + (size_t)c * most, x, (size_t)n * sizeof *x, cudaMemcpyHostToDevice, s));
-            NCCL_OK(ncclAllReduce(d + (size_t)c * most, d + (size_t)c * most, (size_t)n, ncclFloat32, ncclSum, comm, s));
+            NCCL_OK(ncclAllReduce(d + (size_t)c * most, d + (size_t)c * most, (size_t)n, ncclFloat32, ncclSum,
+                                  comms[c % ncomms], s));
         }
         CUDA_OK(cudaStreamSynchronize(s));
         for (int c = 0; c < calls; c++) {
@@ -65,7 +71,7 @@ int main(int argc, char **argv)
     CUDA_OK(cudaSetDevice(env_int("LOCAL_RANK")));
     if (!strcmp(mode, "world")) {
         ncclComm_t comm = world_comm(&rank, &world);
-        loop(comm, rank, world, iters, calls);
+        loop(&comm, 1, rank, world, iters, calls);
         NCCL_OK(ncclCommDestroy(comm));
     } else if (!strcmp(mode, "split-of-nonblocking")) {
         ncclUniqueId id;
@@ -81,9 +87,27 @@ int main(int argc, char **argv)
         EXPECT(r == ncclSuccess || r == ncclInProgress, "ncclCommSplit: %s", ncclGetErrorString(r));
         for (ncclResult_t a = ncclInProgress; a == ncclInProgress;)
             NCCL_OK(ncclCommGetAsyncError(child, &a));
-        loop(child, rank, world, iters, calls);
+        loop(&child, 1, rank, world, iters, calls);
         NCCL_OK(ncclCommDestroy(child));
         NCCL_OK(ncclCommDestroy(parent));
+    } else if (!strcmp(mode, "shared-stream")) {
+        ncclComm_t comms[2];
+        comms[0] = world_comm(&rank, &world);
+        NCCL_OK(ncclCommSplit(comms[0], 0, rank, &comms[1], NULL));
+        loop(comms, 2, rank, world, iters, calls);
+        NCCL_OK(ncclCommDestroy(comms[1]));
+        NCCL_OK(ncclCommDestroy(comms[0]));
+    } else if (!strcmp(mode, "cuda-only")) {
+        float *d, h = 0;
+        cudaStream_t s;
+        CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        CUDA_OK(cudaMalloc((void **)&d, sizeof *d));
+        CUDA_OK(cudaMemsetAsync(d, 0, sizeof *d, s));
+        CUDA_OK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        EXPECT(h == 0, "the copy back read %g", (double)h);
+        CUDA_OK(cudaFree(d));
+        CUDA_OK(cudaStreamDestroy(s));
     } else {
         fprintf(stderr, "runtime_comms: unknown mode %s\n", mode);
         return 2;

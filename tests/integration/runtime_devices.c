@@ -10,7 +10,11 @@
  * its own device: the emulator refuses an event recorded on a stream of another device and a
  * kernel launched on a stream of another device than the current one.
  *
- *   --iters N --calls M */
+ * With --one-thread the main thread drives both ranks, as nccl-tests -g 2 does: each call is one
+ * group holding both ranks' allreduces (NCCL requires it: every call may block until the other
+ * ranks arrive), with each rank's device current while its inputs are made.
+ *
+ *   --iters N --calls M [--one-thread] */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -104,11 +108,79 @@ static void *loop(void *arg)
     return NULL;
 }
 
+/* Both ranks from this thread: per call one group with both ranks' allreduces. */
+static void one_thread(void)
+{
+    cudaStream_t s[NDEV], compute[NDEV];
+    cudaEvent_t *ready[NDEV];
+    float *h, *in[NDEV], *d[NDEV];
+    int most = 64 + 8 * calls;
+    CUDA_OK(cudaMallocHost((void **)&h, (size_t)most * sizeof *h));
+    for (int r = 0; r < NDEV; r++) {
+        CUDA_OK(cudaSetDevice(r));
+        CUDA_OK(cudaStreamCreateWithFlags(&s[r], cudaStreamNonBlocking));
+        CUDA_OK(cudaStreamCreateWithFlags(&compute[r], cudaStreamNonBlocking));
+        ready[r] = calloc((size_t)calls, sizeof *ready[r]);
+        EXPECT(ready[r] != NULL, "out of memory");
+        for (int c = 0; c < calls; c++)
+            CUDA_OK(cudaEventCreateWithFlags(&ready[r][c], cudaEventDisableTiming));
+        CUDA_OK(cudaMallocHost((void **)&in[r], (size_t)calls * (size_t)most * sizeof *in[r]));
+        CUDA_OK(cudaMalloc((void **)&d[r], (size_t)calls * (size_t)most * sizeof *d[r]));
+    }
+    for (int it = 0; it < iters; it++) {
+        for (int c = 0; c < calls; c++) {
+            int n = 64 + 8 * c;
+            for (int r = 0; r < NDEV; r++) {
+                CUDA_OK(cudaSetDevice(r));
+                float *x = in[r] + (size_t)c * most;
+                for (int i = 0; i < n; i++)
+                    x[i] = (float)selfcheck_value(r, it, c, i);
+                CUDA_OK(cudaMemcpyAsync(d[r] + (size_t)c * most, x, (size_t)n * sizeof *x, cudaMemcpyHostToDevice,
+                                        compute[r]));
+                CUDA_OK(cudaEventRecord(ready[r][c], compute[r]));
+                CUDA_OK(cudaStreamWaitEvent(s[r], ready[r][c], 0));
+            }
+            NCCL_OK(ncclGroupStart());
+            for (int r = 0; r < NDEV; r++)
+                NCCL_OK(ncclAllReduce(d[r] + (size_t)c * most, d[r] + (size_t)c * most, (size_t)n, ncclFloat32,
+                                      ncclSum, comms[r], s[r]));
+            NCCL_OK(ncclGroupEnd());
+        }
+        for (int r = 0; r < NDEV; r++) {
+            CUDA_OK(cudaSetDevice(r));
+            CUDA_OK(cudaStreamSynchronize(s[r]));
+            for (int c = 0; c < calls; c++) {
+                int n = 64 + 8 * c;
+                CUDA_OK(cudaMemcpy(h, d[r] + (size_t)c * most, (size_t)n * sizeof *h, cudaMemcpyDeviceToHost));
+                for (int i = 0; i < n; i++) {
+                    int want = selfcheck_sum(NDEV, it, c, i);
+                    EXPECT((int)h[i] == want, "rank %d iteration %d call %d element %d: %d, expected %d", r, it, c, i,
+                           (int)h[i], want);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < NDEV; r++) {
+        NCCL_OK(ncclCommDestroy(comms[r]));
+        CUDA_OK(cudaSetDevice(r));
+        for (int c = 0; c < calls; c++)
+            CUDA_OK(cudaEventDestroy(ready[r][c]));
+        free(ready[r]);
+        CUDA_OK(cudaFreeHost(in[r]));
+        CUDA_OK(cudaFree(d[r]));
+        CUDA_OK(cudaStreamDestroy(s[r]));
+        CUDA_OK(cudaStreamDestroy(compute[r]));
+    }
+    CUDA_OK(cudaFreeHost(h));
+}
+
 int main(int argc, char **argv)
 {
+    bool single = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--calls") && i + 1 < argc) calls = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--one-thread")) single = true;
         else {
             fprintf(stderr, "runtime_devices: unknown option %s\n", argv[i]);
             return 2;
@@ -122,11 +194,15 @@ int main(int argc, char **argv)
         NCCL_OK(ncclCommCuDevice(comms[t], &dev));
         EXPECT(dev == t, "communicator %d is on device %d", t, dev);
     }
-    pthread_t threads[NDEV];
-    for (int t = 0; t < NDEV; t++)
-        EXPECT(pthread_create(&threads[t], NULL, loop, (void *)(intptr_t)t) == 0, "pthread_create");
-    for (int t = 0; t < NDEV; t++)
-        pthread_join(threads[t], NULL);
+    if (single) {
+        one_thread();
+    } else {
+        pthread_t threads[NDEV];
+        for (int t = 0; t < NDEV; t++)
+            EXPECT(pthread_create(&threads[t], NULL, loop, (void *)(intptr_t)t) == 0, "pthread_create");
+        for (int t = 0; t < NDEV; t++)
+            pthread_join(threads[t], NULL);
+    }
     printf("runtime_devices ok: %d devices, %d iterations of %d calls checked\n", NDEV, iters, calls);
     return 0;
 }

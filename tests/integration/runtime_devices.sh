@@ -25,4 +25,20 @@ comms = json.load(open(sys.argv[1]))["comms"]
 assert [c["state"] for c in comms] == ["schedule", "schedule"], [(c["state"], c.get("state_reason")) for c in comms]
 assert all(c["schedule"]["iterations"] >= 8 for c in comms), [c["schedule"]["iterations"] for c in comms]
 PY
+# One thread drives both ranks (nccl-tests -g 2): each call is one group holding both ranks'
+# allreduces.  usbyte cannot issue one rank's blocks alone (the emulator, as NCCL may, blocks the
+# launch of a collective until the other ranks of this process have launched theirs: only this
+# thread would, later), so both communicators stay in pass-through, saying why; the job runs as
+# without the library.
+LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_REPORT="$WORK/one-%r.json" \
+    "$BUILD/emu/emu-run" -n 1 --timeout 60 -- "$PROG" --one-thread >"$WORK/one.out" 2>&1 \
+    || { sed 's/^/    | /' "$WORK/one.out" | tail -20; fail "one thread for both ranks: the run failed"; }
+grep -q 'runtime_devices ok' "$WORK/one.out" || fail "one thread for both ranks: the program did not check every result"
+python3 - "$WORK/one-0.json" <<'PY' || { grep usbyte "$WORK/one.out" | tail -5 | sed 's/^/    | /'; fail "one thread for both ranks: report check failed"; }
+import json, sys
+comms = json.load(open(sys.argv[1]))["comms"]
+assert [c["state"] for c in comms] == ["pass-through", "pass-through"], [(c["state"], c.get("state_reason")) for c in comms]
+for c in comms:
+    assert "one thread issues the calls of" in c.get("state_reason", ""), c.get("state_reason")
+PY
 echo "runtime devices: ok"

@@ -217,6 +217,37 @@ expect_bad "unreadable plan" "$tmp/noplan.json: cannot read" "$SIM" "$tmp/small.
 expect_bad "unwritable --plan-out" "/nonexistent/dir/p.json: cannot (write|create)" \
     "$SIM" "$tmp/small.json" --policy wfbp --plan-out /nonexistent/dir/p.json
 
+# --net-table: a measured curve.  The small profile's 12-byte calls sit on the table's floor (1 s
+# up to 16 bytes; 5 s at 32; above, 5 s times bytes/32): wfbp replays at 3 s, syncea's one block
+# of 36 bytes ends at 0.2 + 5.625 s.  The model sees one size (12 bytes: 1 s, all of it per byte,
+# as the fit puts a single size; its calibration starts at 64 KiB), so it predicts that block at
+# 0.2 + 3 s.
+printf '# a test curve\n# columns: bytes us inplace_us\n16\t1000000\t1000000\n32\t5000000\t5000000\n' > "$tmp/curve.tsv"
+"$SIM" "$tmp/small.json" --net-table "$tmp/curve.tsv" --json > "$tmp/nt.jsonl" || fail "--net-table failed"
+jq -se 'map(select(.policy == "wfbp"))[0] | (.curve_iteration - 3) | fabs < 1e-9' "$tmp/nt.jsonl" > /dev/null ||
+    fail "--net-table: wfbp does not replay at 3 s: $(cat "$tmp/nt.jsonl")"
+jq -se 'map(select(.policy == "syncea"))[0] | ((.curve_iteration - 5.825) | fabs < 1e-9) and ((.predicted_iteration - 3.2) | fabs < 1e-9)' \
+    "$tmp/nt.jsonl" > /dev/null || fail "--net-table: syncea not 5.825 s on the table, 3.2 s predicted: $(cat "$tmp/nt.jsonl")"
+jq -se 'map(select(.policy == "best"))[0] | .curve_iteration <= 3 + 1e-9' "$tmp/nt.jsonl" > /dev/null ||
+    fail "--net-table: best slower than wfbp on the table: $(cat "$tmp/nt.jsonl")"
+"$SIM" "$tmp/small.json" --net-table "$tmp/curve.tsv" --model line --json > "$tmp/ntl.jsonl"
+cmp -s "$tmp/nt.jsonl" "$tmp/ntl.jsonl" || fail "--model line differs from the fit on one size: $(cat "$tmp/ntl.jsonl")"
+"$SIM" "$tmp/small.json" --net-table "$tmp/curve.tsv" | grep -q "on_curve_ms" || fail "--net-table: no table"
+"$SIM" "$tmp/small.json" --net-table "$tmp/curve.tsv" --model-error | grep -q "^model (calls + calibration)" ||
+    fail "--model-error: no model row"
+printf '16\t1\n8\t2\n' > "$tmp/down.tsv"
+expect_bad "--net-table, bytes not rising" "^usbyte-sim: $tmp/down.tsv: line 2: bytes 8 not above the previous row's 16" \
+    "$SIM" "$tmp/small.json" --net-table "$tmp/down.tsv"
+printf '# c\n16\tx\n' > "$tmp/word.tsv"
+expect_bad "--net-table, a word for a time" "^usbyte-sim: $tmp/word.tsv: line 2: the time \(us\) is missing" \
+    "$SIM" "$tmp/small.json" --net-table "$tmp/word.tsv"
+printf '# only comments\n' > "$tmp/empty.tsv"
+expect_bad "--net-table, no rows" "^usbyte-sim: $tmp/empty.tsv: no rows" "$SIM" "$tmp/small.json" --net-table "$tmp/empty.tsv"
+expect_bad "--net-table, unreadable" "^usbyte-sim: $tmp/none.tsv: cannot read" "$SIM" "$tmp/small.json" --net-table "$tmp/none.tsv"
+expect_bad "--net-table with --net" "--net-table gives the network" "$SIM" "$tmp/small.json" --net-table "$tmp/curve.tsv" --net 10gbe --ranks 8
+expect_bad "--model-error without a table" "--model-error needs --net-table" "$SIM" "$tmp/small.json" --model-error
+expect_bad "--model unknown" "--model: expected fit or line" "$SIM" "$tmp/small.json" --model quadratic
+
 # Outputs are written like the runtime's report (ub_write_file_atomic): never through a link, never
 # over what is not a regular file, never half-written; a regular file is replaced.
 ln -s "$tmp/victim" "$tmp/link.json"

@@ -9,7 +9,9 @@
 # rank row is there, the page loads nothing from outside, its SVGs are well-formed; the trace
 # follows the Chrome trace event format, its model is the report's plan and usbyte-sim's plans, and
 # each rank's recording is its report's; the timeline is usbyte-sim --svg's drawing; ranks that
-# disagree are shown in red and exit 1; another report version and malformed input exit 2 with one
+# disagree are shown in red and exit 1; the DDP job's page says what usbyte can and cannot do with
+# DDP's buckets, with the bound on a smaller bucket_cap_mb that usbyte-sim gives for the profile
+# derived here, and the Horovod page has no such section; another report version and malformed input exit 2 with one
 # line naming the file and the place.  With chromium: the page loads without a console message, a
 # screenshot is not blank and shows the verdict, and the DOM's numbers equal the JSON's.
 # tools_report_modes.sh covers the runtime's schedule mode, tools_report_jobs.sh jobs and runs.
@@ -28,12 +30,44 @@ mapfile -t HVD < <(reports "$WORK/hvd" 2)
 grep -q "wrote $WORK/out-ddp/usbyte-report.html and $WORK/out-ddp/usbyte-trace.json" "$WORK/stdout" ||
     fail "ddp: does not say what it wrote: $(cat "$WORK/stdout")"
 check ddp "$WORK/out-ddp" "${DDP[@]}"
+# DDP's buckets: the page says what usbyte can and cannot do with them, and bounds what a smaller
+# bucket_cap_mb could gain by the lower bound of the profile whose buckets' bytes are ready as
+# soon as the previous bucket of their dtype and op (derived here from the report, bounded by
+# usbyte-sim); the Horovod page, whose calls are fused buffers of every size, has no such section.
+python3 - "${DDP[0]}" "$WORK/earliest.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["comms"][0]
+prof = c["profile"]
+prev = {}
+for call in prof["calls"]:
+    key = (call.get("dtype", "float32"), call.get("op", "sum"))
+    if key in prev:
+        call["ready"], call["need"] = min(call["ready"], prev[key]["ready"]), max(call.get("need", 0), prev[key].get("need", 0))
+    prev[key] = dict(call)
+json.dump(prof, open(sys.argv[2], "w"))
+PY
+want_bound=$("$SIM" "$WORK/earliest.json" --policy wfbp --json | jq -r 'select(.policy == "wfbp") | .lower_bound')
+want_best=$("$SIM" "${DDP[0]}" --policy best --json | jq -r 'select(.policy == "best") | .iteration')
+page_value() { grep -o "class=\"$1\" data-v=\"[^\"]*\"" "$2" | head -1 | sed 's/.*data-v="\([^"]*\)"/\1/'; }
+grep -q 'id="ddp-0"' "$WORK/out-ddp/usbyte-report.html" || fail "ddp: no section on DDP's buckets"
+grep -q "usbyte sees the buckets, not the tensors in them" "$WORK/out-ddp/usbyte-report.html" ||
+    fail "ddp: the page does not say that usbyte sees buckets, not tensors"
+got_bound=$(page_value ddp-bound "$WORK/out-ddp/usbyte-report.html")
+got_best=$(page_value ddp-best "$WORK/out-ddp/usbyte-report.html")
+got_gain=$(page_value ddp-gain "$WORK/out-ddp/usbyte-report.html")
+awk -v g="$got_bound" -v w="$want_bound" 'BEGIN { d = g - w; exit !(w > 0 && (d < 0 ? -d : d) <= 1e-12 * w) }' ||
+    fail "ddp: the page bounds finer buckets at '$got_bound' s, usbyte-sim's lower bound of the earliest profile is $want_bound s"
+awk -v g="$got_best" -v w="$want_best" 'BEGIN { d = g - w; exit !(w > 0 && (d < 0 ? -d : d) <= 1e-12 * w) }' ||
+    fail "ddp: the page's best on the buckets is '$got_best' s, usbyte-sim's $want_best s"
+awk -v g="$got_gain" -v b="$want_best" -v l="$want_bound" 'BEGIN { w = b / l - 1; if (w < 0) w = 0; d = g - w; exit !((d < 0 ? -d : d) <= 1e-9) }' ||
+    fail "ddp: the page's gain left to finer buckets is '$got_gain', best/bound - 1 is $(awk -v b="$want_best" -v l="$want_bound" 'BEGIN { print b / l - 1 }')"
 # A quoted wildcard is expanded, and the summary names the verdict.
 "$REPORT" "$WORK/hvd/report-*.json" -o "$WORK/out-hvd" --summary > "$WORK/summary" || fail "hvd: exit $?"
 check horovod "$WORK/out-hvd" "${HVD[@]}"
 grep -q "not schedulable" "$WORK/summary" || fail "hvd summary: no verdict: $(cat "$WORK/summary")"
 grep -q "fix: .*HOROVOD_FUSION_THRESHOLD=0" "$WORK/summary" || fail "hvd summary: no fix"
 grep -q 'class="box bad verdict" id="verdict-0"' "$WORK/out-hvd/usbyte-report.html" || fail "hvd: verdict not red"
+grep -q 'id="ddp-0"' "$WORK/out-hvd/usbyte-report.html" && fail "hvd: fused buffers taken for DDP's buckets"
 
 # usbyte-sim --svg and the page draw the same timeline: the same shapes, attribute for attribute.
 "$SIM" "${DDP[0]}" --policy all --svg "$WORK/sim.svg" > /dev/null

@@ -425,12 +425,128 @@ static void test_best_floor(void **state)
     assert_true(fabs(out.iteration - 3.0) < 1e-12);
     assert_string_equal(out.policy, "best");
     assert_string_equal(out.params, "from=ddp (faster than the search's from=wfbp moves=0)");
-    assert_true(ub_policy_is_reference(UB_POLICY_DDP) && ub_policy_is_reference(UB_POLICY_HOROVOD));
+    assert_true(ub_policy_is_reference(UB_POLICY_DDP) && ub_policy_is_reference(UB_POLICY_HOROVOD) &&
+                ub_policy_is_reference(UB_POLICY_DDP_TUNED));
     assert_false(ub_policy_is_reference(UB_POLICY_MGWFBP_DP) || ub_policy_is_reference(UB_POLICY_BEST));
     ub_plan_free(&out);
     ub_plan_free(&ref);
     ub_plan_free(&same);
     ub_plan_free(&empty);
+}
+
+/* The iteration of DDP's buckets at (first, cap), evaluated; the plan in *plan. */
+static double ddp_at(const ub_profile *p, uint64_t first, uint64_t cap, ub_plan *plan)
+{
+    assert_int_equal(ub_ddp_plan(p, first, cap, plan), 0);
+    return ub_evaluate_const(p, plan, NULL);
+}
+
+/* `ddp-tuned` against brute force: every setting of the sweep (bucket_cap_mb 1..1000 MiB, the
+ * first bucket 1 MiB or the cap) planned and evaluated without skipping equal plans; the policy
+ * finds the least iteration, is never slower than `ddp`, keeps DDP's defaults on a tie and names
+ * in its params a setting whose buckets are its plan.  Seeded profiles whose calls span 256 B to
+ * 64 MiB (barrier and layer-wise, mixed dtypes, merge barriers, staging cost). */
+static void test_ddp_tuned_sweep(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 6; i++) {
+        ub_synthetic_opts o = {.n_calls = 40 + 30 * i, .seed = 77 + (uint64_t)i, .barrier = i % 2 == 0,
+                               .merge_false_fraction = i == 3 ? 0.05 : 0.0, .mixed_dtypes = i == 1,
+                               .copy_beta = i == 4 ? 2e-11 : 0.0};
+        ub_profile p;
+        assert_int_equal(ub_synthetic_profile(&o, &p), 0);
+        ub_plan plan, tuned;
+        ub_plan_init(&plan, "ddp");
+        ub_plan_init(&tuned, "ddp-tuned");
+        double brute = ddp_at(&p, MIB, 25 * MIB, &plan), dflt = brute;
+        for (uint64_t mb = 1; mb <= UB_DDP_TUNED_MAX_MB; mb++) {
+            brute = fmin(brute, ddp_at(&p, MIB, mb * MIB, &plan));
+            brute = fmin(brute, ddp_at(&p, mb * MIB, mb * MIB, &plan));
+        }
+        assert_int_equal(ub_policy_run(UB_POLICY_DDP_TUNED, &p, &tuned), 0);
+        assert_string_equal(tuned.policy, "ddp-tuned");
+        char shape[4096];
+        groups(&p, &tuned, shape, sizeof shape); /* valid, whole calls */
+        if (tuned.iteration != brute)
+            fail_msg("profile %d: ddp-tuned %.12g, the best setting %.12g", i, tuned.iteration, brute);
+        assert_true(tuned.iteration <= dflt);
+        double cap_mb = 0, first_mb = 0;
+        assert_int_equal(sscanf(tuned.params, "bucket_cap_mb=%lf first_bucket_mb=%lf", &cap_mb, &first_mb), 2);
+        assert_true(first_mb == 1 || first_mb == cap_mb);
+        double named = ddp_at(&p, (uint64_t)(first_mb * MIB), (uint64_t)(cap_mb * MIB), &plan);
+        assert_true(ub_plan_same_blocks(&plan, &tuned));
+        assert_true(named == tuned.iteration);
+        if (tuned.iteration == dflt)
+            assert_non_null(strstr(tuned.params, "bucket_cap_mb=25 first_bucket_mb=1 "));
+        ub_plan_free(&plan);
+        ub_plan_free(&tuned);
+        ub_synthetic_free(&p);
+    }
+}
+
+/* A single call: every setting gives the same one-bucket plan, so DDP's defaults are kept and a
+ * single plan is evaluated.  Two calls of 30 MiB, both ready at 0, alpha 1 s, beta 0: DDP's
+ * defaults put each in its own bucket (the first closes at 1 MiB) and take 2 s; one bucket takes
+ * 1 s.  A first bucket of 1 MiB always closes after the first call, and a first bucket equal to
+ * a cap of 30 MiB or less too; the sweep (caps ascending, the 1 MiB first bucket before the
+ * cap's) first merges them at bucket_cap_mb=31 with the first bucket equal to the cap. */
+static void test_ddp_tuned_hand(void **state)
+{
+    (void)state;
+    fixture f;
+    const uint64_t one[] = {5 * MIB};
+    setup(&f, 1, one, NULL);
+    f.p.beta = 0.0;
+    ub_plan plan;
+    ub_plan_init(&plan, "ddp-tuned");
+    assert_int_equal(ub_policy_run(UB_POLICY_DDP_TUNED, &f.p, &plan), 0);
+    assert_non_null(strstr(plan.params, "bucket_cap_mb=25 first_bucket_mb=1 "));
+    assert_non_null(strstr(plan.params, "1999 settings"));
+    assert_non_null(strstr(plan.params, "; 1 distinct plans evaluated"));
+    const uint64_t two[] = {30 * MIB, 30 * MIB};
+    setup(&f, 2, two, NULL);
+    f.p.beta = 0.0;
+    assert_int_equal(ub_policy_run(UB_POLICY_DDP, &f.p, &plan), 0);
+    assert_true(fabs(plan.iteration - 2.0) < 1e-12);
+    assert_int_equal(ub_policy_run(UB_POLICY_DDP_TUNED, &f.p, &plan), 0);
+    assert_true(fabs(plan.iteration - 1.0) < 1e-12);
+    assert_int_equal(plan.n_blocks, 1);
+    if (strncmp(plan.params, "bucket_cap_mb=31 first_bucket_mb=31 ", 36) != 0)
+        fail_msg("params %s", plan.params);
+    ub_plan_free(&plan);
+}
+
+/* `best` with the frameworks' default settings is never slower than `ddp-tuned` (a floor, as
+ * the other references), through ub_plan_every and ub_policy_run, on seeded profiles whose
+ * calls are large enough that the sweep's caps matter. */
+static void test_best_not_worse_than_tuned(void **state)
+{
+    (void)state;
+    ub_reference_set(NULL);
+    for (int i = 0; i < 8; i++) {
+        ub_synthetic_opts o = {.n_calls = 30 + 25 * i, .seed = 9100 + (uint64_t)i, .barrier = i % 2 == 1,
+                               .mixed_dtypes = i == 2, .merge_false_fraction = i == 5 ? 0.05 : 0.0,
+                               .comm_bound = i % 4 == 0};
+        ub_profile p;
+        assert_int_equal(ub_synthetic_profile(&o, &p), 0);
+        ub_plan plans[UB_POLICY_COUNT], alone;
+        for (int id = 0; id < UB_POLICY_COUNT; id++)
+            ub_plan_init(&plans[id], "");
+        ub_plan_init(&alone, "");
+        char err[512];
+        if (ub_plan_every(&p, plans, err, sizeof(err)) != 0)
+            fail_msg("profile %d: %s", i, err);
+        assert_int_equal(ub_policy_run(UB_POLICY_BEST, &p, &alone), 0);
+        double tuned = plans[UB_POLICY_DDP_TUNED].iteration;
+        assert_true(tuned <= plans[UB_POLICY_DDP].iteration);
+        if (!(plans[UB_POLICY_BEST].iteration <= tuned) || !(alone.iteration <= tuned))
+            fail_msg("profile %d: best %.12g (alone %.12g) slower than ddp-tuned %.12g", i,
+                     plans[UB_POLICY_BEST].iteration, alone.iteration, tuned);
+        for (int id = 0; id < UB_POLICY_COUNT; id++)
+            ub_plan_free(&plans[id]);
+        ub_plan_free(&alone);
+        ub_synthetic_free(&p);
+    }
 }
 
 int main(void)
@@ -443,6 +559,8 @@ int main(void)
         cmocka_unit_test(test_horovod_lookahead), cmocka_unit_test(test_horovod_barrier),
         cmocka_unit_test(test_horovod_staging),   cmocka_unit_test(test_horovod_defaults),
         cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_best_not_worse),
+        cmocka_unit_test(test_ddp_tuned_sweep),   cmocka_unit_test(test_ddp_tuned_hand),
+        cmocka_unit_test(test_best_not_worse_than_tuned),
         cmocka_unit_test(test_best_floor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,9 @@
 /* usbyte-report's writers on crafted jobs (tools/report_html.c, report_trace.c): text from a
  * report is escaped (a reason holding markup stays text), a rank without the communicator and a
- * pass-through communicator are shown as such, and the trace holds one process per rank. */
+ * pass-through communicator are shown as such, the trace holds one process per rank, and calls
+ * shaped like DDP's buckets get their section (report_html_ddp.c): which calls are, the earliest
+ * profile derived by hand, the bound and the gain it leaves on the page. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +16,8 @@
 #include <cmocka.h>
 
 #include "../../tools/report.h" /* tools/ is not on the include path of the tests */
+#include "../../tools/report_html.h"
+#include "usbyte/model.h"
 
 #define PLANNED(RANK, REASON)                                                                                    \
     "{\"index\": 0, \"rank\": " #RANK ", \"nranks\": 3, \"state\": \"planned\", \"measured_iteration\": 0.05,"  \
@@ -65,6 +70,13 @@ static void make_job(rp_job *job, const char *const *texts, int n)
         fail_msg("%s", err);
 }
 
+/* The page of the job made of texts[0..n) (job filled, path: the page's file). */
+static char *page_for(const char *const *texts, int n, rp_job *job, char *path)
+{
+    make_job(job, texts, n);
+    return page_of(job, path);
+}
+
 static void test_page_escapes_and_shows_missing(void **state)
 {
     (void)state;
@@ -110,9 +122,8 @@ static void test_pass_through_shows_state_and_fix(void **state)
                                      " \"signature mismatch: the ranks saw different call sequences\","
                                      " \"verdict\": {\"schedulable\": false, \"reasons\": []}}")};
     rp_job job;
-    make_job(&job, texts, 1);
     char path[PATH_LEN];
-    char *page = page_of(&job, path);
+    char *page = page_for(texts, 1, &job, path);
     /* Not scheduled, in red, the state's reason as the headline's why, its fix once. */
     assert_non_null(strstr(page, "class=\"box bad verdict\" id=\"verdict-0\" data-outcome=\"Not scheduled\""));
     assert_non_null(strstr(page, "<span class=\"why\">signature mismatch: the ranks saw different call sequences"));
@@ -267,10 +278,131 @@ static void test_trace_draws_each_rank_with_its_own_plan(void **state)
     rp_job_free(&job);
 }
 
+/* A comm whose profile is DDP-shaped: a 1 MiB first bucket, three of 25-27 MiB, a last one of
+ * 3 MiB, ready at 0, 10, 20, 30, 40 ms; alpha 1 ms, 1 ns per byte. */
+#define DDP_COMM                                                                                                    \
+    "{\"index\": 0, \"nranks\": 1, \"state\": \"planned\", \"measured_iteration\": 0.2,"                            \
+    " \"profile\": {\"usbyte_profile\": 1, \"net\": {\"alpha\": 0.001, \"beta\": 1e-9},"                          \
+    "  \"backward_end\": 0.04, \"forward\": [0.02], \"calls\": [{\"bytes\": 1048576, \"ready\": 0},"             \
+    "  {\"bytes\": 26214400, \"ready\": 0.01}, {\"bytes\": 27262976, \"ready\": 0.02},"                            \
+    "  {\"bytes\": 26738688, \"ready\": 0.03}, {\"bytes\": 3145728, \"ready\": 0.04}]},"                           \
+    " \"verdict\": {\"schedulable\": true, \"reasons\": []}, \"policies\": []}"
+
+static void calls_of(ub_profile *p, ub_call *calls, int n, const uint64_t *bytes)
+{
+    memset(p, 0, sizeof *p);
+    for (int k = 0; k < n; k++)
+        calls[k] = (ub_call){.bytes = bytes[k], .ready = 0.01 * k, .dtype = UB_DTYPE_FLOAT32, .op = UB_OP_SUM,
+                             .merge = true, .measured_comm = -1};
+    p->n_calls = n;
+    p->calls = calls;
+}
+
+/* DDP-shaped: the calls between the first and the last of a class within a factor two of their
+ * median; tensors of a per-layer profile are not; fewer than two such calls say nothing. */
+static void test_ddp_shape(void **state)
+{
+    (void)state;
+    ub_profile p;
+    ub_call calls[8];
+    rp_ddp_shape sh;
+    const uint64_t ddp[] = {1 << 20, 25 << 20, 27 << 20, 26 << 20, 1 << 18};
+    calls_of(&p, calls, 5, ddp);
+    assert_true(rp_ddp_shaped(&p, &sh));
+    assert_int_equal(sh.n_middle, 3);
+    assert_int_equal(sh.min_middle, 25 << 20);
+    assert_int_equal(sh.max_middle, 27 << 20);
+    const uint64_t tensors[] = {4096, 1 << 20, 2048, 9 << 20, 512, 1 << 22};
+    calls_of(&p, calls, 6, tensors);
+    assert_false(rp_ddp_shaped(&p, &sh));
+    calls_of(&p, calls, 3, ddp);
+    assert_false(rp_ddp_shaped(&p, &sh));
+    /* Per class: a float16 call in the middle is the first and the last of its own class. */
+    const uint64_t mixed[] = {1 << 20, 25 << 20, 4096, 26 << 20, 25 << 20, 1 << 18};
+    calls_of(&p, calls, 6, mixed);
+    calls[2].dtype = UB_DTYPE_FLOAT16;
+    assert_true(rp_ddp_shaped(&p, &sh));
+    assert_int_equal(sh.n_middle, 3);
+}
+
+/* The earliest profile: each call after the first of its class ready when the previous one of
+ * its class was, and needed no sooner than it; the first of each class as it is. */
+static void test_ddp_earliest(void **state)
+{
+    (void)state;
+    ub_profile p, e;
+    ub_call calls[5];
+    const uint64_t b[] = {100, 200, 300, 400, 500};
+    calls_of(&p, calls, 5, b);
+    calls[2].dtype = UB_DTYPE_FLOAT16; /* ready 0.02: its class's first */
+    for (int k = 0; k < 5; k++)
+        calls[k].need = 4 - k;
+    assert_int_equal(rp_ddp_earliest(&p, &e), 0);
+    const double ready[] = {0.0, 0.0, 0.02, 0.01, 0.03};
+    const int need[] = {4, 4, 2, 3, 1};
+    for (int k = 0; k < 5; k++) {
+        assert_true(fabs(e.calls[k].ready - ready[k]) < 1e-15);
+        assert_int_equal(e.calls[k].need, need[k]);
+        assert_int_equal(e.calls[k].bytes, b[k]);
+        assert_true(fabs(p.calls[k].ready - 0.01 * k) < 1e-15); /* the original untouched */
+    }
+    free(e.calls);
+}
+
+/* The page says what usbyte can and cannot do with DDP's buckets, with the bound of the earliest
+ * profile (ub_lower_bound of the ready times derived by hand) and the gain it leaves; a page
+ * without DDP-shaped calls has no such section. */
+static void test_ddp_section(void **state)
+{
+    (void)state;
+    const char *texts[] = {REPORT(0, DDP_COMM)};
+    rp_job job;
+    char path[PATH_LEN];
+    char *page = page_for(texts, 1, &job, path);
+    assert_non_null(strstr(page, "id=\"ddp-0\""));
+    assert_non_null(strstr(page, "usbyte sees the buckets, not the tensors in them"));
+    assert_non_null(strstr(page, "so the cap here is at most 25.0 MiB"));
+    /* By hand: ready 0, 0, 0.01, 0.02, 0.03 (the last call's class-previous is call 3). */
+    const ub_profile *prof = &job.r[0].comms[0].profile;
+    ub_profile e = *prof;
+    ub_call calls[5];
+    memcpy(calls, prof->calls, sizeof calls);
+    const double ready[] = {0.0, 0.0, 0.01, 0.02, 0.03};
+    for (int k = 0; k < 5; k++)
+        calls[k].ready = ready[k];
+    e.calls = calls;
+    double bound = ub_lower_bound(&e);
+    char want[128];
+    snprintf(want, sizeof want, "class=\"ddp-bound\" data-v=\"%.17g\"", bound);
+    if (!strstr(page, want))
+        fail_msg("no %s on the page", want);
+    assert_true(bound < ub_lower_bound(prof)); /* earlier ready times do bound lower here */
+    ub_plan best;
+    ub_plan_init(&best, "best");
+    assert_int_equal(ub_policy_run(UB_POLICY_BEST, prof, &best), 0);
+    snprintf(want, sizeof want, "class=\"ddp-gain\" data-v=\"%.17g\"", best.iteration / bound - 1.0);
+    if (!strstr(page, want))
+        fail_msg("no %s on the page", want);
+    assert_non_null(strstr(page, "finer buckets could gain at most"));
+    ub_plan_free(&best);
+    free(page);
+    unlink(path);
+    rp_job_free(&job);
+    const char *plain[] = {REPORT(0, PLANNED(0, "x"))};
+    page = page_for(plain, 1, &job, path);
+    assert_null(strstr(page, "id=\"ddp-0\""));
+    free(page);
+    unlink(path);
+    rp_job_free(&job);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_page_escapes_and_shows_missing),
+        cmocka_unit_test(test_ddp_shape),
+        cmocka_unit_test(test_ddp_earliest),
+        cmocka_unit_test(test_ddp_section),
         cmocka_unit_test(test_pass_through_shows_state_and_fix),
         cmocka_unit_test(test_each_reason_and_fix_once),
         cmocka_unit_test(test_settings_that_differ),

@@ -3,12 +3,14 @@
  * real libnccl.so.2. */
 #include <errno.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dtype.h"
 #include "group.h"
@@ -43,12 +45,31 @@ static ncclResult_t check_buf(const void *p, size_t bytes, const char *fn, const
             return r_;                      \
     } while (0)
 
-/* Common checks and issue of one operation. */
+static ncclResult_t async_error_of(struct ncclComm *comm);
+
+/* Common checks and issue of one operation.  As NCCL 2.28's ncclEnqueueCheck: a communicator
+ * with an asynchronous error (a peer gone) refuses every later operation with that error
+ * (ncclCommEnsureReady), and an error inside a group is the group's too: its outermost
+ * ncclGroupEnd returns it and launches nothing (ncclGroupErrCheck). */
+static ncclResult_t issue_checked(enum emu_kind kind, const void *send, void *recv, size_t count, int dtype, int op,
+                                  int root, ncclComm_t comm, cudaStream_t stream);
+
 static ncclResult_t issue(enum emu_kind kind, const void *send, void *recv, size_t count, int dtype, int op, int root,
+                          ncclComm_t comm, cudaStream_t stream)
+{
+    ncclResult_t r = issue_checked(kind, send, recv, count, dtype, op, root, comm, stream);
+    return r == ncclSuccess ? r : emu_group_error(r);
+}
+
+static ncclResult_t issue_checked(enum emu_kind kind, const void *send, void *recv, size_t count, int dtype, int op, int root,
                           ncclComm_t comm, cudaStream_t stream)
 {
     const char *fn = emu_kind_api_name(kind);
     TRY(check_comm(comm, fn));
+    ncclResult_t async = async_error_of(comm);
+    if (async != ncclSuccess)
+        return emu_error(async, "%s: communicator %s has an asynchronous error (%s): operation refused", fn,
+                         comm->hash, async == ncclRemoteError ? "a peer is gone" : "NCCL error");
     size_t es = emu_dtype_size(dtype);
     if (es == 0)
         return emu_error(ncclInvalidArgument, "%s: invalid data type %d", fn, dtype);
@@ -173,9 +194,60 @@ EMU_NCCL_ALIAS(ncclMemFree);
 
 /* Internal calls never go through exported symbols, so an interposer of the public names
  * sees each user call once (real NCCL does not call itself through its PLT either). */
+/* NCCL 2.28's initEnv (misc/param.cc), once, before it reads any parameter: the lines NAME=VALUE
+ * of NCCL_CONF_FILE (when set and not empty) or else ~/.nccl.conf (the passwd entry's home), then
+ * of /etc/nccl.conf, go into the environment without overwriting what is there ('#' starts a
+ * comment line; the value is the rest of the line). */
+static void env_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    while ((got = getline(&line, &cap, f)) != -1) {
+        if (line[0] == '#')
+            continue;
+        if (got > 0 && line[got - 1] == '\n')
+            line[got - 1] = '\0';
+        char *eq = strchr(line, '=');
+        if (eq == NULL)
+            continue;
+        *eq = '\0';
+        setenv(line, eq + 1, 0);
+    }
+    free(line);
+    fclose(f);
+}
+
+static void init_env_once(void)
+{
+    char path[1024];
+    const char *user = getenv("NCCL_CONF_FILE");
+    if (user && user[0]) {
+        env_file(user);
+    } else {
+        struct passwd *pw = getpwuid(getuid());
+        if (pw && pw->pw_dir) {
+            snprintf(path, sizeof path, "%s/.nccl.conf", pw->pw_dir);
+            env_file(path);
+        }
+    }
+    env_file("/etc/nccl.conf");
+}
+
+static void init_env(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, init_env_once);
+}
+
 /* Whether a new communicator blocks, as NCCL 2.28 decides it (init.cc: parseCommConfig, or
  * copyCommConfig for a split or shrink without a config, then envConfigOverride): the config's
- * value (blocking when undefined), else the parent's, and NCCL_COMM_BLOCKING=0 or 1 over both. */
+ * value (blocking when undefined), else the parent's, and NCCL_COMM_BLOCKING 0 or 1 over both,
+ * read as every integer parameter (ncclLoadParam: strtoll, base 0, the environment after
+ * initEnv). */
 static int blocking_of(const ncclConfig_t *config, const struct ncclComm *parent)
 {
     int blocking = 1;
@@ -183,9 +255,14 @@ static int blocking_of(const ncclConfig_t *config, const struct ncclComm *parent
         blocking = config->blocking == 0 ? 0 : 1;
     else if (parent != NULL)
         blocking = parent->blocking;
+    init_env();
     const char *env = getenv("NCCL_COMM_BLOCKING");
-    if (env && (!strcmp(env, "0") || !strcmp(env, "1")))
-        blocking = env[0] == '1';
+    if (env && env[0]) {
+        errno = 0;
+        long long v = strtoll(env, NULL, 0);
+        if (errno == 0 && (v == 0 || v == 1))
+            blocking = (int)v;
+    }
     return blocking;
 }
 
@@ -374,12 +451,17 @@ static bool process_gone(pid_t pid)
 
 /* A peer whose process ended without leaving the communicator is every survivor's asynchronous
  * error, as NCCL's socket transport reports a closed connection (ncclRemoteError, within
- * moments of the death); collectives already waiting for it stay stuck, as on a GPU. */
-EMU_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+ * moments of the death); collectives already waiting for it stay stuck, as on a GPU.  The peers
+ * are looked at no more than every ASYNC_SCAN_NS (NCCL's proxy thread sets the error on its own
+ * time too): an enqueue asks at every call. */
+#define ASYNC_SCAN_NS 2000000ull
+
+static ncclResult_t async_error_of(struct ncclComm *comm)
 {
-    TRY(check_comm(comm, "ncclCommGetAsyncError"));
-    if (asyncError == NULL)
-        return emu_error(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+    uint64_t now = emu_now_ns(), last = atomic_load(&comm->async_scanned_ns);
+    if (atomic_load(&comm->async_error) != ncclSuccess || now - last < ASYNC_SCAN_NS ||
+        !atomic_compare_exchange_strong(&comm->async_scanned_ns, &last, now))
+        return (ncclResult_t)atomic_load(&comm->async_error);
     for (int r = 0; r < comm->nranks && atomic_load(&comm->async_error) == ncclSuccess; r++) {
         const struct emu_rank_area *peer = &comm->ranks[r];
         if (r == comm->rank || !atomic_load(&peer->present) || atomic_load(&peer->left) || !process_gone(peer->pid))
@@ -389,7 +471,16 @@ EMU_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *as
             fprintf(stderr, "usbyte-emu: rank %d: comm %s: rank %d (pid %d) is gone: ncclRemoteError\n", comm->rank,
                     comm->hash, r, (int)peer->pid);
     }
-    *asyncError = (ncclResult_t)atomic_load(&comm->async_error);
+    return (ncclResult_t)atomic_load(&comm->async_error);
+}
+
+EMU_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+{
+    TRY(check_comm(comm, "ncclCommGetAsyncError"));
+    if (asyncError == NULL)
+        return emu_error(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+    atomic_store(&comm->async_scanned_ns, 0); /* asked explicitly: look now */
+    *asyncError = async_error_of(comm);
     return ncclSuccess;
 }
 EMU_NCCL_ALIAS(ncclCommGetAsyncError);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cupti.h>   /* the driver callback id and params struct of cuLaunchKernelEx */
 
@@ -24,7 +25,15 @@ static _Thread_local struct {
     int n, cap;
     struct ncclComm **inits;
     int ninit, initcap;
+    ncclResult_t error;    /* an operation of the open group failed */
 } grp;
+
+ncclResult_t emu_group_error(ncclResult_t r)
+{
+    if (grp.depth > 0 && r != ncclSuccess && r != ncclInProgress && grp.error == ncclSuccess)
+        grp.error = r;
+    return r;
+}
 
 int emu_group_depth(void)
 {
@@ -272,15 +281,55 @@ static ncclResult_t issue_batch(struct ncclComm *c, const int *idx, int n)
     return ncclSuccess;
 }
 
+/* NCCL: "When a single thread is managing multiple devices, group semantics must be used.
+ * This is because every NCCL call may have to block, waiting for other threads/ranks to arrive,
+ * before effectively posting the NCCL operation on the given stream" (connection set-up on a
+ * first use, NCCL_LAUNCH_MODE=GROUP's barrier, buffer registration).  The emulator blocks every
+ * time for the ranks of the same process: the launch returns once every other rank of c in
+ * this process has launched as many collectives.  Ranks in one group (ncclCommInitAll's
+ * communicators, a loop over devices inside ncclGroupStart/End) arrive together; a thread that
+ * launches one rank's collective alone waits for ever for the rank only it would launch next,
+ * as NCCL may. */
+#define LOCAL_WAIT_SAY_NS 5000000000ull
+
+static void wait_local_ranks(struct ncclComm *c)
+{
+    uint64_t mine = atomic_load(&c->ranks[c->rank].launched);
+    int32_t pid = (int32_t)getpid();
+    uint64_t since = emu_now_ns();
+    bool said = false;
+    for (int r = 0; r < c->nranks; r++) {
+        const struct emu_rank_area *peer = &c->ranks[r];
+        if (r == c->rank || peer->pid != pid)
+            continue;
+        for (;;) {
+            uint32_t w = atomic_load(&c->shm->wake);
+            if (atomic_load(&peer->launched) >= mine || atomic_load(&peer->left) || atomic_load(&c->local_abort))
+                break;
+            emu_check_aborted(c);
+            if (!said && emu_now_ns() - since > LOCAL_WAIT_SAY_NS) {
+                fprintf(stderr, "usbyte-emu: rank %d: comm %s: the launch of collective #%llu waits for rank %d of "
+                        "this process to launch it (one thread that drives several ranks must launch their calls in "
+                        "one group: NCCL may wait here for ever)\n", c->rank, c->hash, (unsigned long long)(mine - 1), r);
+                said = true;
+            }
+            emu_wait_change(c, w);
+        }
+    }
+}
+
 static ncclResult_t flush(void)
 {
     ncclResult_t res = ncclSuccess;
     finish_inits();
     int *idx = malloc(sizeof(int) * (size_t)(grp.n + 1));
     char *taken = calloc((size_t)grp.n + 1, 1);
-    if (idx == NULL || taken == NULL) {
+    struct ncclComm **launched = malloc(sizeof *launched * (size_t)(grp.n + 1));
+    int nlaunched = 0;
+    if (idx == NULL || taken == NULL || launched == NULL) {
         free(idx);
         free(taken);
+        free(launched);
         clear_ops();
         return emu_error(ncclSystemError, "out of memory");
     }
@@ -301,12 +350,27 @@ static ncclResult_t flush(void)
                 taken[j] = 1;
                 idx[n++] = j;
             }
-        ncclResult_t r = issue_batch(grp.ops[first].comm, idx, n);
+        struct ncclComm *c = grp.ops[first].comm;
+        bool collective = false;
+        for (int i = 0; i < n; i++)
+            collective |= grp.ops[idx[i]].op.kind != EMU_SEND && grp.ops[idx[i]].op.kind != EMU_RECV;
+        ncclResult_t r = issue_batch(c, idx, n);
         if (r != ncclSuccess && res == ncclSuccess)
             res = r;
+        if (r == ncclSuccess && collective) {
+            pthread_mutex_lock(&c->mu);
+            atomic_store(&c->ranks[c->rank].launched, c->next_coll);
+            pthread_mutex_unlock(&c->mu);
+            emu_wake(c);
+            launched[nlaunched++] = c;
+        }
     }
+    /* Every batch of the group is launched before any waits: ranks of one group arrive together. */
+    for (int i = 0; i < nlaunched; i++)
+        wait_local_ranks(launched[i]);
     free(idx);
     free(taken);
+    free(launched);
     clear_ops();
     return res;
 }
@@ -331,6 +395,14 @@ ncclResult_t emu_group_end(void)
         return emu_error(ncclInvalidUsage, "ncclGroupEnd: not in a group (missing ncclGroupStart)");
     if (--grp.depth > 0)
         return ncclSuccess;
+    ncclResult_t error = grp.error;
+    grp.error = ncclSuccess;
+    if (error != ncclSuccess) {
+        /* NCCL drops the whole group (groupCleanup); communicators created in it still finish. */
+        finish_inits();
+        clear_ops();
+        return error;
+    }
     return flush();
 }
 
@@ -376,6 +448,7 @@ ncclResult_t emu_group_simulate_end(ncclSimInfo_t *info)
     info->estimatedTime = (float)estimate_us();
     if (--grp.depth > 0)
         return ncclSuccess;
+    grp.error = ncclSuccess;
     /* Like NCCL: the simulated operations are dropped, not launched. */
     finish_inits();
     clear_ops();

@@ -12,5 +12,8 @@ ncclResult_t emu_group_simulate_end(ncclSimInfo_t *info);
 ncclResult_t emu_group_add(struct ncclComm *c, cudaStream_t stream, const struct emu_coll *op);
 /* A communicator attached inside a group: the wait for the other ranks happens at group end. */
 ncclResult_t emu_group_add_init(struct ncclComm *c);
+/* An operation's error: inside a group it is the group's (its outermost end returns it and
+ * launches nothing, as NCCL's ncclGroupErrCheck); returns r. */
+ncclResult_t emu_group_error(ncclResult_t r);
 
 #endif

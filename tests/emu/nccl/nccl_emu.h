@@ -61,6 +61,9 @@ struct emu_rank_area {
     /* ncclCommSplit exchange, valid for split number split_seq */
     _Atomic uint64_t split_seq;
     int32_t split_color, split_key;
+    /* Collectives this rank's host has launched (its next collective index after its latest
+     * outermost ncclGroupEnd or ungrouped call): ranks of one process wait for each other's. */
+    _Atomic uint64_t launched;
 };
 
 /* A one-message mailbox from one rank to another, one chunk at a time. */
@@ -137,6 +140,7 @@ struct ncclComm {
     struct emu_premul_op premul[EMU_MAX_PREMUL_OPS];
     atomic_bool local_abort;
     atomic_int async_error;
+    _Atomic uint64_t async_scanned_ns; /* when the peers were last looked at for a death */
 };
 
 /* A batch of operations of one communicator that runs as one stream operation: a single call,

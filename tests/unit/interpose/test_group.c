@@ -1,8 +1,9 @@
 /* The calling thread's NCCL groups (interpose/group.c): the depth, the queue of work that must
  * follow the launch of the open groups (order, copied data, capacity, per thread, an action that
  * queues another), and the early launch that ends and reopens the groups (the real ncclGroupEnd
- * and ncclGroupStart called depth times; a failure, or a call with the global lock held, stops
- * the process).  The real NCCL functions are this test's own. */
+ * and ncclGroupStart called depth times; a failure is returned and noted for the application's
+ * outermost ncclGroupEnd, a call with the global lock held stops the process).  The real NCCL
+ * functions are this test's own. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -189,12 +190,6 @@ static int signal_of(void (*fn)(void))
     return WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 }
 
-static void split_with_failing_end(void)
-{
-    end_result = ncclInternalError;
-    ub_group_split_begin(1);
-}
-
 static void split_with_lock_held(void)
 {
     ub_holds_state_lock = true;
@@ -203,14 +198,35 @@ static void split_with_lock_held(void)
 
 static void split_normally(void) { ub_group_split_begin(1); }
 
-static void test_split_stops_the_process(void **state)
+static void test_split_lock_held_stops_the_process(void **state)
 {
     (void)state;
-    /* The other ranks would wait for this one forever: one line, then abort. */
-    assert_int_equal(signal_of(split_with_failing_end), SIGABRT);
-    /* A real NCCL call with the global lock held is the runtime's bug, stopped the same way. */
+    /* A real NCCL call with the global lock held is the runtime's bug: one line, then abort. */
     assert_int_equal(signal_of(split_with_lock_held), SIGABRT);
     assert_int_equal(signal_of(split_normally), 0);
+}
+
+static void test_split_failure_reaches_the_group_end(void **state)
+{
+    (void)state;
+    /* The application's group of depth 2 ended early, and NCCL fails it: the failure is returned
+     * (never an abort), and the application's own outermost ncclGroupEnd returns it once. */
+    ub_group_enter();
+    ub_group_enter();
+    end_result = ncclRemoteError;
+    assert_int_equal(ub_group_split_begin(2), ncclRemoteError);
+    assert_string_equal(calls, "E"); /* stopped at the failure */
+    end_result = ncclSuccess;
+    assert_int_equal(ub_group_split_end(2), ncclSuccess);
+    ub_group_leave();
+    assert_int_equal(ub_group_result(ncclSuccess), ncclSuccess); /* an inner end: not yet */
+    ub_group_leave();
+    assert_int_equal(ub_group_result(ncclSuccess), ncclRemoteError);
+    assert_int_equal(ub_group_result(ncclSuccess), ncclSuccess); /* forgotten */
+    /* The real end's own failure comes first. */
+    ub_group_note_error(ncclUnhandledCudaError);
+    assert_int_equal(ub_group_result(ncclInvalidUsage), ncclInvalidUsage);
+    assert_int_equal(ub_group_result(ncclSuccess), ncclSuccess);
 }
 
 int main(void)
@@ -222,7 +238,8 @@ int main(void)
         cmocka_unit_test_setup(test_action_queues_another, setup),
         cmocka_unit_test_setup(test_per_thread, setup),
         cmocka_unit_test_setup(test_split, setup),
-        cmocka_unit_test_setup(test_split_stops_the_process, setup),
+        cmocka_unit_test_setup(test_split_lock_held_stops_the_process, setup),
+        cmocka_unit_test_setup(test_split_failure_reaches_the_group_end, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
