@@ -27,9 +27,9 @@ TIERS = [
     ("life cycle and CUDA hooks",
      ["lifecycle.c", "cuda_hooks.c", "identity.c"]),
     ("warm-up, agreement, decision, deferral, redirection",
-     ["warmup.c", "agree_config.c", "agree_rt.c", "decide.c", "report_rt.c", "defer.c", "redirect.c"]),
+     ["warmup.c", "agree_config.c", "agree_rt.c", "decide.c", "report_rt.c", "defer.c", "verify.c", "redirect.c"]),
     ("executor, groups, tables, timing, CUPTI, graph captures",
-     ["exec.c", "group.c", "tables.c", "timing.c", "cupti_watch.c", "capture.c"]),
+     ["exec.c", "group.c", "tables.c", "timing.c", "collwait.c", "cupti_watch.c", "capture.c"]),
     ("resolution, process globals, logging, guard, configuration",
      ["resolve.c", "cupti_find.c", "guard.c", "log.c", "globals.c", "config.c"]),
 ]
@@ -94,6 +94,7 @@ SUB_STRUCTS = [
     ("cfg_agree", "ub_cfg_agreement", ["interpose/agree_config.c"], "the configuration agreement"),
     ("sched", "ub_sched_rt", ["interpose/defer.c", "interpose/exec.c", "interpose/redirect.c"], "schedule mode's state"),
     ("tm", "ub_timing", ["interpose/timing.c"], "the warm-up's timing"),
+    ("verify", "ub_verify_rt", ["interpose/verify.c"], "the verification's state"),
 ]
 # Writes of a sub-struct outside its owners still to move into them, (file, field): printed by
 # every run, and an error once gone.

@@ -101,6 +101,9 @@ restore_src warmup.c
 plant_src lifecycle.c 'static void planted(ub_comm *c) { ub_sched_rt *sr = &c->sched; sr->period = 0; }'
 expect_fail "lifecycle.c writing schedule mode's state through a pointer" 'interpose/lifecycle.c:[0-9]*: writes schedule mode.s state (sched'
 restore_src lifecycle.c
+plant_src defer.c 'static void planted(ub_comm *c) { c->verify.kept = 0; }'
+expect_fail "defer.c writing the verification's state" 'interpose/defer.c:[0-9]*: writes the verification.s state (verify'
+restore_src defer.c
 plant_src report_rt.c 'static void planted(ub_comm *c) { memset(&c->tm, 0, sizeof c->tm); }'
 expect_fail "report_rt.c clearing the warm-up's timing" 'interpose/report_rt.c:[0-9]*: writes the warm-up.s timing (tm'
 restore_src report_rt.c
