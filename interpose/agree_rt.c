@@ -433,7 +433,7 @@ static bool adopt(ub_comm *c, const ub_agreed *agreed)
     c->staging_agreed = agreed->flags.neg_staging < 0 ? (uint64_t)(-agreed->flags.neg_staging) : 0;
     /* Per-call completion only where every call had its own end event on every rank. */
     bool stream_sem = ub_cfg.completion == UB_COMPLETION_STREAM || agreed->flags.missing_own_end > 0;
-    c->sched.stream_semantics = stream_sem;
+    ub_sched_set_stream_semantics(c, stream_sem);
     if (!ub_comm_decide(c, agreed, stream_sem))
         return false;
     /* Locked mid-backward (after a re-detection the lock falls anywhere): most of the ranks'
@@ -446,11 +446,7 @@ static bool adopt(ub_comm *c, const ub_agreed *agreed)
             break;
         }
     /* What schedule mode needs of the warm-up outlives it. */
-    free(c->sched.pos_sig);
-    free(c->sched.pos_call);
-    c->sched.pos_sig = c->pos_sig;
-    c->sched.pos_call = c->pos_call;
-    c->sched.period = c->period;
+    ub_sched_take_period(c, c->pos_sig, c->pos_call, c->period);
     c->pos_sig = NULL;
     c->pos_call = NULL;
     ub_comm_stop_profiling(c);

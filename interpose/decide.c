@@ -167,19 +167,17 @@ static bool plan_unlocked(ub_comm *c, const ub_agreed *a, bool stream_sem)
         r->policy_iteration[id] = iters[id];
     r->have_plans = true; /* a failed chosen policy leaves an empty plan: the validation refuses it */
     (void)rc;
-    ub_sched_rt *s = &c->sched;
-    s->predicted_iteration = iters[chosen];
-    s->predicted_wfbp = iters[UB_POLICY_WFBP];
-    s->predicted_other_completion = t_other;
-    s->completion_note[0] = '\0';
+    double predicted = iters[chosen];
+    char note[sizeof c->sched.completion_note] = "";
     if (ub_cfg.completion == UB_COMPLETION_CALL && stream_sem)
-        snprintf(s->completion_note, sizeof s->completion_note,
+        snprintf(note, sizeof note,
                  "USBYTE_COMPLETION=call refused: some allreduce had no event recorded right after it, so a consumer "
                  "may rely on stream order; stream completion is used");
-    else if (stream_sem && t_other < 0.99 * s->predicted_iteration)
-        snprintf(s->completion_note, sizeof s->completion_note,
+    else if (stream_sem && t_other < 0.99 * predicted)
+        snprintf(note, sizeof note,
                  "USBYTE_COMPLETION=call would predict %.3f ms (%.2fx over this plan): correct only if the framework "
-                 "waits on each call's own event before touching its data", 1e3 * t_other, s->predicted_iteration / t_other);
+                 "waits on each call's own event before touching its data", 1e3 * t_other, predicted / t_other);
+    ub_sched_set_predictions(c, predicted, iters[UB_POLICY_WFBP], t_other, note);
     return true;
 }
 
