@@ -24,7 +24,7 @@ TIERS = [
     ("life cycle and CUDA hooks",
      ["lifecycle.c", "cuda_hooks.c", "identity.c"]),
     ("warm-up, agreement, decision, deferral, redirection",
-     ["warmup.c", "agree_config.c", "agree_rt.c", "decide.c", "report_rt.c", "defer.c", "verify.c", "redirect.c"]),
+     ["warmup.c", "agree_config.c", "agree_rt.c", "calibrate.c", "decide.c", "report_rt.c", "defer.c", "verify.c", "redirect.c"]),
     ("executor, groups, tables, timing, CUPTI, graph captures",
      ["exec.c", "group.c", "tables.c", "timing.c", "collwait.c", "cupti_watch.c", "capture.c"]),
     ("resolution, process globals, logging, guard, configuration",
@@ -43,6 +43,8 @@ OWNED = [
     (r"\bub_inside\s*(\+\+|--)", "interpose/guard.h", "raises the reentrancy guard by hand (UB_REAL does)"),
     (r"(->|\.)verify\.[\w.\[\]]+\s*(=[^=]|\+\+|--)", "interpose/verify.c",
      "writes the verification's state (only verify.c does)"),
+    (r"(->|\.)calib\.[\w.\[\]]+\s*(=[^=]|\+\+|--)", "interpose/calibrate.c",
+     "writes the calibration's state (only calibrate.c does)"),
 ]
 
 
