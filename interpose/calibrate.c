@@ -97,7 +97,7 @@ bool ub_calib_hold(ub_comm *c, ub_agreed *agreed, bool stream_sem)
     rep->repeats = UB_CALIB_REPEATS;
     memcpy(rep->sizes, sizes, sizeof sizes);
     for (int i = 0; i < UB_CALIB_MAX_PROBES; i++)
-        rep->seconds[i] = NAN;
+        rep->seconds[i] = rep->spread[i] = NAN;
     rep->probe_call = rep->agree_call = rep->apply_call = -1;
     rep->series_seconds = rep->predicted_after = NAN;
     snprintf(rep->policy_before, sizeof rep->policy_before, "%s", ub_policy_name((ub_policy_id)r->chosen));
@@ -195,6 +195,14 @@ static void issue_vector(ub_comm *c, ub_calib_rt *k)
     if (!ok)
         cannot_issue(c, "agreement of the probes' times");
     k->report.series_seconds = series;
+    for (int i = 0; i < n; i++) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (int r = 0; r < UB_CALIB_REPEATS; r++) {
+            lo = fmin(lo, seconds[r * n + i]);
+            hi = fmax(hi, seconds[r * n + i]);
+        }
+        k->report.spread[i] = lo > 0 && isfinite(hi) ? (hi - lo) / lo : NAN;
+    }
     if (ub_log_enabled(UB_LOG_DEBUG))
         for (int j = 0; j < UB_CALIB_REPEATS * n; j++)
             ub_debug("communicator %d: calibration probe of %llu bytes, repeat %d: %.6f s", c->index,

@@ -45,6 +45,7 @@ typedef struct ub_calib_report {
     bool agreed;                  /* every rank timed every probe: the times joined the fit */
     int64_t probe_call, agree_call, apply_call; /* call indices; -1 until reached */
     double series_seconds;        /* rank-local: this device's time for the timed probes, NAN unknown */
+    double spread[UB_CALIB_MAX_PROBES]; /* rank-local: (slowest - fastest) / fastest over this rank's repeats */
     char policy_before[32];       /* the chosen plan, planned on the calls' samples only */
     double predicted_before;      /* its predicted iteration (s) under that model */
     double predicted_after;       /* the chosen plan's after calibration (s), NAN until re-planned */
