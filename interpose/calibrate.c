@@ -53,13 +53,12 @@ bool ub_calib_hold(ub_comm *c, ub_agreed *agreed, bool stream_sem)
     ub_calib_rt *k = &c->calib;
     ub_comm_report *r = &c->report;
     k->stage = UB_CALIB_IDLE;
-    if (!ub_cfg.calibrate || !k->reserved || !r->have_plans || !r->schedulable || !c->sched.staging)
+    /* Agreed data only (the setting, the verdict, the plan): every rank decides the same.  Every
+     * probe fits the staging buffer of every rank (the profile's limit is their least). */
+    if (!ub_cfg.calibrate || !r->have_plans || !r->schedulable)
         return false;
     uint64_t sizes[UB_CALIB_MAX_PROBES];
     int n = ub_calib_probe_sizes(&r->profile, &r->plan, sizes);
-    /* Every probe lies in the staging buffer: its size is the agreed least over ranks. */
-    while (n > 0 && sizes[n - 1] > c->sched.staging_cap)
-        n--;
     if (n <= 0)
         return false;
     int calls = r->profile.n_calls;
@@ -136,6 +135,8 @@ static void issue_probes(ub_comm *c, ub_calib_rt *k)
     memcpy(sizes, k->sizes, sizeof sizes);
     cudaEvent_t marks[UB_CALIB_MARKS];
     memcpy(marks, k->marks, sizeof marks);
+    if (!k->reserved || !stage || !p)
+        cannot_issue(c, "probes: their events or the staging buffer are missing");
     k->in_flight = true;
     ub_state_unlock();
     if (depth > 0)
@@ -311,11 +312,6 @@ void ub_calib_end(ub_comm *c, bool abort)
     for (int i = 0; i < UB_CALIB_MARKS; i++)
         if (marks[i])
             UB_CUDA(ub_cuda.cudaEventDestroy(marks[i]));
-    if (done)
-        UB_CUDA(ub_cuda.cudaEventDestroy(done));
-    if (dev)
-        UB_UNSAFE(ub_cuda.cudaFree(dev));
-    if (host)
-        UB_UNSAFE(ub_cuda.cudaFreeHost(host));
+    ub_coll_buffers_free(host, dev, done);
     ub_state_lock();
 }

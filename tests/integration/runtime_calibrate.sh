@@ -10,6 +10,8 @@
 #   same sizes, times and call indices (agreed data);
 # - the net fitted with the probes predicts what the probes measured within their own repeat
 #   spread; the net fitted on the calls alone (USBYTE_CALIBRATE=0) is further off at those sizes;
+# - with verification on, the calibrated plan is the candidate it measures against pass-through,
+#   from the switch after calibration, the verdict the same on every rank;
 # - results bit-identical to the run without usbyte, calibrated or not.
 source "$(dirname "$0")/runtime_lib.sh"
 TRAINER=$BUILD/trainers/horovod_like
@@ -22,12 +24,12 @@ ITERS=30
 ARGS=(--profile data/profiles/googlenet-k80-8x10gbe-measured.json --fusion-threshold-mb 0 --time-scale 0.002
       --bytes-scale 0.02)
 
-# train NAME PRELOAD(yes|no): output in $WORK/NAME.out, reports in $WORK/NAME-%r.json.
+# train NAME PRELOAD(yes|no) [ITERS]: output in $WORK/NAME.out, reports in $WORK/NAME-%r.json.
 train() {
-    local name=$1 preload=$2 pre=""
+    local name=$1 preload=$2 iters=${3:-$ITERS} pre=""
     [ "$preload" = yes ] && pre=$USBYTE_PRELOAD
     LD_PRELOAD="$pre" USBYTE_REPORT="$WORK/$name-%r.json" "$BUILD/emu/emu-run" -n $N --timeout 120 -- \
-        "$TRAINER" "${ARGS[@]}" --iters $ITERS >"$WORK/$name.out" 2>&1 ||
+        "$TRAINER" "${ARGS[@]}" --iters "$iters" >"$WORK/$name.out" 2>&1 ||
         { tail -30 "$WORK/$name.out"; fail "$name: exit $?"; }
 }
 
@@ -43,6 +45,10 @@ train calibrated yes
 same_results calibrated base
 USBYTE_CALIBRATE=0 train uncalibrated yes
 same_results uncalibrated base
+# Verification's window (39 iterations) after the switch.
+train verified-base no 60
+USBYTE_VERIFY=1 train verified yes 60
+same_results verified verified-base
 
 python3 - "$WORK" $N <<'PY' || fail "report check failed"
 import json, sys
@@ -103,6 +109,19 @@ print("info: calibrated run: the plan predicted %.3f ms before calibration, %.3f
       "(stdev %.3f ms over %d iterations)" % (1e3 * k["predicted_before"], 1e3 * k["predicted_after"],
                                                1e3 * s["measured_iteration"], 1e3 * sd, s["iteration_spread"]["n"]))
 assert abs(k["predicted_after"] - s["measured_iteration"]) <= 3 * sd, "the calibrated plan's prediction is off"
+# Verification measures the calibrated plan.
+ver = [comm("verified", r) for r in range(n)]
+vk, v = ver[0].get("calibration"), ver[0].get("verification")
+assert vk and vk["agreed"] and v, "verified run: calibration %s, verification %s" % (vk, v)
+for r in range(1, n):
+    assert ver[r]["verification"] == v, "rank %d's verification differs from rank 0's" % r
+first = v["candidates"][0]
+assert first["policy"] == "syncea" and abs(first["predicted_iteration"] - vk["predicted_after"]) <= 1e-12, \
+    "the first candidate is not the calibrated plan: %s vs %s" % (first, vk)
+assert v["at_call"] is not None and v["at_call"] > vk["apply_call"], "verdict at %s, switch at %s" % (
+    v["at_call"], vk["apply_call"])
+print("info: verified run: %s kept at call %d (switch at call %d): %s" % (v["kept"], v["at_call"], vk["apply_call"],
+                                                                        v["reason"]))
 assert e_unc > e_cal, "without calibration the model is no further off (%.2f%% vs %.2f%%)" % (100 * e_unc, 100 * e_cal)
 PY
 echo "runtime_calibrate: ok"
