@@ -20,6 +20,16 @@
 #include "tables.h"
 #include "usbyte/policy.h"
 
+static void free_calls(ub_calib_rt *k)
+{
+    free(k->bytes);
+    free(k->dtype);
+    free(k->op);
+    k->bytes = NULL;
+    k->dtype = k->op = NULL;
+    k->cap_calls = 0;
+}
+
 int ub_calib_reserve(ub_comm *c, char *why, size_t len)
 {
     ub_calib_rt *k = &c->calib;
@@ -31,21 +41,20 @@ int ub_calib_reserve(ub_comm *c, char *why, size_t len)
         ok = k->marks[i] || UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&k->marks[i], cudaEventDefault)) == cudaSuccess;
     ub_device_leave(previous);
     ok = ok && ub_coll_buffers(c->device, UB_CALIB_LEN * sizeof(double), &k->host, &k->dev, &k->done);
+    if (ok && c->n_ar > k->cap_calls) {
+        free_calls(k);
+        k->bytes = malloc((size_t)c->n_ar * sizeof *k->bytes);
+        k->dtype = malloc((size_t)c->n_ar * sizeof *k->dtype);
+        k->op = malloc((size_t)c->n_ar * sizeof *k->op);
+        ok = k->bytes && k->dtype && k->op;
+        k->cap_calls = ok ? c->n_ar : 0;
+    }
     if (!ok) {
         snprintf(why, len, "cannot set up calibration's timing events and buffers");
         return -1;
     }
     k->reserved = true;
     return 0;
-}
-
-static void free_calls(ub_calib_rt *k)
-{
-    free(k->bytes);
-    free(k->dtype);
-    free(k->op);
-    k->bytes = NULL;
-    k->dtype = k->op = NULL;
 }
 
 bool ub_calib_hold(ub_comm *c, ub_agreed *agreed, bool stream_sem)
@@ -61,24 +70,15 @@ bool ub_calib_hold(ub_comm *c, ub_agreed *agreed, bool stream_sem)
     int n = ub_calib_probe_sizes(&r->profile, &r->plan, sizes);
     if (n <= 0)
         return false;
-    int calls = r->profile.n_calls;
-    uint64_t *bytes = malloc((size_t)calls * sizeof *bytes);
-    int *dtype = malloc((size_t)calls * sizeof *dtype), *op = malloc((size_t)calls * sizeof *op);
-    if (!bytes || !dtype || !op) { /* the plan made on the calls' samples runs (agreed data: every rank) */
-        free(bytes);
-        free(dtype);
-        free(op);
-        return false;
+    /* The calls' kinds for the re-plan, in the tables reserved before the agreement (the agreed
+     * calls are this rank's warm-up calls: the sequence hash matched). */
+    if (!k->reserved || r->profile.n_calls > k->cap_calls)
+        ub_comm_cannot_take_part(c, "calibration's tables are missing");
+    for (int i = 0; i < r->profile.n_calls; i++) {
+        k->bytes[i] = r->profile.calls[i].bytes;
+        k->dtype[i] = (int)r->profile.calls[i].dtype;
+        k->op[i] = (int)r->profile.calls[i].op;
     }
-    for (int i = 0; i < calls; i++) {
-        bytes[i] = r->profile.calls[i].bytes;
-        dtype[i] = (int)r->profile.calls[i].dtype;
-        op[i] = (int)r->profile.calls[i].op;
-    }
-    free_calls(k);
-    k->bytes = bytes;
-    k->dtype = dtype;
-    k->op = op;
     k->n = n;
     memcpy(k->sizes, sizes, sizeof sizes);
     ub_agreed_free(&k->agreed);
@@ -249,7 +249,6 @@ static void replan(ub_comm *c, ub_calib_rt *k)
                 "the plan made on the calls' samples runs", c->index);
     }
     ub_agreed_free(&k->agreed);
-    free_calls(k);
     rep->plan_changed = !ub_plan_same_blocks(&before, &c->report.plan);
     rep->predicted_after = c->report.policy_iteration[c->report.chosen];
     ub_plan_free(&before);

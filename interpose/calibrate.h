@@ -34,14 +34,15 @@ typedef struct ub_calib_rt {
     int n;
     uint64_t sizes[UB_CALIB_MAX_PROBES];
     ub_agreed agreed;          /* the agreement's numbers, held for the re-plan */
-    uint64_t *bytes;           /* per call, from the agreed profile (the warm-up's record is gone) */
-    int *dtype, *op;
+    uint64_t *bytes;           /* per call, from the agreed profile (the warm-up's record is gone); */
+    int *dtype, *op;           /* made before the agreement, cap_calls long */
+    int cap_calls;
     bool stream_sem;
     ub_calib_report report;
 } ub_calib_rt;
 
-/* Without the lock, before the agreement (with the executor): the probes' timing events and the
- * vector's buffers.  0, or -1 with why (the agreement carries it as the executor's failure). */
+/* Without the lock, before the agreement (with the executor): the probes' timing events, the
+ * vector's buffers and the tables of the calls' kinds for the re-plan.  0, or -1 with why (the agreement carries it as the executor's failure). */
 int ub_calib_reserve(struct ub_comm *c, char *why, size_t len);
 /* Lock held, schedule mode, the agreement adopted and planned: true when the chosen plan issues
  * sizes the calls do not show, so calibration runs first (from call agree_at + period); it then
