@@ -33,13 +33,6 @@ train() {
         { tail -30 "$WORK/$name.out"; fail "$name: exit $?"; }
 }
 
-same_results() {
-    local got want
-    got=$(grep -o 'rank [0-9]*\] checksum [0-9a-f]*' "$WORK/$1.out" | sort)
-    want=$(grep -o 'rank [0-9]*\] checksum [0-9a-f]*' "$WORK/$2.out" | sort)
-    [ -n "$want" ] && [ "$got" = "$want" ] || fail "$1: results differ from the run without usbyte: $got / $want"
-}
-
 train base no
 train calibrated yes
 same_results calibrated base
