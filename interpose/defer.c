@@ -67,7 +67,7 @@ int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, cha
     return 0;
 }
 
-void ub_sched_begin(ub_comm *c)
+void ub_sched_begin(ub_comm *c, uint64_t call)
 {
     ub_sched_rt *s = &c->sched;
     s->active = true;
@@ -76,7 +76,7 @@ void ub_sched_begin(ub_comm *c)
     s->next_block = 0;
     s->consecutive_deviations = 0;
     s->bypass = false;
-    s->next_call = c->agree_at + c->period;
+    s->next_call = call;
     s->run++;
     ub_verify_begin(c);
     ub_comm_set_state(c, UB_COMM_SCHEDULE, NULL);

@@ -23,9 +23,9 @@ void ub_sched_set_predictions(ub_comm *c, double iteration, double wfbp, double 
 /* Lock held.  Takes the chosen plan (validated by the caller) and sets up the executor; 0, or -1
  * with the reason in why (rank-local: the caller cannot continue consistently). */
 int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len);
-/* Lock held: the communicator starts following the plan at this iteration boundary (call
- * agree_at + period). */
-void ub_sched_begin(ub_comm *c);
+/* Lock held: the communicator starts following the plan at this iteration boundary, call index
+ * `call` (agree_at + period, or calibration's apply call). */
+void ub_sched_begin(ub_comm *c, uint64_t call);
 /* Lock held on entry and exit (released while blocks are issued).  A call on a communicator in
  * SCHEDULE; sig is its portable signature.  Returns true when the call is deferred (the wrapper
  * returns ncclSuccess without forwarding it), or answered with the failure of the block issue it

@@ -27,7 +27,7 @@ TIERS = [
     ("life cycle and CUDA hooks",
      ["lifecycle.c", "cuda_hooks.c", "identity.c"]),
     ("warm-up, agreement, decision, deferral, redirection",
-     ["warmup.c", "agree_config.c", "agree_rt.c", "decide.c", "report_rt.c", "defer.c", "verify.c", "redirect.c"]),
+     ["warmup.c", "agree_config.c", "agree_rt.c", "calibrate.c", "decide.c", "report_rt.c", "defer.c", "verify.c", "redirect.c"]),
     ("executor, groups, tables, timing, CUPTI, graph captures",
      ["exec.c", "group.c", "tables.c", "timing.c", "collwait.c", "cupti_watch.c", "capture.c"]),
     ("resolution, process globals, logging, guard, configuration",
@@ -95,6 +95,7 @@ SUB_STRUCTS = [
     ("sched", "ub_sched_rt", ["interpose/defer.c", "interpose/exec.c", "interpose/redirect.c"], "schedule mode's state"),
     ("tm", "ub_timing", ["interpose/timing.c"], "the warm-up's timing"),
     ("verify", "ub_verify_rt", ["interpose/verify.c"], "the verification's state"),
+    ("calib", "ub_calib_rt", ["interpose/calibrate.c"], "the calibration's state"),
 ]
 # Writes of a sub-struct outside its owners still to move into them, (file, field): printed by
 # every run, and an error once gone.
