@@ -246,7 +246,7 @@ void ub_comm_agree_issue(ub_comm *c)
      * rank: every rank profiles again).  A wait here could last for ever (a peer gone) and would
      * make the time of the issue depend on the device. */
     if (!c->local_failure[0])
-        ub_timing_poll(&c->tm, false);
+        ub_timing_poll(&c->tm);
     if (atomic_load(&c->ending)) {
         /* Aborted meanwhile (a peer gone, the watchdog): nothing to agree with.  The abort left
          * the warm-up's resources to this thread; they go without waiting for device work. */

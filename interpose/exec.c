@@ -66,7 +66,7 @@ int ub_exec_reserve(ub_comm *c, int n_calls, uint64_t staging, char *why, size_t
             s->staging = NULL;
     }
     ub_device_leave(previous);
-    if (e == cudaSuccess && !s->tm.ok && ub_timing_start(&s->tm, c->device, &c->ending) != 0)
+    if (e == cudaSuccess && !s->tm.ok && ub_timing_start(&s->tm, c->device) != 0)
         e = cudaErrorMemoryAllocation;
     if (e != cudaSuccess) {
         snprintf(why, len, "cannot set up schedule mode's executor (%s; staging %llu bytes)", error_text(e),

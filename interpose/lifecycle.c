@@ -450,7 +450,7 @@ static bool on_profile(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub
         }
     }
     if (!c->local_failure[0])
-        ub_timing_poll(&c->tm, false);
+        ub_timing_poll(&c->tm);
     if (res->index >= c->agree_at) {
         /* The first call after the warm-up: the same call index on every rank, inside a
          * group or not (the group structure is rank-local). */
