@@ -183,9 +183,6 @@ void ub_comm_ending(ncclComm_t handle, int id)
     ub_state_unlock();
 }
 
-void ub_group_start(void) { ub_group_enter(); }
-void ub_group_end(void) { ub_group_leave(); }
-
 /* After the real ncclGroupEnd: the outermost one launched what this thread issued inside the
  * group, so the work that must follow it goes now; and a rank that issues all its calls inside
  * groups reads the agreement here. */
