@@ -28,6 +28,7 @@
 #include "state.h"
 #include "tables.h"
 #include "warmup.h"
+#include "usbyte/clock.h"
 #include "usbyte/io.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
@@ -330,16 +331,14 @@ void ub_comm_agree_copy_back(ub_comm *c)
 
 cudaError_t ub_comm_wait_event(ub_comm *c, cudaEvent_t done, bool limited, const char *what)
 {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = ub_monotonic_s();
     long ns = 20000;
     double next_line = ub_cfg.hang_s, next_ask = 0.0;
     for (;;) {
         cudaError_t e = UB_CUDA(ub_cuda.cudaEventQuery(done));
         if (e != cudaErrorNotReady || atomic_load(&c->ending))
             return e;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double waited = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+        double waited = ub_monotonic_s() - t0;
         /* A peer gone never completes it: NCCL's asynchronous error says so (a few times a second). */
         if (waited >= next_ask) {
             next_ask = waited + 0.2;

@@ -25,6 +25,7 @@
 #include "state.h"
 #include "tables.h"
 #include "warmup.h"
+#include "usbyte/clock.h"
 
 /* The communicator's rank, size and device, from NCCL (never with the global lock held). */
 static void comm_identity(ncclComm_t handle, int *rank, int *nranks, int *device)
@@ -108,11 +109,9 @@ void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclCom
  * it ends the schedule and NCCL frees the communicator. */
 static void let_issue_return(ub_comm *c)
 {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = ub_monotonic_s();
     while (ub_sched_issuing(c) && c->issuer != (unsigned long)pthread_self()) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > ABORT_LETS_ISSUE_RETURN_S) {
+        if (ub_monotonic_s() - t0 > ABORT_LETS_ISSUE_RETURN_S) {
             ub_info("communicator %d: aborted while the issuing thread is inside a call of a block; the abort goes "
                     "on without waiting longer", c->index);
             return;
