@@ -35,12 +35,9 @@ int ub_exec_reserve(ub_comm *c, int n_calls, uint64_t staging, char *why, size_t
     cudaError_t e = cudaSuccess;
     int previous = ub_device_enter(c->device);
     if (!s->priv) {
-        int lo = 0, hi = 0;
         e = UB_CUDA(ub_cuda.cudaGetDevice(&s->device));
-        if (e == cudaSuccess && UB_CUDA(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
-            hi = 0;
         if (e == cudaSuccess)
-            e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&s->priv, cudaStreamNonBlocking, hi));
+            e = ub_device_urgent_stream(&s->priv);
         if (e != cudaSuccess)
             s->priv = NULL;
     }

@@ -41,17 +41,14 @@ static void put_event(ub_timing *t, cudaEvent_t ev)
 int ub_timing_start(ub_timing *t, int device)
 {
     memset(t, 0, sizeof *t);
-    int lo = 0, hi = 0;
     int previous = ub_device_enter(device);
     cudaError_t e = UB_CUDA(ub_cuda.cudaGetDevice(&t->device));
     if (e == cudaSuccess)
         e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&t->clock, cudaStreamNonBlocking, 0));
     if (e == cudaSuccess)
         e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&t->probe, cudaStreamNonBlocking, 0));
-    if (e == cudaSuccess && UB_CUDA(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
-        hi = 0;
     if (e == cudaSuccess)
-        e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&t->agree, cudaStreamNonBlocking, hi));
+        e = ub_device_urgent_stream(&t->agree);
     if (e == cudaSuccess)
         e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&t->epoch, cudaEventDefault));
     if (e == cudaSuccess)
