@@ -432,8 +432,6 @@ static const char *read_failure(ub_comm *c, cudaError_t e, ub_agreed *agreed, bo
 static void report_warmup(ub_comm *c)
 {
     ub_comm_report *r = &c->report;
-    r->rank = c->rank;
-    r->nranks = c->nranks;
     r->calls_per_iteration = c->n_ar;
     r->nccl_calls_per_iteration = c->period;
     r->warmup = ub_cfg.warmup;
@@ -513,7 +511,6 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
     ub_debug("communicator %d: agreement read%s", c->index,
              how == UB_AGREE_WAIT_OR_GIVE_UP ? " before the communicator's destroy"
              : how == UB_AGREE_WAIT          ? " at the switch to the plan" : "");
-    ub_comm_report *r = &c->report;
     ub_agreed agreed = {0};
     bool decoded;
     char why[400], *mismatch = NULL;
@@ -529,8 +526,6 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         snprintf(why, sizeof why, "no warm-up iteration had completed on some rank when the agreement was issued: "
                  "issued again one iteration later (try %d)", c->agree_tries + 1);
         ub_comm_set_state(c, UB_COMM_PLANNED, why);
-        r->state = ub_comm_state_name(c->state);
-        snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
         return;
     }
     report_warmup(c);
@@ -544,8 +539,6 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         ub_agreed_free(&agreed);
     if (ended)
         return; /* ended by another thread (an abort) while planning */
-    r->state = ub_comm_state_name(c->state);
-    snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
     ub_comm_decision_line(c);
     ub_state_write_reports(true);
 }
