@@ -1,9 +1,10 @@
 /* The agreement at the first call after the warm-up (docs/design.md sections 1 and 5); what is
  * decided on the agreed numbers is decide.c's, the report report_rt.c's.  The collectives issued
  * here depend only on the call sequence: they are issued at the same call index on every rank,
- * inside an NCCL group or not, and their sizes are constants (UB_AGREE_MAX_LEN, UB_AGREE_SUM_LEN), whatever each rank measured.  Nothing
- * waits for them where they are issued; the result is read later (docs/runtime.md gives the rule
- * schedule mode will follow). */
+ * inside an NCCL group or not, and their sizes are constants (UB_AGREE_MAX_LEN,
+ * UB_AGREE_SUM_LEN), whatever each rank measured.  Nothing waits for them where they are issued;
+ * the result is read later, at the latest at the switch to the plan (docs/runtime.md, "Schedule
+ * mode rule"). */
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
