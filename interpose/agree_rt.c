@@ -1,9 +1,10 @@
 /* The agreement at the first call after the warm-up (docs/design.md sections 1 and 5); what is
  * decided on the agreed numbers is decide.c's, the report report_rt.c's.  The collectives issued
  * here depend only on the call sequence: they are issued at the same call index on every rank,
- * inside an NCCL group or not, and their sizes are constants (UB_AGREE_MAX_LEN, UB_AGREE_SUM_LEN), whatever each rank measured.  Nothing
- * waits for them where they are issued; the result is read later (docs/runtime.md gives the rule
- * schedule mode will follow). */
+ * inside an NCCL group or not, and their sizes are constants (UB_AGREE_MAX_LEN,
+ * UB_AGREE_SUM_LEN), whatever each rank measured.  Nothing waits for them where they are issued;
+ * the result is read later, at the latest at the switch to the plan (docs/runtime.md, "Schedule
+ * mode rule"). */
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -241,7 +242,7 @@ void ub_comm_agree_issue(ub_comm *c)
      * rank: every rank profiles again).  A wait here could last for ever (a peer gone) and would
      * make the time of the issue depend on the device. */
     if (!c->local_failure[0])
-        ub_timing_poll(&c->tm, false);
+        ub_timing_poll(&c->tm);
     if (atomic_load(&c->ending)) {
         /* Aborted meanwhile (a peer gone, the watchdog): nothing to agree with.  The abort left
          * the warm-up's resources to this thread; they go without waiting for device work. */
@@ -396,8 +397,6 @@ static const char *read_failure(ub_comm *c, cudaError_t e, ub_agreed *agreed, bo
 static void report_warmup(ub_comm *c)
 {
     ub_comm_report *r = &c->report;
-    r->rank = c->rank;
-    r->nranks = c->nranks;
     r->calls_per_iteration = c->n_ar;
     r->nccl_calls_per_iteration = c->period;
     r->warmup = ub_cfg.warmup;
@@ -476,7 +475,6 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
     ub_debug("communicator %d: agreement read%s", c->index,
              how == UB_AGREE_WAIT_OR_GIVE_UP ? " before the communicator's destroy"
              : how == UB_AGREE_WAIT          ? " at the switch to the plan" : "");
-    ub_comm_report *r = &c->report;
     ub_agreed agreed = {0};
     bool decoded;
     char why[400], *mismatch = NULL;
@@ -492,8 +490,6 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         snprintf(why, sizeof why, "no warm-up iteration had completed on some rank when the agreement was issued: "
                  "issued again one iteration later (try %d)", c->agree_tries + 1);
         ub_comm_set_state(c, UB_COMM_PLANNED, why);
-        r->state = ub_comm_state_name(c->state);
-        snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
         return;
     }
     report_warmup(c);
@@ -507,8 +503,6 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         ub_agreed_free(&agreed);
     if (ended)
         return; /* ended by another thread (an abort) while planning */
-    r->state = ub_comm_state_name(c->state);
-    snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
     ub_comm_decision_line(c);
     ub_state_write_reports(true);
 }

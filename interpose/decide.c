@@ -1,7 +1,9 @@
 /* The decision on the agreed numbers (docs/design.md sections 1 and 6): the agreed profile, the
  * verdict (is the communicator schedulable, and if not, why), every policy's plan, and whether
- * schedule mode runs the chosen one.  A pure function of what every rank agreed, so every rank
- * decides the same. */
+ * schedule mode runs the chosen one.  What it decides depends only on what every rank agreed,
+ * never on this rank's own measurements, so every rank decides the same; it writes the verdict
+ * and plans into the communicator's report, the predictions into its schedule, and hands the
+ * chosen plan to ub_sched_prepare (defer.c). */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>

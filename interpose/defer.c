@@ -281,7 +281,7 @@ static bool capturing(ub_sched_rt *s, cudaStream_t st)
 static void mark_iteration_start(ub_comm *c, cudaStream_t st)
 {
     ub_sched_rt *s = &c->sched;
-    ub_timing_poll(&s->tm, false);
+    ub_timing_poll(&s->tm);
     if (s->n_starts >= UB_SCHED_MAX_MEASURED)
         return;
     int i = s->n_starts++;
@@ -438,7 +438,7 @@ void ub_sched_end(ub_comm *c, bool abort)
             ub_state_lock();
         }
         /* Under the lock: other threads' report writers read these times. */
-        ub_timing_poll(&s->tm, false);
+        ub_timing_poll(&s->tm);
         ub_sched_summary(c);
         ub_redirect_end(c, !abort);
     }

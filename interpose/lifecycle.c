@@ -26,6 +26,7 @@
 #include "state.h"
 #include "tables.h"
 #include "warmup.h"
+#include "usbyte/clock.h"
 
 /* The communicator's rank, size and device, from NCCL (never with the global lock held). */
 static void comm_identity(ncclComm_t handle, int *rank, int *nranks, int *device)
@@ -109,11 +110,9 @@ void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclCom
  * it ends the schedule and NCCL frees the communicator. */
 static void let_issue_return(ub_comm *c)
 {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = ub_monotonic_s();
     while (ub_sched_issuing(c) && c->issuer != (unsigned long)pthread_self()) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > ABORT_LETS_ISSUE_RETURN_S) {
+        if (ub_monotonic_s() - t0 > ABORT_LETS_ISSUE_RETURN_S) {
             ub_info("communicator %d: aborted while the issuing thread is inside a call of a block; the abort goes "
                     "on without waiting longer", c->index);
             return;
@@ -184,9 +183,6 @@ void ub_comm_ending(ncclComm_t handle, int id)
     }
     ub_state_unlock();
 }
-
-void ub_group_start(void) { ub_group_enter(); }
-void ub_group_end(void) { ub_group_leave(); }
 
 /* After the real ncclGroupEnd: the outermost one launched what this thread issued inside the
  * group, so the work that must follow it goes now; and a rank that issues all its calls inside
@@ -452,7 +448,7 @@ static bool on_profile(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub
         }
     }
     if (!c->local_failure[0])
-        ub_timing_poll(&c->tm, false);
+        ub_timing_poll(&c->tm);
     if (res->index >= c->agree_at) {
         /* The first call after the warm-up: the same call index on every rank, inside a
          * group or not (the group structure is rank-local). */

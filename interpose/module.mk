@@ -26,7 +26,7 @@ ALL += $(USBYTE_SO)
 DEMO_DEPS += $(USBYTE_SO)
 
 # Unit tests of the runtime's own files: the configuration (config.c).
-$(BUILD)/tests/unit/test_config: $(call objs,tests/unit/test_config.c interpose/config.c) $(PLAN_LIB)
+$(BUILD)/tests/unit/test_config: $(call objs,tests/unit/interpose/test_config.c interpose/config.c) $(PLAN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
 

@@ -15,7 +15,9 @@
  * the plan at agree_at + period, deviations, restarts) happens at a call index derived from the
  * portable call sequence and the agreed outcome, never from timing.
  *
- * Locking.  All state is guarded by one process-wide mutex (tables.c), the runtime's only lock.
+ * Locking.  All state here is guarded by one process-wide mutex (tables.c), the state lock; the
+ * runtime's few other mutexes each guard only their own file's data (capture.c's capture tables,
+ * report_rt.c's versions and report file, resolve.c's driver lookup).
  * - It is never held across a real NCCL call (UB_NCCL stops the process if it would be): NCCL may
  *   block for as long as its peers take, and other threads' hooks need the lock meanwhile.
  * - CUDA calls made with it held go through UB_CUDA: the reentrancy guard makes a CUPTI callback
