@@ -103,6 +103,9 @@ for l in open(out + "/step3/curve/oplog-0.txt"):
     f = l.split()
     if not l.startswith("#") and f[4] == "allreduce":
         late.setdefault(float(f[5]), []).append((int(f[11]) - int(f[10])) / 1e3)
+# how much that lateness itself varies (p90 - p10 over the calls of a size): the jitter of a busy
+# machine, which the recorded medians carry too
+spread = {b: sorted(v)[len(v) * 9 // 10] - sorted(v)[len(v) // 10] for b, v in late.items()}
 late = {b: sorted(v)[len(v) // 2] for b, v in late.items()}
 for c in (1, 2):
     # the emulator cost per call beyond that: waking the ranks, the median over the rows
@@ -110,9 +113,9 @@ for c in (1, 2):
     for r in got:
         t = played[r[0]][c - 1]
         assert r[c] >= 0.97 * t, "%d bytes: %.2f us, faster than the table (%.2f)" % (r[0], r[c], t)
-        assert abs(r[c] - late[r[0]] - cost - t) <= 0.1 * t + 100, (
-            "%d bytes: %.2f us, the table %.2f plus the emulator cost %.2f and %.2f past the table" % (
-                r[0], r[c], t, cost, late[r[0]]))
+        assert abs(r[c] - late[r[0]] - cost - t) <= 0.1 * t + 100 + spread[r[0]], (
+            "%d bytes: %.2f us, the table %.2f plus the emulator cost %.2f and %.2f past the table "
+            "(spread %.2f)" % (r[0], r[c], t, cost, late[r[0]], spread[r[0]]))
 model = [l.split("\t") for l in open(out + "/step3/curve/allreduce-curve-model.tsv") if not l.startswith("#")]
 assert len(model) == 9 and all(len(m) == 7 for m in model), model
 assert "measure the mechanism, not a cluster" in md
