@@ -78,7 +78,7 @@ def run(trainer, args, env_extra, mode, work, ranks=RANKS):
     if mode == "base":
         env["LD_PRELOAD"] = ""
     else:
-        env["LD_PRELOAD"] = os.path.join(ROOT, BUILD, "libusbyte.so")
+        env["LD_PRELOAD"] = env_extra.get("LD_PRELOAD", os.path.join(ROOT, BUILD, "libusbyte.so"))
         env["USBYTE_MODE"] = mode
         env["USBYTE_REPORT"] = report
     for f in os.listdir(work):
