@@ -12,7 +12,13 @@
  * The overlap is exact, from a per-device "communication clock": the total time during which at
  * least one NCCL operation occupied the device.  A compute op reads it when its function starts
  * and when it returns; the difference is the time it was overlapped, however many collectives
- * began and ended in between. */
+ * began and ended in between.
+ *
+ * usbyteEmuComputeStretchNs() tells compute that models its own timing (a framework-shaped
+ * trainer whose layers sleep to deadlines from the backward's start) how much this stream has
+ * been held so far: each worker thread runs one stream, so the total is the worker's.  Such a
+ * trainer moves its deadlines by it, so that a slowed layer delays every later one, as a slowed
+ * kernel does on a GPU, while its own wake-up lateness still does not accumulate. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -107,6 +113,11 @@ static uint64_t comm_clock_read(int device)
     return t;
 }
 
+/* The time added after compute ops on this thread (a stream's worker), in total. */
+static __thread uint64_t tl_stretch_ns;
+
+EMU_EXPORT uint64_t usbyteEmuComputeStretchNs(void) { return tl_stretch_ns; }
+
 void emu_compute_run(int device, void (*fn)(void *), void *arg)
 {
     double f = emu_interference();
@@ -120,6 +131,7 @@ void emu_compute_run(int device, void (*fn)(void *), void *arg)
     uint64_t extra = (uint64_t)llround(f * (double)overlapped);
     if (extra == 0)
         return;
+    tl_stretch_ns += extra;
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     uint64_t ns = (uint64_t)until.tv_nsec + extra;
