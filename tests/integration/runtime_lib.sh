@@ -16,3 +16,12 @@ need() {
         [ -e "$f" ] || { echo "missing $f: build it first (make)"; exit 1; }
     done
 }
+# verify_setup LOG: the verification tests' common setup (runtime_verify*.sh): the Horovod-like
+# trainer on N=2 ranks, verification on at its defaults, USBYTE_LOG=LOG.
+verify_setup() {
+    TRAINER=$BUILD/trainers/horovod_like
+    need "$BUILD/libusbyte.so" "$TRAINER" "$BUILD/emu/emu-run"
+    export USBYTE_VERIFY=1 USBYTE_WARMUP=3 USBYTE_LOG=$1
+    unset USBYTE_MODE USBYTE_POLICY USBYTE_MIN_GAIN_PCT USBYTE_VERIFY_EVERY
+    N=2
+}

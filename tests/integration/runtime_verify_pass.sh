@@ -14,11 +14,7 @@
 # plan predicted no gain over the application's order) has no window: it is skipped.  Every rank's
 # results are bit-identical to the run without usbyte.
 source "$(dirname "$0")/runtime_lib.sh"
-TRAINER=$BUILD/trainers/horovod_like
-need "$BUILD/libusbyte.so" "$TRAINER" "$BUILD/emu/emu-run"
-export USBYTE_VERIFY=1 USBYTE_WARMUP=3 USBYTE_LOG=warn
-unset USBYTE_MODE USBYTE_POLICY USBYTE_MIN_GAIN_PCT USBYTE_VERIFY_EVERY
-N=2
+verify_setup warn
 ARGS=(--profile data/profiles/resnet50-v100-b64-barrier.json --fusion-threshold-mb 0 --time-scale 0.05
       --bytes-scale 0.002 --iters 60)
 ROUNDS=${ROUNDS:-6}
