@@ -33,6 +33,7 @@ struct comm_clock {
     int active;            /* NCCL operations occupying the device now */
     uint64_t busy_ns;      /* time with active > 0, up to since_ns */
     uint64_t since_ns;     /* when active last became > 0 */
+    uint64_t read_ns;      /* the latest value read: the clock never goes back below it */
 };
 
 static struct comm_clock clocks[EMU_MAX_DEVICES];
@@ -98,8 +99,13 @@ EMU_EXPORT void usbyteEmuDeviceCommEnd(int device, uint64_t end_ns)
         return;
     pthread_mutex_lock(&c->mu);
     if (c->active > 0 && --c->active == 0) {
+        /* The stream's release (end_ns) can be earlier than now: a read between the two counted
+         * up to the read, and the clock must not go back (a compute op would see a negative
+         * overlap, an unsigned one that sleeps for ever). */
         uint64_t end = end_ns != 0 ? end_ns : now_ns();
         c->busy_ns += end > c->since_ns ? end - c->since_ns : 0;
+        if (c->busy_ns < c->read_ns)
+            c->busy_ns = c->read_ns;
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -109,6 +115,9 @@ static uint64_t comm_clock_read(int device)
     struct comm_clock *c = clock_of(device);
     pthread_mutex_lock(&c->mu);
     uint64_t t = busy_at(c, now_ns());
+    if (t < c->read_ns)
+        t = c->read_ns;
+    c->read_ns = t;
     pthread_mutex_unlock(&c->mu);
     return t;
 }
