@@ -318,9 +318,11 @@ def find_lib(name, dirs):
     return None
 
 
-def step1(k):
-    S = 1
-    # PyTorch first: the libraries it loads are the machine's own, which the C programs then use.
+S1 = 1  # step 1's number in the checks
+
+
+def step1_torch(k):
+    """PyTorch first: the libraries it loads are the machine's own, which the C programs then use."""
     t = k.run([sys.executable, os.path.join(PY, "torch_facts.py")], k.env(), 120, os.path.join(k.out, "step1", "torch.log"))
     info = None
     for line in t.out.splitlines():
@@ -331,19 +333,21 @@ def step1(k):
                 pass
     if info and "error" not in info:
         k.torch = info
-        k.checks.add(S, "PyTorch", "pass", "", torch=info.get("torch"), cuda=info.get("torch_cuda"),
+        k.checks.add(S1, "PyTorch", "pass", "", torch=info.get("torch"), cuda=info.get("torch_cuda"),
                      nccl=info.get("nccl"), torchvision=info.get("torchvision"),
                      cuda_available=info.get("cuda_available"), device=info.get("device0"),
                      loaded=info.get("libs"))
     elif info:
-        k.checks.add(S, "PyTorch", "skip", info["error"], python=info.get("python"))
+        k.checks.add(S1, "PyTorch", "skip", info["error"], python=info.get("python"))
     else:
-        k.checks.add(S, "PyTorch", "fail", "torch_facts.py: exit %s: %s" % (t.rc, t.tail()))
+        k.checks.add(S1, "PyTorch", "fail", "torch_facts.py: exit %s: %s" % (t.rc, t.tail()))
 
-    # The CUDA runtime, NCCL and CUPTI the kit's programs load.
+
+def step1_libraries(k):
+    """The CUDA runtime, NCCL and CUPTI the kit's programs load."""
     if k.rehearse:
         k.libdirs = [k.emu]
-        k.checks.add(S, "libraries", "pass", "the emulator's stand-ins in %s (rehearsal)" % k.emu)
+        k.checks.add(S1, "libraries", "pass", "the emulator's stand-ins in %s (rehearsal)" % k.emu)
     else:
         dirs = lib_dirs_from((k.torch or {}).get("libs") or {})
         found = {n: find_lib(n, dirs) for n in ("libcudart.so.13", "libnccl.so.2", "libcupti.so.13")}
@@ -351,15 +355,16 @@ def step1(k):
             if p and os.path.dirname(p) not in k.libdirs:
                 k.libdirs.append(os.path.dirname(p))
         missing = [n for n, p in found.items() if not p]
-        k.checks.add(S, "libraries", "fail" if missing else "pass",
+        k.checks.add(S1, "libraries", "fail" if missing else "pass",
                      ("not found: %s (looked beside PyTorch's, in the nvidia wheels, CUDA_HOME, NCCL_HOME, ldconfig)"
                       % ", ".join(missing)) if missing else
                      ("PyTorch's own" if dirs and all(os.path.dirname(p) in dirs for p in found.values()) else
                       "found beside PyTorch's, in the nvidia wheels, CUDA_HOME or ldconfig"), **found)
     k.checks.meta["libraries"] = "LD_LIBRARY_PATH of the kit's programs: %s" % ":".join(k.libdirs)
 
-    # Every file of the kit loads (the libraries it carries found through RUNPATH, none missing).
-    env = k.env()
+
+def step1_kit_loads(k, env):
+    """Every file of the kit loads (the libraries it carries found through RUNPATH, none missing)."""
     files = [os.path.join(KIT, "lib", "libusbyte.so")] + sorted(glob.glob(os.path.join(KIT, "bin", "usbyte-*"))) + \
         sorted(glob.glob(os.path.join(k.libexec, "*")))
     missing = []
@@ -376,16 +381,18 @@ def step1(k):
             missing.append("%s: %s" % (os.path.relpath(f, KIT), e))
     glibc = os.confstr("CS_GNU_LIBC_VERSION").replace("glibc ", "") if hasattr(os, "confstr") else "?"
     need = (k.checks.meta.get("kit_manifest") or {}).get("glibc_needed") if isinstance(k.checks.meta.get("kit_manifest"), dict) else None
-    k.checks.add(S, "kit loads", "fail" if missing else "pass",
+    k.checks.add(S1, "kit loads", "fail" if missing else "pass",
                  " | ".join(missing) if missing else "%d files, every dependency resolved" % len(files),
                  glibc=glibc, glibc_needed=need)
 
-    # nvidia-smi.
+
+def step1_nvidia_smi(k):
+    """nvidia-smi: the GPUs, their driver, memory and compute capability."""
     smi = shutil.which("nvidia-smi")
     if k.rehearse:
-        k.checks.add(S, "nvidia-smi", "skip", "rehearsal: no GPU, the emulator stands in")
+        k.checks.add(S1, "nvidia-smi", "skip", "rehearsal: no GPU, the emulator stands in")
     elif not smi:
-        k.checks.add(S, "nvidia-smi", "skip", "nvidia-smi not found")
+        k.checks.add(S1, "nvidia-smi", "skip", "nvidia-smi not found")
     else:
         full = k.run([smi], os.environ.copy(), 30, os.path.join(k.out, "step1", "nvidia-smi.txt"))
         q = subprocess.run([smi, "--query-gpu=name,driver_version,memory.total,compute_cap,count",
@@ -394,13 +401,15 @@ def step1(k):
         if full.rc == 0 and rows:
             k.gpus = len(rows)
             f = [x.strip() for x in rows[0].split(",")]
-            k.checks.add(S, "nvidia-smi", "pass", "", gpus=len(rows), name=f[0], driver=f[1] if len(f) > 1 else "?",
+            k.checks.add(S1, "nvidia-smi", "pass", "", gpus=len(rows), name=f[0], driver=f[1] if len(f) > 1 else "?",
                          memory=f[2] if len(f) > 2 else "?", compute_cap=f[3] if len(f) > 3 else "?")
             k.checks.meta["machine"] = "%d x %s, driver %s" % (len(rows), f[0], f[1] if len(f) > 1 else "?")
         else:
-            k.checks.add(S, "nvidia-smi", "fail", "exit %s: %s" % (full.rc, full.tail()))
+            k.checks.add(S1, "nvidia-smi", "fail", "exit %s: %s" % (full.rc, full.tail()))
 
-    # What a CUDA + NCCL program of the kit finds: versions, device attributes, loaded libraries.
+
+def step1_device(k, env):
+    """What a CUDA + NCCL program of the kit finds: versions, device attributes, loaded libraries."""
     r = k.run([os.path.join(k.libexec, "facts")], env, 60, os.path.join(k.out, "step1", "facts.log"))
     m = re.search(r"^\{.*^\}", r.out, re.M | re.S)
     facts = None
@@ -410,7 +419,7 @@ def step1(k):
         except ValueError:
             pass
     if not facts:
-        k.checks.add(S, "device (CUDA + NCCL program)", "fail", "facts: exit %s: %s" % (r.rc, r.tail()))
+        k.checks.add(S1, "device (CUDA + NCCL program)", "fail", "facts: exit %s: %s" % (r.rc, r.tail()))
     else:
         need = {"stream_mem_ops_64bit": 1, "can_map_host_memory": 1, "unified_addressing": 1}
         wrong = ["%s %s" % (a, facts.get(a)) for a, v in need.items() if facts.get(a) != v]
@@ -419,7 +428,7 @@ def step1(k):
         if facts.get("stream_priority_greatest", 0) >= facts.get("stream_priority_least", 0):
             wrong.append("no stream priorities")
         nums = {k2: v for k2, v in facts.items() if k2 not in ("cuda_error",)}
-        k.checks.add(S, "device (CUDA + NCCL program)", "fail" if wrong else "pass",
+        k.checks.add(S1, "device (CUDA + NCCL program)", "fail" if wrong else "pass",
                      ("missing: " + ", ".join(wrong)) if wrong else "what usbyte relies on is there",
                      brief=("device0", "devices", "compute_capability_major", "compute_capability_minor",
                             "multiprocessors", "stream_mem_ops_64bit", "stream_priority_greatest", "libcudart",
@@ -434,24 +443,37 @@ def step1(k):
                                              if re.match(r"(CUDA_|NCCL_|TORCH_NCCL|LD_PRELOAD$|LD_LIBRARY_PATH$)", v)) \
         or "no CUDA_*, NCCL_*, TORCH_NCCL_* variable set (CUDA_DEVICE_MAX_CONNECTIONS: CUDA's default, 8)"
 
-    # usbyte-doctor on the libraries and on the programs that will run.
+
+def step1_doctor(k, env):
+    """usbyte-doctor on the libraries and on the programs that will run."""
     targets = [p for p in (find_lib("libnccl.so.2", k.libdirs), find_lib("libcudart.so.13", k.libdirs)) if p]
     targets += [os.path.join(k.libexec, n) for n in ("ddp_like", "runtime_sched")]
     if k.torch:
         targets += [p for key, p in sorted((k.torch.get("libs") or {}).items()) if key.startswith("libtorch_cuda")]
     d = k.run([os.path.join(KIT, "bin", "usbyte-doctor")] + targets, env, 60, os.path.join(k.out, "step1", "doctor.log"))
     verdicts = re.findall(r"verdict: (.*)", d.out)
-    k.checks.add(S, "usbyte-doctor", "pass" if d.rc == 0 else "fail",
+    k.checks.add(S1, "usbyte-doctor", "pass" if d.rc == 0 else "fail",
                  "every file interposable for schedule mode" if d.rc == 0 else "exit %d: %s" % (
                      d.rc, " | ".join(v for v in verdicts if not v.startswith("interposable")) or d.tail()),
                  files=[os.path.basename(t) for t in targets])
     if k.torch:
         d = k.run([os.path.join(KIT, "bin", "usbyte-doctor"), "--python"], env, 120,
                   os.path.join(k.out, "step1", "doctor-python.log"))
-        k.checks.add(S, "usbyte-doctor --python", "pass" if d.rc == 0 else "fail",
+        k.checks.add(S1, "usbyte-doctor --python", "pass" if d.rc == 0 else "fail",
                      "torch's libraries are interposable" if d.rc == 0 else "exit %d: %s" % (d.rc, d.tail(4)))
     else:
-        k.checks.add(S, "usbyte-doctor --python", "skip", "no torch")
+        k.checks.add(S1, "usbyte-doctor --python", "skip", "no torch")
+
+
+def step1(k):
+    """Step 1: what the machine has (PyTorch, libraries, driver, device) and that the kit loads."""
+    step1_torch(k)
+    step1_libraries(k)
+    env = k.env()  # the kit's programs' environment, once the libraries are chosen
+    step1_kit_loads(k, env)
+    step1_nvidia_smi(k)
+    step1_device(k, env)
+    step1_doctor(k, env)
 
 
 # ---- step 2: hardware queues ----------------------------------------------------------------
@@ -764,7 +786,10 @@ def step3_capture(k, usb):
         if route == "hidden":
             argv += ["--capture-call", "0"]
         d = os.path.join(k.out, "step3", "capture-%s-%dr" % (route, n))
-        r = k.ranks(n, argv, k.env(**dict(NCCL_ENV, **usb)), 90, os.path.join(d, "with.log"), report=d)
+        # The capture must fall after the switch: calibration (which moves the switch two iterations
+        # later) is off, so that the short rehearsal's capture lands in schedule mode.
+        env = k.env(**dict(NCCL_ENV, **dict(usb, USBYTE_CALIBRATE="0")))
+        r = k.ranks(n, argv, env, 90, os.path.join(d, "with.log"), report=d)
         oks = len(re.findall(r"^\[rank \d+\] runtime_sched ok", r.out, re.M))
         ok, text, rep = comm_summary(reports(d), n)
         if r.rc != 0 or oks != n:

@@ -124,8 +124,6 @@ static void differences(const ub_cfg_agreed *g, char *buf, size_t len)
 static void refuse(ub_comm *c, const char *why)
 {
     ub_comm_report *r = &c->report;
-    r->rank = c->rank;
-    r->nranks = c->nranks;
     r->warmup = ub_cfg.warmup;
     r->schedulable = false;
     ub_comm_report_clear_reasons(r);
@@ -133,8 +131,6 @@ static void refuse(ub_comm *c, const char *why)
     ub_comm_stop_profiling(c);
     ub_comm_set_state(c, UB_COMM_PASS_THROUGH, strlen(why) < sizeof c->reason ? why
                                                : "the ranks' configurations differ (the verdict says why)");
-    r->state = ub_comm_state_name(c->state);
-    snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
     ub_warn("communicator %d: %s: every rank stays in pass-through", c->index, why);
     ub_state_write_reports(true);
 }

@@ -1,9 +1,10 @@
 /* The agreement at the first call after the warm-up (docs/design.md sections 1 and 5); what is
  * decided on the agreed numbers is decide.c's, the report report_rt.c's.  The collectives issued
  * here depend only on the call sequence: they are issued at the same call index on every rank,
- * inside an NCCL group or not, and their sizes are constants (UB_AGREE_MAX_LEN, UB_AGREE_SUM_LEN), whatever each rank measured.  Nothing
- * waits for them where they are issued; the result is read later (docs/runtime.md gives the rule
- * schedule mode will follow). */
+ * inside an NCCL group or not, and their sizes are constants (UB_AGREE_MAX_LEN,
+ * UB_AGREE_SUM_LEN), whatever each rank measured.  Nothing waits for them where they are issued;
+ * the result is read later, at the latest at the switch to the plan (docs/runtime.md, "Schedule
+ * mode rule"). */
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 
 #include "agree_rt.h"
 #include "capture.h"
+#include "calibrate.h"
 #include "collwait.h"
 #include "cuda_list.h"
 #include "decide.h"
@@ -99,7 +101,8 @@ static uint64_t reserve_executor(ub_comm *c)
     c->exec_failure[0] = '\0';
     if (ub_cfg.mode != UB_MODE_SCHEDULE || c->local_failure[0] || c->n_ar <= 0)
         return wanted;
-    if (ub_exec_reserve(c, c->n_ar, wanted, c->exec_failure, sizeof c->exec_failure) != 0) {
+    if (ub_exec_reserve(c, c->n_ar, wanted, c->exec_failure, sizeof c->exec_failure) != 0 ||
+        ub_calib_reserve(c, c->exec_failure, sizeof c->exec_failure) != 0) {
         ub_warn("communicator %d: %s: every rank will stay in pass-through", c->index, c->exec_failure);
         return 0;
     }
@@ -239,7 +242,7 @@ void ub_comm_agree_issue(ub_comm *c)
      * rank: every rank profiles again).  A wait here could last for ever (a peer gone) and would
      * make the time of the issue depend on the device. */
     if (!c->local_failure[0])
-        ub_timing_poll(&c->tm, false);
+        ub_timing_poll(&c->tm);
     if (atomic_load(&c->ending)) {
         /* Aborted meanwhile (a peer gone, the watchdog): nothing to agree with.  The abort left
          * the warm-up's resources to this thread; they go without waiting for device work. */
@@ -261,7 +264,8 @@ void ub_comm_agree_issue(ub_comm *c)
         .seq_hash = ub_seqhash_value(&c->seq),
         .settings = {.policy = ub_cfg.policy, .mode = ub_cfg.mode, .completion = ub_cfg.completion,
                      .staging_mb = ub_cfg.staging_mb, .align = ub_cfg.align, .min_gain_pct = ub_cfg.min_gain_pct,
-                     .verify = ub_cfg.verify, .verify_every = ub_cfg.verify_every},
+                     .verify = ub_cfg.verify, .verify_every = ub_cfg.verify_every,
+                     .calibrate = ub_cfg.calibrate},
         .summary = have_summary ? &sum : NULL,
         .flags = local_flags(c, have_summary ? &sum : NULL, staging),
     };
@@ -393,8 +397,6 @@ static const char *read_failure(ub_comm *c, cudaError_t e, ub_agreed *agreed, bo
 static void report_warmup(ub_comm *c)
 {
     ub_comm_report *r = &c->report;
-    r->rank = c->rank;
-    r->nranks = c->nranks;
     r->calls_per_iteration = c->n_ar;
     r->nccl_calls_per_iteration = c->period;
     r->warmup = ub_cfg.warmup;
@@ -421,7 +423,7 @@ static void refuse(ub_comm *c, const char *failure)
 
 /* The agreed numbers: the decision, where the iteration really begins, and PLANNED; false when
  * another thread ended the communicator while it planned (an abort). */
-static bool adopt(ub_comm *c, const ub_agreed *agreed)
+static bool adopt(ub_comm *c, ub_agreed *agreed)
 {
     ub_comm_report *r = &c->report;
     if (ub_log_enabled(UB_LOG_DEBUG))
@@ -433,8 +435,9 @@ static bool adopt(ub_comm *c, const ub_agreed *agreed)
     c->staging_agreed = agreed->flags.neg_staging < 0 ? (uint64_t)(-agreed->flags.neg_staging) : 0;
     /* Per-call completion only where every call had its own end event on every rank. */
     bool stream_sem = ub_cfg.completion == UB_COMPLETION_STREAM || agreed->flags.missing_own_end > 0;
-    c->sched.stream_semantics = stream_sem;
-    if (!ub_comm_decide(c, agreed, stream_sem))
+    ub_sched_set_stream_semantics(c, stream_sem);
+    ub_call_kinds calls = {c->rec.bytes, c->rec.dtype, c->rec.op};
+    if (!ub_comm_decide(c, agreed, &calls, stream_sem, NULL, 0))
         return false;
     /* Locked mid-backward (after a re-detection the lock falls anywhere): most of the ranks'
      * profiled iterations say where the iteration really begins; it is profiled again from there. */
@@ -446,11 +449,7 @@ static bool adopt(ub_comm *c, const ub_agreed *agreed)
             break;
         }
     /* What schedule mode needs of the warm-up outlives it. */
-    free(c->sched.pos_sig);
-    free(c->sched.pos_call);
-    c->sched.pos_sig = c->pos_sig;
-    c->sched.pos_call = c->pos_call;
-    c->sched.period = c->period;
+    ub_sched_take_period(c, c->pos_sig, c->pos_call, c->period);
     c->pos_sig = NULL;
     c->pos_call = NULL;
     ub_comm_stop_profiling(c);
@@ -458,7 +457,9 @@ static bool adopt(ub_comm *c, const ub_agreed *agreed)
     c->refuted = agreed->flags.period_refuted > 0;
     c->addr_period = agreed->flags.addr_period == -agreed->flags.neg_addr_period ? (uint32_t)agreed->flags.addr_period
                                                                                  : 0;
-    if (ub_cfg.mode == UB_MODE_SCHEDULE && !c->refuted && c->phase_pos == 0)
+    /* Where the plan issues sizes the calls do not show, calibration runs first and decides (it
+     * holds the agreed numbers for its re-plan). */
+    if (ub_cfg.mode == UB_MODE_SCHEDULE && !c->refuted && c->phase_pos == 0 && !ub_calib_hold(c, agreed, stream_sem))
         ub_comm_decide_schedule(c);
     return true;
 }
@@ -474,7 +475,6 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
     ub_debug("communicator %d: agreement read%s", c->index,
              how == UB_AGREE_WAIT_OR_GIVE_UP ? " before the communicator's destroy"
              : how == UB_AGREE_WAIT          ? " at the switch to the plan" : "");
-    ub_comm_report *r = &c->report;
     ub_agreed agreed = {0};
     bool decoded;
     char why[400], *mismatch = NULL;
@@ -490,8 +490,6 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         snprintf(why, sizeof why, "no warm-up iteration had completed on some rank when the agreement was issued: "
                  "issued again one iteration later (try %d)", c->agree_tries + 1);
         ub_comm_set_state(c, UB_COMM_PLANNED, why);
-        r->state = ub_comm_state_name(c->state);
-        snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
         return;
     }
     report_warmup(c);
@@ -505,8 +503,6 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
         ub_agreed_free(&agreed);
     if (ended)
         return; /* ended by another thread (an abort) while planning */
-    r->state = ub_comm_state_name(c->state);
-    snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
     ub_comm_decision_line(c);
     ub_state_write_reports(true);
 }

@@ -8,6 +8,7 @@
 #include "guard.h"
 #include "runtime.h"
 #include "tables.h"
+#include "usbyte/clock.h"
 
 bool ub_coll_buffers(int device, size_t bytes, double **host, void **dev, cudaEvent_t *done)
 {
@@ -22,18 +23,26 @@ bool ub_coll_buffers(int device, size_t bytes, double **host, void **dev, cudaEv
     return *host && *dev && *done;
 }
 
+void ub_coll_buffers_free(double *host, void *dev, cudaEvent_t done)
+{
+    if (done)
+        UB_CUDA(ub_cuda.cudaEventDestroy(done));
+    if (dev)
+        UB_UNSAFE(ub_cuda.cudaFree(dev));
+    if (host)
+        UB_UNSAFE(ub_cuda.cudaFreeHost(host));
+}
+
 cudaError_t ub_comm_wait_done(ub_comm *c, cudaEvent_t done, bool limited, const char *what, const char *why)
 {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = ub_monotonic_s();
     long ns = 20000;
     double next_line = ub_cfg.hang_s, next_ask = 0.0;
     for (;;) {
         cudaError_t e = UB_CUDA(ub_cuda.cudaEventQuery(done));
         if (e != cudaErrorNotReady || atomic_load(&c->ending))
             return e;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double waited = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+        double waited = ub_monotonic_s() - t0;
         /* A peer gone never completes it: NCCL's asynchronous error says so (a few times a second). */
         if (waited >= next_ask) {
             next_ask = waited + 0.2;

@@ -21,6 +21,28 @@
  * one after it warm the caches and the completion streams. */
 #define TIMED_ITERATION 3
 
+void ub_sched_set_stream_semantics(ub_comm *c, bool stream_semantics) { c->sched.stream_semantics = stream_semantics; }
+
+void ub_sched_take_period(ub_comm *c, uint64_t *pos_sig, int *pos_call, uint32_t period)
+{
+    ub_sched_rt *s = &c->sched;
+    free(s->pos_sig);
+    free(s->pos_call);
+    s->pos_sig = pos_sig;
+    s->pos_call = pos_call;
+    s->period = period;
+}
+
+void ub_sched_set_predictions(ub_comm *c, double iteration, double wfbp, double other_completion,
+                              const char *completion_note)
+{
+    ub_sched_rt *s = &c->sched;
+    s->predicted_iteration = iteration;
+    s->predicted_wfbp = wfbp;
+    s->predicted_other_completion = other_completion;
+    snprintf(s->completion_note, sizeof s->completion_note, "%s", completion_note);
+}
+
 int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len)
 {
     ub_sched_rt *s = &c->sched;
@@ -45,7 +67,7 @@ int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, cha
     return 0;
 }
 
-void ub_sched_begin(ub_comm *c)
+void ub_sched_begin(ub_comm *c, uint64_t call)
 {
     ub_sched_rt *s = &c->sched;
     s->active = true;
@@ -54,7 +76,7 @@ void ub_sched_begin(ub_comm *c)
     s->next_block = 0;
     s->consecutive_deviations = 0;
     s->bypass = false;
-    s->next_call = c->agree_at + c->period;
+    s->next_call = call;
     s->run++;
     ub_verify_begin(c);
     ub_comm_set_state(c, UB_COMM_SCHEDULE, NULL);
@@ -259,7 +281,7 @@ static bool capturing(ub_sched_rt *s, cudaStream_t st)
 static void mark_iteration_start(ub_comm *c, cudaStream_t st)
 {
     ub_sched_rt *s = &c->sched;
-    ub_timing_poll(&s->tm, false);
+    ub_timing_poll(&s->tm);
     if (s->n_starts >= UB_SCHED_MAX_MEASURED)
         return;
     int i = s->n_starts++;
@@ -418,7 +440,7 @@ void ub_sched_end(ub_comm *c, bool abort)
             ub_state_lock();
         }
         /* Under the lock: other threads' report writers read these times. */
-        ub_timing_poll(&s->tm, false);
+        ub_timing_poll(&s->tm);
         ub_sched_summary(c);
         ub_redirect_end(c, !abort);
     }

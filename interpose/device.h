@@ -24,4 +24,14 @@ static inline void ub_device_leave(int previous)
         UB_CUDA(ub_cuda.cudaSetDevice(previous));
 }
 
+/* A private non-blocking stream of the current device at its highest priority (0, the default,
+ * where the range cannot be read). */
+static inline cudaError_t ub_device_urgent_stream(cudaStream_t *out)
+{
+    int lo = 0, hi = 0;
+    if (UB_CUDA(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
+        hi = 0;
+    return UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(out, cudaStreamNonBlocking, hi));
+}
+
 #endif

@@ -35,12 +35,9 @@ int ub_exec_reserve(ub_comm *c, int n_calls, uint64_t staging, char *why, size_t
     cudaError_t e = cudaSuccess;
     int previous = ub_device_enter(c->device);
     if (!s->priv) {
-        int lo = 0, hi = 0;
         e = UB_CUDA(ub_cuda.cudaGetDevice(&s->device));
-        if (e == cudaSuccess && UB_CUDA(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
-            hi = 0;
         if (e == cudaSuccess)
-            e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&s->priv, cudaStreamNonBlocking, hi));
+            e = ub_device_urgent_stream(&s->priv);
         if (e != cudaSuccess)
             s->priv = NULL;
     }
@@ -66,7 +63,7 @@ int ub_exec_reserve(ub_comm *c, int n_calls, uint64_t staging, char *why, size_t
             s->staging = NULL;
     }
     ub_device_leave(previous);
-    if (e == cudaSuccess && !s->tm.ok && ub_timing_start(&s->tm, c->device, &c->ending) != 0)
+    if (e == cudaSuccess && !s->tm.ok && ub_timing_start(&s->tm, c->device) != 0)
         e = cudaErrorMemoryAllocation;
     if (e != cudaSuccess) {
         snprintf(why, len, "cannot set up schedule mode's executor (%s; staging %llu bytes)", error_text(e),

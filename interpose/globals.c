@@ -1,6 +1,8 @@
-/* The process globals every layer reads (runtime.h): the configuration, the rank, the start time
- * and the reentrancy guard's depth.  Set by runtime.c at the first wrapped call; at the bottom of
- * the layers, so that reading them pulls in nothing. */
+/* The process globals every layer reads (runtime.h): the configuration, the pass-through switch,
+ * the rank and world size, the start time, whether the report's directory is usable, and the
+ * reentrancy guard's depth.  Set by runtime.c at the first wrapped call (the rank, world size and
+ * report directory later, when they are learnt); at the bottom of the layers, so that reading them
+ * pulls in nothing. */
 #include "runtime.h"
 
 ub_config ub_cfg;

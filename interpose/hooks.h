@@ -39,8 +39,6 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t);
 /* The call goes to NCCL unchanged (not deferred): work on its stream. */
 void ub_coll_forwarded(const ub_coll_desc *d);
 void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r);
-void ub_group_start(void);
-void ub_group_end(void);    /* before the real ncclGroupEnd */
 /* After it: what the application's ncclGroupEnd returns (r, the real one's result, or a failure
  * of what usbyte issued inside the group). */
 ncclResult_t ub_group_ended(ncclResult_t r);

@@ -12,6 +12,7 @@
 
 #include "agree_config.h"
 #include "agree_rt.h"
+#include "calibrate.h"
 #include "capture.h"
 #include "cuda_list.h"
 #include "defer.h"
@@ -25,6 +26,7 @@
 #include "state.h"
 #include "tables.h"
 #include "warmup.h"
+#include "usbyte/clock.h"
 
 /* The communicator's rank, size and device, from NCCL (never with the global lock held). */
 static void comm_identity(ncclComm_t handle, int *rank, int *nranks, int *device)
@@ -108,11 +110,9 @@ void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclCom
  * it ends the schedule and NCCL frees the communicator. */
 static void let_issue_return(ub_comm *c)
 {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = ub_monotonic_s();
     while (ub_sched_issuing(c) && c->issuer != (unsigned long)pthread_self()) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > ABORT_LETS_ISSUE_RETURN_S) {
+        if (ub_monotonic_s() - t0 > ABORT_LETS_ISSUE_RETURN_S) {
             ub_info("communicator %d: aborted while the issuing thread is inside a call of a block; the abort goes "
                     "on without waiting longer", c->index);
             return;
@@ -156,6 +156,7 @@ void ub_comm_ending(ncclComm_t handle, int id)
             if (c->state == UB_COMM_PROFILE || c->state == UB_COMM_DETECT)
                 ub_comm_set_state(c, UB_COMM_DISABLED, "destroyed before the warm-up ended");
             ub_sched_end(c, abort);
+            ub_calib_end(c, abort);
             ub_cfg_agree_release(c, abort);
             if (!c->issuing_agreement) /* else the issuing thread releases them when it sees `ending` */
                 ub_comm_stop_profiling(c);
@@ -182,9 +183,6 @@ void ub_comm_ending(ncclComm_t handle, int id)
     }
     ub_state_unlock();
 }
-
-void ub_group_start(void) { ub_group_enter(); }
-void ub_group_end(void) { ub_group_leave(); }
 
 /* After the real ncclGroupEnd: the outermost one launched what this thread issued inside the
  * group, so the work that must follow it goes now; and a rank that issues all its calls inside
@@ -450,7 +448,7 @@ static bool on_profile(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub
         }
     }
     if (!c->local_failure[0])
-        ub_timing_poll(&c->tm, false);
+        ub_timing_poll(&c->tm);
     if (res->index >= c->agree_at) {
         /* The first call after the warm-up: the same call index on every rank, inside a
          * group or not (the group structure is rank-local). */
@@ -495,6 +493,23 @@ static void restart_refuted(ub_comm *c)
     }
 }
 
+/* A call of calibration's (calibrate.c: the probes at agree_at + period, their agreed times one
+ * iteration later, the re-plan one more iteration later): where the plan is decided, a plan that
+ * schedules starts at this call on every rank. */
+static bool at_calibration(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res,
+                           ub_coll_token *t)
+{
+    bool decided = ub_calib_step(c, res->index);
+    if (aborted_while_waiting(c, res->index, "for calibration", t))
+        return true;
+    if (decided && c->state == UB_COMM_PLANNED && c->sched.ready) {
+        ub_sched_begin(c, res->index);
+        return sched_call(c, d, sig, t);
+    }
+    ub_state_unlock();
+    return false;
+}
+
 /* Call agree_at + period: what the agreement decided takes effect here on every rank, in every
  * mode, whether this rank read the result early (a poll: timing) or reads it now. */
 static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res, ub_coll_token *t)
@@ -520,8 +535,10 @@ static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_
          * that same call, with the same period. */
         ub_warmup_rephase(c, res->index + c->phase_pos);
         ub_stream_get(d->stream, c); /* as at a lock: its next upstream waits count */
+    } else if (ub_calib_due(c, res->index)) {
+        return at_calibration(c, d, sig, res, t);
     } else if (c->sched.ready) {
-        ub_sched_begin(c);
+        ub_sched_begin(c, res->index);
         return sched_call(c, d, sig, t);
     }
     ub_state_unlock();
@@ -534,6 +551,8 @@ static bool on_agreed(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_
 {
     if (res->index == c->agree_at + c->period)
         return at_switch(c, d, sig, res, t);
+    if (c->state == UB_COMM_PLANNED && ub_calib_due(c, res->index))
+        return at_calibration(c, d, sig, res, t);
     if (c->state == UB_COMM_AGREE && ub_thread_group_depth() == 0) {
         /* Reading the result early changes nothing that is issued: the plan takes effect at call
          * agree_at + period, read or not. */

@@ -4,6 +4,7 @@
  * NCCL calls its own API through the PLT (pncclBcast calls ncclBroadcast), and such an inner call
  * reaches these wrappers again, where it must go straight through (not counted twice, never
  * deferred). */
+#include "group.h"
 #include "guard.h"
 #include "hooks.h"
 #include "nccl_list.h"
@@ -52,7 +53,7 @@ static ncclResult_t missing(ub_nccl_id id)
         PROLOGUE(name, args)                               \
         ncclResult_t r = REAL(name, args);                \
         if (r == ncclSuccess)                              \
-            ub_group_start();                              \
+            ub_group_enter();                              \
         return r;                                          \
     }
 
@@ -60,7 +61,7 @@ static ncclResult_t missing(ub_nccl_id id)
     UB_EXPORT ncclResult_t nccl##name params               \
     {                                                      \
         PROLOGUE(name, args)                               \
-        ub_group_end();                                    \
+        ub_group_leave();                                  \
         ncclResult_t r = REAL(name, args);                \
         return ub_group_ended(r);                          \
     }

@@ -11,6 +11,7 @@
 #include "nccl_list.h"
 #include "redirect.h"
 #include "tables.h"
+#include "usbyte/clock.h"
 
 atomic_int ub_sched_live;
 atomic_int ub_events_pending;
@@ -61,13 +62,6 @@ static void unlist_stream(cudaStream_t s)
     for (int i = 0; i < n; i++)
         if (atomic_load(&listed[i]) == s)
             atomic_store(&listed[i], NULL);
-}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static bool on_issuing_thread(const ub_comm *c) { return c->issuer == (unsigned long)pthread_self(); }
@@ -412,7 +406,7 @@ bool ub_redirect_event_query(cudaEvent_t ev, cudaError_t *r)
      * of the issuing thread that can only end with its own next call gets one line. */
     ub_comm *c = e->sched_comm;
     if (on_issuing_thread(c) && !e->warned) {
-        double t = now_s();
+        double t = ub_monotonic_s();
         if (e->first_poll == 0) {
             e->first_poll = t;
         } else if (t - e->first_poll > ub_cfg.hang_s) {
@@ -511,18 +505,18 @@ static void still_waiting(const ub_comm *c, const char *what, double since, int 
 {
     ub_warn("communicator %d: thread %lu has waited %.0f s in %s for allreduce %d of the iteration, whose block %d "
             "of the plan goes out when the issuing thread (%lu) makes the call that completes it",
-            c->index, (unsigned long)pthread_self(), now_s() - since, what, call, block_of(&c->sched, v), c->issuer);
+            c->index, (unsigned long)pthread_self(), ub_monotonic_s() - since, what, call, block_of(&c->sched, v), c->issuer);
 }
 
 void ub_redirect_wait_event(cudaEvent_t ev, const char *what)
 {
-    double start = now_s(), line_at = start + ub_cfg.hang_s;
+    double start = ub_monotonic_s(), line_at = start + ub_cfg.hang_s;
     n_waiters++;
     for (ub_event *e; (e = pending_event(ev)) && !atomic_load(&e->sched_comm->ending);) {
         ub_state_wait(0.25);
         if ((e = pending_event(ev)) && peer_failed(e->sched_comm, what))
             break;
-        if ((e = pending_event(ev)) && now_s() > line_at) {
+        if ((e = pending_event(ev)) && ub_monotonic_s() > line_at) {
             still_waiting(e->sched_comm, what, start, e->sched_call, e->sched_value);
             line_at += ub_cfg.hang_s;
         }
@@ -541,14 +535,14 @@ ub_comm *ub_redirect_stream_unissued(cudaStream_t s)
 
 void ub_redirect_wait_stream(cudaStream_t s, const char *what)
 {
-    double start = now_s(), line_at = start + ub_cfg.hang_s;
+    double start = ub_monotonic_s(), line_at = start + ub_cfg.hang_s;
     n_waiters++;
     for (ub_comm *c; (c = ub_redirect_stream_unissued(s)) && !atomic_load(&c->ending);) {
         ub_state_wait(0.25);
         if ((c = ub_redirect_stream_unissued(s)) && peer_failed(c, what))
             break;
         ub_stream *st = ub_stream_get(s, NULL);
-        if ((c = ub_redirect_stream_unissued(s)) && st && now_s() > line_at) {
+        if ((c = ub_redirect_stream_unissued(s)) && st && ub_monotonic_s() > line_at) {
             still_waiting(c, what, start, st->sch.last_call, st->sch.need_value);
             line_at += ub_cfg.hang_s;
         }
@@ -560,13 +554,13 @@ void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what)
 {
     ub_sched_rt *s = &c->sched;
     int last = s->arrived - 1;
-    double start = now_s(), line_at = start + ub_cfg.hang_s;
+    double start = ub_monotonic_s(), line_at = start + ub_cfg.hang_s;
     n_waiters++;
     while (s->issued < target && s->ready && !atomic_load(&c->ending)) {
         ub_state_wait(0.25);
         if (s->issued < target && peer_failed(c, what))
             break;
-        if (s->issued < target && now_s() > line_at) {
+        if (s->issued < target && ub_monotonic_s() > line_at) {
             still_waiting(c, what, start, last, target);
             line_at += ub_cfg.hang_s;
         }

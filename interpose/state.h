@@ -15,7 +15,9 @@
  * the plan at agree_at + period, deviations, restarts) happens at a call index derived from the
  * portable call sequence and the agreed outcome, never from timing.
  *
- * Locking.  All state is guarded by one process-wide mutex (tables.c), the runtime's only lock.
+ * Locking.  All state here is guarded by one process-wide mutex (tables.c), the state lock; the
+ * runtime's few other mutexes each guard only their own file's data (capture.c's capture tables,
+ * report_rt.c's versions and report file, resolve.c's driver lookup).
  * - It is never held across a real NCCL call (UB_NCCL stops the process if it would be): NCCL may
  *   block for as long as its peers take, and other threads' hooks need the lock meanwhile.
  * - CUDA calls made with it held go through UB_CUDA: the reentrancy guard makes a CUPTI callback
@@ -39,6 +41,7 @@
 
 #include "sched_rt.h"
 #include "hooks.h"
+#include "calibrate.h"
 #include "timing.h"
 #include "verify.h"
 #include "usbyte/iteration.h"
@@ -206,6 +209,7 @@ struct ub_comm {
     ub_cfg_agreement cfg_agree; /* the configuration agreement at the first lock (agree_config.c) */
     ub_sched_rt sched;        /* schedule mode (defer.c, exec.c, redirect.c) */
     ub_verify_rt verify;      /* schedule mode's verification against pass-through (verify.c) */
+    ub_calib_rt calib;        /* schedule mode's calibration before the switch (calibrate.c) */
     atomic_bool ending;       /* ncclCommDestroy/Abort/Finalize reached it (read by waits without the lock) */
     atomic_bool aborted;      /* ncclCommAbort/Revoke reached it: nothing may be issued on it any more */
     atomic_int peer_error;    /* ncclResult_t: NCCL's asynchronous error seen by a wait of the runtime */

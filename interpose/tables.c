@@ -1,7 +1,8 @@
 /* The runtime's tables (state.h): communicators, streams and events by handle, every
- * communicator ever seen (for the report), the one process-wide lock that guards them, and the
- * process-wide flags (forked child, writing at exit).  The bottom of interpose/: it calls only the
- * detector's constructor and, to release a stream or event record, the real CUDA runtime. */
+ * communicator ever seen (for the report), the process-wide lock that guards them, and the
+ * process-wide flags (forked child, writing at exit).  Below the life cycle, warm-up and
+ * agreement: besides logging and the globals it calls only the detector's and the report's
+ * constructors and, to release a stream or event record, the real CUDA runtime. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -38,21 +38,17 @@ static void put_event(ub_timing *t, cudaEvent_t ev)
     t->pool[t->n_pool++] = ev;
 }
 
-int ub_timing_start(ub_timing *t, int device, const atomic_bool *cancel)
+int ub_timing_start(ub_timing *t, int device)
 {
     memset(t, 0, sizeof *t);
-    t->cancel = cancel;
-    int lo = 0, hi = 0;
     int previous = ub_device_enter(device);
     cudaError_t e = UB_CUDA(ub_cuda.cudaGetDevice(&t->device));
     if (e == cudaSuccess)
         e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&t->clock, cudaStreamNonBlocking, 0));
     if (e == cudaSuccess)
         e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&t->probe, cudaStreamNonBlocking, 0));
-    if (e == cudaSuccess && UB_CUDA(ub_cuda.cudaDeviceGetStreamPriorityRange(&lo, &hi)) != cudaSuccess)
-        hi = 0;
     if (e == cudaSuccess)
-        e = UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&t->agree, cudaStreamNonBlocking, hi));
+        e = ub_device_urgent_stream(&t->agree);
     if (e == cudaSuccess)
         e = UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&t->epoch, cudaEventDefault));
     if (e == cudaSuccess)
@@ -128,8 +124,7 @@ static void store(const ub_pending *p, double seconds)
         *p->dest2 = seconds;
 }
 
-/* Reads every event that completed (never waits). */
-static int poll_pending(ub_timing *t)
+int ub_timing_poll(ub_timing *t)
 {
     int kept = 0;
     for (int i = 0; i < t->n_pending; i++) {
@@ -146,44 +141,6 @@ static int poll_pending(ub_timing *t)
     }
     t->n_pending = kept;
     return kept;
-}
-
-static bool waits_for_any(const ub_timing *t)
-{
-    for (int i = 0; i < t->n_pending; i++)
-        if (t->pending[i].dest || t->pending[i].dest2)
-            return true;
-    return false;
-}
-
-int ub_timing_poll(ub_timing *t, bool block)
-{
-    if (!block)
-        return poll_pending(t);
-    /* A bounded wait: behind a collective that a dead peer never completes, these events never
-     * complete either, and the host call that waits here must return so that the application
-     * reaches its watchdog.  What is still pending then stays unmeasured. */
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    long ns = 20000;
-    for (;;) {
-        /* An event without destination (a wait after the warm-up, a discarded record) is never
-         * waited for: it may be the producer of the call being issued, which the application's
-         * device work may only reach once the host has gone past that call. */
-        int left = poll_pending(t);
-        if (left == 0 || !waits_for_any(t) || (t->cancel && atomic_load(t->cancel)))
-            return left;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > (double)ub_cfg.hang_s) {
-            ub_warn("timing events still pending after USBYTE_HANG_S=%d s (a peer gone?): going on without them",
-                    ub_cfg.hang_s);
-            return left;
-        }
-        struct timespec pause = {0, ns};
-        nanosleep(&pause, NULL);
-        if (ns < 1000000)
-            ns *= 2;
-    }
 }
 
 bool ub_timing_pending_into(const ub_timing *t, const void *lo, const void *hi)
@@ -215,8 +172,8 @@ void ub_timing_stop(ub_timing *t)
     if (!t->ok)
         return;
     ub_timing_discard(t);
-    ub_timing_poll(t, false);
-    /* Never waited for (see poll_pending): CUDA releases an event destroyed with its record
+    ub_timing_poll(t);
+    /* Never waited for (see ub_timing_poll): CUDA releases an event destroyed with its record
      * pending once the record completes. */
     for (int i = 0; i < t->n_pending; i++)
         UB_CUDA(ub_cuda.cudaEventDestroy(t->pending[i].event));

@@ -1,11 +1,10 @@
 /* Timing events that never block the training thread: recorded where something happens, read
- * later (ub_timing_poll at later calls, or once, blocking, at the agreement) with
+ * later (ub_timing_poll at later calls) with
  * cudaEventElapsedTime against an epoch event.  Every CUDA call here goes to the real function.
  * Timing only ever feeds the profile: it never changes what is issued to NCCL. */
 #ifndef USBYTE_TIMING_H
 #define USBYTE_TIMING_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -34,13 +33,11 @@ typedef struct ub_timing {
     int n_pool, cap_pool;
     ub_pending *pending;
     int n_pending, cap_pending;
-    const atomic_bool *cancel;
 } ub_timing;
 
 /* Creates streams and the epoch on `device` (its events too, later; -1: the current device); -1
- * with a logged reason.  cancel (may be NULL): a blocking poll returns as soon as it is set (the
- * communicator is being aborted). */
-int ub_timing_start(ub_timing *t, int device, const atomic_bool *cancel);
+ * with a logged reason. */
+int ub_timing_start(ub_timing *t, int device);
 /* Records an event on stream and files it; returns it (NULL on failure, dest left NAN). */
 cudaEvent_t ub_timing_mark(ub_timing *t, cudaStream_t stream, double *dest, int n, size_t stride, double *dest2);
 /* "Now" on the clock stream. */
@@ -49,10 +46,8 @@ void ub_timing_now(ub_timing *t, double *dest, int n, size_t stride);
  * knows its destination (ub_timing_file); NULL on failure. */
 cudaEvent_t ub_timing_probe(ub_timing *t, cudaEvent_t producer);
 void ub_timing_file(ub_timing *t, cudaEvent_t ev, double *dest, int n, size_t stride, double *dest2);
-/* Reads every completed event.  block: waits, polling, for every one that has a destination, at
- * most USBYTE_HANG_S (one without, such as the producer of the call being issued, is only
- * queried).  Returns how many remain pending. */
-int ub_timing_poll(ub_timing *t, bool block);
+/* Reads every completed event, never waiting for one.  Returns how many remain pending. */
+int ub_timing_poll(ub_timing *t);
 /* Whether some event still pending writes into [lo, hi) when it completes. */
 bool ub_timing_pending_into(const ub_timing *t, const void *lo, const void *hi);
 /* Forgets every destination (the record they pointed into is going away). */

@@ -57,7 +57,7 @@ int ub_verify_prepare(ub_comm *c, const ub_plan *first, double predicted_first, 
     v->report.present = true;
     v->report.n_candidates = v->n_candidates;
     v->report.every = ub_cfg.verify_every;
-    if (!v->tm.ok && ub_timing_start(&v->tm, c->device, &c->ending) != 0) {
+    if (!v->tm.ok && ub_timing_start(&v->tm, c->device) != 0) {
         snprintf(why, len, "cannot set up the verification's timing events");
         return -1;
     }
@@ -222,7 +222,7 @@ static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st
 static ub_verify_step window_step(ub_comm *c, ub_verify_rt *v, cudaStream_t st, uint64_t call)
 {
     int w = v->window;
-    ub_timing_poll(&v->tm, false);
+    ub_timing_poll(&v->tm);
     if (w < UB_VERIFY_MARKS) {
         v->start[w] = NAN;
         v->spoiled[w] = false;
@@ -281,11 +281,6 @@ void ub_verify_end(ub_comm *c, bool abort)
      * synchronise the device: not under the lock. */
     ub_state_unlock();
     ub_timing_stop(&v->tm);
-    if (done)
-        UB_CUDA(ub_cuda.cudaEventDestroy(done));
-    if (dev)
-        UB_UNSAFE(ub_cuda.cudaFree(dev));
-    if (host)
-        UB_UNSAFE(ub_cuda.cudaFreeHost(host));
+    ub_coll_buffers_free(host, dev, done);
     ub_state_lock();
 }

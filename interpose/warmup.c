@@ -172,7 +172,7 @@ void ub_warmup_start(ub_comm *c, uint64_t first)
     c->multi_stream = c->legacy_stream = c->blocking_stream = c->p2p = false;
     if (!recorder || !c->pos_call || !c->pos_sig || !c->pos_buf || !c->has_end_event)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot allocate the warm-up recorder");
-    else if (ub_timing_start(&c->tm, c->device, &c->ending) != 0)
+    else if (ub_timing_start(&c->tm, c->device) != 0)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot create the timing events or private streams");
     else
         time_staging_copy(c);
@@ -218,7 +218,7 @@ void ub_warmup_rephase(ub_comm *c, uint64_t first)
     c->report.have_plans = false;
     ub_warmup_start(c, first);
     if (c->state == UB_COMM_PROFILE)
-        snprintf(c->reason, sizeof c->reason, "%.240s", why);
+        ub_comm_set_state(c, UB_COMM_PROFILE, why);
 }
 
 void ub_warmup_restart(ub_comm *c, const char *why)

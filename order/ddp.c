@@ -12,7 +12,7 @@
  * order is the profile's arrival order and a (dtype, op) class stands for DDP's (dtype,
  * device); each bucket becomes one block, in that order.
  *
- * Where a plan must depart from DDP to stay valid (MODEL.md):
+ * Where a plan must depart from DDP to stay valid (docs/model.md):
  *   - at a call marked "merge": false every open bucket closes, after that call is added, in
  *     the order of its first call (a block may not span the barrier);
  *   - a bucket of several calls closes before a call that would take it above staging_max;

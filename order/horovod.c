@@ -13,7 +13,7 @@
  *
  * A plan is static, so the policy is simulated on the profile: cycles at 0, cycle, 2 cycle, ...
  * (time 0 is the profile's), a call is submitted at its ready time, and the resulting buffers,
- * in order, are the plan's blocks.  Where it must depart from Horovod to stay valid (MODEL.md):
+ * in order, are the plan's blocks.  Where it must depart from Horovod to stay valid (docs/model.md):
  *   - a buffer never extends past a call marked "merge": false, and a call after such a call
  *     is not taken into a cycle before it (something waits for that call before later ones
  *     arrive);

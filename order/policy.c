@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "order_internal.h"
+#include "usbyte/clock.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
 #include "usbyte/schedulers.h"
@@ -32,18 +33,11 @@ int ub_policy_parse(const char *name)
     return -1;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int ub_policy_run(ub_policy_id id, const ub_profile *prof, ub_plan *out)
 {
-    double t0 = now();
+    double t0 = ub_monotonic_s();
     double lb = ub_lower_bound(prof);
-    double t_lb = now() - t0;
+    double t_lb = ub_monotonic_s() - t0;
     int rc = ub_policy_run_bounded(id, prof, out, lb);
     if (id == UB_POLICY_BEST)
         out->plan_seconds += t_lb; /* best needs the bound to know when to stop */
@@ -55,11 +49,11 @@ int ub_policy_run_bounded(int id, const ub_profile *prof, ub_plan *out, double l
     if (id < 0 || id >= UB_POLICY_COUNT)
         return -1;
     /* The clock only measures planning cost for the report; it never influences the plan. */
-    double t0 = now();
+    double t0 = ub_monotonic_s();
     ub_plan_clear(out);
     memcpy(out->policy, names[id], strlen(names[id]) + 1);
     int rc = id == UB_POLICY_BEST ? ub_best_plan_bounded(prof, lower_bound, 1.0, out) : fns[id](prof, out);
-    double spent = now() - t0;
+    double spent = ub_monotonic_s() - t0;
     memcpy(out->policy, names[id], strlen(names[id]) + 1);
     if (rc == 0)
         ub_evaluate_with_bound(prof, out, lower_bound, NULL);
@@ -93,9 +87,9 @@ int ub_plan_every(const ub_profile *prof, ub_plan plans[UB_POLICY_COUNT], char *
     int rc = 0;
     const ub_plan *starts[UB_POLICY_COUNT];
     int n_starts = 0;
-    double t_lb = now();
+    double t_lb = ub_monotonic_s();
     double lb = ub_lower_bound(prof);
-    double others = now() - t_lb; /* best's time includes the bound, as ub_policy_run's does */
+    double others = ub_monotonic_s() - t_lb; /* best's time includes the bound, as ub_policy_run's does */
     for (int id = 0; id < UB_POLICY_COUNT; id++) {
         if (id == UB_POLICY_BEST)
             continue;
@@ -106,11 +100,11 @@ int ub_plan_every(const ub_profile *prof, ub_plan plans[UB_POLICY_COUNT], char *
             starts[n_starts++] = &plans[id];
     }
     ub_plan *best = &plans[UB_POLICY_BEST];
-    double t0 = now();
+    double t0 = ub_monotonic_s();
     ub_plan_clear(best);
     memcpy(best->policy, names[UB_POLICY_BEST], strlen(names[UB_POLICY_BEST]) + 1);
     int status = ub_best_from_starts(prof, starts, n_starts, lb, 1.0, best);
-    double spent = now() - t0;
+    double spent = ub_monotonic_s() - t0;
     memcpy(best->policy, names[UB_POLICY_BEST], strlen(names[UB_POLICY_BEST]) + 1); /* the copy took the start's */
     if (status == 0) {
         ub_evaluate_with_bound(prof, best, lb, NULL);

@@ -51,33 +51,14 @@ void ub_need_transitive(int n, const double *own_need, int *from)
     }
 }
 
-int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
-                      bool stream_semantics, ub_profile *out, ub_fit_result *fit)
+/* The calls' own numbers (bytes, ready, type, barrier, measured time) and the fit's samples;
+ * returns backward_end, *latest_done the latest completion. */
+static double fill_calls(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
+                         ub_profile *out, ub_fit_sample *samples, double *latest_done)
 {
-    memset(out, 0, sizeof *out);
-    int n = a->n_calls;
-    if (n < 1)
-        return -1;
-    out->calls = calloc((size_t)n, sizeof *out->calls);
-    waited *order = calloc((size_t)n, sizeof *order);
-    double *start = calloc((size_t)n + 1, sizeof *start);
-    double *pass = calloc((size_t)n + 1, sizeof *pass);
-    ub_fit_sample *samples = calloc((size_t)n, sizeof *samples);
-    double *own = calloc((size_t)n, sizeof *own);
-    int *from = calloc((size_t)n, sizeof *from);
-    if (!out->calls || !order || !start || !pass || !samples || !own || !from)
-        goto oom;
-    for (int c = 0; c < n; c++) {
-        own[c] = a->calls[c].need;
-        from[c] = own[c] >= 0 ? c : -1;
-    }
-    if (stream_semantics)
-        ub_need_transitive(n, own, from);
-    out->n_calls = n;
-    out->ranks = a->ranks;
-
-    double backward_end = 0, latest_done = 0;
-    for (int c = 0; c < n; c++) {
+    double backward_end = 0;
+    *latest_done = 0;
+    for (int c = 0; c < a->n_calls; c++) {
         ub_call *k = &out->calls[c];
         k->bytes = bytes[c];
         k->ready = c == 0 ? 0.0 : max2(0.0, a->calls[c].ready);
@@ -86,13 +67,22 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
         k->merge = !a->calls[c].barrier;
         k->measured_comm = a->calls[c].comm_mean;
         backward_end = max2(backward_end, k->ready);
-        latest_done = max2(latest_done, a->calls[c].done);
+        *latest_done = max2(*latest_done, a->calls[c].done);
         samples[c] = (ub_fit_sample){(double)bytes[c], a->calls[c].comm_min};
     }
-    double iteration = a->iteration > 0 ? a->iteration : max2(backward_end, latest_done);
+    return backward_end;
+}
+
+/* The need segments (the header's rules): each call's segment in out->calls[].need, each
+ * segment's first wait in start[] and the time the consumer got past it in pass[]; returns how
+ * many segments.  own/from: each call's own need and the call whose wait releases it (-1: none);
+ * order: room for n_calls. */
+static int need_segments(const ub_agreed *a, const double *own, const int *from, double iteration,
+                         double backward_end, waited *order, double *start, double *pass, ub_profile *out)
+{
+    int n = a->n_calls;
     double join = max2(UB_SEGMENT_MIN_GAP, UB_SEGMENT_REL_GAP * iteration);
     bool structural = a->flags.cupti_missing == 0 && a->flags.cupti_taken == 0;
-
     int n_waited = 0;
     for (int c = 0; c < n; c++)
         if (from[c] >= 0)
@@ -125,6 +115,46 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
             out->calls[c].need = segs - 1;
             pass[segs - 1] = max2(pass[segs - 1], a->calls[c].done);
         }
+    return segs;
+}
+
+int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
+                      bool stream_semantics, ub_profile *out, ub_fit_result *fit)
+{
+    return ub_derive_profile_with(a, bytes, dtype, op, stream_semantics, NULL, 0, out, fit);
+}
+
+int ub_derive_profile_with(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
+                           bool stream_semantics, const ub_fit_sample *extra, int n_extra, ub_profile *out,
+                           ub_fit_result *fit)
+{
+    size_t n_samples = (size_t)a->n_calls + (size_t)(n_extra > 0 ? n_extra : 0);
+    memset(out, 0, sizeof *out);
+    int n = a->n_calls;
+    if (n < 1)
+        return -1;
+    out->calls = calloc((size_t)n, sizeof *out->calls);
+    waited *order = calloc((size_t)n, sizeof *order);
+    double *start = calloc((size_t)n + 1, sizeof *start);
+    double *pass = calloc((size_t)n + 1, sizeof *pass);
+    ub_fit_sample *samples = calloc(n_samples, sizeof *samples);
+    double *own = calloc((size_t)n, sizeof *own);
+    int *from = calloc((size_t)n, sizeof *from);
+    int segs = 0;
+    double backward_end = 0, latest_done = 0, iteration = 0;
+    if (!out->calls || !order || !start || !pass || !samples || !own || !from)
+        goto oom;
+    for (int c = 0; c < n; c++) {
+        own[c] = a->calls[c].need;
+        from[c] = own[c] >= 0 ? c : -1;
+    }
+    if (stream_semantics)
+        ub_need_transitive(n, own, from);
+    out->n_calls = n;
+    out->ranks = a->ranks;
+    backward_end = fill_calls(a, bytes, dtype, op, out, samples, &latest_done);
+    iteration = a->iteration > 0 ? a->iteration : max2(backward_end, latest_done);
+    segs = need_segments(a, own, from, iteration, backward_end, order, start, pass, out);
 
     out->forward = calloc((size_t)segs, sizeof *out->forward);
     if (!out->forward)
@@ -136,7 +166,9 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
         out->forward[s] = max2(0.0, start[s + 1] - pass[s]);
     out->forward[segs - 1] = max2(0.0, iteration - pass[segs - 1]);
 
-    ub_fit_cost_model(samples, (size_t)n, out, fit);
+    for (int i = 0; i < n_extra; i++) /* calibration probes: sizes the calls never had */
+        samples[n + i] = extra[i];
+    ub_fit_cost_model(samples, n_samples, out, fit);
     out->has_net = true;
     out->copy_beta = a->flags.copy_beta > 0 ? a->flags.copy_beta : 0.0;
     free(own);

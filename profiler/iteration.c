@@ -14,8 +14,7 @@ enum { SEARCHING, LOCKED, GAVE_UP };
 
 struct ub_iterdet {
     ub_iterdet_config cfg; /* resolved: no zeros */
-    uint64_t base;         /* global index of local call 0 (resets move it) */
-    uint64_t n;            /* local calls stored since the last reset */
+    uint64_t n;            /* calls fed */
     uint64_t floor;        /* local index of the last deviation (search_limit counts from it) */
     uint64_t searched;     /* 1 + local index of the last call that went through search_step */
     int state;
@@ -291,7 +290,7 @@ static void realign(ub_iterdet *d, uint64_t i)
 static void fill_phase(const ub_iterdet *d, uint64_t i, ub_iter_result *r)
 {
     r->period = d->period;
-    r->start = d->base + d->start;
+    r->start = d->start;
     r->iteration = (i - d->start) / d->period;
     r->position = (uint32_t)((i - d->start) % d->period);
 }
@@ -301,7 +300,7 @@ ub_iter_event ub_iterdet_feed(ub_iterdet *d, uint64_t sig, ub_iter_result *out)
     ub_iter_result r;
     memset(&r, 0, sizeof r);
     uint64_t i = d->n;
-    r.index = d->base + i;
+    r.index = i;
     if (d->state == GAVE_UP) {
         d->n++; /* counts only: nothing is stored any more */
         r.event = UB_ITER_GAVE_UP;
@@ -376,21 +375,6 @@ void ub_iterdet_free(ub_iterdet *d)
     free(d);
 }
 
-void ub_iterdet_reset(ub_iterdet *d)
-{
-    d->base += d->n;
-    d->n = 0;
-    d->floor = 0;
-    d->searched = 0;
-    d->state = SEARCHING;
-    d->period = 0;
-    d->start = 0;
-    d->gave_up[0] = 0;
-    free_arrays(d);
-    if (alloc_arrays(d) < 0)
-        give_up(d, "out of memory");
-}
-
 int ub_iterdet_locked(const ub_iterdet *d, uint32_t *period, uint64_t *start)
 {
     if (d->state != LOCKED)
@@ -398,16 +382,11 @@ int ub_iterdet_locked(const ub_iterdet *d, uint32_t *period, uint64_t *start)
     if (period)
         *period = d->period;
     if (start)
-        *start = d->base + d->start;
+        *start = d->start;
     return 1;
 }
 
 const char *ub_iterdet_gave_up_reason(const ub_iterdet *d)
 {
     return d->state == GAVE_UP ? d->gave_up : NULL;
-}
-
-uint64_t ub_iterdet_count(const ub_iterdet *d)
-{
-    return d->base + d->n;
 }

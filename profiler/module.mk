@@ -19,7 +19,7 @@ $(PROFILER_PURE_TEST_BINS):
 UNIT_TESTS += $(PROFILER_PURE_TEST_BINS)
 
 # The profile and plan files (profile_io.c, plan_io.c).
-$(BUILD)/tests/unit/test_profile_io: $(BUILD)/obj/tests/unit/test_profile_io.o $(PLAN_LIB)
+$(BUILD)/tests/unit/test_profile_io: $(BUILD)/obj/tests/unit/profiler/test_profile_io.o $(PLAN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
 
@@ -27,7 +27,7 @@ UNIT_TESTS += $(BUILD)/tests/unit/test_profile_io
 
 # test_atomic_write: ub_write_file_atomic and ub_write_json_atomic (profile_io_atomic.c), linked
 # from its object so that the test's own getrandom is the one it calls.
-$(BUILD)/tests/unit/test_atomic_write: $(call objs,tests/unit/test_atomic_write.c profiler/profile_io_atomic.c)
+$(BUILD)/tests/unit/test_atomic_write: $(call objs,tests/unit/profiler/test_atomic_write.c profiler/profile_io_atomic.c)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LDLIBS_JSON) $(LDLIBS_CMOCKA)
 
@@ -39,10 +39,18 @@ UNIT_TESTS += $(BUILD)/tests/unit/test_atomic_write
 ifneq ($(wildcard interpose/module.mk),)
 PROFILER_RT_TESTS := test_agree test_derive test_schedule test_report_runtime
 PROFILER_RT_TEST_BINS := $(patsubst %,$(BUILD)/tests/unit/%,$(PROFILER_RT_TESTS))
-$(PROFILER_RT_TEST_BINS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o \
+$(PROFILER_RT_TEST_BINS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/profiler/%.o \
 		$(call objs,interpose/config.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
 
 UNIT_TESTS += $(PROFILER_RT_TEST_BINS)
 endif
+
+# Calibration's pure pieces (calibrate.c), with the fit and the planning library they use.
+$(BUILD)/tests/unit/test_calibrate: $(call objs,tests/unit/profiler/test_calibrate.c profiler/calibrate.c \
+		profiler/fit_model.c profiler/fit.c) $(PLAN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_CMOCKA) -lm
+
+UNIT_TESTS += $(BUILD)/tests/unit/test_calibrate

@@ -3,7 +3,7 @@
 # (USBYTE_PROFILES overrides) and a few seeded synthetic ones, at 8, 16, 64 and 128 ranks on the
 # 10gbe and 100gb-ib presets: each policy's predicted iteration time, the speedup of `best`
 # over wfbp, syncea, mgwfbp, bytescheduler and what users run today (ddp, ddp-tuned, horovod), its
-# gap to the MODEL.md lower bound and whether it is proven optimal; a summary of those gaps on
+# gap to the lower bound of docs/model.md and whether it is proven optimal; a summary of those gaps on
 # barrier and layer-wise rows; the headline: gains of best over DDP's default and tuned buckets
 # (geometric means and maxima per network model, link and rank count); the geometric means of
 # best/ddp, best/ddp-tuned and best/horovod per network and the tuned bucket_cap_mb; the profiles
@@ -85,7 +85,7 @@ policies=$(jq -r -s 'reduce .[].policy as $p ([]; if index([$p]) then . else . +
 {
     echo "# usbyte-sim benchmark"
     echo
-    echo "Made by \`make bench-sim\` (tools/bench-sim.sh; \`$SIM\` under the MODEL.md timing model) on"
+    echo "Made by \`make bench-sim\` (tools/bench-sim.sh; \`$SIM\` under the timing model of docs/model.md) on"
     echo "$(date -u +%Y-%m-%d), $(uname -m), $(nproc) CPUs. Profiles: \`$PROFILES\` (FLOP-derived, except the"
     echo "measured GoogleNet trace) and seeded synthetic ones (\`--synthetic N,SEED[,layerwise]\`). Networks: the"
     echo "\`10gbe\` and \`100gb-ib\` presets (docs/planner.md gives their sources), converted to alpha/beta for each"
@@ -129,7 +129,7 @@ policies=$(jq -r -s 'reduce .[].policy as $p ([]; if index([$p]) then . else . +
           "- 8 ranks, 10gbe: `best` over wfbp up to \($r8 | map(.wfbp / .best) | max * 1000 | round / 1000)x (mean \($r8 | map(.wfbp / .best) | add / length * 1000 | round / 1000)x); over bytescheduler up to \($r8 | map(select(.bs) | .bs / .best) | max * 1000 | round / 1000)x (mean \($r8 | map(select(.bs) | .bs / .best) | add / length * 1000 | round / 1000)x)",
           "- all rows: `best` over wfbp up to \($rows | map(.wfbp / .best) | max * 1000 | round / 1000)x, over bytescheduler up to \($rows | map(select(.bs) | .bs / .best) | max * 1000 | round / 1000)x"' "$rows"
     echo
-    echo "Gap of \`best\` to the MODEL.md lower bound (rule 6), and the rows where \`best\` is proven optimal"
+    echo "Gap of \`best\` to the lower bound of docs/model.md (rule 6), and the rows where \`best\` is proven optimal"
     echo "(its iteration meets the bound to 1e-9; the search then stops at once):"
     echo
     echo "| rows | count | proven optimal | mean gap | median gap | max gap | row of the max |"

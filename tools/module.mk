@@ -38,7 +38,7 @@ ALL += $(BUILD)/usbyte-run
 
 # Their tests: the report reader's unit tests, the report, doctor, run and install scripts.
 REPORT_TEST_BINS := $(patsubst %,$(BUILD)/tests/unit/test_report_%,load html job)
-$(REPORT_TEST_BINS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(REPORT_LIB_OBJS) $(PLAN_LIB)
+$(REPORT_TEST_BINS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/tools/%.o $(REPORT_LIB_OBJS) $(PLAN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(REPORT_LIB_OBJS) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lm
 

@@ -209,12 +209,11 @@ static const struct {
     {"bound", "none", "lower bound"},
 };
 
-/* Measured and predicted iteration times as horizontal bars on one axis (ms). */
-static void bar_chart(rp_page *pg, const rp_comm *c, int rank, int pos, double lower_bound)
+/* The chart's bars, top to bottom: the measured iteration, with the plan running if it ran, each
+ * policy's prediction, the lower bound; labels holds the policies' labels.  Returns how many. */
+static int collect_bars(const rp_comm *c, int pos, double lower_bound, bar *bars, char (*labels)[80])
 {
-    int cap = c->n_policies + 4, n = 0;
-    bar *bars = ub_xcalloc((size_t)cap, sizeof *bars, "drawing the chart");
-    char (*labels)[80] = ub_xcalloc((size_t)cap, sizeof *labels, "drawing the chart");
+    int n = 0;
     const rp_schedule *s = &c->schedule;
     bars[n] = (bar){"measured, no plan", "#616161", "measured", c->measured_iteration, "", ""};
     snprintf(bars[n++].where, sizeof bars[0].where, "comms/%d/measured_iteration", pos);
@@ -242,27 +241,15 @@ static void bar_chart(rp_page *pg, const rp_comm *c, int rank, int pos, double l
             snprintf(bars[n].where, sizeof bars[0].where, "comms/%d/plan/lower_bound", pos);
         n++;
     }
-    double vmax = 0;
-    for (int i = 0; i < n; i++)
-        if (isfinite(bars[i].v) && bars[i].v > vmax)
-            vmax = bars[i].v;
-    if (vmax <= 0) {
-        rp_out(pg, "<div><h3>Iteration time</h3><p id=\"bars-%d\" class=\"note\">No iteration time was agreed: the "
-                   "agreement did not succeed (each rank's own warm-up iterations are under Ranks).</p></div>\n",
-               c->index);
-        free(bars);
-        free(labels);
-        return;
-    }
-    double step = tick_step(vmax * 1e3, 6) / 1e3, top = ceil(vmax / step - 1e-9) * step;
-    const double W = 640, L = 170, R = 130, H = 18, T = 34;
-    double axis_y = T + n * (H + 5) + 4, height = axis_y + 34;
-    double span = W - L - R;
-    rp_out(pg, "<div><h3>Iteration time: measured and predicted</h3>\n<svg class=\"bars\" id=\"bars-%d\" "
-               "xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
-               "font-family=\"sans-serif\" font-size=\"12\">\n",
-           c->index, W, height, W, height);
-    /* Legend: only the kinds drawn. */
+    return n;
+}
+
+/* The chart's geometry (SVG units): width, left and right margins, bar height, top margin. */
+static const double CHART_W = 640, CHART_L = 170, CHART_R = 130, CHART_H = 18, CHART_T = 34;
+
+/* The legend: only the kinds drawn. */
+static void chart_legend(rp_page *pg, const bar *bars, int n)
+{
     double lx = 4;
     for (size_t k = 0; k < sizeof legend / sizeof legend[0]; k++) {
         bool used = false;
@@ -279,7 +266,12 @@ static void bar_chart(rp_page *pg, const rp_comm *c, int rank, int pos, double l
         rp_out(pg, "<text x=\"%.0f\" y=\"16\" font-size=\"11\">%s</text>\n", lx + 18, legend[k].text);
         lx += 30 + 5.6 * (double)strlen(legend[k].text);
     }
-    /* Grid and axis. */
+}
+
+/* The grid and the time axis, 0 to top seconds in ticks of step. */
+static void chart_axis(rp_page *pg, double step, double top, double axis_y)
+{
+    const double L = CHART_L, T = CHART_T, span = CHART_W - CHART_L - CHART_R;
     for (double t = 0; t <= top + step / 2; t += step) {
         double x = L + span * t / top;
         rp_out(pg, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#e0e0e0\"/>"
@@ -289,37 +281,70 @@ static void bar_chart(rp_page *pg, const rp_comm *c, int rank, int pos, double l
     rp_out(pg, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#424242\"/>"
                "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">iteration time (ms)</text>\n",
            L, axis_y, L + span, axis_y, L + span / 2, axis_y + 29);
-    for (int i = 0; i < n; i++) {
-        double y = T + i * (H + 5);
-        bool drawn = isfinite(bars[i].v) && bars[i].v > 0;
-        double w = drawn ? span * bars[i].v / top : 0;
-        rp_out(pg, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">", L - 6, y + H * 0.72);
-        esc(pg->f, bars[i].label);
+}
+
+/* Bar i of the chart, its label and its number (top: the axis' end, seconds). */
+static void chart_bar(rp_page *pg, const bar *b, int i, int rank, double top)
+{
+    const double L = CHART_L, H = CHART_H, span = CHART_W - CHART_L - CHART_R;
+    double y = CHART_T + i * (H + 5);
+    bool drawn = isfinite(b->v) && b->v > 0;
+    double w = drawn ? span * b->v / top : 0;
+    rp_out(pg, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">", L - 6, y + H * 0.72);
+    esc(pg->f, b->label);
+    rp_out(pg, "</text>");
+    if (drawn && !strcmp(b->fill, "none"))
+        rp_out(pg, "<rect class=\"bar\" data-kind=\"%s\" x=\"%.0f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" "
+                   "fill=\"none\" stroke=\"#424242\" stroke-dasharray=\"4 3\"/>",
+               b->kind, L, y, w, H);
+    else if (drawn)
+        rp_out(pg, "<rect class=\"bar\" data-kind=\"%s\" x=\"%.0f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" "
+                   "fill=\"%s\"/>",
+               b->kind, L, y, w, H, b->fill);
+    char attrs[96];
+    snprintf(attrs, sizeof attrs, "x=\"%.1f\" y=\"%.1f\"", L + w + 4, y + H * 0.72);
+    if (!drawn)
+        rp_out(pg, "<text %s class=\"note\" fill=\"#757575\">not measured</text>", attrs);
+    else if (b->where[0])
+        rp_num(pg, "text", attrs, rank, 1e3, 3, b->v, "%s", b->where);
+    else
+        rp_out(pg, "<text %s>%.3f</text>", attrs, b->v * 1e3);
+    if (drawn && b->same[0]) {
+        rp_out(pg, "<text class=\"same-as\" x=\"%.1f\" y=\"%.1f\" fill=\"#546e7a\">", L + w + 56, y + H * 0.72);
+        esc(pg->f, b->same);
         rp_out(pg, "</text>");
-        if (drawn && !strcmp(bars[i].fill, "none"))
-            rp_out(pg, "<rect class=\"bar\" data-kind=\"%s\" x=\"%.0f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" "
-                       "fill=\"none\" stroke=\"#424242\" stroke-dasharray=\"4 3\"/>",
-                   bars[i].kind, L, y, w, H);
-        else if (drawn)
-            rp_out(pg, "<rect class=\"bar\" data-kind=\"%s\" x=\"%.0f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" "
-                       "fill=\"%s\"/>",
-                   bars[i].kind, L, y, w, H, bars[i].fill);
-        char attrs[96];
-        snprintf(attrs, sizeof attrs, "x=\"%.1f\" y=\"%.1f\"", L + w + 4, y + H * 0.72);
-        if (!drawn)
-            rp_out(pg, "<text %s class=\"note\" fill=\"#757575\">not measured</text>", attrs);
-        else if (bars[i].where[0])
-            rp_num(pg, "text", attrs, rank, 1e3, 3, bars[i].v, "%s", bars[i].where);
-        else
-            rp_out(pg, "<text %s>%.3f</text>", attrs, bars[i].v * 1e3);
-        if (drawn && bars[i].same[0]) {
-            rp_out(pg, "<text class=\"same-as\" x=\"%.1f\" y=\"%.1f\" fill=\"#546e7a\">", L + w + 56, y + H * 0.72);
-            esc(pg->f, bars[i].same);
-            rp_out(pg, "</text>");
-        }
-        rp_out(pg, "\n");
     }
-    rp_out(pg, "</svg></div>\n");
+    rp_out(pg, "\n");
+}
+
+/* Measured and predicted iteration times as horizontal bars on one axis (ms). */
+static void bar_chart(rp_page *pg, const rp_comm *c, int rank, int pos, double lower_bound)
+{
+    int cap = c->n_policies + 4;
+    bar *bars = ub_xcalloc((size_t)cap, sizeof *bars, "drawing the chart");
+    char (*labels)[80] = ub_xcalloc((size_t)cap, sizeof *labels, "drawing the chart");
+    int n = collect_bars(c, pos, lower_bound, bars, labels);
+    double vmax = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(bars[i].v) && bars[i].v > vmax)
+            vmax = bars[i].v;
+    if (vmax <= 0) {
+        rp_out(pg, "<div><h3>Iteration time</h3><p id=\"bars-%d\" class=\"note\">No iteration time was agreed: the "
+                   "agreement did not succeed (each rank's own warm-up iterations are under Ranks).</p></div>\n",
+               c->index);
+    } else {
+        double step = tick_step(vmax * 1e3, 6) / 1e3, top = ceil(vmax / step - 1e-9) * step;
+        double axis_y = CHART_T + n * (CHART_H + 5) + 4, height = axis_y + 34;
+        rp_out(pg, "<div><h3>Iteration time: measured and predicted</h3>\n<svg class=\"bars\" id=\"bars-%d\" "
+                   "xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+                   "font-family=\"sans-serif\" font-size=\"12\">\n",
+               c->index, CHART_W, height, CHART_W, height);
+        chart_legend(pg, bars, n);
+        chart_axis(pg, step, top, axis_y);
+        for (int i = 0; i < n; i++)
+            chart_bar(pg, &bars[i], i, rank, top);
+        rp_out(pg, "</svg></div>\n");
+    }
     free(bars);
     free(labels);
 }

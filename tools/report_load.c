@@ -521,6 +521,96 @@ static int load_comm(ctx *x, const json_t *c, int i, rp_comm *out)
     return 0;
 }
 
+/* The document is a report of the version this tool reads. */
+static int check_version(ctx *x, const json_t *root)
+{
+    if (!json_is_object(root))
+        return fail(x, "", "not a usbyte report: the document is %s, not an object", type_name(root));
+    const json_t *ver = json_object_get(root, "usbyte_report");
+    if (!ver) {
+        if (json_object_get(root, "usbyte_profile"))
+            return fail(x, "", "a usbyte profile, not a report (replay it with usbyte-sim)");
+        return fail(x, "", "not a usbyte report (no \"usbyte_report\" key)");
+    }
+    if (!json_is_integer(ver))
+        return fail(x, "usbyte_report", "must be an integer version, got %s", type_name(ver));
+    if (json_integer_value(ver) != RP_VERSION)
+        return fail(x, "usbyte_report", "version %lld is not supported (this usbyte-report reads version %d)",
+                    (long long)json_integer_value(ver), RP_VERSION);
+    return 0;
+}
+
+/* The "run" object (may be NULL): when, where, what and on which device. */
+static int load_run(ctx *x, const json_t *run, rp_report *out)
+{
+    const json_t *v;
+    if (run && (get_str(x, run, "run", "started", false, &out->run.started) < 0 ||
+                get_num(x, run, "run", "started_unix", false, &out->run.started_unix) < 0 ||
+                get_str(x, run, "run", "host", false, &out->run.host) < 0 ||
+                get_str(x, run, "run", "command", false, &out->run.command) < 0 ||
+                get_str(x, run, "run", "gpu", false, &out->run.gpu) < 0 ||
+                get_int(x, run, "run", "pid", false, &out->run.pid) < 0 ||
+                member(x, run, "run", "device", false, K_SINT, &v) < 0))
+        return -1;
+    if (run && json_is_integer(json_object_get(run, "device")))
+        out->run.device = (long)json_integer_value(json_object_get(run, "device"));
+    return 0;
+}
+
+/* The settings shown and compared: strings, numbers or booleans; "sources" and "ignored" hold
+ * strings. */
+static int check_config(ctx *x, const json_t *cfg)
+{
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)cfg, key, val) {
+        char p[300];
+        if (!strcmp(key, "sources") || !strcmp(key, "ignored")) {
+            if (!json_is_object(val))
+                return fail(x, place(p, sizeof p, "config", key), "must be an object, got %s", type_name(val));
+            const char *k2;
+            json_t *v2;
+            json_object_foreach(val, k2, v2) if (!json_is_string(v2) && !json_is_null(v2)) {
+                char q[400];
+                snprintf(q, sizeof q, "config.%s.%s", key, k2);
+                return fail(x, q, "must be a string, got %s", type_name(v2));
+            }
+        } else if (!json_is_string(val) && !json_is_number(val) && !json_is_boolean(val)) {
+            return fail(x, place(p, sizeof p, "config", key), "must be a string, a number or a boolean, got %s",
+                        type_name(val));
+        }
+    }
+    return 0;
+}
+
+/* Every communicator, each holding some of the job's processes (at most all), indices distinct. */
+static int load_comms(ctx *x, const json_t *comms, long world, const char *path, rp_report *out)
+{
+    size_t n = json_array_size(comms);
+    out->comms = ub_xcalloc(n ? n : 1, sizeof *out->comms, "reading %s", path);
+    for (size_t i = 0; i < n; i++) {
+        out->n_comms++;
+        if (load_comm(x, json_array_get(comms, i), (int)i, &out->comms[i]) < 0)
+            return -1;
+        const rp_comm *c = &out->comms[i];
+        char p[48];
+        if (c->nranks > world) {
+            snprintf(p, sizeof p, "comms[%zu].nranks", i);
+            return fail(x, p, "%d ranks in a job of world_size %ld", c->nranks, world);
+        }
+        if (c->nranks > 0 && (c->rank < 0 || c->rank >= c->nranks)) {
+            snprintf(p, sizeof p, "comms[%zu].rank", i);
+            return fail(x, p, "%d is not a rank of a communicator of %d", c->rank, c->nranks);
+        }
+        for (size_t j = 0; j < i; j++)
+            if (out->comms[j].index == out->comms[i].index) {
+                snprintf(p, sizeof p, "comms[%zu].index", i);
+                return fail(x, p, "%d is also comms[%zu]'s index", out->comms[i].index, j);
+            }
+    }
+    return 0;
+}
+
 int rp_from_json(json_t *root, const char *path, rp_report *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -528,21 +618,10 @@ int rp_from_json(json_t *root, const char *path, rp_report *out, char *err, size
     out->root = root;
     ctx x = {path, err, errlen};
     out->nccl = out->cuda_runtime = out->cuda_driver = -1;
-    if (!json_is_object(root))
-        return fail(&x, "", "not a usbyte report: the document is %s, not an object", type_name(root));
-    const json_t *ver = json_object_get(root, "usbyte_report");
-    if (!ver) {
-        if (json_object_get(root, "usbyte_profile"))
-            return fail(&x, "", "a usbyte profile, not a report (replay it with usbyte-sim)");
-        return fail(&x, "", "not a usbyte report (no \"usbyte_report\" key)");
-    }
-    if (!json_is_integer(ver))
-        return fail(&x, "usbyte_report", "must be an integer version, got %s", type_name(ver));
-    if (json_integer_value(ver) != RP_VERSION)
-        return fail(&x, "usbyte_report", "version %lld is not supported (this usbyte-report reads version %d)",
-                    (long long)json_integer_value(ver), RP_VERSION);
+    if (check_version(&x, root) < 0)
+        return -1;
     long rank = 0, world = 0;
-    const json_t *comms, *cfg = NULL, *vers = NULL, *job = NULL, *run = NULL, *ign = NULL;
+    const json_t *comms, *cfg = NULL, *vers = NULL, *job = NULL, *run = NULL;
     out->run.started_unix = NAN;
     out->run.pid = out->run.device = -1;
     if (get_int(&x, root, "", "rank", true, &rank) < 0 || get_int(&x, root, "", "world_size", true, &world) < 0 ||
@@ -553,39 +632,11 @@ int rp_from_json(json_t *root, const char *path, rp_report *out, char *err, size
         return -1;
     if (job && get_str(&x, job, "job", "id", false, &out->job_id) < 0)
         return -1;
-    const json_t *v;
-    if (run && (get_str(&x, run, "run", "started", false, &out->run.started) < 0 ||
-                get_num(&x, run, "run", "started_unix", false, &out->run.started_unix) < 0 ||
-                get_str(&x, run, "run", "host", false, &out->run.host) < 0 ||
-                get_str(&x, run, "run", "command", false, &out->run.command) < 0 ||
-                get_str(&x, run, "run", "gpu", false, &out->run.gpu) < 0 ||
-                get_int(&x, run, "run", "pid", false, &out->run.pid) < 0 ||
-                member(&x, run, "run", "device", false, K_SINT, &v) < 0))
+    if (load_run(&x, run, out) < 0)
         return -1;
-    if (run && json_is_integer(json_object_get(run, "device")))
-        out->run.device = (long)json_integer_value(json_object_get(run, "device"));
     out->config = cfg;
-    /* The settings shown and compared: strings, numbers or booleans; "ignored" holds strings. */
-    const char *key;
-    json_t *val;
-    json_object_foreach((json_t *)cfg, key, val) {
-        char p[300];
-        if (!strcmp(key, "sources") || !strcmp(key, "ignored")) {
-            if (!json_is_object(val))
-                return fail(&x, place(p, sizeof p, "config", key), "must be an object, got %s", type_name(val));
-            const char *k2;
-            json_t *v2;
-            json_object_foreach(val, k2, v2) if (!json_is_string(v2) && !json_is_null(v2)) {
-                char q[400];
-                snprintf(q, sizeof q, "config.%s.%s", key, k2);
-                return fail(&x, q, "must be a string, got %s", type_name(v2));
-            }
-        } else if (!json_is_string(val) && !json_is_number(val) && !json_is_boolean(val)) {
-            return fail(&x, place(p, sizeof p, "config", key), "must be a string, a number or a boolean, got %s",
-                        type_name(val));
-        }
-    }
-    (void)ign;
+    if (check_config(&x, cfg) < 0)
+        return -1;
     if (world < 1 || rank >= world)
         return fail(&x, "rank", "%ld is not a rank of a job of world_size %ld", rank, world);
     out->rank = (int)rank;
@@ -600,31 +651,7 @@ int rp_from_json(json_t *root, const char *path, rp_report *out, char *err, size
                  get_int(&x, vers, "versions", "cuda_runtime", false, &out->cuda_runtime) < 0 ||
                  get_int(&x, vers, "versions", "cuda_driver", false, &out->cuda_driver) < 0))
         return -1;
-    size_t n = json_array_size(comms);
-    out->comms = ub_xcalloc(n ? n : 1, sizeof *out->comms, "reading %s", path);
-    for (size_t i = 0; i < n; i++) {
-        out->n_comms++;
-        if (load_comm(&x, json_array_get(comms, i), (int)i, &out->comms[i]) < 0)
-            return -1;
-        /* A communicator holds some of the job's processes, at most all. */
-        const rp_comm *c = &out->comms[i];
-        char p[48];
-        if (c->nranks > world) {
-            snprintf(p, sizeof p, "comms[%zu].nranks", i);
-            return fail(&x, p, "%d ranks in a job of world_size %ld", c->nranks, world);
-        }
-        if (c->nranks > 0 && (c->rank < 0 || c->rank >= c->nranks)) {
-            snprintf(p, sizeof p, "comms[%zu].rank", i);
-            return fail(&x, p, "%d is not a rank of a communicator of %d", c->rank, c->nranks);
-        }
-        for (size_t j = 0; j < i; j++)
-            if (out->comms[j].index == out->comms[i].index) {
-                char p[48];
-                snprintf(p, sizeof p, "comms[%zu].index", i);
-                return fail(&x, p, "%d is also comms[%zu]'s index", out->comms[i].index, j);
-            }
-    }
-    return 0;
+    return load_comms(&x, comms, world, path, out);
 }
 
 int rp_load(const char *path, rp_report *out, char *err, size_t errlen)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sim.h"
+#include "usbyte/fit.h"
 #include "usbyte/model.h"
 
 /* The MG-WFBP figures are fitted alpha/beta for 8 nodes (p = 8), converted back:
@@ -52,9 +53,8 @@ void sim_net_names(char *buf, size_t len)
 
 void sim_net_apply(const sim_net *net, int ranks, double *alpha, double *beta)
 {
-    double p = (double)ranks;
-    *alpha = 2.0 * (p - 1.0) * net->a0;
-    *beta = 2.0 * (p - 1.0) / p * net->b0;
+    if (ub_ring_to_fit(net->a0, net->b0, ranks, alpha, beta) != 0)
+        *alpha = *beta = 0.0; /* one rank: no ring step */
 }
 
 /* Reads an all_reduce_perf table (docs/model.md, "--net-table"): `#` comments, rows

@@ -124,6 +124,112 @@ static void measured_lane(const canvas *c, const ub_plan *p, const sim_svg_opts 
     }
 }
 
+/* The title, the subtitle and the hint. */
+static void svg_title(FILE *f, const ub_profile *prof, const sim_svg_opts *o)
+{
+    fputs("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
+    fputs("<text x=\"12\" y=\"22\" font-size=\"16\" font-weight=\"bold\">", f);
+    sim_xml_text(f, o->title ? o->title : "usbyte-sim timeline");
+    fputs(": ", f);
+    sim_xml_text(f, prof->name ? prof->name : "profile");
+    fprintf(f, " (%d calls)</text>\n<text x=\"12\" y=\"42\" fill=\"#555\">", prof->n_calls);
+    if (o->subtitle && *o->subtitle) {
+        sim_xml_text(f, o->subtitle);
+        fputs(" | ", f);
+    }
+    fputs("hover a shape for its numbers</text>\n", f);
+}
+
+/* Backward compute, with a tick per call's ready time. */
+static void backward_lane(const canvas *c, const ub_profile *prof, double y)
+{
+    FILE *f = c->f;
+    label(f, y, "backward compute", "bold");
+    rect(c, "ub-backward", 0, prof->backward_end, y + 10, LANE - 12, "#9e9e9e", NULL);
+    fprintf(f, "<title>backward: 0 .. %.3f ms</title></rect>\n", prof->backward_end * 1e3);
+    for (int k = 0; k < prof->n_calls; k++) {
+        double x = X(c, prof->calls[k].ready);
+        fprintf(f, "<line class=\"ub-ready\" x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#d32f2f\" "
+                   "stroke-width=\"1\"><title>call %d ",
+                x, y, x, y + 9, k);
+        sim_xml_text(f, prof->calls[k].name ? prof->calls[k].name : "");
+        fprintf(f, ": ready %.3f ms, %llu bytes, need %d</title></line>\n", prof->calls[k].ready * 1e3,
+                (unsigned long long)prof->calls[k].bytes, prof->calls[k].need);
+    }
+}
+
+/* One policy's lanes from y: its link, the measured blocks (measured: when they are this plan's),
+ * its forward segments and its end; returns the y below them.  done, fstart: room for n_calls
+ * and n_forward. */
+static double policy_lanes(const canvas *c, const ub_profile *prof, const ub_plan *p, bool measured,
+                           const sim_svg_opts *o, double *done, double *fstart, double y)
+{
+    FILE *f = c->f;
+    ub_evaluate_const(prof, p, done);
+    sim_forward_starts(prof, done, fstart);
+    double lane_top = y;
+    fputs("<g class=\"ub-policy\" data-policy=\"", f);
+    sim_xml_text(f, p->policy);
+    fputs("\">\n", f);
+    char name[96];
+    snprintf(name, sizeof(name), "%s: link", p->policy);
+    label(f, y, name, "bold");
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", LEFT, y + LANE,
+            WIDTH - RIGHT, y + LANE);
+    link_lane(c, prof, p, y);
+    y += LANE + GAP;
+    if (measured) {
+        label(f, y, "measured: link", "bold");
+        measured_lane(c, p, o, y);
+        y += LANE + GAP;
+    }
+    snprintf(name, sizeof(name), "%s: forward", p->policy);
+    label(f, y, name, "normal");
+    for (int s = 0; s < prof->n_forward; s++) {
+        rect(c, "ub-forward", fstart[s], fstart[s] + prof->forward[s], y + 5, LANE - 10,
+             s % 2 ? "#2e7d32" : "#66bb6a", NULL);
+        fprintf(f, "<title>forward segment %d: %.3f .. %.3f ms</title></rect>\n", s, fstart[s] * 1e3,
+                (fstart[s] + prof->forward[s]) * 1e3);
+    }
+    double xe = X(c, p->iteration);
+    fprintf(f, "<line class=\"ub-end\" x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"black\" "
+               "stroke-width=\"1.5\"/>\n",
+            xe, lane_top, xe, y + LANE);
+    /* Right of the end line, where no bar of the lane reaches. */
+    fprintf(f, "<text class=\"ub-end-label\" x=\"%.2f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"start\">%.3f ms</text>\n</g>\n",
+            xe + 4, y + LANE - 2, p->iteration * 1e3);
+    return y + LANE + GAP;
+}
+
+/* The time axis in ms at axis_y, and the legend below it (the measured block's entry only when
+ * drawn). */
+static void axis_and_legend(const canvas *c, double axis_y, bool measured)
+{
+    FILE *f = c->f;
+    double span_ms = c->tmax * 1e3, step = tick_step(span_ms);
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", LEFT, axis_y,
+            WIDTH - RIGHT, axis_y);
+    for (double t = 0; t <= span_ms + 1e-9; t += step) {
+        double x = X(c, t / 1e3);
+        fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"black\"/>", x, axis_y, x, axis_y + 5);
+        fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"11\">%g</text>\n", x, axis_y + 18, t);
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">time (ms)</text>\n", LEFT - 8, axis_y + 18);
+    static const struct {
+        const char *color, *text;
+    } legend[] = {{"#9e9e9e", "backward compute"}, {"#d32f2f", "call ready"},
+                  {"#42a5f5", "block: one whole call"}, {"#ab47bc", "block: part of a call"},
+                  {"#ffa726", "block: several calls (staged)"}, {"#66bb6a", "forward segment"},
+                  {"#26a69a", "measured block"}};
+    size_t n_legend = sizeof(legend) / sizeof(legend[0]) - (measured ? 0 : 1);
+    double lx = LEFT, ly = axis_y + 34;
+    for (size_t i = 0; i < n_legend; i++) {
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>", lx, ly - 10, legend[i].color);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 18, ly, legend[i].text);
+        lx += 18 + 6.2 * (double)strlen(legend[i].text) + 12; /* about 6.2 px per character at 12 px */
+    }
+}
+
 int sim_svg_emit(FILE *f, const ub_profile *prof, const ub_plan *const *plans, int n, const sim_svg_opts *opts)
 {
     static const sim_svg_opts none = {0};
@@ -147,97 +253,12 @@ int sim_svg_emit(FILE *f, const ub_profile *prof, const ub_plan *const *plans, i
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
                "font-family=\"sans-serif\" font-size=\"12\">\n",
             WIDTH, height, WIDTH, height);
-    fputs("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
-    fputs("<text x=\"12\" y=\"22\" font-size=\"16\" font-weight=\"bold\">", f);
-    sim_xml_text(f, o->title ? o->title : "usbyte-sim timeline");
-    fputs(": ", f);
-    sim_xml_text(f, prof->name ? prof->name : "profile");
-    fprintf(f, " (%d calls)</text>\n<text x=\"12\" y=\"42\" fill=\"#555\">", prof->n_calls);
-    if (o->subtitle && *o->subtitle) {
-        sim_xml_text(f, o->subtitle);
-        fputs(" | ", f);
-    }
-    fputs("hover a shape for its numbers</text>\n", f);
-
-    /* Backward compute, with a tick per call's ready time. */
-    double y = top;
-    label(f, y, "backward compute", "bold");
-    rect(&c, "ub-backward", 0, prof->backward_end, y + 10, LANE - 12, "#9e9e9e", NULL);
-    fprintf(f, "<title>backward: 0 .. %.3f ms</title></rect>\n", prof->backward_end * 1e3);
-    for (int k = 0; k < prof->n_calls; k++) {
-        double x = X(&c, prof->calls[k].ready);
-        fprintf(f, "<line class=\"ub-ready\" x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#d32f2f\" "
-                   "stroke-width=\"1\"><title>call %d ",
-                x, y, x, y + 9, k);
-        sim_xml_text(f, prof->calls[k].name ? prof->calls[k].name : "");
-        fprintf(f, ": ready %.3f ms, %llu bytes, need %d</title></line>\n", prof->calls[k].ready * 1e3,
-                (unsigned long long)prof->calls[k].bytes, prof->calls[k].need);
-    }
-    y += LANE + GAP;
-
-    for (int i = 0; i < n; i++) {
-        const ub_plan *p = plans[i];
-        ub_evaluate_const(prof, p, done);
-        sim_forward_starts(prof, done, fstart);
-        double lane_top = y;
-        fputs("<g class=\"ub-policy\" data-policy=\"", f);
-        sim_xml_text(f, p->policy);
-        fputs("\">\n", f);
-        char name[96];
-        snprintf(name, sizeof(name), "%s: link", p->policy);
-        label(f, y, name, "bold");
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", LEFT, y + LANE,
-                WIDTH - RIGHT, y + LANE);
-        link_lane(&c, prof, p, y);
-        y += LANE + GAP;
-        if (i == mplan) {
-            label(f, y, "measured: link", "bold");
-            measured_lane(&c, p, o, y);
-            y += LANE + GAP;
-        }
-        snprintf(name, sizeof(name), "%s: forward", p->policy);
-        label(f, y, name, "normal");
-        for (int s = 0; s < prof->n_forward; s++) {
-            rect(&c, "ub-forward", fstart[s], fstart[s] + prof->forward[s], y + 5, LANE - 10,
-                 s % 2 ? "#2e7d32" : "#66bb6a", NULL);
-            fprintf(f, "<title>forward segment %d: %.3f .. %.3f ms</title></rect>\n", s, fstart[s] * 1e3,
-                    (fstart[s] + prof->forward[s]) * 1e3);
-        }
-        double xe = X(&c, p->iteration);
-        fprintf(f, "<line class=\"ub-end\" x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"black\" "
-                   "stroke-width=\"1.5\"/>\n",
-                xe, lane_top, xe, y + LANE);
-        /* Right of the end line, where no bar of the lane reaches. */
-        fprintf(f, "<text class=\"ub-end-label\" x=\"%.2f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"start\">%.3f ms</text>\n</g>\n",
-                xe + 4, y + LANE - 2, p->iteration * 1e3);
-        y += LANE + GAP;
-    }
-
-    /* Axis in ms. */
-    double span_ms = c.tmax * 1e3, step = tick_step(span_ms);
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", LEFT, axis_y,
-            WIDTH - RIGHT, axis_y);
-    for (double t = 0; t <= span_ms + 1e-9; t += step) {
-        double x = X(&c, t / 1e3);
-        fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"black\"/>", x, axis_y, x, axis_y + 5);
-        fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"11\">%g</text>\n", x, axis_y + 18, t);
-    }
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">time (ms)</text>\n", LEFT - 8, axis_y + 18);
-
-    /* Legend. */
-    static const struct {
-        const char *color, *text;
-    } legend[] = {{"#9e9e9e", "backward compute"}, {"#d32f2f", "call ready"},
-                  {"#42a5f5", "block: one whole call"}, {"#ab47bc", "block: part of a call"},
-                  {"#ffa726", "block: several calls (staged)"}, {"#66bb6a", "forward segment"},
-                  {"#26a69a", "measured block"}};
-    size_t n_legend = sizeof(legend) / sizeof(legend[0]) - (mplan >= 0 ? 0 : 1);
-    double lx = LEFT, ly = axis_y + 34;
-    for (size_t i = 0; i < n_legend; i++) {
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>", lx, ly - 10, legend[i].color);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 18, ly, legend[i].text);
-        lx += 18 + 6.2 * (double)strlen(legend[i].text) + 12; /* about 6.2 px per character at 12 px */
-    }
+    svg_title(f, prof, o);
+    backward_lane(&c, prof, top);
+    double y = top + LANE + GAP;
+    for (int i = 0; i < n; i++)
+        y = policy_lanes(&c, prof, plans[i], i == mplan, o, done, fstart, y);
+    axis_and_legend(&c, axis_y, mplan >= 0);
     fputs("</svg>\n", f);
     free(done);
     free(fstart);

@@ -1,5 +1,5 @@
-/* usbyte-sim: replays a profile under the MODEL.md timing model with every policy of the
- * registry (or one), and prints what each would gain.  The command line is MODEL.md's
+/* usbyte-sim: replays a profile under the timing model of docs/model.md with every policy of the
+ * registry (or one), and prints what each would gain.  The command line is docs/model.md's
  * ("The simulator's command line"), plus --svg, --sweep and --synthetic. */
 #include <errno.h>
 #include <math.h>

@@ -8,7 +8,7 @@
  * iteration made only of repetitions of one smaller pattern (four identical buckets and nothing
  * else) is reported with the smaller period.
  *
- * Definition.  Let s[0..] be the values fed since the last reset.  For a period p, m_p(i) is the
+ * Definition.  Let s[0..] be the values fed.  For a period p, m_p(i) is the
  * number of consecutive calls j = i, i-1, ... with s[j] == s[j-p], not reaching before the oldest
  * call the history holds (j-p >= i+1-H, H = the power of two >= 2*max_period; irrelevant unless
  * min_span is huge).  While searching, the detector locks at the first call i where some
@@ -51,9 +51,9 @@
  * The first call searched after a lock rebuilds each candidate's run by scanning back (its length,
  * which is short unless the candidate is almost a period of the old iteration), so deviations cost
  * up to max_chain * (old period + candidate) comparisons once.
- * Giving up: if no period locks within search_limit calls after the last deviation (or the start,
- * or a reset), the detector stops (UB_ITER_GAVE_UP on every later call, O(1), nothing more
- * allocated) until ub_iterdet_reset.
+ * Giving up: if no period locks within search_limit calls after the last deviation (or the start),
+ * the detector stops for good (UB_ITER_GAVE_UP on every later call, O(1), nothing more
+ * allocated).
  * An allocation failure also gives up (gave_up_reason says which). */
 #ifndef USBYTE_ITERATION_H
 #define USBYTE_ITERATION_H
@@ -69,7 +69,7 @@ typedef struct ub_iterdet_config {
     uint32_t min_period;   /* shortest period that may lock (0 or 1: any): a period refuted by other
                               evidence (the buffers) is not found again */
     uint32_t max_chain;    /* earlier occurrences examined per call while searching; 0: 256 */
-    uint64_t search_limit; /* calls since the last deviation/reset without a lock before giving
+    uint64_t search_limit; /* calls since the last deviation without a lock before giving
                               up; 0: 4*max_period */
 } ub_iterdet_config;
 
@@ -78,12 +78,12 @@ typedef enum {
     UB_ITER_LOCKED,      /* this call completed the second period: locked from this call on */
     UB_ITER_IN_PHASE,    /* locked; this call matches the call one period earlier */
     UB_ITER_DEVIATION,   /* locked before, this call differs: lock dropped, searching again */
-    UB_ITER_GAVE_UP      /* no period within the limits (or out of memory); reset to retry */
+    UB_ITER_GAVE_UP      /* no period within the limits (or out of memory): for good */
 } ub_iter_event;
 
 typedef struct ub_iter_result {
     ub_iter_event event;
-    uint64_t index;      /* this call's index: calls fed since init (resets do not restart it) */
+    uint64_t index;      /* this call's index: calls fed before it */
     int deviated;        /* this call broke the previous lock (event DEVIATION, or LOCKED again) */
     /* valid for LOCKED and IN_PHASE: */
     uint32_t period;
@@ -103,15 +103,9 @@ void ub_iterdet_free(ub_iterdet *d);
 /* Feeds the signature of the next call; fills *out (may be NULL) and returns out->event. */
 ub_iter_event ub_iterdet_feed(ub_iterdet *d, uint64_t sig, ub_iter_result *out);
 
-/* Forgets the history and any lock or give-up; the next call is searched from scratch (it keeps
- * the config, and indices keep counting). */
-void ub_iterdet_reset(ub_iterdet *d);
-
 /* Current lock: 1 and period/start when locked, else 0. */
 int ub_iterdet_locked(const ub_iterdet *d, uint32_t *period, uint64_t *start);
 /* NULL unless gave up; then a short reason ("no period within N calls", "out of memory"). */
 const char *ub_iterdet_gave_up_reason(const ub_iterdet *d);
-/* Calls fed so far (the index the next call will get). */
-uint64_t ub_iterdet_count(const ub_iterdet *d);
 
 #endif

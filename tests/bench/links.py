@@ -2,7 +2,7 @@
 """The emulated links of make bench-schedule and make demo.
 
 Realistic links come from usbyte-sim's network presets (`usbyte-sim --list-nets --json`: per ring
-step latency a0 and per-byte time b0, MODEL.md's ring formula).  The emulator applies the same
+step latency a0 and per-byte time b0, docs/model.md's ring formula).  The emulator applies the same
 formula at the trainer's own rank count, so a preset needs only scaling: the trainers run the
 profile's times x TIME_SCALE and its bytes x BYTES_SCALE, and the link is scaled so that every
 allreduce takes TIME_SCALE times what the preset gives for the unscaled bytes:

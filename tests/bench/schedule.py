@@ -12,12 +12,12 @@ step (latency-bound, where merging gains the most) and 20 us per step at 0.05 GB
 trainer's name) select a subset.
 
 - base, observe, schedule: the trainer's own mean over its last 10 iterations (backward start to
-  backward start, host clock of the compute stream's host functions: MODEL.md's iteration; the
+  backward start, host clock of the compute stream's host functions: docs/model.md's iteration; the
   last 10 of 30 come after usbyte's warm-up and switch), without the library, with
   USBYTE_MODE=observe and with schedule mode;
 - device: the report's schedule.measured_iteration (device events one iteration apart, steady
   iterations only), the library's own reading of the same;
-- predicted: the report's wfbp and chosen-plan iterations (the agreed profile, MODEL.md);
+- predicted: the report's wfbp and chosen-plan iterations (the agreed profile, docs/model.md);
 - measured speedup = base / schedule, predicted speedup = wfbp / chosen, ratio = measured /
   predicted.
 

@@ -47,10 +47,11 @@ ALL += $(EMU_CUPTI) $(EMU_DIR)/libcupti.so
 # through their rpath ($(BUILD)/tests/unit/../../emu = $(BUILD)/emu).
 EMU_TEST_RPATH := -Wl,-rpath,'$$ORIGIN/../../emu'
 
-# $(call emu_unit_test,NAME,LIBS): builds $(BUILD)/tests/unit/NAME from tests/unit/NAME.c,
-# linked against the stand-ins named in LIBS (cudart cuda cupti).
+# $(call emu_unit_test,NAME,LIBS[,DIR]): builds $(BUILD)/tests/unit/NAME from DIR/NAME.c (DIR:
+# tests/emu/unit, the emulator's own tests), linked against the stand-ins named in LIBS (cudart
+# cuda cupti).
 define emu_unit_test
-$(BUILD)/tests/unit/$(1): $(call objs,tests/unit/$(1).c) $(foreach l,$(2),$(EMU_DIR)/lib$(l).so)
+$(BUILD)/tests/unit/$(1): $(call objs,$(or $(3),tests/emu/unit)/$(1).c) $(foreach l,$(2),$(EMU_DIR)/lib$(l).so)
 	@mkdir -p $$(@D)
 	$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) -L$(EMU_DIR) $(foreach l,$(2),-l$(l)) $$(EMU_TEST_RPATH) $$(LDLIBS_CMOCKA) $$(LDLIBS_THREAD)
 UNIT_TESTS += $(BUILD)/tests/unit/$(1)
@@ -68,7 +69,7 @@ $(eval $(call emu_unit_test,test_emu_launch,cudart cuda cupti))
 $(eval $(call emu_unit_test,test_emu_capture,cudart))
 # Linked with -rdynamic: its own cudaStreamBeginCapture and cuGetProcAddress_v2 stand where an
 # LD_PRELOAD interposer's would, exported so that they preempt the libraries' definitions.
-$(BUILD)/tests/unit/test_emu_driver_capture: $(call objs,tests/unit/test_emu_driver_capture.c) $(EMU_DIR)/libcudart.so $(EMU_DIR)/libcuda.so
+$(BUILD)/tests/unit/test_emu_driver_capture: $(call objs,tests/emu/unit/test_emu_driver_capture.c) $(EMU_DIR)/libcudart.so $(EMU_DIR)/libcuda.so
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $(filter %.o,$^) -L$(EMU_DIR) -lcudart -lcuda $(EMU_TEST_RPATH) $(LDLIBS_CMOCKA) $(LDLIBS_THREAD)
 UNIT_TESTS += $(BUILD)/tests/unit/test_emu_driver_capture

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4: the DDP-like trainer on 4 emulated ranks with libusbyte.so in observe mode.  Every rank
+# The DDP-like trainer on 4 emulated ranks with libusbyte.so in observe mode.  Every rank
 # writes a report; all hold the same agreed profile and plan; the profile matches what the trainer
 # issues (bucket count and bytes exactly, ready times within the tolerance of docs/trainers.md, every
 # need 0: DDP consumes all gradients before the forward); the fitted alpha/beta are within 10% of the

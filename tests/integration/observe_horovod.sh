@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4: the Horovod-like trainer on 2 emulated ranks.  With fusion (HOROVOD_FUSION_THRESHOLD-like
+# Observe mode: the Horovod-like trainer on 2 emulated ranks.  With fusion (HOROVOD_FUSION_THRESHOLD-like
 # 64 MB, 1 ms cycles) the fused buffer is copied in and out on the NCCL stream: the report must say
 # the communicator is not schedulable and why.  With fusion off (threshold 0) each tensor is its own
 # in-place allreduce: schedulable, profile matching the trainer's truth.  With fusion off and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4: ranks that issue different call sequences.  Rank 1 of the DDP-like trainer allreduces its
+# Observe mode with ranks that issue different call sequences.  Rank 1 of the DDP-like trainer allreduces its
 # first bucket as int32 where the other ranks use float32 (--mismatch-rank: same count, same bytes),
 # in every iteration.  That is a wrong program: real NCCL runs it without noticing (it checks nothing
 # across ranks) and rank 1 adds float bits as integers; the emulator runs it the same way under

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4: the per-layer trainer (the next forward waits on each layer's end event separately) on
+# Observe mode: the per-layer trainer (the next forward waits on each layer's end event separately) on
 # 2 emulated ranks with VGG-16's layer-wise profile: the report's needs must form the trainer's
 # groups (distinct needs, one per forward segment, non-increasing in arrival order), with the rest
 # of the profile matching the truth and results bit-identical without the library.  Distinct needs

@@ -25,14 +25,12 @@ run() {
         "$BUILD/emu/emu-run" -n $N --timeout 120 -- "$TRAINER" "${ARGS[@]}" >"$WORK/$name.out" 2>&1 ||
         { tail -30 "$WORK/$name.out"; fail "$name: exit $?"; }
 }
-checksums() { grep -o 'rank [0-9]*\] checksum [0-9a-f]*' "$WORK/$1.out" | sort; }
 
 : >"$WORK/rounds.tsv"
 for i in $(seq 1 $((2 * ROUNDS))); do
     run base-$i ""
     run sched-$i "$USBYTE_PRELOAD"
-    [ -n "$(checksums base-$i)" ] && [ "$(checksums sched-$i)" = "$(checksums base-$i)" ] ||
-        fail "round $i: results differ from the run without usbyte"
+    same_results sched-$i base-$i
     python3 - "$WORK" $i >>"$WORK/rounds.tsv" <<'PY' || fail "round $i: cannot read the runs"
 import json, re, statistics, sys
 work, i = sys.argv[1], sys.argv[2]

@@ -11,7 +11,7 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # A small barrier profile whose numbers are known: alpha 1, beta 0, ready 0, 0.1, 0.2
-# -> wfbp 3 s, one merged block 1.2 s (see tests/unit/test_policies_basic.c).
+# -> wfbp 3 s, one merged block 1.2 s (see tests/unit/partition/test_policies_basic.c).
 cat > "$tmp/small.json" <<'EOF'
 {"usbyte_profile": 1, "name": "small", "net": {"alpha": 1.0, "beta": 0.0},
  "backward_end": 0.2, "forward": [0.0],

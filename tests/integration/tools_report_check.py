@@ -615,15 +615,9 @@ def close(a, b, tol=1.0):
     return abs(a - b) <= tol
 
 
-def check_trace(trace_path, report_paths, sim):
-    reps = load_reports(report_paths)
-    doc = json.load(open(trace_path))
-    for err in validate_chrome_trace(doc):
-        fail("trace format: " + err)
-    ev = doc.get("traceEvents")
-    if not isinstance(ev, list) or not ev:
-        fail("no traceEvents")
-        return
+def trace_tracks(doc, reps):
+    """The trace's events by track name and process, and the model's process id (the world size)."""
+    ev = doc["traceEvents"]
     names, procs = {}, {}
     for e in ev:
         if e.get("ph") == "M" and e.get("name") == "thread_name":
@@ -640,7 +634,11 @@ def check_trace(trace_path, report_paths, sim):
     for e in ev:
         if e.get("ph") in ("X", "i"):
             tracks.setdefault(names.get((e["pid"], e["tid"]), "?"), {}).setdefault(e["pid"], []).append(e)
-    # The model: once, from the reference rank (the lowest) and usbyte-sim's plans of its profile.
+    return names, tracks, world
+
+
+def check_model_tracks(reps, report_paths, sim, tracks, world):
+    """The model: once, from the reference rank (the lowest) and usbyte-sim's plans of its profile."""
     ref = min(reps)
     src = next(p for p in report_paths if json.load(open(p))["rank"] == ref)
     for ci, c in enumerate(reps[ref]["comms"]):
@@ -675,68 +673,93 @@ def check_trace(trace_path, report_paths, sim):
                 if not close(end, at + plan["iteration"] * 1e6):
                     fail("model comm %d %s: forward ends at %.3f us, the plan's iteration is %.3f us" % (
                         idx, pol, end - at, plan["iteration"] * 1e6))
+
+
+def check_warmup_track(rank, c, tracks):
+    """One rank's measured warm-up calls of communicator c, on its clock; returns how many."""
+    idx = c["index"]
+    wu = (c.get("local") or {}).get("warmup")
+    got = sorted((e for e in tracks.get("comm %d: warm-up calls (measured)" % idx, {}).get(rank, [])
+                  if e["ph"] == "X"), key=lambda e: e["ts"])
+    want = []
+    for it in (wu or {}).get("iterations", []):
+        prev = float("-inf")
+        for k, (r0, s0, e0) in enumerate(it):
+            if s0 is None or e0 is None or e0 < s0:
+                continue
+            s1 = max(s0, prev)
+            if e0 >= s1:
+                want.append((k, (wu["origin"] + s1) * 1e6, (wu["origin"] + e0) * 1e6))
+                prev = e0
+    if len(got) != len(want):
+        fail("rank %d comm %d: %d warm-up calls in the trace, the report has %d" % (rank, idx, len(got), len(want)))
+    for e, (k, t0, t1) in zip(got, want):
+        if e["name"] != "call %d" % k or not close(e["ts"], t0) or not close(e["ts"] + e["dur"], t1):
+            fail("rank %d comm %d: warm-up %s at %r, report call %d %r..%r" % (rank, idx, e["name"], e["ts"], k,
+                                                                               t0, t1))
+            break
+    return len(want)
+
+
+def check_schedule_track(rank, c, tracks):
+    """One rank's measured scheduled blocks of communicator c and its own plan's prediction beside
+    them; returns how many blocks were measured."""
+    idx = c["index"]
+    s = c.get("schedule") or {}
+    rec = s.get("recording")
+    got = sorted((e for e in tracks.get("comm %d: scheduled blocks (measured)" % idx, {}).get(rank, [])
+                  if e["ph"] == "X"), key=lambda e: e["ts"])
+    pred = sorted((e for name, per in tracks.items() if name.startswith("comm %d: " % idx) and "predicted at" in name
+                   for e in per.get(rank, [])), key=lambda e: e["ts"])
+    want, want_pred = [], []
+    prev = float("-inf")
+    for it in (rec or {}).get("iterations", []):
+        for b, (b0, b1) in enumerate(it["blocks"]):
+            pb = c["plan"]["blocks"][b]
+            want_pred.append(((rec["origin"] + it["start"] + pb["start"]) * 1e6, b))
+            if b0 is None or b1 is None:
+                continue
+            s1 = max(b0, prev)
+            if b1 >= s1:
+                want.append(((rec["origin"] + s1) * 1e6, (rec["origin"] + b1) * 1e6, b, it["iteration"]))
+                prev = b1
+    if len(got) != len(want):
+        fail("rank %d comm %d: %d scheduled blocks in the trace, the recording has %d" % (rank, idx, len(got),
+                                                                                            len(want)))
+    for e, (t0, t1, b, it) in zip(got, want):
+        if not close(e["ts"], t0) or not close(e["ts"] + e["dur"], t1) or e["args"].get("block") != b or \
+                e["args"].get("iteration") != it:
+            fail("rank %d comm %d: scheduled %s %r, recording block %d of iteration %d %r..%r" % (
+                rank, idx, e["name"], e, b, it, t0, t1))
+            break
+    want_pred.sort()
+    if len(pred) != len(want_pred):
+        fail("rank %d comm %d: %d predicted blocks beside the recording, want %d" % (rank, idx, len(pred),
+                                                                                       len(want_pred)))
+    for e, (t0, b) in zip(pred, want_pred):
+        if not close(e["ts"], t0):
+            fail("rank %d comm %d: predicted block at %r, want %r" % (rank, idx, e["ts"], t0))
+            break
+    return len(want)
+
+
+def check_trace(trace_path, report_paths, sim):
+    reps = load_reports(report_paths)
+    doc = json.load(open(trace_path))
+    for err in validate_chrome_trace(doc):
+        fail("trace format: " + err)
+    ev = doc.get("traceEvents")
+    if not isinstance(ev, list) or not ev:
+        fail("no traceEvents")
+        return
+    names, tracks, world = trace_tracks(doc, reps)
+    check_model_tracks(reps, report_paths, sim, tracks, world)
     # Each rank: its own recording, on its clock, and its own plan's prediction beside it.
     recorded = 0
     for rank, rep in reps.items():
         for c in rep["comms"]:
-            idx = c["index"]
-            wu = (c.get("local") or {}).get("warmup")
-            got = sorted((e for e in tracks.get("comm %d: warm-up calls (measured)" % idx, {}).get(rank, [])
-                          if e["ph"] == "X"), key=lambda e: e["ts"])
-            want = []
-            for it in (wu or {}).get("iterations", []):
-                prev = float("-inf")
-                for k, (r0, s0, e0) in enumerate(it):
-                    if s0 is None or e0 is None or e0 < s0:
-                        continue
-                    s1 = max(s0, prev)
-                    if e0 >= s1:
-                        want.append((k, (wu["origin"] + s1) * 1e6, (wu["origin"] + e0) * 1e6))
-                        prev = e0
-            if len(got) != len(want):
-                fail("rank %d comm %d: %d warm-up calls in the trace, the report has %d" % (rank, idx, len(got), len(want)))
-            for e, (k, t0, t1) in zip(got, want):
-                if e["name"] != "call %d" % k or not close(e["ts"], t0) or not close(e["ts"] + e["dur"], t1):
-                    fail("rank %d comm %d: warm-up %s at %r, report call %d %r..%r" % (rank, idx, e["name"], e["ts"], k,
-                                                                                   t0, t1))
-                    break
-            recorded += len(want)
-            s = c.get("schedule") or {}
-            rec = s.get("recording")
-            got = sorted((e for e in tracks.get("comm %d: scheduled blocks (measured)" % idx, {}).get(rank, [])
-                          if e["ph"] == "X"), key=lambda e: e["ts"])
-            pred = sorted((e for name, per in tracks.items() if name.startswith("comm %d: " % idx) and "predicted at" in name
-                           for e in per.get(rank, [])), key=lambda e: e["ts"])
-            want, want_pred = [], []
-            prev = float("-inf")
-            for it in (rec or {}).get("iterations", []):
-                for b, (b0, b1) in enumerate(it["blocks"]):
-                    pb = c["plan"]["blocks"][b]
-                    want_pred.append(((rec["origin"] + it["start"] + pb["start"]) * 1e6, b))
-                    if b0 is None or b1 is None:
-                        continue
-                    s1 = max(b0, prev)
-                    if b1 >= s1:
-                        want.append(((rec["origin"] + s1) * 1e6, (rec["origin"] + b1) * 1e6, b, it["iteration"]))
-                        prev = b1
-            if len(got) != len(want):
-                fail("rank %d comm %d: %d scheduled blocks in the trace, the recording has %d" % (rank, idx, len(got),
-                                                                                                len(want)))
-            for e, (t0, t1, b, it) in zip(got, want):
-                if not close(e["ts"], t0) or not close(e["ts"] + e["dur"], t1) or e["args"].get("block") != b or \
-                        e["args"].get("iteration") != it:
-                    fail("rank %d comm %d: scheduled %s %r, recording block %d of iteration %d %r..%r" % (
-                        rank, idx, e["name"], e, b, it, t0, t1))
-                    break
-            want_pred.sort()
-            if len(pred) != len(want_pred):
-                fail("rank %d comm %d: %d predicted blocks beside the recording, want %d" % (rank, idx, len(pred),
-                                                                                           len(want_pred)))
-            for e, (t0, b) in zip(pred, want_pred):
-                if not close(e["ts"], t0):
-                    fail("rank %d comm %d: predicted block at %r, want %r" % (rank, idx, e["ts"], t0))
-                    break
-            recorded += len(want)
+            recorded += check_warmup_track(rank, c, tracks)
+            recorded += check_schedule_track(rank, c, tracks)
     clock = (doc.get("otherData") or {}).get("clock", "")
     if recorded and "CLOCK_REALTIME" not in clock:
         fail("the trace does not say its clock: %r" % clock)

@@ -57,11 +57,6 @@ struct emu_capture *emu_capture_find(uint64_t id)
     return NULL;
 }
 
-void emu_capture_invalidate(struct emu_capture *c)
-{
-    c->invalidated = true;
-}
-
 static void node_drop(struct emu_cnode *n)
 {
     if (n->kind != EMU_CN_OP)

@@ -326,7 +326,6 @@ void emu_capture_unlock(void);
 struct emu_capture *emu_capture_of(struct CUstream_st *s);
 /* Lock held: the live capture of that id, or NULL (ended). */
 struct emu_capture *emu_capture_find(uint64_t id);
-void emu_capture_invalidate(struct emu_capture *c);
 /* Lock held: appends a node to c. */
 cudaError_t emu_capture_add(struct emu_capture *c, const struct emu_cnode *node);
 /* Lock held: s joins c (a wait on an event recorded in c). */

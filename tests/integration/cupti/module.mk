@@ -2,7 +2,7 @@
 # watcher's list (test_cupti_work) and is seen on the NCCL stream (cupti_work.sh); libcupti is
 # found where the process has it (cupti_find.sh); an application's own CUPTI subscription gets
 # CUPTI, and the verdict says what it cost (cupti_profiler.sh).
-$(eval $(call emu_unit_test,test_cupti_work,cudart cuda cupti))
+$(eval $(call emu_unit_test,test_cupti_work,cudart cuda cupti,tests/unit/interpose))
 
 CUPTI_IT_DIR := $(BUILD)/tests/integration/cupti
 CUPTI_IT_LIBS := $(addprefix $(BUILD)/emu/,libnccl.so libcudart.so libcuda.so libcupti.so)

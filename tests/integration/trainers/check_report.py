@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks usbyte observe-mode reports (issue 4 format) against a trainer's truth file.
+"""Checks usbyte observe-mode reports (docs/runtime.md, "The report") against a trainer's truth file.
 
     check_report.py reports --truth T-%r.json --world N REPORT... [options]
     check_report.py checksums --world N [--per-rank] BASELINE.out PRELOADED.out

@@ -31,7 +31,7 @@ TR=$BUILD/trainers
 PROFILES=data/profiles
 SIM=$BUILD/usbyte-sim
 export USBYTE_EMU_ALPHA_US=200 USBYTE_EMU_GBPS=0.2
-# MODEL.md's prediction overlaps each trainer's streams as a GPU does when every stream has a
+# docs/model.md's prediction overlaps each trainer's streams as a GPU does when every stream has a
 # hardware queue of its own; with fewer queues a wait on one stream holds back another's work
 # (the false dependencies of CUDA_DEVICE_MAX_CONNECTIONS), which the prediction does not model.
 export CUDA_DEVICE_MAX_CONNECTIONS=32

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "../../order/order_internal.h"
+#include "../../../order/order_internal.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
 #include "usbyte/reference.h"

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "../../tools/report.h" /* tools/ is not on the include path of the tests */
+#include "../../../tools/report.h" /* tools/ is not on the include path of the tests */
 
 /* One communicator, two calls, a one-block plan: the shape docs/runtime.md gives. */
 #define COMM(RANK, PLAN_SECONDS)                                                                                   \

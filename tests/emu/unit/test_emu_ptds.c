@@ -15,8 +15,8 @@
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 
-#include "../emu/testing/queues.h"
-#include "../emu/testing/sync.h"
+#include "../testing/queues.h"
+#include "../testing/sync.h"
 
 #define CHECK(call) assert_int_equal((call), cudaSuccess)
 

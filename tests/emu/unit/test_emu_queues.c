@@ -22,8 +22,8 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include "../emu/emu_internal.h"
-#include "../emu/testing/sync.h"
+#include "../emu_internal.h"
+#include "../testing/sync.h"
 
 /* ---- in the child: each case returns 0, or prints what failed to stderr and returns 1 ---- */
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "../../tools/report.h" /* tools/ is not on the include path of the tests */
+#include "../../../tools/report.h" /* tools/ is not on the include path of the tests */
 
 static void load(const char *text, const char *path, rp_report *r)
 {

@@ -1,4 +1,4 @@
-/* `best` against the exhaustive optimum (tests/unit/oracle.c) on seeded random small profiles.
+/* `best` against the exhaustive optimum (tests/unit/order/oracle.c) on seeded random small profiles.
  *
  * Grid: up to 3 calls, each call may be cut at multiples of 1/4 of its bytes; 4 to 6 calls, at
  * 1/2.  Blocks may hold any atoms (any calls of one dtype/op and merge group) in any order.
@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "../../order/order_internal.h"
+#include "../../../order/order_internal.h"
 #include "oracle.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"

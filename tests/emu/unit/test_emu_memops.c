@@ -15,9 +15,9 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include "../emu/emu_internal.h"
-#include "../emu/testing/queues.h"
-#include "../emu/testing/sync.h"
+#include "../emu_internal.h"
+#include "../testing/queues.h"
+#include "../testing/sync.h"
 
 #define CHECK(call) assert_int_equal((call), cudaSuccess)
 #define CU_CHECK(call) assert_int_equal((call), CUDA_SUCCESS)

@@ -15,9 +15,9 @@
 #include <cmocka.h>
 #include <cuda_runtime_api.h>
 
-#include "../emu/emu_internal.h"
-#include "../emu/testing/queues.h"
-#include "../emu/testing/sync.h"
+#include "../emu_internal.h"
+#include "../testing/queues.h"
+#include "../testing/sync.h"
 
 /* The _ptsz entry points, as a program built with CUDA_API_PER_THREAD_DEFAULT_STREAM calls them. */
 #include "usbyte/cuda_exports.h"

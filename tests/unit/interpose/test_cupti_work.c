@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "../../interpose/cupti_work.h"
-#include "../emu/testing/stream_work.h"
+#include "../../../interpose/cupti_work.h"
+#include "../../emu/testing/stream_work.h"
 
 struct seen {
     CUpti_CallbackDomain domain;

@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "../emu/testing/stream_work.h"
-#include "../emu/testing/sync.h"
+#include "../testing/stream_work.h"
+#include "../testing/sync.h"
 
 #define CHECK(call) assert_int_equal((call), cudaSuccess)
 

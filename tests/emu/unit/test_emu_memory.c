@@ -9,8 +9,8 @@
 #include <cmocka.h>
 #include <cuda_runtime_api.h>
 
-#include "../emu/emu_internal.h"
-#include "../emu/testing/sync.h"
+#include "../emu_internal.h"
+#include "../testing/sync.h"
 
 #define CHECK(call) assert_int_equal((call), cudaSuccess)
 

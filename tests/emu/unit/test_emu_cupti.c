@@ -12,7 +12,7 @@
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 
-#include "../emu/testing/sync.h"
+#include "../testing/sync.h"
 
 #define CHECK(call) assert_int_equal((call), cudaSuccess)
 #define CUPTI_CHECK(call) assert_int_equal((call), CUPTI_SUCCESS)

@@ -14,8 +14,8 @@
 #include <cmocka.h>
 #include <cuda_runtime_api.h>
 
-#include "../emu/emu_internal.h"
-#include "../emu/testing/sync.h"
+#include "../emu_internal.h"
+#include "../testing/sync.h"
 
 #include "usbyte/cuda_exports.h"
 

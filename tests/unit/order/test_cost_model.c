@@ -1,5 +1,5 @@
-/* The cost function (order/cost.c), its fit (profiler/fit.c, fit_model.c), the lower bound under
- * a curve against the exhaustive optimum (tests/unit/oracle.c), and the curve in profile JSON
+/* The cost function (partition/cost.c), its fit (profiler/fit.c, fit_model.c), the lower bound under
+ * a curve against the exhaustive optimum (tests/unit/order/oracle.c), and the curve in profile JSON
  * (profiler/profile_io.c). */
 #include <math.h>
 #include <setjmp.h>

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "../../tools/report.h" /* tools/ is not on the include path of the tests */
-#include "../../tools/report_html.h"
+#include "../../../tools/report.h" /* tools/ is not on the include path of the tests */
+#include "../../../tools/report_html.h"
 #include "usbyte/model.h"
 
 #define PLANNED(RANK, REASON)                                                                                    \
