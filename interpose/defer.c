@@ -332,6 +332,8 @@ static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index)
     if (step.pass_through != s->bypass) {
         s->bypass = step.pass_through;
         s->run++; /* the measured iteration counts consecutive plan iterations only */
+        if (s->bypass)
+            ub_redirect_pass_through_begins(c);
     }
     return true;
 }

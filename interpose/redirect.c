@@ -603,18 +603,40 @@ cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r)
     return r;
 }
 
+/* Lock held: s waits for the blocks issued so far (block_done recorded after them), so that its
+ * own order covers its deferred calls again; what is recorded on it afterwards is left to it.
+ * false when its deferred calls are not all issued (nothing may wait for them yet). */
+static bool settle(ub_comm *c, ub_stream *st, const char *what)
+{
+    if (st->sch.settled)
+        return true;
+    if (st->sch.need_value > c->sched.issued)
+        return false;
+    cudaError_t e = mark_private(c);
+    if (e == cudaSuccess)
+        e = UB_CUDA(ub_cuda.cudaStreamWaitEvent(st->handle, c->sched.block_done, 0));
+    if (e != cudaSuccess)
+        cannot_complete(c, what, e);
+    st->sch.settled = true;
+    return true;
+}
+
 void ub_redirect_capture_begins(cudaStream_t s)
 {
     ub_stream *st = ub_stream_get(s, NULL);
     ub_comm *c = st ? st->sch.comm : NULL;
-    if (!c || !c->sched.ready || st->sch.settled || st->sch.need_value > c->sched.issued)
+    if (!c || !c->sched.ready)
         return;
-    cudaError_t e = mark_private(c);
-    if (e == cudaSuccess)
-        e = UB_CUDA(ub_cuda.cudaStreamWaitEvent(s, c->sched.block_done, 0));
-    if (e != cudaSuccess)
-        cannot_complete(c, "making a stream whose graph capture begins wait for its deferred calls", e);
-    st->sch.settled = true;
+    settle(c, st, "making a stream whose graph capture begins wait for its deferred calls");
+}
+
+void ub_redirect_pass_through_begins(ub_comm *c)
+{
+    if (!c->sched.ready)
+        return;
+    for (ub_stream *st = ub_state_streams(); st; st = st->hh.next)
+        if (st->sch.comm == c)
+            settle(c, st, "making a stream wait for its deferred calls before an iteration in the application's order");
 }
 
 void ub_redirect_event_gone(ub_event *e)

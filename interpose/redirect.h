@@ -74,6 +74,13 @@ cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r);
  * for their blocks (an event recorded on the private stream after them), so that its own order
  * covers them again; usbyte then leaves s alone while it captures. */
 void ub_redirect_capture_begins(cudaStream_t s);
+/* Lock held, at the first call of an iteration that passes through (verification), every block
+ * of the previous iterations issued: each stream with deferred calls of c waits once for their
+ * blocks and is settled, so that the application's records on it go through as they are.  Left
+ * unsettled, every record would go through the completion stream (three more operations each)
+ * until the device reports the plan's last iteration done, which a host that queues iterations
+ * ahead makes several iterations: the pass-through side would carry the plan's overhead. */
+void ub_redirect_pass_through_begins(ub_comm *c);
 /* Lock held: the event or the stream goes away. */
 void ub_redirect_event_gone(ub_event *e);
 void ub_redirect_stream_gone(ub_stream *st);

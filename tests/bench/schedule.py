@@ -78,7 +78,7 @@ def run(trainer, args, env_extra, mode, work, ranks=RANKS):
     if mode == "base":
         env["LD_PRELOAD"] = ""
     else:
-        env["LD_PRELOAD"] = os.path.join(ROOT, BUILD, "libusbyte.so")
+        env["LD_PRELOAD"] = env_extra.get("LD_PRELOAD", os.path.join(ROOT, BUILD, "libusbyte.so"))
         env["USBYTE_MODE"] = mode
         env["USBYTE_REPORT"] = report
     for f in os.listdir(work):
@@ -103,7 +103,7 @@ def run(trainer, args, env_extra, mode, work, ranks=RANKS):
 
 
 CURVE_RANKS = int(os.environ.get("CURVE_RANKS", "2"))
-CURVE_ITERS = int(os.environ.get("CURVE_ITERS", "100"))
+CURVE_ITERS = int(os.environ.get("CURVE_ITERS", "120"))
 CURVE_REPEAT = int(os.environ.get("CURVE_REPEAT", "5"))
 CURVE_TRAINER = ("Horovod-like, fusion off", "horovod_like", ["--fusion-threshold-mb", "0"], "resnet50-v100-b64-barrier")
 NOISE = {"USBYTE_EMU_INTERFERENCE": "0.2", "USBYTE_EMU_JITTER_PCT": "5"}
@@ -113,6 +113,30 @@ CURVES_BEGIN, CURVES_END = "<!-- curve rows: tests/bench/schedule.py -->", "<!--
 def median_or_none(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
+
+
+def verdict_iteration(r):
+    """The trainer iteration of the latest verdict (its call index over the calls per iteration), None
+    when verification took none."""
+    v = r.get("verification") or {}
+    at, calls = v.get("at_call"), r.get("calls")
+    return at // calls if at is not None and at >= 0 and calls else None
+
+
+def steady_after_verdict(trainer, args, env, work):
+    """A schedule-mode run whose last 10 iterations (the steady state) all come after the latest
+    verdict: a run whose verdict fell later (a second candidate's window, a re-profiled warm-up)
+    runs again with twice the iterations."""
+    iters = CURVE_ITERS
+    while True:
+        a = list(args)
+        a[a.index("--iters") + 1] = str(iters)
+        r = run(trainer, a, env, "schedule", work, CURVE_RANKS)
+        at = verdict_iteration(r)
+        if at is None or at < iters - 10 or iters >= 8 * CURVE_ITERS:
+            r["steady_after_verdict"] = at is None or at < iters - 10
+            return r
+        iters *= 2
 
 
 def curve_rows(work):
@@ -131,7 +155,7 @@ def curve_rows(work):
             base, sched = [], []
             for _ in range(CURVE_REPEAT):   # interleaved
                 base.append(run(trainer, args, env, "base", work, CURVE_RANKS))
-                sched.append(run(trainer, args, env, "schedule", work, CURVE_RANKS))
+                sched.append(steady_after_verdict(trainer, args, env, work))
             vs = [r["verification"] for r in sched if r.get("verification")]
             first = [v["candidates"][0] for v in vs if v.get("candidates")]
             kept = sorted(set(v.get("kept") or "undecided" for v in vs)) or ["no plan ran (%s)" % "/".join(
@@ -146,8 +170,16 @@ def curve_rows(work):
                 "schedule": statistics.median(r["iteration"] for r in sched),
                 "state": "/".join(sorted(set(r["state"] for r in sched))),
                 "checksums": all(r["checksums"] == base[0]["checksums"] for r in base + sched),
+                "after_verdict": all(r["steady_after_verdict"] for r in sched),
             }
             row["steady_ratio"] = row["schedule"] / row["base"]
+            # The machine's noise on this row: the spread of the runs without usbyte (1.4826 x their
+            # median absolute deviation, relative), and the standard error of a ratio of two medians
+            # of CURVE_REPEAT runs with that spread each.
+            b = [r["iteration"] for r in base]
+            mad = statistics.median(abs(x - row["base"]) for x in b)
+            row["base_spread"] = 1.4826 * mad / row["base"]
+            row["ratio_se"] = 1.2533 * row["base_spread"] * (2.0 / len(b)) ** 0.5
             rows.append(row)
             print("%s %s: predicted wfbp %s, %s %s; verification: %s measured %s, pass-through %s, kept %s; steady "
                   "%s vs base %s (%.3f)" % (row["curve"], "noisy" if noisy else "quiet", ms(row["wfbp"]), row["policy"],
@@ -169,20 +201,23 @@ def curve_table(rows, seconds):
         "median of %d interleaved pairs of runs (without usbyte, with it).  `wfbp`, `plan`: predicted on the "
         "agreed profile; `measured`, `pass-through`: the verification's agreed medians of the plan's and the "
         "application's own iterations, side by side; `kept`: its verdict (every run's); `steady`: the trainer's "
-        "mean over its last 10 iterations with usbyte, `base` without; `steady/base` above 1.02 would be a "
-        "slowdown.  Worst steady/base: %.3f.  Took %.0f s." % (
+        "mean over its last 10 iterations with usbyte, all after the verification's latest verdict (a run "
+        "whose verdict came later runs again with twice the iterations), `base` without; `steady/base` above "
+        "1.02 would be a slowdown; `base spread`: the runs without usbyte's spread (1.4826 x their median "
+        "absolute deviation, relative to their median), the machine's noise on that row; `s.e.`: the standard "
+        "error of steady/base from that spread (medians of %d runs each side), what the row can resolve.  Worst steady/base: %.3f.  Took %.0f s." % (
             links.BYTES_SCALE, CURVE_RANKS, CURVE_TRAINER[0], " ".join(CURVE_TRAINER[2]), CURVE_TRAINER[3],
-            rows[0]["calls"] if rows else 0, CURVE_ITERS, CURVE_REPEAT, worst, seconds),
+            rows[0]["calls"] if rows else 0, CURVE_ITERS, CURVE_REPEAT, CURVE_REPEAT, worst, seconds),
         "",
         "| curve | interference 0.2, jitter 5% | wfbp (pred.) | plan (pred.) | measured | pass-through | kept | "
-        "steady | base | steady/base | checksums |",
-        "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---|",
+        "steady | base | steady/base | base spread | s.e. of steady/base | steady after verdict | checksums |",
+        "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in rows:
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f | %.1f%% | %.3f | %s | %s |" % (
             r["curve"], "yes" if r["noisy"] else "no", ms(r["wfbp"]), ms(r["chosen"]), ms(r["measured"]),
-            ms(r["pass"]), r["kept"], ms(r["schedule"]), ms(r["base"]), r["steady_ratio"],
-            "equal" if r["checksums"] else "DIFFER"))
+            ms(r["pass"]), r["kept"], ms(r["schedule"]), ms(r["base"]), r["steady_ratio"], 100 * r["base_spread"],
+            r["ratio_se"], "yes" if r["after_verdict"] else "NO", "equal" if r["checksums"] else "DIFFER"))
     lines += ["", CURVES_END, ""]
     return "\n".join(lines)
 

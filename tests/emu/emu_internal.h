@@ -49,6 +49,10 @@ void usbyteEmuWorkerOpEndsAtNs(uint64_t ns);
  * device that runs beside them is stretched by USBYTE_EMU_INTERFERENCE (cudart/interference.c). */
 void usbyteEmuDeviceCommBegin(int device);
 void usbyteEmuDeviceCommEnd(int device, uint64_t end_ns);
+/* On a stream worker: the time USBYTE_EMU_INTERFERENCE has added after the stream's compute ops
+ * so far, in nanoseconds (0 elsewhere, and without interference).  The trainers look it up with
+ * dlsym (absent on a GPU). */
+uint64_t usbyteEmuComputeStretchNs(void);
 
 
 /* ---- Additions (cudart side), used by libcuda.so.1, libcupti.so.13 and the unit tests ---- */

@@ -16,6 +16,15 @@ need() {
         [ -e "$f" ] || { echo "missing $f: build it first (make)"; exit 1; }
     done
 }
+# verify_setup LOG: the verification tests' common setup (runtime_verify*.sh): the Horovod-like
+# trainer on N=2 ranks, verification on at its defaults, USBYTE_LOG=LOG.
+verify_setup() {
+    TRAINER=$BUILD/trainers/horovod_like
+    need "$BUILD/libusbyte.so" "$TRAINER" "$BUILD/emu/emu-run"
+    export USBYTE_VERIFY=1 USBYTE_WARMUP=3 USBYTE_LOG=$1
+    unset USBYTE_MODE USBYTE_POLICY USBYTE_MIN_GAIN_PCT USBYTE_VERIFY_EVERY
+    N=2
+}
 # same_results NAME BASE (trainer outputs in $WORK/NAME.out): every rank's checksum of NAME equals BASE's.
 same_results() {
     local got want

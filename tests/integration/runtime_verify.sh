@@ -16,11 +16,7 @@
 # - in every run every rank's final parameters are bit-identical to the run without usbyte.
 # Every rank's `verification` object must be identical: everything in it comes from agreed data.
 source "$(dirname "$0")/runtime_lib.sh"
-TRAINER=$BUILD/trainers/horovod_like
-need "$BUILD/libusbyte.so" "$TRAINER" "$BUILD/emu/emu-run"
-export USBYTE_VERIFY=1 USBYTE_WARMUP=3 USBYTE_LOG=info
-unset USBYTE_MODE USBYTE_POLICY USBYTE_MIN_GAIN_PCT USBYTE_VERIFY_EVERY
-N=2
+verify_setup info
 ARGS=(--profile data/profiles/vgg16-v100-b64-barrier.json --fusion-threshold-mb 0 --time-scale 0.05
       --bytes-scale 0.002)
 

@@ -12,7 +12,13 @@
  * The overlap is exact, from a per-device "communication clock": the total time during which at
  * least one NCCL operation occupied the device.  A compute op reads it when its function starts
  * and when it returns; the difference is the time it was overlapped, however many collectives
- * began and ended in between. */
+ * began and ended in between.
+ *
+ * usbyteEmuComputeStretchNs() tells compute that models its own timing (a framework-shaped
+ * trainer whose layers sleep to deadlines from the backward's start) how much this stream has
+ * been held so far: each worker thread runs one stream, so the total is the worker's.  Such a
+ * trainer moves its deadlines by it, so that a slowed layer delays every later one, as a slowed
+ * kernel does on a GPU, while its own wake-up lateness still does not accumulate. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -27,6 +33,7 @@ struct comm_clock {
     int active;            /* NCCL operations occupying the device now */
     uint64_t busy_ns;      /* time with active > 0, up to since_ns */
     uint64_t since_ns;     /* when active last became > 0 */
+    uint64_t read_ns;      /* the latest value read: the clock never goes back below it */
 };
 
 static struct comm_clock clocks[EMU_MAX_DEVICES];
@@ -92,8 +99,13 @@ EMU_EXPORT void usbyteEmuDeviceCommEnd(int device, uint64_t end_ns)
         return;
     pthread_mutex_lock(&c->mu);
     if (c->active > 0 && --c->active == 0) {
+        /* The stream's release (end_ns) can be earlier than now: a read between the two counted
+         * up to the read, and the clock must not go back (a compute op would see a negative
+         * overlap, an unsigned one that sleeps for ever). */
         uint64_t end = end_ns != 0 ? end_ns : now_ns();
         c->busy_ns += end > c->since_ns ? end - c->since_ns : 0;
+        if (c->busy_ns < c->read_ns)
+            c->busy_ns = c->read_ns;
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -103,9 +115,17 @@ static uint64_t comm_clock_read(int device)
     struct comm_clock *c = clock_of(device);
     pthread_mutex_lock(&c->mu);
     uint64_t t = busy_at(c, now_ns());
+    if (t < c->read_ns)
+        t = c->read_ns;
+    c->read_ns = t;
     pthread_mutex_unlock(&c->mu);
     return t;
 }
+
+/* The time added after compute ops on this thread (a stream's worker), in total. */
+static __thread uint64_t tl_stretch_ns;
+
+EMU_EXPORT uint64_t usbyteEmuComputeStretchNs(void) { return tl_stretch_ns; }
 
 void emu_compute_run(int device, void (*fn)(void *), void *arg)
 {
@@ -120,6 +140,7 @@ void emu_compute_run(int device, void (*fn)(void *), void *arg)
     uint64_t extra = (uint64_t)llround(f * (double)overlapped);
     if (extra == 0)
         return;
+    tl_stretch_ns += extra;
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     uint64_t ns = (uint64_t)until.tv_nsec + extra;

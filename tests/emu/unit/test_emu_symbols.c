@@ -148,7 +148,7 @@ static const char *const emu_required[] = {
     "usbyteEmuStreamEnqueue", "usbyteEmuSetActivity", "usbyteEmuValidRange", "usbyteEmuDumpStreams",
     "usbyteEmuStreamEnqueueEx", "usbyteEmuSetApiHook", "usbyteEmuApiCallback", "usbyteEmuContext",
     "usbyteEmuStreamCapturing", "usbyteEmuStreamEnqueueCapturable", "usbyteEmuSetStickyError", "usbyteEmuCopyAsync", "usbyteEmuSetAsync",
-    "usbyteEmuLaunchKernel", "usbyteEmuLaunchHost", "usbyteEmuGraphLaunch",
+    "usbyteEmuLaunchKernel", "usbyteEmuLaunchHost", "usbyteEmuGraphLaunch", "usbyteEmuComputeStretchNs",
 };
 
 static const char *const cuda_required[] = {

@@ -27,4 +27,6 @@ INTEGRATION_TESTS += tests/integration/trainers/check_report_test.py
 # The trainers' own checks (no usbyte involved): deterministic, consistent, timed as docs/model.md says.
 ifneq ($(wildcard tests/emu/nccl/module.mk),)
 INTEGRATION_TESTS += tests/integration/trainers/selfcheck.sh
+# Interference from the collectives beside a layer delays the later layers too.
+INTEGRATION_TESTS += tests/integration/trainers/interference.sh
 endif

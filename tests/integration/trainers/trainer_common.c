@@ -1,6 +1,7 @@
 /* Shared machinery of the framework-shaped trainers (see trainer_common.h). */
 #include "trainer_common.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -386,6 +387,27 @@ static struct timespec add_seconds(struct timespec t, double seconds)
     return t;
 }
 
+/* The time the emulator's USBYTE_EMU_INTERFERENCE has held the calling stream worker after its
+ * compute so far (usbyteEmuComputeStretchNs, absent on a GPU: 0).  A layer's deadline is its
+ * ready time from the backward's start plus what was added since: the stretch of a layer that ran
+ * beside a collective delays every later layer, as a slowed kernel does on a GPU, while the
+ * machine's wake-up lateness still never accumulates. */
+static uint64_t compute_stretch_ns(void)
+{
+    static uint64_t (*fn)(void);
+    static bool looked;
+    if (!looked) {
+        fn = (uint64_t (*)(void))dlsym(RTLD_DEFAULT, "usbyteEmuComputeStretchNs");
+        looked = true;
+    }
+    return fn ? fn() : 0;
+}
+
+static struct timespec add_stretch(struct timespec t, uint64_t since)
+{
+    return add_seconds(t, 1e-9 * (double)(compute_stretch_ns() - since));
+}
+
 static void CUDART_CB backward_start_fn(void *arg)
 {
     trainer *tr = arg;
@@ -400,6 +422,7 @@ static void CUDART_CB backward_start_fn(void *arg)
     }
     tr->iter++;
     tr->backward_t0 = now;
+    tr->backward_stretch0 = compute_stretch_ns();
 }
 
 void tr_enqueue_backward_start(trainer *tr)
@@ -422,6 +445,7 @@ static void CUDART_CB forward_start_fn(void *arg)
     if (tr->rank == tr->opt.stall_rank && iter >= tr->opt.stall_from && iter <= tr->opt.stall_to)
         usleep((useconds_t)(tr->opt.stall_ms * 1e3));
     clock_gettime(CLOCK_MONOTONIC, &tr->forward_t0);
+    tr->forward_stretch0 = compute_stretch_ns();
     for (int k = 0; k < tr->n_tensors; k++) {
         const tr_tensor *t = &tr->tensors[k];
         uint64_t seed = splitmix64(((uint64_t)tr->rank << 40) ^ ((uint64_t)iter << 20) ^ (uint64_t)k);
@@ -440,7 +464,7 @@ void tr_enqueue_forward_start(trainer *tr)
 static void CUDART_CB forward_until_fn(void *arg)
 {
     trainer *tr = arg;
-    struct timespec deadline = add_seconds(tr->forward_t0, tr->forward_scaled);
+    struct timespec deadline = add_stretch(add_seconds(tr->forward_t0, tr->forward_scaled), tr->forward_stretch0);
     sleep_until(&deadline);
 }
 
@@ -454,7 +478,7 @@ static void CUDART_CB layer_fn(void *arg)
 {
     tr_layer *l = arg;
     trainer *tr = l->tr;
-    struct timespec deadline = add_seconds(tr->backward_t0, tr_scaled(tr, l->ready));
+    struct timespec deadline = add_stretch(add_seconds(tr->backward_t0, tr_scaled(tr, l->ready)), tr->backward_stretch0);
     sleep_until(&deadline);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);

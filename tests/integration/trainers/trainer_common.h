@@ -113,6 +113,9 @@ typedef struct trainer {
     int iter;                 /* iteration being computed (incremented by the backward start) */
     struct timespec backward_t0;
     struct timespec forward_t0;
+    /* The compute stream's interference stretch (the emulator's, 0 on a GPU) at the backward's
+     * and the forward's start: the deadlines move by what was added since. */
+    uint64_t backward_stretch0, forward_stretch0;
     double iter_seconds_sum;  /* backward start to backward start, iterations >= 2 */
     int iter_seconds_n;
     double tail_seconds[TR_TAIL]; /* the last TR_TAIL of them (a library's steady state) */

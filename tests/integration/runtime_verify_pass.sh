@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Schedule mode's verification measures the application's own order as it runs without usbyte
+# (docs/runtime.md, "Verification"): on a measured curve (08-aws-p5-efa), the Horovod-like trainer
+# with fusion off (one allreduce per tensor, ResNet-50's 161 calls) on 2 emulated ranks, the
+# verification's pass-through median is within its measured noise of the same job without usbyte.
+#
+# Rounds of a run without usbyte and one with it, interleaved (the machine's load drifts between
+# rounds, much less within one); per round the verification's pass-through median minus the plain
+# run's iteration (the trainer's mean over its last 10).  The median difference must stay within
+# 3 standard errors of that median (1.2533 x 1.4826 x MAD / sqrt(n)), from the differences' own
+# spread.  A pass-through side that carried the plan's overhead (its records on a stream that had
+# deferred calls going through the completion stream while the host is iterations ahead) came out
+# 10-15 ms above 27-32 ms iterations here, with a spread of 2-4 ms.  A round where no plan ran (the
+# plan predicted no gain over the application's order) has no window: it is skipped.  Every rank's
+# results are bit-identical to the run without usbyte.
+source "$(dirname "$0")/runtime_lib.sh"
+verify_setup warn
+ARGS=(--profile data/profiles/resnet50-v100-b64-barrier.json --fusion-threshold-mb 0 --time-scale 0.05
+      --bytes-scale 0.002 --iters 60)
+ROUNDS=${ROUNDS:-6}
+
+run() {
+    local name=$1 pre=$2
+    LD_PRELOAD="$pre" USBYTE_EMU_NET=data/net/08-aws-p5-efa-2node-16r.tsv USBYTE_REPORT="$WORK/$name-%r.json" \
+        "$BUILD/emu/emu-run" -n $N --timeout 120 -- "$TRAINER" "${ARGS[@]}" >"$WORK/$name.out" 2>&1 ||
+        { tail -30 "$WORK/$name.out"; fail "$name: exit $?"; }
+}
+
+: >"$WORK/rounds.tsv"
+for i in $(seq 1 $((2 * ROUNDS))); do
+    run base-$i ""
+    run sched-$i "$USBYTE_PRELOAD"
+    same_results sched-$i base-$i
+    python3 - "$WORK" $i >>"$WORK/rounds.tsv" <<'PY' || fail "round $i: cannot read the runs"
+import json, re, statistics, sys
+work, i = sys.argv[1], sys.argv[2]
+base = [float(m) for m in re.findall(r"last-iterations ([0-9.]+) ms", open("%s/base-%s.out" % (work, i)).read())]
+reps = [json.load(open("%s/sched-%s-%d.json" % (work, i, r)))["comms"][0].get("verification") for r in (0, 1)]
+assert reps[0] == reps[1], "the ranks' verification differs"
+p = (reps[0] or {}).get("pass_through_iteration")
+if p and base:
+    print("%.6f\t%.6f" % (1e3 * p, statistics.median(base)))
+PY
+    [ "$(wc -l <"$WORK/rounds.tsv")" -ge "$ROUNDS" ] && break
+done
+python3 - "$WORK/rounds.tsv" <<'PY' || fail "the pass-through side is slower than the job without usbyte beyond its noise"
+import math, statistics, sys
+rows = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+assert len(rows) >= 4, "only %d rounds ran a verification window" % len(rows)
+d = [p - b for p, b in rows]
+med = statistics.median(d)
+mad = statistics.median(abs(x - med) for x in d)
+s = 1.4826 * mad if mad > 0 else statistics.stdev(d)
+margin = 3 * 1.2533 * s / math.sqrt(len(d))
+print("info: over %d rounds: pass-through side %.2f ms, without usbyte %.2f ms; difference median %+.2f ms, "
+      "margin %.2f ms" % (len(d), statistics.median(p for p, _ in rows), statistics.median(b for _, b in rows), med,
+                          margin))
+if med > margin:
+    print("FAIL: the pass-through side is %.2f ms slower than the job without usbyte (margin %.2f ms); rounds "
+          "(pass-through, without usbyte, ms): %r" % (med, margin, rows))
+    sys.exit(1)
+PY
+echo "runtime_verify_pass: ok"
