@@ -50,7 +50,7 @@ static bool make_buffers(ub_comm *c)
     return a->host && a->dev && a->stream && a->done;
 }
 
-void ub_cfg_agree_issue(ub_comm *c)
+void ub_cfg_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_cfg_agreement *a = &c->cfg_agree;
     if (a->issued)
@@ -120,7 +120,7 @@ static void differences(const ub_cfg_agreed *g, char *buf, size_t len)
 }
 
 /* Every rank stays in pass-through from this call, the whole reason in its report. */
-static void refuse(ub_comm *c, const char *why)
+static void refuse(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     r->rank = c->rank;
@@ -135,10 +135,10 @@ static void refuse(ub_comm *c, const char *why)
     r->state = ub_comm_state_name(c->state);
     snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
     ub_warn("communicator %d: %s: every rank stays in pass-through", c->index, why);
-    ub_state_write_reports(true);
+    ub_state_write_reports();
 }
 
-void ub_cfg_agree_read(ub_comm *c)
+void ub_cfg_agree_read(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_cfg_agreement *a = &c->cfg_agree;
     if (!a->issued || a->read)

@@ -231,7 +231,7 @@ static ncclResult_t issue_vectors(ub_comm *c)
     return r;
 }
 
-void ub_comm_agree_issue(ub_comm *c)
+void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_set_state(c, UB_COMM_AGREE, NULL);
     if (!c->local_failure[0])
@@ -365,7 +365,7 @@ cudaError_t ub_comm_wait_event(ub_comm *c, cudaEvent_t done, bool limited, const
 
 /* Whether the agreement's result can be read now: at once (a poll) or after a wait without the
  * lock; *e: the completion event's status (cudaErrorNotReady: given up, or a peer gone). */
-static bool result_there(ub_comm *c, ub_agree_wait how, cudaError_t *e)
+static bool result_there(ub_comm *c, ub_agree_wait how, cudaError_t *e) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     if (how == UB_AGREE_POLL) {
         *e = UB_CUDA(ub_cuda.cudaEventQuery(c->agree_done));
@@ -447,7 +447,7 @@ static void report_warmup(ub_comm *c)
 }
 
 /* The agreement failed: pass-through, the whole reason in the verdict. */
-static void refuse(ub_comm *c, const char *failure)
+static void refuse(ub_comm *c, const char *failure) UB_REQUIRES(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     r->schedulable = false;
@@ -461,7 +461,7 @@ static void refuse(ub_comm *c, const char *failure)
 
 /* The agreed numbers: the decision, where the iteration really begins, and PLANNED; false when
  * another thread ended the communicator while it planned (an abort). */
-static bool adopt(ub_comm *c, const ub_agreed *agreed)
+static bool adopt(ub_comm *c, const ub_agreed *agreed) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     if (ub_log_enabled(UB_LOG_DEBUG))
@@ -503,7 +503,7 @@ static bool adopt(ub_comm *c, const ub_agreed *agreed)
     return true;
 }
 
-void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
+void ub_comm_agree_read(ub_comm *c, ub_agree_wait how) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     if (c->state != UB_COMM_AGREE || !c->agree_issued || c->agree_copy_pending)
         return;
@@ -548,6 +548,6 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
     r->state = ub_comm_state_name(c->state);
     snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
     ub_comm_decision_line(c);
-    ub_state_write_reports(true);
+    ub_state_write_reports();
 }
 

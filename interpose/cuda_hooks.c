@@ -79,7 +79,7 @@ void ub_cuda_event_sync(cudaEvent_t event)
  * deferred on it goes out first, outside the capture, and the stream's own order covers it again
  * (a capture severs a stream from its earlier work; a deferred call issued inside it would put
  * the private stream into the graph). */
-static void capture_begins(cudaStream_t stream, const char *why, const char *what)
+static void capture_begins(cudaStream_t stream, const char *why, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm *c = ub_redirect_stream_unissued(stream);
     if (c && issuing_thread(c))

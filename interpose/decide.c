@@ -136,7 +136,7 @@ static void set_limits(const ub_comm *c, ub_profile *p)
  * (the report says what USBYTE_COMPLETION=call would gain), computed without the global lock:
  * `best` may search for a while, and other threads' hooks (a watchdog's) must not wait for it.
  * The communicator stays in AGREE meanwhile; false when another thread ended it (an abort). */
-static bool plan_unlocked(ub_comm *c, const ub_agreed *a, bool stream_sem)
+static bool plan_unlocked(ub_comm *c, const ub_agreed *a, bool stream_sem) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     ub_profile other;
@@ -186,7 +186,7 @@ static bool plan_unlocked(ub_comm *c, const ub_agreed *a, bool stream_sem)
  * agree_at + period); any other stays in pass-through, saying why.  Both outcomes are the same
  * on every rank (agreed numbers, a pure planner); a rank that cannot set up the executor cannot
  * follow the others and stops the job. */
-void ub_comm_decide_schedule(ub_comm *c)
+void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     char why[300];
@@ -216,7 +216,7 @@ void ub_comm_decide_schedule(ub_comm *c)
         ub_comm_cannot_take_part(c, why);
 }
 
-bool ub_comm_decide(ub_comm *c, const ub_agreed *a, bool stream_sem)
+bool ub_comm_decide(ub_comm *c, const ub_agreed *a, bool stream_sem) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     if (r->have_profile)

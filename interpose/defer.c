@@ -44,7 +44,7 @@ int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, cha
     return 0;
 }
 
-void ub_sched_begin(ub_comm *c)
+void ub_sched_begin(ub_comm *c) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     s->active = true;
@@ -73,7 +73,7 @@ void ub_sched_begin(ub_comm *c)
  * communicator passes every call through for good, its pending events are released as at an
  * abort (recorded on their own streams, waiters woken), and the error waits for the
  * application's call (the one that triggered the issue, or the next one on the communicator). */
-static void issue_failed(ub_comm *c, ncclResult_t r, const char *what)
+static void issue_failed(ub_comm *c, ncclResult_t r, const char *what) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     if (s->failed != ncclSuccess)
@@ -109,7 +109,7 @@ bool ub_sched_issuing(const ub_comm *c) { return atomic_load(&c->sched.issuing) 
  * never waits for more than its own blocks.  The communicator's handle is read here, under the
  * lock (an abort clears it), and `issuing` tells an abort from another thread to let the real
  * calls in flight return before it goes on (lifecycle.c). */
-static void issue(ub_comm *c, int first, int end, int arrived)
+static void issue(ub_comm *c, int first, int end, int arrived) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     if (s->failed != ncclSuccess)
@@ -160,7 +160,7 @@ static void issue(ub_comm *c, int first, int end, int arrived)
 }
 
 /* The open blocks go out with what arrived; every block value of the iteration is issued. */
-static void flush(ub_comm *c)
+static void flush(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     if (s->arrived == 0)
@@ -174,7 +174,7 @@ static void flush(ub_comm *c)
 
 /* One more deviation in a row; after USBYTE_MAX_DEVIATIONS of them the communicator is profiled
  * again. */
-static void count_deviation(ub_comm *c, const char *why)
+static void count_deviation(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     s->deviations++;
@@ -190,7 +190,7 @@ static void count_deviation(ub_comm *c, const char *why)
     }
 }
 
-void ub_sched_deviation(ub_comm *c, const char *why)
+void ub_sched_deviation(ub_comm *c, const char *why) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     if (!s->active)
@@ -265,7 +265,7 @@ static void mark_iteration_start(ub_comm *c, cudaStream_t st)
     ub_timing_mark(&s->tm, st, &s->iter_start[i], 1, 0, NULL);
 }
 
-static void record_ready(ub_comm *c, int k)
+static void record_ready(ub_comm *c, int k) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     if (s->ready_stamp[k] == s->base + 1)
@@ -281,7 +281,7 @@ static void record_ready(ub_comm *c, int k)
     s->ready_stamp[k] = s->base + 1;
 }
 
-bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig)
+bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     bool capture = capturing(s, d->stream);
@@ -345,7 +345,7 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig)
     return held;
 }
 
-void ub_sched_end(ub_comm *c, bool abort)
+void ub_sched_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     /* After a failed issue (a peer gone) nothing may wait for device work either. */

@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "lock_contract.h"
 #include "hooks.h"
 #include "state.h"
 
@@ -14,15 +15,15 @@
 int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len);
 /* Lock held: the communicator starts following the plan at this iteration boundary (call
  * agree_at + period). */
-void ub_sched_begin(ub_comm *c);
+void ub_sched_begin(ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* Lock held on entry and exit (released while blocks are issued).  A call on a communicator in
  * SCHEDULE; sig is its portable signature.  Returns true when the call is deferred (the wrapper
  * returns ncclSuccess without forwarding it), or answered with the failure of the block issue it
  * triggered (ub_sched_take_failure). */
-bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig);
+bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: a deviation that is not a call of the sequence (ncclCommDestroy, ncclCommFinalize,
  * graph capture on a stream with deferred calls): flushes what arrived. */
-void ub_sched_deviation(ub_comm *c, const char *why);
+void ub_sched_deviation(ub_comm *c, const char *why) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: a wait of the thread that issues c's calls (`what`: the CUDA call) on deferred
  * call `call` of this iteration (-1: every call so far), whose block is not issued.  The warm-up did not see it (a wait it
  * saw is a merge barrier, whose blocks go out at the call's arrival), so it may be made on some
@@ -37,7 +38,7 @@ ncclResult_t ub_sched_take_failure(ub_comm *c);
 /* Whether the issuing thread is issuing blocks (without the lock) right now. */
 bool ub_sched_issuing(const ub_comm *c);
 /* Lock held: the communicator ends.  abort: never waits for device work. */
-void ub_sched_end(ub_comm *c, bool abort);
+void ub_sched_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* The report's `schedule` object (NULL before a plan ran), from the times read so far: only the
  * issuing thread reads the timing events (it appends to them without the lock while it issues
  * blocks), at each iteration start and when the communicator ends. */

@@ -253,7 +253,7 @@ void ub_redirect_block_issued(ub_comm *c, bool iteration_end)
         ub_state_wake_all();
 }
 
-void ub_redirect_end(ub_comm *c, bool release)
+void ub_redirect_end(ub_comm *c, bool release) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     while (s->pending) {
@@ -370,7 +370,7 @@ bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaErro
     return true;
 }
 
-void ub_redirect_stream_work_locked(cudaStream_t s)
+void ub_redirect_stream_work_locked(cudaStream_t s) UB_REQUIRES(ub_state_mutex)
 {
     if (!ub_sched_stream_listed(s))
         return;
@@ -391,7 +391,7 @@ void ub_redirect_stream_work(cudaStream_t s)
 /* ---- consumers ---- */
 
 /* Lock held: the pending record of ev, or NULL. */
-static ub_event *pending_event(cudaEvent_t ev)
+static ub_event *pending_event(cudaEvent_t ev) UB_REQUIRES(ub_state_mutex)
 {
     ub_event *e = ub_event_get(ev, false);
     return e && e->pending ? e : NULL;
@@ -441,7 +441,7 @@ bool ub_redirect_elapsed(cudaEvent_t a, cudaEvent_t b, cudaError_t *r)
     return pending;
 }
 
-ub_comm *ub_redirect_pending_comm(cudaEvent_t ev, int *call)
+ub_comm *ub_redirect_pending_comm(cudaEvent_t ev, int *call) UB_REQUIRES(ub_state_mutex)
 {
     if (atomic_load_explicit(&ub_events_pending, memory_order_relaxed) == 0)
         return NULL;
@@ -451,7 +451,7 @@ ub_comm *ub_redirect_pending_comm(cudaEvent_t ev, int *call)
     return e ? e->sched_comm : NULL;
 }
 
-void ub_redirect_wait_submitted(cudaEvent_t ev, cudaStream_t waiter)
+void ub_redirect_wait_submitted(cudaEvent_t ev, cudaStream_t waiter) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_event *e = pending_event(ev);
     if (!e)
@@ -493,7 +493,7 @@ void ub_redirect_wait_submitted(cudaEvent_t ev, cudaStream_t waiter)
 /* Lock held (released for the question): a host wait on c's deferred work ends when NCCL reports
  * an asynchronous error (a peer gone): the blocks may never complete, and the application's own
  * error handling (a watchdog's abort) must get to run.  One line says so. */
-static bool peer_failed(ub_comm *c, const char *what)
+static bool peer_failed(ub_comm *c, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ncclComm_t handle = c->handle;
     ub_state_unlock();
@@ -514,7 +514,7 @@ static void still_waiting(const ub_comm *c, const char *what, double since, int 
             c->index, (unsigned long)pthread_self(), now_s() - since, what, call, block_of(&c->sched, v), c->issuer);
 }
 
-void ub_redirect_wait_event(cudaEvent_t ev, const char *what)
+void ub_redirect_wait_event(cudaEvent_t ev, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     double start = now_s(), line_at = start + ub_cfg.hang_s;
     n_waiters++;
@@ -530,7 +530,7 @@ void ub_redirect_wait_event(cudaEvent_t ev, const char *what)
     n_waiters--;
 }
 
-ub_comm *ub_redirect_stream_unissued(cudaStream_t s)
+ub_comm *ub_redirect_stream_unissued(cudaStream_t s) UB_REQUIRES(ub_state_mutex)
 {
     if (!ub_sched_stream_listed(s))
         return NULL;
@@ -539,7 +539,7 @@ ub_comm *ub_redirect_stream_unissued(cudaStream_t s)
     return c && c->sched.ready && st->sch.need_value > c->sched.issued ? c : NULL;
 }
 
-void ub_redirect_wait_stream(cudaStream_t s, const char *what)
+void ub_redirect_wait_stream(cudaStream_t s, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     double start = now_s(), line_at = start + ub_cfg.hang_s;
     n_waiters++;
@@ -556,7 +556,7 @@ void ub_redirect_wait_stream(cudaStream_t s, const char *what)
     n_waiters--;
 }
 
-void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what)
+void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     int last = s->arrived - 1;
@@ -609,7 +609,7 @@ cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r)
     return r;
 }
 
-void ub_redirect_capture_begins(cudaStream_t s)
+void ub_redirect_capture_begins(cudaStream_t s) UB_REQUIRES(ub_state_mutex)
 {
     ub_stream *st = ub_stream_get(s, NULL);
     ub_comm *c = st ? st->sch.comm : NULL;

@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "lock_contract.h"
 #include <cuda_runtime_api.h>
 
 #include "state.h"
@@ -38,7 +39,7 @@ void ub_redirect_block_issued(ub_comm *c, bool iteration_end);
 /* The communicator ends.  Its pending events are recorded on their own streams (the deferred
  * calls they covered were flushed, or, after an abort, will never run); never waits.  release:
  * the completion resources are destroyed too (not after an abort). */
-void ub_redirect_end(ub_comm *c, bool release);
+void ub_redirect_end(ub_comm *c, bool release) UB_REQUIRES(ub_state_mutex);
 
 /* ---- from the CUDA hooks ---- */
 /* Before the real cudaEventRecord*: true when the record was made (or kept pending) here, *r its
@@ -47,33 +48,33 @@ bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaErro
 /* The application enqueued work on stream s (a wait, a call forwarded to NCCL): an event recorded
  * on it from now on also waits for the stream's own progress.  _locked: with the lock held. */
 void ub_redirect_stream_work(cudaStream_t s);
-void ub_redirect_stream_work_locked(cudaStream_t s);
+void ub_redirect_stream_work_locked(cudaStream_t s) UB_REQUIRES(ub_state_mutex);
 /* cudaEventQuery / cudaEventElapsedTime: true when an event is pending (*r = cudaErrorNotReady). */
 bool ub_redirect_event_query(cudaEvent_t ev, cudaError_t *r);
 bool ub_redirect_elapsed(cudaEvent_t a, cudaEvent_t b, cudaError_t *r);
 /* Lock held: the communicator whose block a pending event waits for (NULL: not pending), and
  * in *call (when not NULL) the deferred call of the iteration it waits for. */
-ub_comm *ub_redirect_pending_comm(cudaEvent_t ev, int *call);
+ub_comm *ub_redirect_pending_comm(cudaEvent_t ev, int *call) UB_REQUIRES(ub_state_mutex);
 /* Lock held: the issuing thread's wait on pending event ev, which no block issue can end here
  * (it would wait for this thread's own later calls): waiter (cudaStreamWaitEvent), or the host
  * when NULL, waits for the work submitted to the device that ev covers (its stream's so far and
  * the blocks issued); ev stays pending and completes with its block. */
-void ub_redirect_wait_submitted(cudaEvent_t ev, cudaStream_t waiter);
+void ub_redirect_wait_submitted(cudaEvent_t ev, cudaStream_t waiter) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: waits (releasing the lock meanwhile) until ev is no longer pending; a line every
  * USBYTE_HANG_S names the thread, the event and the block it waits for. */
-void ub_redirect_wait_event(cudaEvent_t ev, const char *what);
+void ub_redirect_wait_event(cudaEvent_t ev, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: the communicator of stream s whose deferred calls are not all issued (NULL: none). */
-ub_comm *ub_redirect_stream_unissued(cudaStream_t s);
+ub_comm *ub_redirect_stream_unissued(cudaStream_t s) UB_REQUIRES(ub_state_mutex);
 /* Lock held: waits until every deferred call of s is issued (as ub_redirect_wait_event). */
-void ub_redirect_wait_stream(cudaStream_t s, const char *what);
+void ub_redirect_wait_stream(cudaStream_t s, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: waits until c's block value `target` is issued. */
-void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what);
+void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* After the real cudaStreamSynchronize/Query of s: the deferred calls are part of s. */
 cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r);
 /* Lock held, before graph capture begins on s and after its deferred calls were issued: s waits
  * for their blocks (an event recorded on the private stream after them), so that its own order
  * covers them again; usbyte then leaves s alone while it captures. */
-void ub_redirect_capture_begins(cudaStream_t s);
+void ub_redirect_capture_begins(cudaStream_t s) UB_REQUIRES(ub_state_mutex);
 /* Lock held: the event or the stream goes away. */
 void ub_redirect_event_gone(ub_event *e);
 void ub_redirect_stream_gone(ub_stream *st);
