@@ -44,14 +44,14 @@ void ub_redirect_end(ub_comm *c, bool release) UB_REQUIRES(ub_state_mutex);
 /* ---- from the CUDA hooks ---- */
 /* Before the real cudaEventRecord*: true when the record was made (or kept pending) here, *r its
  * result. */
-bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaError_t *r);
+bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaError_t *r) UB_EXCLUDES(ub_state_mutex);
 /* The application enqueued work on stream s (a wait, a call forwarded to NCCL): an event recorded
  * on it from now on also waits for the stream's own progress.  _locked: with the lock held. */
-void ub_redirect_stream_work(cudaStream_t s);
+void ub_redirect_stream_work(cudaStream_t s) UB_EXCLUDES(ub_state_mutex);
 void ub_redirect_stream_work_locked(cudaStream_t s) UB_REQUIRES(ub_state_mutex);
 /* cudaEventQuery / cudaEventElapsedTime: true when an event is pending (*r = cudaErrorNotReady). */
-bool ub_redirect_event_query(cudaEvent_t ev, cudaError_t *r);
-bool ub_redirect_elapsed(cudaEvent_t a, cudaEvent_t b, cudaError_t *r);
+bool ub_redirect_event_query(cudaEvent_t ev, cudaError_t *r) UB_EXCLUDES(ub_state_mutex);
+bool ub_redirect_elapsed(cudaEvent_t a, cudaEvent_t b, cudaError_t *r) UB_EXCLUDES(ub_state_mutex);
 /* Lock held: the communicator whose block a pending event waits for (NULL: not pending), and
  * in *call (when not NULL) the deferred call of the iteration it waits for. */
 ub_comm *ub_redirect_pending_comm(cudaEvent_t ev, int *call) UB_REQUIRES(ub_state_mutex);
@@ -70,7 +70,7 @@ void ub_redirect_wait_stream(cudaStream_t s, const char *what) UB_REQUIRES_UNLOC
 /* Lock held: waits until c's block value `target` is issued. */
 void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* After the real cudaStreamSynchronize/Query of s: the deferred calls are part of s. */
-cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r);
+cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r) UB_EXCLUDES(ub_state_mutex);
 /* Lock held, before graph capture begins on s and after its deferred calls were issued: s waits
  * for their blocks (an event recorded on the private stream after them), so that its own order
  * covers them again; usbyte then leaves s alone while it captures. */

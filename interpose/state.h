@@ -15,7 +15,10 @@
  * the plan at agree_at + period, deviations, restarts) happens at a call index derived from the
  * portable call sequence and the agreed outcome, never from timing.
  *
- * Locking.  All state is guarded by one process-wide mutex (tables.c), the runtime's only lock.
+ * Locking.  All of this state is guarded by one process-wide mutex (tables.c, ub_state_mutex);
+ * the few other mutexes are leaves below it (lock_contract.h gives their order).  Each function's
+ * declaration says what it needs (UB_REQUIRES, or UB_REQUIRES_UNLOCKS when it releases the lock
+ * meanwhile) or takes (UB_EXCLUDES), and clang checks it (tests/locks/).
  * - It is never held across a real NCCL call (UB_NCCL stops the process if it would be): NCCL may
  *   block for as long as its peers take, and other threads' hooks need the lock meanwhile.
  * - CUDA calls made with it held go through UB_CUDA: the reentrancy guard makes a CUPTI callback

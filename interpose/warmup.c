@@ -22,7 +22,7 @@
 #include "usbyte/types.h"
 
 /* CUPTI's report of stream-ordered work on a stream (given to ub_cupti_acquire). */
-static void stream_work(cudaStream_t stream, const char *what, bool compute);
+static void stream_work(cudaStream_t stream, const char *what, bool compute) UB_EXCLUDES(ub_state_mutex);
 
 /* Bytes of the device-to-device copy timed in the warm-up (staging's copy_beta). */
 #define COPY_PROBE_BYTES (2u << 20)

@@ -29,10 +29,10 @@ double ub_comm_copy_beta(const ub_comm *c);
  * stop_profiling its record and timing events too. */
 void ub_comm_stop_watching(ub_comm *c) UB_REQUIRES(ub_state_mutex);
 void ub_comm_stop_profiling(ub_comm *c) UB_REQUIRES(ub_state_mutex);
-void ub_warmup_event_recorded(cudaEvent_t event, cudaStream_t stream);
-void ub_warmup_stream_wait(cudaStream_t stream, cudaEvent_t event);
-void ub_warmup_event_host_wait(cudaEvent_t event, bool poll);
-void ub_warmup_stream_host_wait(cudaStream_t stream, bool poll);
-void ub_warmup_device_wait(void);
+void ub_warmup_event_recorded(cudaEvent_t event, cudaStream_t stream) UB_EXCLUDES(ub_state_mutex);
+void ub_warmup_stream_wait(cudaStream_t stream, cudaEvent_t event) UB_EXCLUDES(ub_state_mutex);
+void ub_warmup_event_host_wait(cudaEvent_t event, bool poll) UB_EXCLUDES(ub_state_mutex);
+void ub_warmup_stream_host_wait(cudaStream_t stream, bool poll) UB_EXCLUDES(ub_state_mutex);
+void ub_warmup_device_wait(void) UB_EXCLUDES(ub_state_mutex);
 
 #endif

@@ -4,6 +4,7 @@
 #   - a function calls a UB_REQUIRES one without the lock (clang),
 #   - a function takes the lock and returns without releasing it (clang),
 #   - a real NCCL call is made with the lock held (clang: UB_NCCL excludes it),
+#   - a function that takes the lock is called with it held (clang: UB_EXCLUDES),
 #   - the capture table is read without its own mutex (clang: GUARDED_BY),
 #   - the global lock is taken inside the capture table's mutex (clang: the order),
 #   - a UB_REQUIRES function releases the lock meanwhile, undeclared (releasing.py).
@@ -56,6 +57,13 @@ printf '\nvoid ub_planted(ncclComm_t h) { ub_state_lock(); UB_NCCL(ub_nccl.CommC
 expect_fail "a real NCCL call with the lock held" \
     "interpose/tables.c:[0-9]*:[0-9]*: error: cannot call function 'ub_nccl_unlocked' while mutex 'ub_state_mutex' is held" \
     clang_check interpose/tables.c
+
+fresh
+printf '\nvoid ub_planted(cudaStream_t s) UB_REQUIRES(ub_state_mutex);\nvoid ub_planted(cudaStream_t s) { ub_redirect_stream_work(s); }\n' \
+    >> "$tmp/interpose/defer.c"
+expect_fail "a call that takes the lock made with it held (a self-deadlock)" \
+    "interpose/defer.c:[0-9]*:[0-9]*: error: cannot call function 'ub_redirect_stream_work' while mutex 'ub_state_mutex' is held" \
+    clang_check interpose/defer.c
 
 fresh
 printf '\nint ub_planted(void) { return n_streams; }\n' >> "$tmp/interpose/capture.c"
