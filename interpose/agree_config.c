@@ -12,6 +12,7 @@
 #include "agree_config.h"
 #include "agree_rt.h"
 #include "capture.h"
+#include "collwait.h"
 #include "cuda_list.h"
 #include "decide.h"
 #include "device.h"
@@ -148,8 +149,8 @@ void ub_cfg_agree_read(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         ub_cfg_agree_copy_back(c);
     cudaEvent_t done = a->done;
     ub_state_unlock();
-    cudaError_t e = ub_comm_wait_event(c, done, false,
-                                       "the configuration agreement issued at the lock: the warm-up needs it");
+    cudaError_t e = ub_comm_wait_done(c, done, false, "the configuration agreement issued at the lock",
+                                      "the warm-up needs it");
     ub_state_lock();
     if (atomic_load(&c->ending) || atomic_load(&c->peer_error) != ncclSuccess || c->state != UB_COMM_PROFILE)
         return;

@@ -15,6 +15,7 @@
 
 #include "agree_rt.h"
 #include "capture.h"
+#include "collwait.h"
 #include "cuda_list.h"
 #include "decide.h"
 #include "defer.h"
@@ -107,16 +108,8 @@ static uint64_t reserve_executor(ub_comm *c)
 
 bool ub_comm_agree_buffers(ub_comm *c)
 {
-    size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
-    int previous = ub_device_enter(c->device);
-    if (!c->agree_host && UB_UNSAFE(ub_cuda.cudaMallocHost((void **)&c->agree_host, bytes)) != cudaSuccess)
-        c->agree_host = NULL;
-    if (!c->agree_dev && UB_UNSAFE(ub_cuda.cudaMalloc(&c->agree_dev, bytes)) != cudaSuccess)
-        c->agree_dev = NULL;
-    if (!c->agree_done && UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&c->agree_done, cudaEventDisableTiming)) != cudaSuccess)
-        c->agree_done = NULL;
-    ub_device_leave(previous);
-    return c->agree_host && c->agree_dev && c->agree_done;
+    return ub_coll_buffers(c->device, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double), &c->agree_host,
+                           &c->agree_dev, &c->agree_done);
 }
 
 /* The period of this rank's full signatures (buffers included), 0 when its detector has none. */
@@ -267,7 +260,8 @@ void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         .period = c->period,
         .seq_hash = ub_seqhash_value(&c->seq),
         .settings = {.policy = ub_cfg.policy, .mode = ub_cfg.mode, .completion = ub_cfg.completion,
-                     .staging_mb = ub_cfg.staging_mb, .align = ub_cfg.align, .min_gain_pct = ub_cfg.min_gain_pct},
+                     .staging_mb = ub_cfg.staging_mb, .align = ub_cfg.align, .min_gain_pct = ub_cfg.min_gain_pct,
+                     .verify = ub_cfg.verify, .verify_every = ub_cfg.verify_every},
         .summary = have_summary ? &sum : NULL,
         .flags = local_flags(c, have_summary ? &sum : NULL, staging),
     };
@@ -328,41 +322,6 @@ void ub_comm_agree_copy_back(ub_comm *c)
         ub_comm_cannot_take_part(c, "cannot copy the agreement's result back");
 }
 
-cudaError_t ub_comm_wait_event(ub_comm *c, cudaEvent_t done, bool limited, const char *what)
-{
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    long ns = 20000;
-    double next_line = ub_cfg.hang_s, next_ask = 0.0;
-    for (;;) {
-        cudaError_t e = UB_CUDA(ub_cuda.cudaEventQuery(done));
-        if (e != cudaErrorNotReady || atomic_load(&c->ending))
-            return e;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double waited = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
-        /* A peer gone never completes it: NCCL's asynchronous error says so (a few times a second). */
-        if (waited >= next_ask) {
-            next_ask = waited + 0.2;
-            ncclResult_t a = ub_comm_async_error(c->handle);
-            if (a != ncclSuccess) {
-                atomic_store(&c->peer_error, (int)a);
-                return cudaErrorNotReady;
-            }
-        }
-        if (limited && waited > ub_cfg.hang_s)
-            return cudaErrorNotReady;
-        if (waited > next_line) {
-            ub_warn("communicator %d: waiting %.0f s for %s (a rank behind or gone?); an abort of the communicator "
-                    "releases this wait", c->index, waited, what);
-            next_line += ub_cfg.hang_s;
-        }
-        struct timespec pause = {0, ns};
-        nanosleep(&pause, NULL);
-        if (ns < 1000000)
-            ns *= 2;
-    }
-}
-
 /* Whether the agreement's result can be read now: at once (a poll) or after a wait without the
  * lock; *e: the completion event's status (cudaErrorNotReady: given up, or a peer gone). */
 static bool result_there(ub_comm *c, ub_agree_wait how, cudaError_t *e) UB_REQUIRES_UNLOCKS(ub_state_mutex)
@@ -374,10 +333,11 @@ static bool result_there(ub_comm *c, ub_agree_wait how, cudaError_t *e) UB_REQUI
     /* Not under the lock: other threads' hooks must not wait for the other ranks. */
     cudaEvent_t done = c->agree_done; /* an abort meanwhile clears the field, not the event */
     ub_state_unlock();
-    char what[200];
-    snprintf(what, sizeof what, "the agreement issued at call %llu: the plan starts at call %llu on every rank, "
-             "which needs it", (unsigned long long)c->agree_at, (unsigned long long)(c->agree_at + c->period));
-    *e = ub_comm_wait_event(c, done, how == UB_AGREE_WAIT_OR_GIVE_UP, what);
+    char what[80], why[200];
+    snprintf(what, sizeof what, "the agreement issued at call %llu", (unsigned long long)c->agree_at);
+    snprintf(why, sizeof why, "the plan starts at call %llu on every rank, which needs it",
+             (unsigned long long)(c->agree_at + c->period));
+    *e = ub_comm_wait_done(c, done, how == UB_AGREE_WAIT_OR_GIVE_UP, what, why);
     ub_state_lock();
     return c->state == UB_COMM_AGREE;
 }

@@ -26,11 +26,6 @@ typedef enum { UB_AGREE_POLL, UB_AGREE_WAIT_OR_GIVE_UP, UB_AGREE_WAIT } ub_agree
 void ub_comm_agree_read(ub_comm *c, ub_agree_wait how) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* The agreement will never be read (the communicator ends first): it no longer counts as unread. */
 void ub_comm_agree_abandon(ub_comm *c);
-/* Waits for `done`, polling (a peer may be gone), until it is there, another thread ends the
- * communicator (a watchdog's abort), or, when `limited`, USBYTE_HANG_S pass; says every
- * USBYTE_HANG_S that it waits for `what`.  Call without the global lock.  A peer gone: sets
- * c->peer_error and returns cudaErrorNotReady. */
-cudaError_t ub_comm_wait_event(ub_comm *c, cudaEvent_t done, bool limited, const char *what);
 /* Some communicator's agreement is issued and not read yet (read without the lock). */
 bool ub_agree_any_unread(void);
 

@@ -14,6 +14,7 @@
 #include "runtime.h"
 #include "state.h"
 #include "tables.h"
+#include "verify.h"
 #include "usbyte/io.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
@@ -182,11 +183,43 @@ static bool plan_unlocked(ub_comm *c, const ub_agreed *a, bool stream_sem) UB_RE
     return true;
 }
 
+/* Verification's second candidate, tried when the chosen plan is not measured faster: the best
+ * predicted of the plans that only merge whole calls (no call is cut, nothing is reordered but by
+ * merging), when it is another plan than the chosen one and predicted to gain as much over wfbp as
+ * a plan must.  Planned without the lock, as every policy is; a pure function of the agreed
+ * profile, so the same on every rank. */
+static bool second_candidate(ub_comm *c, ub_plan *out, double *predicted) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    static const ub_policy_id merge_only[] = {UB_POLICY_MGWFBP_DP, UB_POLICY_MGWFBP, UB_POLICY_SYNCEA};
+    ub_comm_report *r = &c->report;
+    int id = -1;
+    for (size_t i = 0; i < sizeof merge_only / sizeof merge_only[0]; i++) {
+        double t = r->policy_iteration[merge_only[i]];
+        if ((int)merge_only[i] != r->chosen && isfinite(t) && (id < 0 || t < r->policy_iteration[id]))
+            id = (int)merge_only[i];
+    }
+    double wfbp = r->policy_iteration[UB_POLICY_WFBP];
+    if (id < 0 || !(wfbp / r->policy_iteration[id] >= 1.0 + ub_cfg.min_gain_pct / 100.0))
+        return false;
+    ub_plan_init(out, ub_policy_name((ub_policy_id)id));
+    ub_state_unlock();
+    int rc = ub_policy_run((ub_policy_id)id, &r->profile, out);
+    ub_state_lock();
+    char err[256];
+    if (rc != 0 || c->state != UB_COMM_PLANNED || ub_plan_same_blocks(out, &r->plan) ||
+        ub_plan_validate(&r->profile, out, err, sizeof err) != 0) {
+        ub_plan_free(out);
+        return false;
+    }
+    *predicted = out->iteration;
+    return true;
+}
+
 /* Schedule mode: a schedulable communicator gets its executor now (the plan runs from call
  * agree_at + period); any other stays in pass-through, saying why.  Both outcomes are the same
  * on every rank (agreed numbers, a pure planner); a rank that cannot set up the executor cannot
  * follow the others and stops the job. */
-void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES(ub_state_mutex)
+void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     char why[300];
@@ -213,6 +246,20 @@ void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES(ub_state_mutex)
         return;
     }
     if (ub_sched_prepare(c, &r->plan, c->sched.stream_semantics, why, sizeof why) != 0)
+        ub_comm_cannot_take_part(c, why);
+    ub_plan second;
+    double predicted_second = NAN;
+    bool have_second = ub_cfg.verify && second_candidate(c, &second, &predicted_second);
+    if (c->state != UB_COMM_PLANNED) { /* ended by another thread while the lock was released */
+        if (have_second)
+            ub_plan_free(&second);
+        return;
+    }
+    int rc = ub_verify_prepare(c, &r->plan, c->sched.predicted_iteration, have_second ? &second : NULL,
+                               predicted_second, why, sizeof why);
+    if (have_second)
+        ub_plan_free(&second);
+    if (rc != 0)
         ub_comm_cannot_take_part(c, why);
 }
 

@@ -9,7 +9,7 @@
  * another thread ended the communicator meanwhile (an abort). */
 bool ub_comm_decide(ub_comm *c, const ub_agreed *a, bool stream_sem) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Schedule mode: the executor for a schedulable plan that gains enough, or pass-through, saying why. */
-void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES(ub_state_mutex);
+void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* One line: what the communicator measured and decided. */
 void ub_comm_decision_line(ub_comm *c);
 /* A rank that cannot take part in the agreement would leave the others waiting: it stops the job. */

@@ -14,6 +14,7 @@
 #include "redirect.h"
 #include "runtime.h"
 #include "tables.h"
+#include "verify.h"
 #include "warmup.h"
 
 /* The steady iteration whose blocks are timed for the report: the transition iteration and the
@@ -52,7 +53,10 @@ void ub_sched_begin(ub_comm *c) UB_REQUIRES(ub_state_mutex)
     s->arrived = 0;
     s->next_block = 0;
     s->consecutive_deviations = 0;
+    s->bypass = false;
+    s->next_call = c->agree_at + c->period;
     s->run++;
+    ub_verify_begin(c);
     ub_comm_set_state(c, UB_COMM_SCHEDULE, NULL);
     /* Counted until the communicator ends, not only while it schedules: after a return to the
      * warm-up its streams' records must still be redirected until the flushed calls complete. */
@@ -201,6 +205,7 @@ void ub_sched_deviation(ub_comm *c, const char *why) UB_REQUIRES_UNLOCKS(ub_stat
     s->active = false;
     s->run++;
     s->idle_calls = 0;
+    ub_verify_spoil(c);
     count_deviation(c, why);
 }
 
@@ -281,9 +286,38 @@ static void record_ready(ub_comm *c, int k) UB_REQUIRES(ub_state_mutex)
     s->ready_stamp[k] = s->base + 1;
 }
 
+/* The first call of an iteration: what verification says it runs (the plan or the application's
+ * own order), and the plan it loads.  Lock held; false when the communicator ended meanwhile
+ * (verification released the lock). */
+static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    ub_sched_rt *s = &c->sched;
+    ub_verify_step step = ub_verify_iteration(c, st, index);
+    if (atomic_load(&c->ending) || c->state != UB_COMM_SCHEDULE)
+        return false;
+    if (step.plan) {
+        /* At an iteration boundary every block of the previous iteration is issued. */
+        char why[300];
+        if (ub_sched_prepare(c, step.plan, s->stream_semantics, why, sizeof why) != 0) {
+            ub_error("communicator %d: %s: cannot take the next plan of the verification; the other ranks would "
+                     "run it without this one: aborting", c->index, why);
+            abort();
+        }
+        s->predicted_iteration = step.predicted;
+        ub_debug("communicator %d: verification runs %s from call %llu", c->index, step.plan->policy,
+                 (unsigned long long)index);
+    }
+    if (step.pass_through != s->bypass) {
+        s->bypass = step.pass_through;
+        s->run++; /* the measured iteration counts consecutive plan iterations only */
+    }
+    return true;
+}
+
 bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
+    uint64_t index = s->next_call++;
     bool capture = capturing(s, d->stream);
     if (!s->active) {
         /* Pass-through since a deviation: the plan resumes at a call that starts an iteration.
@@ -306,10 +340,12 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig) UB_REQUIRES_
         ub_sched_deviation(c, capture ? "a call on a capturing stream" : "another call than the plan expected");
         return false;
     }
+    if (s->pos == 0 && !iteration_start(c, d->stream, index))
+        return false;
     int k = s->pos_call[s->pos];
     s->pos++;
     bool held = false;
-    if (k >= 0) {
+    if (k >= 0 && !s->bypass) {
         s->deferred_calls++;
         s->args[k] = (ub_call_args){d->send, (void *)d->recv, d->count, d->dtype, d->op, d->stream};
         /* Readiness where a block closes; and, when the stream changes, on the stream left (its
@@ -336,10 +372,12 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig) UB_REQUIRES_
     }
     if (s->active && s->pos == s->period) {
         s->pos = 0;
-        s->base += (uint64_t)s->sp.n_blocks;
+        if (!s->bypass) {
+            s->base += (uint64_t)s->sp.n_blocks;
+            s->iterations++;
+        }
         s->arrived = 0;
         s->next_block = 0;
-        s->iterations++;
         s->consecutive_deviations = 0;
     }
     return held;
@@ -380,6 +418,7 @@ void ub_sched_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         ub_sched_summary(c);
         ub_redirect_end(c, !abort);
     }
+    ub_verify_end(c, abort);
     /* The executor reserved before an agreement goes, a plan or not. */
     if (!abort) {
         ub_state_unlock();

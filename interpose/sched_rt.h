@@ -49,6 +49,8 @@ typedef struct ub_sched_rt {
     uint64_t *pos_sig;       /* per position: the portable signature expected there */
     int *pos_call;           /* per position: the allreduce index, -1 for another call */
     bool active;             /* following the plan (false: pass-through until an iteration start) */
+    bool bypass;             /* this iteration passes through as verification asked (verify.h) */
+    uint64_t next_call;      /* call index of the next call (the switch's is agree_at + period) */
     uint32_t pos;            /* position of the next call in the iteration */
     cudaStream_t asked;      /* the stream last asked whether it captures, in this iteration */
     uint32_t idle_calls;     /* calls since the last deviation (or the last count of one) without the plan resuming */

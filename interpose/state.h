@@ -43,6 +43,7 @@
 #include "sched_rt.h"
 #include "hooks.h"
 #include "timing.h"
+#include "verify.h"
 #include "usbyte/iteration.h"
 #include "usbyte/record.h"
 #include "usbyte/report.h"
@@ -207,6 +208,7 @@ struct ub_comm {
     ub_comm_report report;
     ub_cfg_agreement cfg_agree; /* the configuration agreement at the first lock (agree_config.c) */
     ub_sched_rt sched;        /* schedule mode (defer.c, exec.c, redirect.c) */
+    ub_verify_rt verify;      /* schedule mode's verification against pass-through (verify.c) */
     atomic_bool ending;       /* ncclCommDestroy/Abort/Finalize reached it (read by waits without the lock) */
     atomic_bool aborted;      /* ncclCommAbort/Revoke reached it: nothing may be issued on it any more */
     atomic_int peer_error;    /* ncclResult_t: NCCL's asynchronous error seen by a wait of the runtime */

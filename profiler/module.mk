@@ -4,12 +4,13 @@
 #
 # The pure pieces, linked from their objects: call signatures (signature.c), iteration detection
 # (iteration.c), the alpha/beta fit (fit.c).  Their sources are in tests/unit/profiler/.
-PROFILER_PURE_TESTS := test_signature test_iteration test_fit
+PROFILER_PURE_TESTS := test_signature test_iteration test_fit test_verify
 PROFILER_PURE_TEST_BINS := $(patsubst %,$(BUILD)/tests/unit/%,$(PROFILER_PURE_TESTS))
 
 $(BUILD)/tests/unit/test_signature: $(call objs,tests/unit/profiler/test_signature.c profiler/signature.c)
 $(BUILD)/tests/unit/test_iteration: $(call objs,tests/unit/profiler/test_iteration.c profiler/iteration.c profiler/signature.c)
 $(BUILD)/tests/unit/test_fit: $(call objs,tests/unit/profiler/test_fit.c profiler/fit.c)
+$(BUILD)/tests/unit/test_verify: $(call objs,tests/unit/profiler/test_verify.c profiler/verify.c)
 
 $(PROFILER_PURE_TEST_BINS):
 	@mkdir -p $(@D)

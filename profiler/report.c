@@ -108,6 +108,29 @@ json_t *ub_spread_json(const ub_spread *s)
                      number_or_null(s->min), "max", number_or_null(s->max), "stdev", number_or_null(s->stdev));
 }
 
+json_t *ub_verify_report_json(const ub_verify_report *v)
+{
+    json_t *cands = json_array();
+    for (int i = 0; i < v->n_candidates && i < UB_VERIFY_MAX_CANDIDATES; i++) {
+        const ub_verify_candidate_report *c = &v->candidates[i];
+        json_array_append_new(cands, json_pack("{s:s, s:o, s:o, s:i, s:o}", "policy", c->policy,
+                                               "predicted_iteration", number_or_null(c->predicted_iteration),
+                                               "measured_iteration", number_or_null(c->measured_iteration),
+                                               "iterations", c->iterations, "spread", number_or_null(c->spread)));
+    }
+    json_t *slots = json_array();
+    for (int j = 0; j < UB_VERIFY_SLOTS && v->checks > 0; j++)
+        json_array_append_new(slots, json_pack("{s:s, s:o}", "runs", j % 2 ? "pass-through" : v->slots_policy,
+                                               "iteration", number_or_null(v->slots[j])));
+    return json_pack("{s:o, s:o, s:o, s:i, s:o, s:o, s:o, s:i, s:i, s:s}", "candidates", cands, "slots", slots,
+                     "pass_through_iteration",
+                     number_or_null(v->pass_through_iteration), "pass_through_iterations", v->pass_through_iterations,
+                     "pass_through_spread", number_or_null(v->pass_through_spread), "kept",
+                     v->kept[0] ? json_string(v->kept) : json_null(), "at_call",
+                     v->at_call >= 0 ? json_integer((json_int_t)v->at_call) : json_null(), "checks", v->checks,
+                     "every", v->every, "reason", v->reason);
+}
+
 /* This rank's own numbers: its iteration spread, its ready times and the warm-up's recording. */
 static json_t *local_json(const ub_comm_report *r)
 {

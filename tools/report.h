@@ -48,6 +48,25 @@ typedef struct rp_schedule {
     uint32_t plan_blocks;    /* the plan's blocks: each recorded iteration has as many */
 } rp_schedule;
 
+/* One candidate plan of schedule mode's verification. */
+typedef struct rp_candidate {
+    const char *policy;
+    double predicted_iteration, measured_iteration, spread;  /* NAN: not measured */
+    long iterations;
+} rp_candidate;
+
+/* The verification of the plan against pass-through (the report's "verification" object; older
+ * reports have none: present false). */
+typedef struct rp_verification {
+    bool present;
+    int n_candidates;
+    rp_candidate *candidates;
+    double pass_through_iteration, pass_through_spread;  /* NAN: not measured */
+    long pass_through_iterations, checks, every, at_call;  /* at_call -1: no decision yet */
+    const char *kept;        /* a policy, "pass-through", NULL before the first decision */
+    const char *reason;
+} rp_verification;
+
 /* This rank's own warm-up measurements (the report's "local" object). */
 typedef struct rp_local {
     bool present;
@@ -88,6 +107,7 @@ typedef struct rp_comm {
     int optimal;           /* plan's "optimal": -1 absent, 0 false, 1 true */
     bool has_lower_bound;  /* the plan carries "lower_bound" */
     rp_schedule schedule;
+    rp_verification verification;
     rp_local local;
 } rp_comm;
 

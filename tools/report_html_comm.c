@@ -437,6 +437,42 @@ static void schedule_table(rp_page *pg, const rp_comm *c, int rank, int pos)
     rp_out(pg, "</td></tr></table>\n");
 }
 
+/* What verification tried, measured, kept and why: its numbers are agreed, the same on every rank. */
+static void verification_table(rp_page *pg, const rp_comm *c, int rank, int pos)
+{
+    const rp_verification *v = &c->verification;
+    rp_out(pg, "<h3>Verification against pass-through</h3>\n<p class=\"note\">The candidate plans and the "
+               "application's own order ran in alternating iterations; the numbers are agreed by every rank.</p>\n"
+               "<table id=\"verification-%d\"><tr><th>runs</th><th>predicted (ms)</th><th>measured (ms)</th>"
+               "<th>spread (ms)</th><th>iterations</th></tr>\n", c->index);
+    for (int i = 0; i < v->n_candidates; i++) {
+        const rp_candidate *k = &v->candidates[i];
+        rp_out(pg, "<tr><th>");
+        esc(pg->f, k->policy);
+        rp_out(pg, "</th>");
+        rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, k->predicted_iteration,
+               "comms/%d/verification/candidates/%d/predicted_iteration", pos, i);
+        rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, k->measured_iteration,
+               "comms/%d/verification/candidates/%d/measured_iteration", pos, i);
+        rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, k->spread, "comms/%d/verification/candidates/%d/spread", pos, i);
+        rp_out(pg, "<td class=\"n\">%ld</td></tr>\n", k->iterations);
+    }
+    rp_out(pg, "<tr><th>pass-through</th><td class=\"n\">&ndash;</td>");
+    rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, v->pass_through_iteration,
+           "comms/%d/verification/pass_through_iteration", pos);
+    rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, v->pass_through_spread, "comms/%d/verification/pass_through_spread",
+           pos);
+    rp_out(pg, "<td class=\"n\">%ld</td></tr></table>\n<p>kept: <b>", v->pass_through_iterations);
+    esc(pg->f, v->kept ? v->kept : "not decided yet");
+    rp_out(pg, "</b>");
+    if (v->at_call >= 0)
+        rp_out(pg, " at call %ld", v->at_call);
+    rp_out(pg, " (%ld checks; %s)</p>\n<p class=\"note\">", v->checks,
+           v->every > 0 ? "checked again periodically" : "checked once");
+    esc(pg->f, v->reason ? v->reason : "");
+    rp_out(pg, "</p>\n");
+}
+
 /* ---- the ranks ---- */
 
 static void spread_cells(rp_page *pg, int rank, const rp_spread *sp, const char *where, int pos)
@@ -825,6 +861,8 @@ void rp_html_comm(rp_page *pg, int id)
     rp_html_ddp(pg, c);
     if (c->schedule.present)
         schedule_table(pg, c, rank, pos);
+    if (c->verification.present)
+        verification_table(pg, c, rank, pos);
     ranks_table(pg, id);
     ready_spread(pg, id, c);
     pattern_table(pg, id);

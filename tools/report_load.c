@@ -436,6 +436,43 @@ static int load_schedule(ctx *x, const json_t *c, const char *base, rp_schedule 
     return 0;
 }
 
+static int load_verification(ctx *x, const json_t *c, const char *base, rp_verification *v)
+{
+    const json_t *vj, *cands = NULL;
+    int rc = member(x, c, base, "verification", false, K_OBJ, &vj);
+    if (rc)
+        return rc < 0 ? -1 : 0;
+    char b[200], p[300], where[240];
+    size_t n = 0;
+    snprintf(b, sizeof b, "%s.verification", base);
+    v->pass_through_iteration = v->pass_through_spread = NAN;
+    v->at_call = -1;
+    if (get_num(x, vj, b, "pass_through_iteration", false, &v->pass_through_iteration) < 0 ||
+        get_num(x, vj, b, "pass_through_spread", false, &v->pass_through_spread) < 0 ||
+        get_int(x, vj, b, "pass_through_iterations", false, &v->pass_through_iterations) < 0 ||
+        get_int(x, vj, b, "checks", false, &v->checks) < 0 || get_int(x, vj, b, "every", false, &v->every) < 0 ||
+        get_int(x, vj, b, "at_call", false, &v->at_call) < 0 || get_str(x, vj, b, "kept", false, &v->kept) < 0 ||
+        get_str(x, vj, b, "reason", true, &v->reason) < 0 ||
+        array(x, vj, b, "candidates", &cands, &n, &v->candidates, sizeof *v->candidates, where, sizeof where) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = element(x, cands, where, i, K_OBJ);
+        if (!e)
+            return -1;
+        snprintf(p, sizeof p, "%s[%zu]", where, i);
+        rp_candidate *k = &v->candidates[v->n_candidates++];
+        k->measured_iteration = k->spread = NAN;
+        if (get_str(x, e, p, "policy", true, &k->policy) < 0 ||
+            get_num(x, e, p, "predicted_iteration", true, &k->predicted_iteration) < 0 ||
+            get_num(x, e, p, "measured_iteration", false, &k->measured_iteration) < 0 ||
+            get_num(x, e, p, "spread", false, &k->spread) < 0 ||
+            get_int(x, e, p, "iterations", false, &k->iterations) < 0)
+            return -1;
+    }
+    v->present = true;
+    return 0;
+}
+
 static int load_comm(ctx *x, const json_t *c, int i, rp_comm *out)
 {
     char b[32], p[200];
@@ -476,7 +513,8 @@ static int load_comm(ctx *x, const json_t *c, int i, rp_comm *out)
         load_plan(x, c, b, out) < 0)
         return -1;
     out->schedule.plan_blocks = out->have_plan ? out->plan.n_blocks : 0;
-    if (load_schedule(x, c, b, &out->schedule) < 0 || load_local(x, c, b, &out->local) < 0)
+    if (load_schedule(x, c, b, &out->schedule) < 0 || load_verification(x, c, b, &out->verification) < 0 ||
+        load_local(x, c, b, &out->local) < 0)
         return -1;
     if (out->schedule.present && !out->have_plan)
         return fail(x, place(p, sizeof p, b, "schedule"), "schedule measurements without a plan");
@@ -612,6 +650,7 @@ void rp_free(rp_report *r)
         for (int k = 0; k < c->schedule.n_rec; k++)
             free(c->schedule.rec[k].blocks);
         free(c->schedule.rec);
+        free(c->verification.candidates);
         free(c->local.ready);
         free(c->local.rec);
     }

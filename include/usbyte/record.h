@@ -113,6 +113,8 @@ typedef struct ub_agree_settings {
     int staging_mb;   /* USBYTE_STAGING_MB */
     int align;        /* USBYTE_ALIGN */
     int min_gain_pct; /* USBYTE_MIN_GAIN_PCT */
+    int verify;       /* USBYTE_VERIFY */
+    int verify_every; /* USBYTE_VERIFY_EVERY */
 } ub_agree_settings;
 
 /* The agreement (docs/design.md sections 1 and 2).  Its collectives must depend only on the call
@@ -120,7 +122,8 @@ typedef struct ub_agree_settings {
  * are constants, the same on every rank whatever it measured, whether the ranks agree or not.
  * Two in-place allreduces of doubles, issued back to back with no host step between them:
  *   max vector: header [n_calls, period, 4 x 16 bits of the sequence hash, format, and the
- *               settings (policy, mode, completion, staging MiB, alignment, least gain)] and
+ *               settings (policy, mode, completion, staging MiB, alignment, least gain,
+ *               verification, its period)] and
  *               their negations (every rank sent the same header iff max(x) == -max(-x)); then
  *               per call [ready, need, done, -comm_min, barrier, fallback, split] for
  *               UB_AGREE_CAP calls (zeros past n_calls); then the flags, the iteration length and
@@ -130,7 +133,7 @@ typedef struct ub_agree_settings {
  * An iteration with more than UB_AGREE_CAP allreduces still agrees on the header (n_calls is in
  * it) and every rank goes to pass-through with that reason. */
 #define UB_AGREE_CAP 4096
-#define UB_AGREE_HEADER_FIELDS 13
+#define UB_AGREE_HEADER_FIELDS 15
 #define UB_AGREE_HEADER_LEN (2 * UB_AGREE_HEADER_FIELDS)
 #define UB_AGREE_PER_CALL 7
 /* One per flag of the list (a sizeof cannot be used in the constant sizes below the list). */

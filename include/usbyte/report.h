@@ -16,6 +16,7 @@
 #include "usbyte/plan.h"
 #include "usbyte/policy.h"
 #include "usbyte/profile.h"
+#include "usbyte/verify.h"
 
 /* Count, mean, extremes and standard deviation of some durations (seconds); n == 0: none. */
 typedef struct ub_spread {
@@ -126,6 +127,8 @@ typedef struct ub_run_info {
 } ub_run_info;
 
 json_t *ub_comm_report_json(const ub_comm_report *r);
+/* comms[].verification: the candidates tried, what each measured, what was kept and why. */
+json_t *ub_verify_report_json(const ub_verify_report *v);
 json_t *ub_report_json(int rank, int world_size, const ub_config *cfg, const ub_versions *v,
                        const ub_run_info *run, const ub_comm_report *const *comms, int n);
 /* Writes doc to path with ub_write_file_atomic (a unique temporary in path's directory, fsync,

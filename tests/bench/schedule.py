@@ -21,6 +21,16 @@ trainer's name) select a subset.
 - measured speedup = base / schedule, predicted speedup = wfbp / chosen, ratio = measured /
   predicted.
 
+The link rows run with USBYTE_VERIFY=0: they show what the plan itself gains, every iteration
+from the switch.  The curve rows (each measured allreduce curve of data/net/, USBYTE_EMU_NET, with
+and without USBYTE_EMU_INTERFERENCE=0.2 USBYTE_EMU_JITTER_PCT=5) run with verification on, as a job
+does by default, on CURVE_RANKS ranks, CURVE_ITERS iterations, CURVE_REPEAT rounds of a run
+without usbyte and one with it: predicted (the model's plan and wfbp), the verification's agreed
+measurements of the candidate and of pass-through, what it kept, and the final steady state (the
+trainer's last 10 iterations) against the run without usbyte.  BENCH_PART=links or curves runs one
+part (curves: only its section of the file is rewritten); BENCH_CURVES (a substring of the file name)
+selects curves.
+
 Writes the table to docs/bench-schedule.md (or the path given) and prints it.
 """
 import json
@@ -59,8 +69,9 @@ ITERS = 30
 COMMON = ["--iters", str(ITERS), "--time-scale", str(links.TIME_SCALE), "--bytes-scale", str(links.BYTES_SCALE)]
 
 
-def run(trainer, args, env_extra, mode, work):
+def run(trainer, args, env_extra, mode, work, ranks=RANKS):
     env = dict(os.environ)
+    env.setdefault("USBYTE_VERIFY", "0")
     env.update(env_extra)
     env.update({"USBYTE_WARMUP": "3", "USBYTE_LOG": "warn"})
     report = os.path.join(work, "r-%r.json")
@@ -72,7 +83,7 @@ def run(trainer, args, env_extra, mode, work):
         env["USBYTE_REPORT"] = report
     for f in os.listdir(work):
         os.unlink(os.path.join(work, f))
-    cmd = [os.path.join(ROOT, BUILD, "emu", "emu-run"), "-n", str(RANKS), "--timeout", "300", "--",
+    cmd = [os.path.join(ROOT, BUILD, "emu", "emu-run"), "-n", str(ranks), "--timeout", "300", "--",
            os.path.join(ROOT, BUILD, "trainers", trainer)] + args
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if p.returncode != 0:
@@ -87,13 +98,115 @@ def run(trainer, args, env_extra, mode, work):
         out.update(state=c["state"], wfbp=pol.get("wfbp"), chosen=(c.get("plan") or {}).get("iteration"),
                    policy=(c.get("plan") or {}).get("policy"), blocks=len((c.get("plan") or {}).get("blocks", [])),
                    calls=c.get("calls_per_iteration"), schedule=c.get("schedule") or {},
-                   fit_alpha=(c.get("fit") or {}).get("alpha"))
+                   fit_alpha=(c.get("fit") or {}).get("alpha"), verification=c.get("verification"))
     return out
+
+
+CURVE_RANKS = int(os.environ.get("CURVE_RANKS", "2"))
+CURVE_ITERS = int(os.environ.get("CURVE_ITERS", "100"))
+CURVE_REPEAT = int(os.environ.get("CURVE_REPEAT", "5"))
+CURVE_TRAINER = ("Horovod-like, fusion off", "horovod_like", ["--fusion-threshold-mb", "0"], "resnet50-v100-b64-barrier")
+NOISE = {"USBYTE_EMU_INTERFERENCE": "0.2", "USBYTE_EMU_JITTER_PCT": "5"}
+CURVES_BEGIN, CURVES_END = "<!-- curve rows: tests/bench/schedule.py -->", "<!-- end of curve rows -->"
+
+
+def median_or_none(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def curve_rows(work):
+    """One row per shipped curve x (quiet, interference and jitter)."""
+    netdir = os.path.join(ROOT, "data", "net")
+    curves = sorted(f for f in os.listdir(netdir) if f.endswith(".tsv") and os.environ.get("BENCH_CURVES", "") in f)
+    tname, trainer, extra, prof = CURVE_TRAINER
+    args = ["--profile", os.path.join(PROF, prof + ".json"), "--iters", str(CURVE_ITERS), "--time-scale",
+            str(links.TIME_SCALE), "--bytes-scale", str(links.BYTES_SCALE)] + extra
+    rows = []
+    for curve in curves:
+        for noisy in (False, True):
+            env = {"USBYTE_EMU_NET": os.path.join(netdir, curve), "USBYTE_VERIFY": "1"}
+            if noisy:
+                env.update(NOISE)
+            base, sched = [], []
+            for _ in range(CURVE_REPEAT):   # interleaved
+                base.append(run(trainer, args, env, "base", work, CURVE_RANKS))
+                sched.append(run(trainer, args, env, "schedule", work, CURVE_RANKS))
+            vs = [r["verification"] for r in sched if r.get("verification")]
+            first = [v["candidates"][0] for v in vs if v.get("candidates")]
+            kept = sorted(set(v.get("kept") or "undecided" for v in vs)) or ["no plan ran (%s)" % "/".join(
+                sorted(set(r["state"] for r in sched)))]
+            row = {
+                "curve": curve[:-4], "noisy": noisy, "calls": sched[0]["calls"], "policy": sched[0]["policy"],
+                "wfbp": median_or_none(r["wfbp"] for r in sched), "chosen": median_or_none(r["chosen"] for r in sched),
+                "measured": median_or_none(c.get("measured_iteration") for c in first),
+                "pass": median_or_none(v.get("pass_through_iteration") for v in vs),
+                "kept": "/".join(kept), "n_kept": sum(1 for v in vs if v.get("kept") not in (None, "pass-through")),
+                "base": statistics.median(r["iteration"] for r in base),
+                "schedule": statistics.median(r["iteration"] for r in sched),
+                "state": "/".join(sorted(set(r["state"] for r in sched))),
+                "checksums": all(r["checksums"] == base[0]["checksums"] for r in base + sched),
+            }
+            row["steady_ratio"] = row["schedule"] / row["base"]
+            rows.append(row)
+            print("%s %s: predicted wfbp %s, %s %s; verification: %s measured %s, pass-through %s, kept %s; steady "
+                  "%s vs base %s (%.3f)" % (row["curve"], "noisy" if noisy else "quiet", ms(row["wfbp"]), row["policy"],
+                                            ms(row["chosen"]), row["policy"], ms(row["measured"]), ms(row["pass"]),
+                                            row["kept"], ms(row["schedule"]), ms(row["base"]), row["steady_ratio"]),
+                  flush=True)
+    return rows
+
+
+def curve_table(rows, seconds):
+    worst = max((r["steady_ratio"] for r in rows), default=float("nan"))
+    lines = [
+        CURVES_BEGIN,
+        "## Measured curves (data/net/), verification on",
+        "",
+        "Each curve of data/net/ as the emulator's allreduce time (`USBYTE_EMU_NET`), used as it is at the sizes the "
+        "trainer issues (its bytes x%g: the curves' small-message region, where their latency floors and protocol "
+        "steps are), on %d ranks, %s with `%s` (profile %s, %d calls), %d iterations per run.  Each row is the "
+        "median of %d interleaved pairs of runs (without usbyte, with it).  `wfbp`, `plan`: predicted on the "
+        "agreed profile; `measured`, `pass-through`: the verification's agreed medians of the plan's and the "
+        "application's own iterations, side by side; `kept`: its verdict (every run's); `steady`: the trainer's "
+        "mean over its last 10 iterations with usbyte, `base` without; `steady/base` above 1.02 would be a "
+        "slowdown.  Worst steady/base: %.3f.  Took %.0f s." % (
+            links.BYTES_SCALE, CURVE_RANKS, CURVE_TRAINER[0], " ".join(CURVE_TRAINER[2]), CURVE_TRAINER[3],
+            rows[0]["calls"] if rows else 0, CURVE_ITERS, CURVE_REPEAT, worst, seconds),
+        "",
+        "| curve | interference 0.2, jitter 5% | wfbp (pred.) | plan (pred.) | measured | pass-through | kept | "
+        "steady | base | steady/base | checksums |",
+        "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f | %s |" % (
+            r["curve"], "yes" if r["noisy"] else "no", ms(r["wfbp"]), ms(r["chosen"]), ms(r["measured"]),
+            ms(r["pass"]), r["kept"], ms(r["schedule"]), ms(r["base"]), r["steady_ratio"],
+            "equal" if r["checksums"] else "DIFFER"))
+    lines += ["", CURVES_END, ""]
+    return "\n".join(lines)
 
 
 def main():
     dest = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "docs", "bench-schedule.md")
     work = tempfile.mkdtemp()
+    part = os.environ.get("BENCH_PART", "")
+    if part == "curves":
+        started = time.time()
+        crows = curve_rows(work)
+        section = curve_table(crows, time.time() - started)
+        text = open(dest).read() if os.path.exists(dest) else ""
+        if CURVES_BEGIN in text and CURVES_END in text:
+            a, b = text.index(CURVES_BEGIN), text.index(CURVES_END) + len(CURVES_END) + 1
+            text = text[:a] + section + text[b:]
+        else:
+            text = text.rstrip("\n") + "\n\n" + section
+        with open(dest, "w") as f:
+            f.write(text)
+        print(section)
+        if not all(r["checksums"] for r in crows):
+            sys.exit("bench-schedule: checksums differ")
+        return
     rows = []
     started = time.time()
     sim = os.path.join(ROOT, BUILD, "usbyte-sim")
@@ -139,10 +252,15 @@ def main():
                 rows.append(row)
                 print_row(row)
     table = render(rows, link_rows, time.time() - started)
+    crows = []
+    if part != "links":
+        started = time.time()
+        crows = curve_rows(work)
+        table += "\n" + curve_table(crows, time.time() - started)
     with open(dest, "w") as f:
         f.write(table)
     print(table)
-    bad = [r for r in rows if not r["checksums"]]
+    bad = [r for r in rows + crows if not r["checksums"]]
     if bad:
         sys.exit("bench-schedule: checksums differ in %d rows" % len(bad))
 

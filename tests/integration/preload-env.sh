@@ -7,3 +7,7 @@ if [[ "${SAN:-}" == *address* ]]; then
     USBYTE_PRELOAD="$(gcc -print-file-name=libasan.so) $USBYTE_PRELOAD"
 fi
 export USBYTE_PRELOAD
+# The plan's own mechanics are tested with a plan that runs every iteration: verification (which
+# alternates the plan with pass-through and may drop it) is off unless a test turns it on
+# (runtime_verify.sh tests it).
+export USBYTE_VERIFY=${USBYTE_VERIFY:-0}

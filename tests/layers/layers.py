@@ -24,9 +24,9 @@ TIERS = [
     ("life cycle and CUDA hooks",
      ["lifecycle.c", "cuda_hooks.c", "identity.c"]),
     ("warm-up, agreement, decision, deferral, redirection",
-     ["warmup.c", "agree_config.c", "agree_rt.c", "decide.c", "report_rt.c", "defer.c", "redirect.c"]),
+     ["warmup.c", "agree_config.c", "agree_rt.c", "decide.c", "report_rt.c", "defer.c", "verify.c", "redirect.c"]),
     ("executor, groups, tables, timing, CUPTI, graph captures",
-     ["exec.c", "group.c", "tables.c", "timing.c", "cupti_watch.c", "capture.c"]),
+     ["exec.c", "group.c", "tables.c", "timing.c", "collwait.c", "cupti_watch.c", "capture.c"]),
     ("resolution, process globals, logging, guard, configuration",
      ["resolve.c", "cupti_find.c", "guard.c", "log.c", "globals.c", "config.c"]),
 ]
@@ -41,6 +41,8 @@ KNOWN_UPWARD = []
 OWNED = [
     (r"\bc->state\s*=[^=]", "interpose/tables.c", "sets c->state (only ub_comm_set_state does)"),
     (r"\bub_inside\s*(\+\+|--)", "interpose/guard.h", "raises the reentrancy guard by hand (UB_REAL does)"),
+    (r"(->|\.)verify\.[\w.\[\]]+\s*(=[^=]|\+\+|--)", "interpose/verify.c",
+     "writes the verification's state (only verify.c does)"),
 ]
 
 

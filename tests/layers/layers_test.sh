@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The layer check's own test: it passes on the built objects and fails on a copy of them with a
 # planted upward call (logging calling the life cycle), with a planted circle (order/), and on a
-# copy of the sources where a second file sets a communicator's state or raises the reentrancy
-# guard by hand.
+# copy of the sources where a second file sets a communicator's state, raises the reentrancy
+# guard by hand or writes the verification's state.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-build}
@@ -53,4 +53,7 @@ expect_fail "defer.c setting a communicator's state" 'interpose/defer.c:[0-9]*: 
 cp "$root/interpose/defer.c" "$tmp/src/interpose/defer.c"
 printf 'static void planted(void) { ub_inside++; }\n' >> "$tmp/src/interpose/exec.c"
 expect_fail "exec.c raising the guard by hand" 'interpose/exec.c:[0-9]*: raises the reentrancy guard by hand'
+cp "$root/interpose/exec.c" "$tmp/src/interpose/exec.c"
+printf 'static void planted(ub_comm *c) { c->verify.kept = 0; }\n' >> "$tmp/src/interpose/defer.c"
+expect_fail "defer.c writing the verification's state" "interpose/defer.c:[0-9]*: writes the verification's state"
 echo "layers_test: ok"

@@ -37,8 +37,11 @@ static void test_header_unanimous_only_when_equal(void **state)
     combine(v, 2, UB_AGREE_HEADER_LEN, false, out);
     assert_true(ub_agree_header_unanimous(out));
     /* any one field different, in either direction, on either rank */
-    ub_agree_settings pol3 = base, observe = base, call = base, staging = base, align = base, gain = base;
+    ub_agree_settings pol3 = base, observe = base, call = base, staging = base, align = base, gain = base,
+                      verify = base, every = base;
     gain.min_gain_pct = 5;
+    verify.verify = 1;
+    every.verify_every = 7;
     pol3.policy = 3;
     observe.mode = 1;
     call.completion = 1;
@@ -50,6 +53,7 @@ static void test_header_unanimous_only_when_equal(void **state)
         {5, 6, 0x0123456789abcdefull, &pol3}, {5, 6, 0x0123456789abcdefull, &observe},
         {5, 6, 0x0123456789abcdefull, &call}, {5, 6, 0x0123456789abcdefull, &staging},
         {5, 6, 0x0123456789abcdefull, &align}, {5, 6, 0x0123456789abcdefull, &gain},
+        {5, 6, 0x0123456789abcdefull, &verify}, {5, 6, 0x0123456789abcdefull, &every},
     };
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
         ub_agree_header_encode(other[i].n, other[i].p, other[i].h, other[i].set, b);

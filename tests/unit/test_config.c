@@ -48,6 +48,8 @@ static void test_defaults(void **state)
     assert_int_equal(c.hang_s, 30);
     assert_int_equal(c.max_deviations, 4);
     assert_int_equal(c.min_gain_pct, 2);
+    assert_true(c.verify);
+    assert_int_equal(c.verify_every, 200);
     assert_int_equal(c.warmup, 5);
     assert_string_equal(c.report, "usbyte-report-%r.json");
     assert_int_equal(c.log, UB_LOG_WARN);
@@ -66,7 +68,8 @@ static void test_every_variable_from_env(void **state)
                          "USBYTE_REPORT", "/tmp/r-%h-%p-%r.json", "USBYTE_LOG", "debug", "USBYTE_LOG_FILE",
                          "/tmp/log", "USBYTE_NCCL_LIB", "/opt/nccl/libnccl.so.2", "USBYTE_CUPTI", "no",
                          "USBYTE_DUMP_CONFIG", "1", "USBYTE_COMPLETION", "call", "USBYTE_STAGING_MB", "0",
-                         "USBYTE_ALIGN", "4096", "USBYTE_HANG_S", "7", "USBYTE_MAX_DEVIATIONS", "0", "USBYTE_MIN_GAIN_PCT", "-100", NULL};
+                         "USBYTE_ALIGN", "4096", "USBYTE_HANG_S", "7", "USBYTE_MAX_DEVIATIONS", "0", "USBYTE_MIN_GAIN_PCT", "-100",
+                         "USBYTE_VERIFY", "off", "USBYTE_VERIFY_EVERY", "50", NULL};
     fake_env f = {env, 0, ""};
     ub_config c;
     assert_int_equal(ub_config_parse(&c, lookup, warn, &f), 0);
@@ -86,6 +89,8 @@ static void test_every_variable_from_env(void **state)
     assert_int_equal(c.hang_s, 7);
     assert_int_equal(c.max_deviations, 0);
     assert_int_equal(c.min_gain_pct, -100);
+    assert_false(c.verify);
+    assert_int_equal(c.verify_every, 50);
     for (int i = 0; i < UB_CFG_COUNT; i++)
         assert_int_equal(c.source[i], UB_SRC_ENV);
     char line[1200];

@@ -36,6 +36,9 @@ export USBYTE_WARMUP=${USBYTE_WARMUP:-5}
 export USBYTE_LOG=${USBYTE_LOG:-info}
 # The observe tests measure and plan only (schedule mode, the default, has tests of its own).
 export USBYTE_MODE=${USBYTE_MODE:-observe}
+# Schedule mode's tests check a plan that runs every iteration; verification has its own test
+# (runtime_verify.sh).
+export USBYTE_VERIFY=${USBYTE_VERIFY:-0}
 
 for f in "$EMU_RUN" "$LIB"; do
     [ -e "$f" ] || { echo "missing $f: build it first (make)"; exit 1; }

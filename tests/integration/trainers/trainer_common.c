@@ -46,7 +46,7 @@ void tr_nccl_check(ncclResult_t res, const char *what, const char *file, int lin
 static void usage(unsigned accepted, FILE *out)
 {
     fprintf(out, "usage: %s --profile PROFILE.json [--iters N] [--time-scale X] [--bytes-scale X]"
-                 " [--print-truth FILE]", g_name);
+                 " [--print-truth FILE] [--stall RANK,FIRST,LAST,MS]", g_name);
     if (accepted & TR_OPT_BUCKETS)
         fprintf(out, " [--bucket-cap-mb MB] [--first-bucket-mb MB]");
     if (accepted & TR_OPT_FUSION)
@@ -101,7 +101,8 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
     tr_options *o = &tr->opt;
     *o = (tr_options){.iters = 10, .time_scale = 1.0, .bytes_scale = 1.0, .bucket_cap_mb = 25.0,
                       .first_bucket_mb = 1.0, .fusion_threshold_mb = 64.0, .cycle_time_ms = 1.0,
-                      .mismatch_rank = -1, .bcast_rank = -1, .group_rank = -1, .watchdog_ms = 100};
+                      .mismatch_rank = -1, .bcast_rank = -1, .group_rank = -1, .watchdog_ms = 100,
+                      .stall_rank = -1, .stall_from = -1, .stall_to = -1};
     static const struct option longopts[] = {
         {"profile", required_argument, 0, 'p'},
         {"iters", required_argument, 0, 'i'},
@@ -118,6 +119,7 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         {"group-rank", required_argument, 0, 'g'},
         {"bcast-rank", required_argument, 0, 'B'},
         {"watchdog-ms", required_argument, 0, 'w'},
+        {"stall", required_argument, 0, 's'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -153,6 +155,14 @@ static void parse_options(trainer *tr, unsigned accepted, int argc, char **argv)
         case 'g': o->group_rank = parse_int("group-rank", optarg, 0, 1 << 20); break;
         case 'B': o->bcast_rank = parse_int("bcast-rank", optarg, 0, 1 << 20); break;
         case 'w': o->watchdog_ms = parse_int("watchdog-ms", optarg, 0, 100000); break;
+        case 's':
+            if (sscanf(optarg, "%d,%d,%d,%lf", &o->stall_rank, &o->stall_from, &o->stall_to, &o->stall_ms) != 4 ||
+                o->stall_rank < 0 || o->stall_from < 0 || o->stall_to < o->stall_from || !(o->stall_ms >= 0)) {
+                fprintf(stderr, "%s: --stall: expected RANK,FIRST,LAST,MS (non-negative, FIRST <= LAST), got '%s'\n",
+                        g_name, optarg);
+                exit(2);
+            }
+            break;
         case 'h': usage(accepted, stdout); exit(0);
         default:
             fprintf(stderr, "%s: unknown or incomplete option '%s'\n", g_name, argv[optind - 1]);
@@ -406,8 +416,12 @@ void tr_enqueue_backward_start(trainer *tr)
 static void CUDART_CB forward_start_fn(void *arg)
 {
     trainer *tr = arg;
-    clock_gettime(CLOCK_MONOTONIC, &tr->forward_t0);
     int iter = tr->iter;   /* backward starts so far = the index of the coming backward */
+    /* A stalled rank (a slow host, a page fault storm): the other ranks wait for it in the
+     * collectives of this iteration. */
+    if (tr->rank == tr->opt.stall_rank && iter >= tr->opt.stall_from && iter <= tr->opt.stall_to)
+        usleep((useconds_t)(tr->opt.stall_ms * 1e3));
+    clock_gettime(CLOCK_MONOTONIC, &tr->forward_t0);
     for (int k = 0; k < tr->n_tensors; k++) {
         const tr_tensor *t = &tr->tensors[k];
         uint64_t seed = splitmix64(((uint64_t)tr->rank << 40) ^ ((uint64_t)iter << 20) ^ (uint64_t)k);

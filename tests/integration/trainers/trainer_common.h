@@ -65,6 +65,8 @@ typedef struct tr_options {
     int bcast_rank;            /* -1: none */
     int group_rank;            /* -1: none */
     int watchdog_ms;           /* poll period of the watchdog thread, 0: none */
+    int stall_rank, stall_from, stall_to; /* --stall R,I,J,MS: rank R's forwards of iterations I..J take MS longer (-1: none) */
+    double stall_ms;
 } tr_options;
 
 /* One parameter tensor = one call of the profile, in arrival (backward) order. */

@@ -1,0 +1,105 @@
+/* Verification of a plan against the application's own order (docs/design.md, "Verification"):
+ * which iteration of a verification window runs the candidate plan and which passes through, which
+ * are measured, the fixed-size vector each rank contributes to the collective that agrees the
+ * measurements, and the verdict on the agreed vector.  Pure: every answer is a function of window
+ * indices and agreed numbers, so every rank decides the same at the same call.
+ *
+ * A window, counted in iterations from its first (w = 0):
+ *   w < UB_VERIFY_SETTLE                  the candidate runs, not measured (the switch settles);
+ *   then UB_VERIFY_SLOTS runs of UB_VERIFY_RUN iterations, the candidate's and pass-through's
+ *                                         alternating (side by side in time); the last iteration of
+ *                                         each run is measured (slot j: the candidate for even j):
+ *                                         it follows an iteration of its own side, so neither side's
+ *                                         measurement carries the other's transition;
+ *   later                                 pass-through, not measured, until the verdict applies;
+ *   w == UB_VERIFY_ISSUE_AT               at its first call the ranks' measurements are issued;
+ *   w == UB_VERIFY_APPLY_AT               at its first call the agreed verdict takes effect.
+ * A slot's time is its iteration's length: the start of the next iteration minus its own start. */
+#ifndef USBYTE_VERIFY_H
+#define USBYTE_VERIFY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define UB_VERIFY_PER_SIDE 8
+#define UB_VERIFY_SLOTS (2 * UB_VERIFY_PER_SIDE)
+#define UB_VERIFY_SETTLE 2
+#define UB_VERIFY_RUN 2
+/* Window iterations in the slots' runs. */
+#define UB_VERIFY_RUNS_END (UB_VERIFY_SETTLE + UB_VERIFY_RUN * UB_VERIFY_SLOTS)
+/* The last slot ends at the start of iteration RUNS_END; its timing event completes when the
+ * device gets there, which may be iterations behind the host (a framework thread that queues ahead):
+ * UB_VERIFY_LAG iterations later the measurements are issued. */
+#define UB_VERIFY_LAG 3
+#define UB_VERIFY_ISSUE_AT (UB_VERIFY_RUNS_END + UB_VERIFY_LAG)
+/* One iteration between the issue and its use: the collective has completed by then on a device
+ * that keeps up with its host, so the read at the apply rarely waits. */
+#define UB_VERIFY_APPLY_AT (UB_VERIFY_ISSUE_AT + 2)
+/* Marks kept: every iteration start up to the last slot's end. */
+#define UB_VERIFY_MARKS (UB_VERIFY_RUNS_END + 1)
+/* The sum-reduced vector: [1 (counts the ranks), per slot its length in integer nanoseconds (0:
+ * not measured), per slot 1 when measured].  Integers below 2^53: their sum is exact in any
+ * order, so every rank reads bit-identical numbers. */
+#define UB_VERIFY_LEN (1 + 2 * UB_VERIFY_SLOTS)
+#define UB_VERIFY_MAX_CANDIDATES 2
+/* Standard errors of the paired difference a plan must gain by to be kept (one-sided, about 2%
+ * false keeps where the plan gains nothing). */
+#define UB_VERIFY_Z 2.0
+
+typedef enum { UB_VERIFY_RUN_PLAN, UB_VERIFY_RUN_PASS } ub_verify_side;
+
+/* The measured slot of window iteration w, -1 when it is not measured. */
+int ub_verify_slot(int w);
+/* The window iteration that slot j measures. */
+int ub_verify_slot_iteration(int j);
+/* What window iteration w runs. */
+ub_verify_side ub_verify_side_of(int w);
+/* This rank's contribution: seconds[j] the length of slot j (not finite: not measured). */
+void ub_verify_encode(const double seconds[UB_VERIFY_SLOTS], double out[UB_VERIFY_LEN]);
+
+typedef struct ub_verify_stats {
+    int n;          /* slots measured */
+    double median;  /* s; NAN when n == 0 */
+    double spread;  /* s: 1.4826 x the median absolute deviation (the stdev where that is 0) */
+} ub_verify_stats;
+
+typedef struct ub_verify_verdict {
+    ub_verify_stats plan, pass;
+    int pairs;      /* adjacent plan/pass-through slots both measured */
+    double gain;    /* s: median over the pairs of pass-through minus plan */
+    double margin;  /* s: UB_VERIFY_Z standard errors of that median, from the pairs' own spread */
+    bool keep;      /* gain > margin with at least 3 pairs */
+    double slots[UB_VERIFY_SLOTS];  /* s, the agreed length of each slot (NAN: not measured) */
+    char reason[320];
+} ub_verify_verdict;
+
+/* The verdict on the agreed (sum-reduced) vector for the candidate named policy. */
+void ub_verify_judge(const double agreed[UB_VERIFY_LEN], const char *policy, ub_verify_verdict *out);
+
+/* The report's comms[].verification (written by profiler/report.c). */
+typedef struct ub_verify_candidate_report {
+    char policy[32];
+    double predicted_iteration;  /* s, the model's */
+    double measured_iteration;   /* s, median of its agreed slots in the latest window that ran it; NAN */
+    double spread;               /* s */
+    int iterations;              /* slots measured */
+} ub_verify_candidate_report;
+
+typedef struct ub_verify_report {
+    bool present;                /* verification ran for this communicator's plan */
+    int n_candidates;
+    ub_verify_candidate_report candidates[UB_VERIFY_MAX_CANDIDATES];
+    double pass_through_iteration, pass_through_spread;  /* s, the latest window's */
+    int pass_through_iterations;
+    char kept[32];               /* a policy, "pass-through", or "" while the first window runs */
+    int64_t at_call;             /* call index of the latest decision, -1 before it */
+    int checks;                  /* windows decided */
+    int every;                   /* iterations between checks of what is kept (0: never again) */
+    char slots_policy[32];       /* the latest window's candidate */
+    double slots[UB_VERIFY_SLOTS];  /* s, its agreed slots (even: the candidate), NAN: not measured */
+    char reason[400];
+} ub_verify_report;
+
+void ub_verify_report_init(ub_verify_report *r);
+
+#endif

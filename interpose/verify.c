@@ -1,0 +1,291 @@
+/* Schedule mode's verification (see verify.h).  Everything that changes what is issued here (which
+ * iteration passes through, when the measurements go out, which plan runs) depends only on the
+ * iteration count of the plan's cursor and on the agreed vector; the measurements themselves are
+ * rank-local and enter only through that vector. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collwait.h"
+#include "cuda_list.h"
+#include "device.h"
+#include "group.h"
+#include "guard.h"
+#include "nccl_list.h"
+#include "capture.h"
+#include "runtime.h"
+#include "state.h"
+#include "tables.h"
+#include "verify.h"
+
+static void free_plans(ub_verify_rt *v)
+{
+    for (int i = 0; i < v->n_candidates; i++)
+        ub_plan_free(&v->plans[i]);
+    v->n_candidates = 0;
+}
+
+static void add_candidate(ub_verify_rt *v, const ub_plan *plan, double predicted)
+{
+    int i = v->n_candidates++;
+    ub_plan_init(&v->plans[i], plan->policy);
+    ub_plan_copy(&v->plans[i], plan);
+    v->predicted[i] = predicted;
+    ub_verify_candidate_report *r = &v->report.candidates[i];
+    snprintf(r->policy, sizeof r->policy, "%s", plan->policy);
+    r->predicted_iteration = predicted;
+    r->measured_iteration = r->spread = NAN;
+    r->iterations = 0;
+}
+
+int ub_verify_prepare(ub_comm *c, const ub_plan *first, double predicted_first, const ub_plan *second,
+                      double predicted_second, char *why, size_t len)
+{
+    ub_verify_rt *v = &c->verify;
+    free_plans(v);
+    ub_verify_report_init(&v->report);
+    v->on = ub_cfg.verify;
+    v->window = -1;
+    v->kept = -1;
+    v->loaded = 0;
+    v->trying = 0;
+    if (!v->on)
+        return 0;
+    add_candidate(v, first, predicted_first);
+    if (second)
+        add_candidate(v, second, predicted_second);
+    v->report.present = true;
+    v->report.n_candidates = v->n_candidates;
+    v->report.every = ub_cfg.verify_every;
+    if (!v->tm.ok && ub_timing_start(&v->tm, c->device, &c->ending) != 0) {
+        snprintf(why, len, "cannot set up the verification's timing events");
+        return -1;
+    }
+    if (!ub_coll_buffers(c->device, UB_VERIFY_LEN * sizeof(double), &v->host, &v->dev, &v->done)) {
+        snprintf(why, len, "cannot allocate the verification's buffers");
+        return -1;
+    }
+    return 0;
+}
+
+static void start_window(ub_verify_rt *v)
+{
+    v->window = 0;
+    for (int w = 0; w < UB_VERIFY_MARKS; w++) {
+        v->start[w] = NAN;
+        v->spoiled[w] = false;
+    }
+}
+
+void ub_verify_begin(ub_comm *c)
+{
+    ub_verify_rt *v = &c->verify;
+    if (!v->on)
+        return;
+    /* A plan after re-profiling starts its candidates afresh; the cursor holds the first. */
+    v->trying = 0;
+    v->loaded = 0;
+    v->kept = -1;
+    v->report.reason[0] = '\0';
+    start_window(v);
+}
+
+void ub_verify_spoil(ub_comm *c)
+{
+    ub_verify_rt *v = &c->verify;
+    /* The iteration under way is the one before `window` (its start was counted). */
+    if (v->on && v->window > 0 && v->window <= UB_VERIFY_MARKS)
+        v->spoiled[v->window - 1] = true;
+}
+
+/* Enqueued on the private stream, in stream order behind the plan's blocks: the vector to the
+ * device, its in-place allreduce(sum), the copy back and the completion event.  Lock held; released
+ * while the work is enqueued (never across a real NCCL call); inside the application's group the
+ * group is ended and reopened around it, as around a block, so that it is launched here. */
+static void issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    double seconds[UB_VERIFY_SLOTS];
+    for (int j = 0; j < UB_VERIFY_SLOTS; j++) {
+        int w = ub_verify_slot_iteration(j);
+        seconds[j] = !v->spoiled[w] && isfinite(v->start[w]) && isfinite(v->start[w + 1])
+                         ? v->start[w + 1] - v->start[w] : NAN;
+    }
+    if (ub_log_enabled(UB_LOG_DEBUG))
+        for (int j = 0; j < UB_VERIFY_SLOTS; j++)
+            ub_debug("communicator %d: verification slot %d (%s): %.6f s", c->index, j,
+                     j % 2 ? "pass-through" : v->plans[v->trying].policy, seconds[j]);
+    cudaStream_t p = c->sched.priv;
+    cudaEvent_t done = v->done;
+    double *host = v->host;
+    void *dev = v->dev;
+    bool unread = v->issued;
+    v->issued = true;
+    int depth = ub_thread_group_depth();
+    ub_state_unlock();
+    /* A previous window's result never read (the plan was left in between) still lands in the
+     * host buffer: it must have before the buffer is written again. */
+    if (unread)
+        ub_comm_wait_done(c, done, false, "an earlier verification's measurements", "they must land first");
+    ub_verify_encode(seconds, host);
+    if (depth > 0)
+        ub_group_split_begin(depth);
+    size_t bytes = UB_VERIFY_LEN * sizeof(double);
+    if (!atomic_load(&c->aborted) &&
+        (UB_CUDA(ub_cuda.cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, p)) != cudaSuccess ||
+         UB_NCCL(ub_nccl.AllReduce(dev, dev, UB_VERIFY_LEN, ncclFloat64, ncclSum, c->handle, p)) != ncclSuccess ||
+         UB_CUDA(ub_cuda.cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, p)) != cudaSuccess ||
+         UB_CUDA(ub_cuda.cudaEventRecord(done, p)) != cudaSuccess)) {
+        ub_error("communicator %d: cannot issue the verification's measurements; the other ranks would wait for "
+                 "this one forever: aborting (USBYTE_VERIFY=0 runs without verification)", c->index);
+        abort();
+    }
+    if (depth > 0)
+        ub_group_split_end(depth);
+    ub_state_lock();
+}
+
+static void append_reason(ub_verify_report *r, const char *text)
+{
+    size_t n = strlen(r->reason);
+    snprintf(r->reason + n, sizeof r->reason - n, "%s%s", n ? "; " : "", text);
+}
+
+/* The agreed vector, waited for by polling without the lock (it was issued an iteration ago on
+ * every rank); false when it cannot be read (a peer gone, an abort): the caller passes through. */
+static bool read_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    cudaEvent_t done = v->done;
+    ub_state_unlock();
+    cudaError_t e = ub_comm_wait_done(c, done, false, "the verification's measurements",
+                                      "every rank takes the verdict at this call");
+    ub_state_lock();
+    v->issued = false;
+    return e == cudaSuccess;
+}
+
+static void record_verdict(ub_verify_rt *v, const ub_verify_verdict *d, uint64_t call)
+{
+    ub_verify_report *r = &v->report;
+    ub_verify_candidate_report *cr = &r->candidates[v->trying];
+    cr->measured_iteration = d->plan.median;
+    cr->spread = d->plan.spread;
+    cr->iterations = d->plan.n;
+    r->pass_through_iteration = d->pass.median;
+    r->pass_through_spread = d->pass.spread;
+    r->pass_through_iterations = d->pass.n;
+    r->at_call = (int64_t)call;
+    r->checks++;
+    snprintf(r->slots_policy, sizeof r->slots_policy, "%s", v->plans[v->trying].policy);
+    memcpy(r->slots, d->slots, sizeof r->slots);
+    append_reason(r, d->reason);
+}
+
+static ub_verify_step window_step(ub_comm *c, ub_verify_rt *v, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex);
+
+/* The verdict of the window at its apply iteration: kept, the next candidate's window, or
+ * pass-through until the next check. */
+static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    ub_verify_verdict d;
+    const char *policy = v->plans[v->trying].policy;
+    if (read_measurements(c, v)) {
+        ub_verify_judge(v->host, policy, &d);
+    } else {
+        memset(&d, 0, sizeof d);
+        d.plan.median = d.pass.median = d.plan.spread = d.pass.spread = NAN;
+        for (int j = 0; j < UB_VERIFY_SLOTS; j++)
+            d.slots[j] = NAN;
+        snprintf(d.reason, sizeof d.reason, "%s: the measurements could not be agreed (a peer gone or the "
+                 "communicator aborted): dropped", policy);
+    }
+    record_verdict(v, &d, call);
+    ub_info("communicator %d: verification at call %llu: %s", c->index, (unsigned long long)call, d.reason);
+    if (d.keep) {
+        v->kept = v->trying;
+        v->window = -1;
+        v->since_check = 0;
+        snprintf(v->report.kept, sizeof v->report.kept, "%s", policy);
+        return (ub_verify_step){.pass_through = false};
+    }
+    snprintf(v->report.kept, sizeof v->report.kept, "pass-through");
+    v->kept = -1;
+    if (v->trying + 1 < v->n_candidates) {
+        v->trying++;
+        start_window(v);
+        return window_step(c, v, st, call);
+    }
+    v->window = -1;
+    v->since_check = 0;
+    return (ub_verify_step){.pass_through = true};
+}
+
+static ub_verify_step window_step(ub_comm *c, ub_verify_rt *v, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    int w = v->window;
+    ub_timing_poll(&v->tm, false);
+    if (w < UB_VERIFY_MARKS) {
+        v->start[w] = NAN;
+        v->spoiled[w] = false;
+        ub_timing_mark(&v->tm, st, &v->start[w], 1, 0, NULL);
+    }
+    if (w == UB_VERIFY_ISSUE_AT)
+        issue_measurements(c, v);
+    if (w == UB_VERIFY_APPLY_AT)
+        return apply_verdict(c, v, st, call);
+    v->window++;
+    ub_verify_step step = {.pass_through = ub_verify_side_of(w) == UB_VERIFY_RUN_PASS};
+    if (v->loaded != v->trying) {
+        v->loaded = v->trying;
+        step.plan = &v->plans[v->trying];
+        step.predicted = v->predicted[v->trying];
+    }
+    return step;
+}
+
+ub_verify_step ub_verify_iteration(ub_comm *c, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    ub_verify_rt *v = &c->verify;
+    if (!v->on)
+        return (ub_verify_step){.pass_through = false};
+    if (v->window < 0) {
+        v->since_check++;
+        int every = v->report.every;
+        if (every <= 0 || v->since_check < (uint64_t)every)
+            return (ub_verify_step){.pass_through = v->kept < 0};
+        /* A check of what is kept; from pass-through, the candidates again from the first. */
+        v->trying = v->kept >= 0 ? v->kept : 0;
+        v->report.reason[0] = '\0';
+        start_window(v);
+    }
+    return window_step(c, v, st, call);
+}
+
+void ub_verify_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    ub_verify_rt *v = &c->verify;
+    v->window = -1;
+    if (abort) {
+        /* Device work may still write them: left to the process's end. */
+        ub_timing_discard(&v->tm);
+        return;
+    }
+    double *host = v->host;
+    void *dev = v->dev;
+    cudaEvent_t done = v->done;
+    v->host = NULL;
+    v->dev = NULL;
+    v->done = NULL;
+    v->issued = false;
+    free_plans(v);
+    /* Called after the private stream is drained: nothing of ours is in flight.  cudaFree may
+     * synchronise the device: not under the lock. */
+    ub_state_unlock();
+    ub_timing_stop(&v->tm);
+    if (done)
+        UB_CUDA(ub_cuda.cudaEventDestroy(done));
+    if (dev)
+        UB_UNSAFE(ub_cuda.cudaFree(dev));
+    if (host)
+        UB_UNSAFE(ub_cuda.cudaFreeHost(host));
+    ub_state_lock();
+}

@@ -1,0 +1,129 @@
+/* The verification window's layout, the ranks' vector and the verdict (see usbyte/verify.h).  The
+ * statistics are robust ones (medians, the median absolute deviation): one iteration in which a
+ * rank stalls makes one pair an outlier, which moves neither the verdict's gain nor its margin. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "usbyte/verify.h"
+
+int ub_verify_slot(int w)
+{
+    if (w < UB_VERIFY_SETTLE || w >= UB_VERIFY_RUNS_END || (w - UB_VERIFY_SETTLE) % UB_VERIFY_RUN != UB_VERIFY_RUN - 1)
+        return -1;
+    return (w - UB_VERIFY_SETTLE) / UB_VERIFY_RUN;
+}
+
+int ub_verify_slot_iteration(int j) { return UB_VERIFY_SETTLE + UB_VERIFY_RUN * j + UB_VERIFY_RUN - 1; }
+
+ub_verify_side ub_verify_side_of(int w)
+{
+    if (w < UB_VERIFY_SETTLE)
+        return UB_VERIFY_RUN_PLAN;
+    if (w >= UB_VERIFY_RUNS_END)
+        return UB_VERIFY_RUN_PASS;
+    return ((w - UB_VERIFY_SETTLE) / UB_VERIFY_RUN) % 2 == 0 ? UB_VERIFY_RUN_PLAN : UB_VERIFY_RUN_PASS;
+}
+
+void ub_verify_encode(const double seconds[UB_VERIFY_SLOTS], double out[UB_VERIFY_LEN])
+{
+    out[0] = 1.0;
+    for (int j = 0; j < UB_VERIFY_SLOTS; j++) {
+        bool have = isfinite(seconds[j]) && seconds[j] > 0 && seconds[j] < 1e6;
+        out[1 + j] = have ? nearbyint(seconds[j] * 1e9) : 0.0;
+        out[1 + UB_VERIFY_SLOTS + j] = have ? 1.0 : 0.0;
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(double *v, int n)
+{
+    if (n == 0)
+        return NAN;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* 1.4826 x MAD estimates a normal sample's standard deviation; where more than half the values
+ * are equal (MAD 0) the sample standard deviation stands in, so a margin is never zero by
+ * accident of rounding while the values differ. */
+static ub_verify_stats stats_of(const double *x, int n)
+{
+    ub_verify_stats s = {.n = n, .median = NAN, .spread = NAN};
+    if (n == 0)
+        return s;
+    double v[UB_VERIFY_SLOTS];
+    memcpy(v, x, (size_t)n * sizeof *v);
+    s.median = median_of(v, n);
+    double dev[UB_VERIFY_SLOTS], mean = 0, ss = 0;
+    for (int i = 0; i < n; i++) {
+        dev[i] = fabs(x[i] - s.median);
+        mean += x[i];
+    }
+    mean /= n;
+    s.spread = 1.4826 * median_of(dev, n);
+    if (s.spread == 0 && n > 1) {
+        for (int i = 0; i < n; i++)
+            ss += (x[i] - mean) * (x[i] - mean);
+        s.spread = sqrt(ss / (n - 1));
+    }
+    return s;
+}
+
+void ub_verify_judge(const double agreed[UB_VERIFY_LEN], const char *policy, ub_verify_verdict *out)
+{
+    memset(out, 0, sizeof *out);
+    double slot[UB_VERIFY_SLOTS];
+    for (int j = 0; j < UB_VERIFY_SLOTS; j++) {
+        double n = agreed[1 + UB_VERIFY_SLOTS + j];
+        slot[j] = n >= 0.5 ? agreed[1 + j] / n * 1e-9 : NAN;
+        out->slots[j] = slot[j];
+    }
+    double plan[UB_VERIFY_PER_SIDE], pass[UB_VERIFY_PER_SIDE], diff[UB_VERIFY_PER_SIDE];
+    int np = 0, nq = 0, nd = 0;
+    for (int i = 0; i < UB_VERIFY_PER_SIDE; i++) {
+        double p = slot[2 * i], q = slot[2 * i + 1];
+        if (isfinite(p))
+            plan[np++] = p;
+        if (isfinite(q))
+            pass[nq++] = q;
+        if (isfinite(p) && isfinite(q))
+            diff[nd++] = q - p;
+    }
+    out->plan = stats_of(plan, np);
+    out->pass = stats_of(pass, nq);
+    out->pairs = nd;
+    ub_verify_stats d = stats_of(diff, nd);
+    out->gain = d.median;
+    /* The median's standard error is about 1.2533 sigma / sqrt(n) for a normal sample. */
+    out->margin = nd > 1 ? UB_VERIFY_Z * 1.2533 * d.spread / sqrt((double)nd) : NAN;
+    if (nd < 3) {
+        snprintf(out->reason, sizeof out->reason,
+                 "%s: only %d pairs of iterations measured on every side (timing events not complete, or deviations "
+                 "from the plan): not shown faster than pass-through, dropped", policy, nd);
+        return;
+    }
+    out->keep = out->gain > out->margin;
+    snprintf(out->reason, sizeof out->reason,
+             "%s: %.3f ms against pass-through's %.3f ms (medians of %d and %d iterations, alternating); "
+             "%s by %.3f ms per iteration (median of %d pairs), %s the noise margin of %.3f ms "
+             "(%.0f standard errors of that median, from the pairs' spread): %s",
+             policy, 1e3 * out->plan.median, 1e3 * out->pass.median, np, nq, out->gain >= 0 ? "faster" : "slower",
+             1e3 * fabs(out->gain), nd,
+             out->keep ? "beyond" : "not beyond", 1e3 * out->margin, UB_VERIFY_Z, out->keep ? "kept" : "dropped");
+}
+
+void ub_verify_report_init(ub_verify_report *r)
+{
+    memset(r, 0, sizeof *r);
+    r->pass_through_iteration = r->pass_through_spread = NAN;
+    r->at_call = -1;
+    for (int j = 0; j < UB_VERIFY_SLOTS; j++)
+        r->slots[j] = NAN;
+}

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Schedule mode's verification (docs/design.md, "Verification"), on the Horovod-like trainer with
+# fusion off (one allreduce per tensor, VGG16's 32 calls) on 2 emulated ranks:
+# - a plan that pays is kept: on a latency-bound linear link where `best` is predicted at least 10%
+#   faster than wfbp, it is kept in each of 10 runs (on a loaded machine: the margin comes from the
+#   noise each run measures);
+# - a forced plan that is slower (syncea: one block, every call waits for the last gradient, on a
+#   bandwidth-bound link) is dropped on every rank at the same call; with USBYTE_VERIFY=0 the same
+#   settings run it as told;
+# - a measured network cheaper at the application's own sizes than anywhere else (USBYTE_EMU_NET, a
+#   table with a notch at each size the job issues): the line fitted on the warm-up's calls makes
+#   merging look good, the merged blocks are slower; every candidate is dropped on every rank at
+#   the same call and the job goes on in pass-through;
+# - a rank that stalls in one iteration of the comparison: every rank reports the same verdict from
+#   the same agreed numbers (the emulator checks every collective's signature on every rank);
+# - in every run every rank's final parameters are bit-identical to the run without usbyte.
+# Every rank's `verification` object must be identical: everything in it comes from agreed data.
+source "$(dirname "$0")/runtime_lib.sh"
+TRAINER=$BUILD/trainers/horovod_like
+need "$BUILD/libusbyte.so" "$TRAINER" "$BUILD/emu/emu-run"
+export USBYTE_VERIFY=1 USBYTE_WARMUP=3 USBYTE_LOG=info
+unset USBYTE_MODE USBYTE_POLICY USBYTE_MIN_GAIN_PCT USBYTE_VERIFY_EVERY
+N=2
+ARGS=(--profile data/profiles/vgg16-v100-b64-barrier.json --fusion-threshold-mb 0 --time-scale 0.05
+      --bytes-scale 0.002)
+
+# train NAME PRELOAD(yes|no) ITERS [TRAINER ARGS...]: the trainer's output in $WORK/NAME.out, the
+# reports in $WORK/NAME-%r.json.
+train() {
+    local name=$1 preload=$2 iters=$3
+    shift 3
+    local pre=""
+    [ "$preload" = yes ] && pre=$USBYTE_PRELOAD
+    LD_PRELOAD="$pre" USBYTE_REPORT="$WORK/$name-%r.json" "$BUILD/emu/emu-run" -n $N --timeout 120 -- \
+        "$TRAINER" "${ARGS[@]}" --iters "$iters" "$@" >"$WORK/$name.out" 2>&1 ||
+        { tail -30 "$WORK/$name.out"; fail "$name: exit $?"; }
+}
+
+# same_results NAME BASE: every rank's checksum of NAME equals BASE's.
+same_results() {
+    local got want
+    got=$(grep -o 'rank [0-9]*\] checksum [0-9a-f]*' "$WORK/$1.out" | sort)
+    want=$(grep -o 'rank [0-9]*\] checksum [0-9a-f]*' "$WORK/$2.out" | sort)
+    [ -n "$want" ] && [ "$got" = "$want" ] || fail "$1: results differ from the run without usbyte: $got / $want"
+}
+
+# verdict NAME PYTHON: asserts on the reports of NAME (c: rank 0's communicator, v: its
+# verification, s: its schedule), after checking that every rank's verification is the same.
+verdict() {
+    python3 - "$WORK" "$1" $N "$2" <<'PY' || fail "$1: report check failed"
+import json, sys
+work, name, n, code = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+reps = [json.load(open("%s/%s-%d.json" % (work, name, r)))["comms"][0] for r in range(n)]
+c = reps[0]
+v = c.get("verification")
+s = c.get("schedule") or {}
+try:
+    if v is not None:
+        for r in range(1, n):
+            assert reps[r].get("verification") == v, "rank %d's verification differs from rank 0's:\n%s\n%s" % (
+                r, json.dumps(reps[r].get("verification")), json.dumps(v))
+    exec(code)
+except AssertionError as e:
+    print("FAIL: %s: %s; state %r (%s); verification %s" % (name, e, c.get("state"), c.get("state_reason"),
+                                                            json.dumps(v)))
+    sys.exit(1)
+print("info: %s: kept %s at call %s: %s" % (name, v and v["kept"], v and v["at_call"], v and v["reason"]))
+PY
+}
+
+# A plan that pays: 450 us per ring step at 0.1 GB/s, where best merges the 32 calls into few
+# blocks.  Kept in every one of 10 runs, the results exact in each.
+ITERS=52
+train keep-base no $ITERS
+for i in $(seq 1 10); do
+    USBYTE_EMU_ALPHA_US=450 USBYTE_EMU_GBPS=0.1 train keep-$i yes $ITERS
+    same_results keep-$i keep-base
+    verdict keep-$i '
+assert s.get("predicted_speedup", 0) >= 1.1, "the premise: best predicted %r over wfbp, wanted >= 1.1" % s.get("predicted_speedup")
+assert v is not None and v["checks"] >= 1, "no verdict"
+assert v["candidates"][0]["policy"] == "best", "first candidate %r" % v["candidates"][0]["policy"]
+assert v["kept"] == "best", "kept %r" % v["kept"]
+assert c["state"] == "schedule", "state"
+'
+done
+echo "ok: a plan predicted >= 10% faster is kept in 10 of 10 runs"
+
+# A forced plan that is slower: syncea on 20 us per ring step at 0.05 GB/s.  Long enough for the
+# second candidate's window too.
+ITERS=90
+train slow-base no $ITERS
+USBYTE_EMU_ALPHA_US=20 USBYTE_EMU_GBPS=0.05 USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 train slow yes $ITERS
+same_results slow slow-base
+verdict slow '
+cand = v["candidates"]
+assert cand[0]["policy"] == "syncea", "first candidate %r" % cand[0]["policy"]
+assert cand[0]["measured_iteration"] > v["pass_through_iteration"] or "syncea: " not in v["reason"], "premise"
+assert v["kept"] != "syncea", "kept %r" % v["kept"]
+assert "syncea:" in v["reason"] and "dropped" in v["reason"], "reason %r" % v["reason"]
+assert v["checks"] == len(cand), "%d checks for %d candidates" % (v["checks"], len(cand))
+'
+# The same without verification: the forced plan runs as told, every iteration from the switch.
+USBYTE_VERIFY=0 USBYTE_EMU_ALPHA_US=20 USBYTE_EMU_GBPS=0.05 USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 \
+    train slow-told yes $ITERS
+same_results slow-told slow-base
+verdict slow-told '
+assert v is None, "verification with USBYTE_VERIFY=0"
+assert c["state"] == "schedule" and s["iterations"] >= 70, "plan iterations %r" % s.get("iterations")
+'
+echo "ok: a slower forced plan is dropped on every rank at the same call (USBYTE_VERIFY=0: runs as told)"
+
+# A network cheaper at the job's own sizes: its sizes from an observe run's profile, then a table
+# of 300 us at each of them and 3 ms one byte either side (and everywhere else).
+ITERS=90
+USBYTE_MODE=observe train sizes yes 12
+python3 - "$WORK/sizes-0.json" "$WORK/notched.tsv" <<'PY' || fail "cannot write the notched table"
+import json, sys
+sizes = sorted({k["bytes"] for k in json.load(open(sys.argv[1]))["comms"][0]["profile"]["calls"]})
+rows = {}
+for b in sizes:
+    rows.setdefault(b - 1, 3000.0)
+    rows[b] = 300.0
+    rows.setdefault(b + 1, 3000.0)
+with open(sys.argv[2], "w") as f:
+    f.write("# notched: 300 us at each size the job issues, 3000 us elsewhere\n")
+    for b in sorted(rows):
+        if b > 0:
+            f.write("%d\t%g\n" % (b, rows[b]))
+PY
+train notched-base no $ITERS
+USBYTE_EMU_NET=$WORK/notched.tsv train notched yes $ITERS
+same_results notched notched-base
+verdict notched '
+assert s.get("predicted_speedup", 0) > 1.02, "the premise: best predicted %r over wfbp" % s.get("predicted_speedup")
+cand = v["candidates"]
+assert cand[0]["policy"] == "best", "first candidate %r" % cand[0]["policy"]
+assert cand[0]["measured_iteration"] > v["pass_through_iteration"] or len(cand) > 1, "premise: best not slower"
+assert v["kept"] == "pass-through", "kept %r" % v["kept"]
+assert v["checks"] == len(cand), "%d checks for %d candidates" % (v["checks"], len(cand))
+'
+# The page shows what was tried, measured and kept, and why (usbyte-report reads the object).
+mkdir -p "$WORK/page"
+"$BUILD/usbyte-report" "$WORK"/notched-[01].json -o "$WORK/page" --quiet || fail "usbyte-report on the notched run"
+grep -q '<table id="verification-0">' "$WORK/page/usbyte-report.html" || fail "the page has no verification table"
+grep -q 'kept: <b>pass-through</b> at call' "$WORK/page/usbyte-report.html" || fail "the page does not say what was kept"
+grep -q 'best: .* dropped' "$WORK/page/usbyte-report.html" || fail "the page does not say why"
+echo "ok: a network cheaper at the job's own sizes: the plans are dropped on every rank at the same call"
+
+# A stall: rank 1's forwards of iterations 20 and 21 (inside the window's runs, iterations 10-41
+# here: one of them is measured) take 150 ms more, which every rank's iterations show (they wait for
+# it in the collectives; the device events that mark the iterations may split it between two).
+ITERS=52
+USBYTE_EMU_ALPHA_US=450 USBYTE_EMU_GBPS=0.1 train stall yes $ITERS --stall 1,20,21,150
+same_results stall keep-base
+verdict stall '
+slots = [x["iteration"] for x in v["slots"] if x["iteration"] is not None]
+typical = sorted(slots)[len(slots) // 2]
+assert max(slots) > 1.8 * typical, "the stall is not in a measured slot: %r" % slots
+assert v["kept"] == "best", "kept %r after a stall" % v["kept"]
+'
+echo "ok: a rank that stalls during the comparison: every rank decides the same"
+echo "runtime_verify: ok"
