@@ -3,9 +3,8 @@
  * named by its origin stream.  Small tables under their own lock: captures are rare and short,
  * and the wrappers look here only while one is live. */
 #include "capture.h"
-#include "hooks.h"
 #include "lock_contract.h"
-#include "runtime.h"
+#include "log.h"
 
 #define CAPTURE_STREAMS 256
 #define CAPTURE_EVENTS 1024

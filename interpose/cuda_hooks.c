@@ -1,4 +1,4 @@
-/* The CUDA hooks behind the wrappers (hooks.h): each dispatches to the warm-up's observation of
+/* The CUDA hooks behind the wrappers (cuda_hooks.h): each dispatches to the warm-up's observation of
  * producers and consumers while some communicator profiles (ub_cuda_tracking), and to schedule
  * mode's completion while some communicator runs a plan (ub_sched_live).  A blocking wait on
  * deferred work is resolved here: on any other thread than the one that issues the
@@ -10,8 +10,8 @@
 #include <pthread.h>
 
 #include "capture.h"
+#include "cuda_hooks.h"
 #include "defer.h"
-#include "hooks.h"
 #include "redirect.h"
 #include "state.h"
 #include "tables.h"

@@ -10,8 +10,9 @@
 
 #include "decide.h"
 #include "defer.h"
+#include "globals.h"
 #include "guard.h"
-#include "runtime.h"
+#include "log.h"
 #include "state.h"
 #include "tables.h"
 #include "verify.h"

@@ -5,14 +5,16 @@
 #include <string.h>
 
 #include "capture.h"
+#include "coll_desc.h"
 #include "cuda_list.h"
 #include "defer.h"
 #include "exec.h"
+#include "globals.h"
 #include "group.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
 #include "redirect.h"
-#include "runtime.h"
 #include "tables.h"
 #include "verify.h"
 #include "warmup.h"

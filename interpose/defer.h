@@ -6,8 +6,8 @@
 
 #include <jansson.h>
 
+#include "coll_desc.h"
 #include "lock_contract.h"
-#include "hooks.h"
 #include "state.h"
 
 /* Lock held.  Takes the chosen plan (validated by the caller) and sets up the executor; 0, or -1

@@ -1,7 +1,7 @@
-/* The process globals every layer reads (runtime.h): the configuration, the rank, the start time
+/* The process globals every layer reads (globals.h): the configuration, the rank, the start time
  * and the reentrancy guard's depth.  Set by runtime.c at the first wrapped call; at the bottom of
  * the layers, so that reading them pulls in nothing. */
-#include "runtime.h"
+#include "globals.h"
 
 ub_config ub_cfg;
 atomic_bool ub_passthrough_all = true;  /* until the configuration says otherwise */

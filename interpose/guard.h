@@ -8,8 +8,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "globals.h"
 #include "lock_contract.h"
-#include "runtime.h"
 
 #define UB_REAL(expr)                   \
     __extension__({                     \

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hooks.h"
+#include "identity.h"
 #include "state.h"
 #include "tables.h"
 

@@ -11,10 +11,11 @@
 
 #include "cuda_list.h"
 #include "defer.h"
+#include "globals.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
 #include "report_rt.h"
-#include "runtime.h"
 #include "state.h"
 #include "tables.h"
 #include "usbyte/io.h"

@@ -15,9 +15,10 @@
 
 #include "cuda_list.h"
 #include "driver_list.h"
+#include "globals.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
-#include "runtime.h"
 
 ub_nccl_real ub_nccl;
 ub_cuda_real ub_cuda;

@@ -27,8 +27,9 @@
  * - A wait for another thread (a pending event, deferred calls not yet issued) releases it
  *   (ub_state_wait); so does the agreement's issue and planning.
  *
- * This header holds the records only; the functions are declared by their files' headers
- * (tables.h, group.h, warmup.h, agree_rt.h, decide.h, report_rt.h, cupti.h, hooks.h). */
+ * This header holds the records only (with the sub-records of sched_rt.h, verify_rt.h and
+ * timing.h); the functions are declared by their files' headers (tables.h, group.h, warmup.h,
+ * agree_rt.h, decide.h, report_rt.h, verify.h, cupti.h, lifecycle.h, cuda_hooks.h). */
 #ifndef USBYTE_STATE_H
 #define USBYTE_STATE_H
 
@@ -41,9 +42,8 @@
 #include <uthash.h>
 
 #include "sched_rt.h"
-#include "hooks.h"
 #include "timing.h"
-#include "verify.h"
+#include "verify_rt.h"
 #include "usbyte/iteration.h"
 #include "usbyte/record.h"
 #include "usbyte/report.h"

@@ -9,9 +9,10 @@
 #include <time.h>
 
 #include "cuda_list.h"
+#include "globals.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
-#include "runtime.h"
 #include "state.h"
 #include "tables.h"
 

@@ -6,14 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "collwait.h"
 #include "cuda_list.h"
 #include "device.h"
+#include "globals.h"
 #include "group.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
-#include "capture.h"
-#include "runtime.h"
 #include "state.h"
 #include "tables.h"
 #include "verify.h"

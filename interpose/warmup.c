@@ -8,14 +8,15 @@
 #include <string.h>
 
 #include "capture.h"
+#include "coll_desc.h"
 #include "cuda_list.h"
 #include "cupti.h"
 #include "device.h"
+#include "globals.h"
 #include "group.h"
 #include "guard.h"
-#include "hooks.h"
+#include "log.h"
 #include "nccl_list.h"
-#include "runtime.h"
 #include "state.h"
 #include "tables.h"
 #include "warmup.h"

@@ -3,8 +3,14 @@
 #ifndef USBYTE_WARMUP_H
 #define USBYTE_WARMUP_H
 
+#include <stdatomic.h>
+
+#include "coll_desc.h"
 #include "lock_contract.h"
 #include "state.h"
+
+/* Nonzero while some stream or event is involved: the CUDA wrappers' fast path reads only this. */
+extern atomic_int ub_cuda_tracking;
 
 void ub_warmup_start(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex);     /* profile from call `first` */
 void ub_warmup_restart(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex);  /* a deviation during the warm-up */

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The architecture's guard (docs/design.md, "Layers"): reads the symbols of the objects of
 interpose/, order/, partition/, profiler/ and tools/ and fails on any circle between their files
-and on any dependency of an interpose/ file on a file of a higher tier.
+and on any dependency of an interpose/ file on a file of a higher tier; reads the includes between
+interpose/ files and fails on any circle among them.
 
 File A depends on file B when A's object uses a global symbol (function or data) that B's object
 defines.  Usage: layers.py [--obj DIR] [--src DIR] [--graph]
@@ -57,6 +58,46 @@ def owned_writes(src):
             for pattern, owner, what in OWNED:
                 if f != owner and re.search(pattern, line):
                     errors.append(f"{f}:{i}: {what}")
+    return errors
+
+
+def include_graph(src):
+    """{unit: {unit it includes: [the include lines]}} between interpose/ files, a unit being a
+    file x.c with its header x.h (a header with no .c of its name is a unit of its own)."""
+    d = os.path.join(src, "interpose")
+    names = sorted(n for n in os.listdir(d) if n.endswith((".c", ".h")))
+    stems = {n[:-2] for n in names if n.endswith(".c")}
+
+    def unit(n):
+        return f"interpose/{n[:-2]}" + (".c" if n[:-2] in stems else ".h")
+
+    graph = {unit(n): {} for n in names}
+    for n in names:
+        for i, line in enumerate(open(os.path.join(d, n), encoding="utf-8"), 1):
+            m = re.match(r'\s*#\s*include\s+"([^"/]+\.h)"', line)
+            if m and m.group(1) in names and unit(m.group(1)) != unit(n):
+                graph[unit(n)].setdefault(unit(m.group(1)), []).append(f"interpose/{n}:{i}")
+    return graph
+
+
+def include_errors(src):
+    """The circles of the include graph, as error lines: a file's header is included by the files
+    that call it, so a circle of includes is a circle of calls the objects may not show."""
+    graph = include_graph(src)
+    errors = []
+    for comp in circles(graph):
+        # One shortest circle through the first file, breadth first.
+        start, inside = comp[0], set(comp)
+        back, todo = {start: None}, [start]
+        while todo and start not in [g for f in todo for g in graph[f]]:
+            todo = [g for f in todo for g in sorted(graph[f]) if g in inside and g not in back and not back.update({g: f})]
+        last = next(f for f in todo if start in graph[f])
+        path = [last]
+        while back[path[-1]] is not None:
+            path.append(back[path[-1]])
+        path.reverse()
+        steps = "; ".join(f"{graph[f][g][0]} includes {g}" for f, g in zip(path, path[1:] + [start]))
+        errors.append(f"circle of {len(comp)} files in the includes ({' '.join(comp)}), one of them: {steps}")
     return errors
 
 
@@ -186,7 +227,7 @@ def main():
         for f in sorted(graph):
             print(f, "->", " ".join(sorted(graph[f])))
         summary(graph)
-    errors = check(graph) + owned_writes(a.src)
+    errors = check(graph) + owned_writes(a.src) + include_errors(a.src)
     for e in errors:
         print("layers:", e, file=sys.stderr)
     sys.exit(1 if errors else 0)

@@ -56,4 +56,8 @@ expect_fail "exec.c raising the guard by hand" 'interpose/exec.c:[0-9]*: raises 
 cp "$root/interpose/exec.c" "$tmp/src/interpose/exec.c"
 printf 'static void planted(ub_comm *c) { c->verify.kept = 0; }\n' >> "$tmp/src/interpose/defer.c"
 expect_fail "defer.c writing the verification's state" "interpose/defer.c:[0-9]*: writes the verification's state"
+cp "$root/interpose/defer.c" "$tmp/src/interpose/defer.c"
+sed -i 's/^#include "log.h"$/&\n#include "lifecycle.h"/' "$tmp/src/interpose/log.c"
+expect_fail "log.c including the life cycle's header" \
+    'circle of [0-9]* files in the includes .*interpose/log.c:[0-9]* includes interpose/lifecycle.c'
 echo "layers_test: ok"
