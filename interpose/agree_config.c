@@ -28,7 +28,7 @@
 
 #define CFG_BYTES ((size_t)UB_CFG_AGREE_LEN * sizeof(double))
 
-static void copy_back_after_launch(const void *data)
+static void copy_back_after_launch(const void *data) UB_REQUIRES(ub_state_mutex)
 {
     ub_comm *c = *(ub_comm *const *)data;
     if (c->cfg_agree.copy_pending)

@@ -136,7 +136,7 @@ static bool missing_own_end(const ub_comm *c)
 
 /* After the launch of the group that held the agreement (nothing left when the switch to the
  * plan launched it early). */
-static void copy_back_after_launch(const void *data)
+static void copy_back_after_launch(const void *data) UB_REQUIRES(ub_state_mutex)
 {
     ub_comm *c = *(ub_comm *const *)data;
     if (c->agree_copy_pending)

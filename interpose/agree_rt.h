@@ -15,9 +15,11 @@
  *   agree_at + period, or before the communicator is destroyed: decodes, plans, reports. */
 void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* The agreement's buffers, made when a warm-up starts (lock held): the memory the agreement needs
- * is taken before the warm-up's end, when the executor's is (a failure there is a flag). */
+ * is taken before the warm-up's end, when the executor's is (a failure there is a flag).  Also
+ * called by the agreement's issue without the lock, while issuing_agreement keeps every other
+ * thread off the communicator's warm-up resources: outside the analysis, hence no contract. */
 bool ub_comm_agree_buffers(ub_comm *c);
-void ub_comm_agree_copy_back(ub_comm *c);
+void ub_comm_agree_copy_back(ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* How a read waits: not at all; at most USBYTE_HANG_S, then the communicator goes to pass-through
  * (destroy: the last chance); until the result is there or another thread ends the communicator
  * (call agree_at + period: without the result this rank cannot know what the others issue; a

@@ -12,7 +12,7 @@
 
 /* Lock held.  Takes the chosen plan (validated by the caller) and sets up the executor; 0, or -1
  * with the reason in why (rank-local: the caller cannot continue consistently). */
-int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len);
+int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len) UB_REQUIRES(ub_state_mutex);
 /* Lock held: the communicator starts following the plan at this iteration boundary (call
  * agree_at + period). */
 void ub_sched_begin(ub_comm *c) UB_REQUIRES(ub_state_mutex);
@@ -31,10 +31,10 @@ void ub_sched_deviation(ub_comm *c, const char *why) UB_REQUIRES_UNLOCKS(ub_stat
 void ub_sched_unexpected_wait(ub_comm *c, const char *what, int call);
 /* Lock held: the block value that completes every call deferred so far in this iteration, when
  * it is not issued yet (0: nothing unissued). */
-uint64_t ub_sched_unissued(const ub_comm *c);
+uint64_t ub_sched_unissued(const ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* Lock held: the error of a failed block issue not yet returned to the application (then
  * forgotten), ncclSuccess when none; the communicator is in pass-through for good after it. */
-ncclResult_t ub_sched_take_failure(ub_comm *c);
+ncclResult_t ub_sched_take_failure(ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* Whether the issuing thread is issuing blocks (without the lock) right now. */
 bool ub_sched_issuing(const ub_comm *c);
 /* Lock held: the communicator ends.  abort: never waits for device work. */

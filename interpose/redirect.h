@@ -31,7 +31,7 @@ extern atomic_int ub_events_pending;
 /* ---- from the cursor and the executor (defer.c), lock held ---- */
 /* Call k was deferred on st; stream_value / call_value: the block values at which calls 0..k
  * (of st) and call k are complete. */
-void ub_redirect_deferred(ub_comm *c, ub_stream *st, int k, uint64_t stream_value, uint64_t call_value);
+void ub_redirect_deferred(ub_comm *c, ub_stream *st, int k, uint64_t stream_value, uint64_t call_value) UB_REQUIRES(ub_state_mutex);
 /* By the issuing thread, right after the block of value c->sched.issued went onto the private
  * stream: materializes every pending event it completes; at the iteration's last block
  * (iteration_end) also marks the iteration's end on the private stream. */
@@ -76,7 +76,7 @@ cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r) 
  * covers them again; usbyte then leaves s alone while it captures. */
 void ub_redirect_capture_begins(cudaStream_t s) UB_REQUIRES(ub_state_mutex);
 /* Lock held: the event or the stream goes away. */
-void ub_redirect_event_gone(ub_event *e);
-void ub_redirect_stream_gone(ub_stream *st);
+void ub_redirect_event_gone(ub_event *e) UB_REQUIRES(ub_state_mutex);
+void ub_redirect_stream_gone(ub_stream *st) UB_REQUIRES(ub_state_mutex);
 
 #endif

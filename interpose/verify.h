@@ -30,15 +30,15 @@ typedef struct ub_verify_step {
  * NULL).  Sets up the window's timing and buffers: -1 with why when they cannot be made (a
  * rank-local failure: the caller cannot continue consistently). */
 int ub_verify_prepare(struct ub_comm *c, const ub_plan *first, double predicted_first, const ub_plan *second,
-                      double predicted_second, char *why, size_t len);
+                      double predicted_second, char *why, size_t len) UB_REQUIRES(ub_state_mutex);
 /* Lock held: the plan starts at this iteration boundary (the switch): a window begins. */
-void ub_verify_begin(struct ub_comm *c);
+void ub_verify_begin(struct ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* Lock held on entry and return (released while the measurements are issued or the verdict is
  * waited for).  The first call of an iteration of the plan's cursor, on stream `st`, at call
  * index `call`: what this iteration runs. */
 ub_verify_step ub_verify_iteration(struct ub_comm *c, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: a deviation in the running iteration (its length is not a measurement). */
-void ub_verify_spoil(struct ub_comm *c);
+void ub_verify_spoil(struct ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* Lock held on entry and return (released while its resources are freed): the communicator ends,
  * its private stream drained (abort: nothing waits for device work, nothing is freed that device
  * work may still touch). */

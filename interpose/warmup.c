@@ -262,7 +262,7 @@ static void mark_end(const call_end *e)
         ub_timing_mark(&c->tm, e->stream, &rc->end, 1, 0, NULL);
 }
 
-static void mark_end_after_launch(const void *data) { mark_end(data); }
+static void mark_end_after_launch(const void *data) UB_REQUIRES(ub_state_mutex) { mark_end(data); }
 
 void ub_warmup_call_end(ub_comm *c, int iteration, int call, cudaStream_t stream)
 {
