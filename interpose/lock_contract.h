@@ -33,7 +33,6 @@
 
 #define UB_CAPABILITY(name) UB_TSA(capability(name))
 #define UB_GUARDED_BY(m) UB_TSA(guarded_by(m))
-#define UB_PT_GUARDED_BY(m) UB_TSA(pt_guarded_by(m))
 #define UB_REQUIRES(...) UB_TSA(requires_capability(__VA_ARGS__))
 #define UB_REQUIRES_UNLOCKS(...) UB_TSA(requires_capability(__VA_ARGS__))
 #define UB_ACQUIRE(...) UB_TSA(acquire_capability(__VA_ARGS__))
@@ -41,7 +40,8 @@
 #define UB_TRY_ACQUIRE(...) UB_TSA(try_acquire_capability(__VA_ARGS__))
 #define UB_EXCLUDES(...) UB_TSA(locks_excluded(__VA_ARGS__))
 #define UB_ACQUIRED_AFTER(...) UB_TSA(acquired_after(__VA_ARGS__))
-/* Only the lock's own wrappers: they are what the analysis trusts. */
+/* The mutexes' own wrappers (what the analysis trusts), and the report at exit, whose trylock
+ * may find the lock held by a dead thread (lifecycle.c). */
 #define UB_NO_LOCK_ANALYSIS UB_TSA(no_thread_safety_analysis)
 
 /* A pthread mutex the analysis knows as a capability. */
