@@ -403,8 +403,10 @@ void ub_sched_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         return;
     }
     if (s->ready) {
-        if (c->state == UB_COMM_SCHEDULE && !abort)
+        if (c->state == UB_COMM_SCHEDULE && !abort) {
+            s->ended_mid_iteration = s->arrived > 0;
             flush(c);
+        }
         s->active = false;
         if (s->live) {
             s->live = false;
@@ -469,6 +471,7 @@ json_t *ub_sched_report_json(ub_comm *c)
     json_object_set_new(o, "predicted_iteration_other_completion", number_or_null(s->predicted_other_completion));
     json_object_set_new(o, "deviations", json_integer((json_int_t)s->deviations));
     json_object_set_new(o, "flushes", json_integer((json_int_t)s->flushes));
+    json_object_set_new(o, "ended_mid_iteration", json_boolean(s->ended_mid_iteration));
     json_object_set_new(o, "unexpected_waits", json_integer((json_int_t)s->unexpected_waits));
     json_object_set_new(o, "staging_bytes", json_integer((json_int_t)s->staging_bytes));
     unsigned long long calls = atomic_load_explicit(&ub_cuda_calls, memory_order_relaxed) - s->cuda_calls_at_begin;

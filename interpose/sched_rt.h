@@ -96,6 +96,9 @@ typedef struct ub_sched_rt {
     uint64_t deferred_calls;
     /* report */
     uint64_t iterations, deviations, flushes;
+    /* The last flush was the end's (destroy or finalize mid-iteration of the plan): which
+     * iteration of the program the plan's iteration ends at depends on the agreed phase. */
+    bool ended_mid_iteration;
     /* Host waits of the issuing thread on deferred calls that the plan did not expect: they
      * change nothing that is issued (docs/design.md section 3); the first one is told. */
     uint64_t unexpected_waits;

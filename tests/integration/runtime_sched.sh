@@ -152,13 +152,15 @@ assert not s, "a plan ran"
 run barrier ok --iters 24 --barrier-at 11
 report barrier 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["iterations"] >= 8, "barrier"'
 run capture ok --iters 24 --capture-at 11
-report capture 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["flushes"] == 1, "capture"'
+# (A flush at the end, when the program stops in the middle of the plan's iteration, is not the
+# capture's: where the plan's iteration begins follows the agreed phase, which timing can move.)
+report capture 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["flushes"] - s["ended_mid_iteration"] == 1, "capture"'
 # The same capture begun and ended every other way a program can: usbyte sees each one at its
 # begin (no capture-status query in the middle of an iteration would find it), flushes, and the
 # capture succeeds.
 for via in runtime-to-graph driver driver-lookup runtime-lookup; do
     run capture-$via ok --iters 24 --capture-at 11 --capture-via $via
-    report capture-$via 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["flushes"] == 1, "capture"'
+    report capture-$via 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["flushes"] - s["ended_mid_iteration"] == 1, "capture"'
 done
 # Begun where no interposer sees it (dlsym on libcuda's own handle), at an iteration's first call:
 # the capture-status query there finds it before anything is deferred.
@@ -179,7 +181,7 @@ else
     report fork 'assert c["state"] == "schedule" and s["deviations"] == 0, "fork"'
 fi
 run destroy ok --iters 20 --destroy-at 16
-report destroy 'assert c["state"] == "schedule" and s["flushes"] == 1, "destroy did not flush"'
+report destroy 'assert c["state"] == "schedule" and s["flushes"] == 1 and s["ended_mid_iteration"], "destroy did not flush"'
 run exit any --iters 20 --exit-at 16
 [ "$(grep -c 'exiting with calls pending' "$WORK/exit.out")" -eq $N ] || fail "exit: not every rank exited mid-iteration"
 [ "$LAST_RC" -eq 0 ] || { sed 's/^/    | /' "$WORK/exit.out" | tail -20; fail "exit with calls pending: exit $LAST_RC"; }
