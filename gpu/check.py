@@ -764,7 +764,10 @@ def step3_capture(k, usb):
         if route == "hidden":
             argv += ["--capture-call", "0"]
         d = os.path.join(k.out, "step3", "capture-%s-%dr" % (route, n))
-        r = k.ranks(n, argv, k.env(**dict(NCCL_ENV, **usb)), 90, os.path.join(d, "with.log"), report=d)
+        # The capture must fall after the switch: calibration (which moves the switch two iterations
+        # later) is off, so that the short rehearsal's capture lands in schedule mode.
+        env = k.env(**dict(NCCL_ENV, **dict(usb, USBYTE_CALIBRATE="0")))
+        r = k.ranks(n, argv, env, 90, os.path.join(d, "with.log"), report=d)
         oks = len(re.findall(r"^\[rank \d+\] runtime_sched ok", r.out, re.M))
         ok, text, rep = comm_summary(reports(d), n)
         if r.rc != 0 or oks != n:

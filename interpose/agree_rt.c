@@ -15,6 +15,7 @@
 
 #include "agree_rt.h"
 #include "capture.h"
+#include "calibrate.h"
 #include "collwait.h"
 #include "cuda_list.h"
 #include "decide.h"
@@ -100,7 +101,8 @@ static uint64_t reserve_executor(ub_comm *c)
     c->exec_failure[0] = '\0';
     if (ub_cfg.mode != UB_MODE_SCHEDULE || c->local_failure[0] || c->n_ar <= 0)
         return wanted;
-    if (ub_exec_reserve(c, c->n_ar, wanted, c->exec_failure, sizeof c->exec_failure) != 0) {
+    if (ub_exec_reserve(c, c->n_ar, wanted, c->exec_failure, sizeof c->exec_failure) != 0 ||
+        ub_calib_reserve(c, c->exec_failure, sizeof c->exec_failure) != 0) {
         ub_warn("communicator %d: %s: every rank will stay in pass-through", c->index, c->exec_failure);
         return 0;
     }
@@ -262,7 +264,8 @@ void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         .seq_hash = ub_seqhash_value(&c->seq),
         .settings = {.policy = ub_cfg.policy, .mode = ub_cfg.mode, .completion = ub_cfg.completion,
                      .staging_mb = ub_cfg.staging_mb, .align = ub_cfg.align, .min_gain_pct = ub_cfg.min_gain_pct,
-                     .verify = ub_cfg.verify, .verify_every = ub_cfg.verify_every},
+                     .verify = ub_cfg.verify, .verify_every = ub_cfg.verify_every,
+                     .calibrate = ub_cfg.calibrate},
         .summary = have_summary ? &sum : NULL,
         .flags = local_flags(c, have_summary ? &sum : NULL, staging),
     };
@@ -422,7 +425,7 @@ static void refuse(ub_comm *c, const char *failure) UB_REQUIRES(ub_state_mutex)
 
 /* The agreed numbers: the decision, where the iteration really begins, and PLANNED; false when
  * another thread ended the communicator while it planned (an abort). */
-static bool adopt(ub_comm *c, const ub_agreed *agreed) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+static bool adopt(ub_comm *c, ub_agreed *agreed) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     if (ub_log_enabled(UB_LOG_DEBUG))
@@ -434,8 +437,9 @@ static bool adopt(ub_comm *c, const ub_agreed *agreed) UB_REQUIRES_UNLOCKS(ub_st
     c->staging_agreed = agreed->flags.neg_staging < 0 ? (uint64_t)(-agreed->flags.neg_staging) : 0;
     /* Per-call completion only where every call had its own end event on every rank. */
     bool stream_sem = ub_cfg.completion == UB_COMPLETION_STREAM || agreed->flags.missing_own_end > 0;
-    c->sched.stream_semantics = stream_sem;
-    if (!ub_comm_decide(c, agreed, stream_sem))
+    ub_sched_set_stream_semantics(c, stream_sem);
+    ub_call_kinds calls = {c->rec.bytes, c->rec.dtype, c->rec.op};
+    if (!ub_comm_decide(c, agreed, &calls, stream_sem, NULL, 0))
         return false;
     /* Locked mid-backward (after a re-detection the lock falls anywhere): most of the ranks'
      * profiled iterations say where the iteration really begins; it is profiled again from there. */
@@ -447,11 +451,7 @@ static bool adopt(ub_comm *c, const ub_agreed *agreed) UB_REQUIRES_UNLOCKS(ub_st
             break;
         }
     /* What schedule mode needs of the warm-up outlives it. */
-    free(c->sched.pos_sig);
-    free(c->sched.pos_call);
-    c->sched.pos_sig = c->pos_sig;
-    c->sched.pos_call = c->pos_call;
-    c->sched.period = c->period;
+    ub_sched_take_period(c, c->pos_sig, c->pos_call, c->period);
     c->pos_sig = NULL;
     c->pos_call = NULL;
     ub_comm_stop_profiling(c);
@@ -459,7 +459,9 @@ static bool adopt(ub_comm *c, const ub_agreed *agreed) UB_REQUIRES_UNLOCKS(ub_st
     c->refuted = agreed->flags.period_refuted > 0;
     c->addr_period = agreed->flags.addr_period == -agreed->flags.neg_addr_period ? (uint32_t)agreed->flags.addr_period
                                                                                  : 0;
-    if (ub_cfg.mode == UB_MODE_SCHEDULE && !c->refuted && c->phase_pos == 0)
+    /* Where the plan issues sizes the calls do not show, calibration runs first and decides (it
+     * holds the agreed numbers for its re-plan). */
+    if (ub_cfg.mode == UB_MODE_SCHEDULE && !c->refuted && c->phase_pos == 0 && !ub_calib_hold(c, agreed, stream_sem))
         ub_comm_decide_schedule(c);
     return true;
 }

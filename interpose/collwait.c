@@ -23,6 +23,16 @@ bool ub_coll_buffers(int device, size_t bytes, double **host, void **dev, cudaEv
     return *host && *dev && *done;
 }
 
+void ub_coll_buffers_free(double *host, void *dev, cudaEvent_t done)
+{
+    if (done)
+        UB_CUDA(ub_cuda.cudaEventDestroy(done));
+    if (dev)
+        UB_UNSAFE(ub_cuda.cudaFree(dev));
+    if (host)
+        UB_UNSAFE(ub_cuda.cudaFreeHost(host));
+}
+
 cudaError_t ub_comm_wait_done(ub_comm *c, cudaEvent_t done, bool limited, const char *what, const char *why)
 {
     struct timespec t0, now;

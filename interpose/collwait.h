@@ -16,6 +16,9 @@
  * `device`; each made only where *host, *dev or *done is still NULL (NULL again on failure).
  * True when all three exist. */
 bool ub_coll_buffers(int device, size_t bytes, double **host, void **dev, cudaEvent_t *done);
+/* Frees what ub_coll_buffers made (each may be NULL).  Without the global lock: cudaFree may
+ * synchronise the device; nothing may still use them. */
+void ub_coll_buffers_free(double *host, void *dev, cudaEvent_t done);
 cudaError_t ub_comm_wait_done(ub_comm *c, cudaEvent_t done, bool limited, const char *what, const char *why);
 
 #endif

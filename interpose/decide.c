@@ -138,11 +138,14 @@ static void set_limits(const ub_comm *c, ub_profile *p)
  * (the report says what USBYTE_COMPLETION=call would gain), computed without the global lock:
  * `best` may search for a while, and other threads' hooks (a watchdog's) must not wait for it.
  * The communicator stays in AGREE meanwhile; false when another thread ended it (an abort). */
-static bool plan_unlocked(ub_comm *c, const ub_agreed *a, bool stream_sem) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+static bool plan_unlocked(ub_comm *c, const ub_agreed *a, const ub_call_kinds *calls, bool stream_sem,
+                          const ub_fit_sample *extra, int n_extra) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
+    ub_comm_state during = c->state; /* AGREE, or PLANNED for a re-plan after calibration */
     ub_profile other;
-    bool have_other = ub_derive_profile(a, c->rec.bytes, c->rec.dtype, c->rec.op, !stream_sem, &other, NULL) == 0;
+    bool have_other = ub_derive_profile_with(a, calls->bytes, calls->dtype, calls->op, !stream_sem, extra, n_extra,
+                                             &other, NULL) == 0;
     if (have_other)
         set_limits(c, &other);
     int chosen = ub_cfg.policy;
@@ -157,7 +160,7 @@ static bool plan_unlocked(ub_comm *c, const ub_agreed *a, bool stream_sem) UB_RE
     ub_plan_free(&plan_other);
     if (have_other)
         ub_profile_free(&other);
-    if (c->state != UB_COMM_AGREE) {
+    if (c->state != during) {
         ub_plan_free(&plan);
         return false;
     }
@@ -168,19 +171,17 @@ static bool plan_unlocked(ub_comm *c, const ub_agreed *a, bool stream_sem) UB_RE
         r->policy_iteration[id] = iters[id];
     r->have_plans = true; /* a failed chosen policy leaves an empty plan: the validation refuses it */
     (void)rc;
-    ub_sched_rt *s = &c->sched;
-    s->predicted_iteration = iters[chosen];
-    s->predicted_wfbp = iters[UB_POLICY_WFBP];
-    s->predicted_other_completion = t_other;
-    s->completion_note[0] = '\0';
+    double predicted = iters[chosen];
+    char note[sizeof c->sched.completion_note] = "";
     if (ub_cfg.completion == UB_COMPLETION_CALL && stream_sem)
-        snprintf(s->completion_note, sizeof s->completion_note,
+        snprintf(note, sizeof note,
                  "USBYTE_COMPLETION=call refused: some allreduce had no event recorded right after it, so a consumer "
                  "may rely on stream order; stream completion is used");
-    else if (stream_sem && t_other < 0.99 * s->predicted_iteration)
-        snprintf(s->completion_note, sizeof s->completion_note,
+    else if (stream_sem && t_other < 0.99 * predicted)
+        snprintf(note, sizeof note,
                  "USBYTE_COMPLETION=call would predict %.3f ms (%.2fx over this plan): correct only if the framework "
-                 "waits on each call's own event before touching its data", 1e3 * t_other, s->predicted_iteration / t_other);
+                 "waits on each call's own event before touching its data", 1e3 * t_other, predicted / t_other);
+    ub_sched_set_predictions(c, predicted, iters[UB_POLICY_WFBP], t_other, note);
     return true;
 }
 
@@ -264,18 +265,20 @@ void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         ub_comm_cannot_take_part(c, why);
 }
 
-bool ub_comm_decide(ub_comm *c, const ub_agreed *a, bool stream_sem) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+bool ub_comm_decide(ub_comm *c, const ub_agreed *a, const ub_call_kinds *calls, bool stream_sem,
+                    const ub_fit_sample *extra, int n_extra)
 {
     ub_comm_report *r = &c->report;
     if (r->have_profile)
         ub_profile_free(&r->profile);
     r->have_profile = false;
-    if (ub_derive_profile(a, c->rec.bytes, c->rec.dtype, c->rec.op, stream_sem, &r->profile, &r->fit) == 0) {
+    if (ub_derive_profile_with(a, calls->bytes, calls->dtype, calls->op, stream_sem, extra, n_extra, &r->profile,
+                               &r->fit) == 0) {
         r->have_profile = true;
         set_limits(c, &r->profile);
         char src[200];
-        snprintf(src, sizeof src, "usbyte observe: %d warm-up iterations on %d ranks, agreed (max ready/need, mean comm)",
-                 ub_cfg.warmup, a->ranks);
+        snprintf(src, sizeof src, "usbyte observe: %d warm-up iterations on %d ranks, agreed (max ready/need, mean comm)%s",
+                 ub_cfg.warmup, a->ranks, n_extra > 0 ? ", the net fitted with calibration's probes" : "");
         r->profile.source = strdup(src);
         char name[64];
         snprintf(name, sizeof name, "communicator %d", c->index);
@@ -285,5 +288,5 @@ bool ub_comm_decide(ub_comm *c, const ub_agreed *a, bool stream_sem) UB_REQUIRES
     fill_pattern(c, a);
     verdict(c, a);
     /* false: ended by another thread (an abort) while planning */
-    return !r->have_profile || plan_unlocked(c, a, stream_sem);
+    return !r->have_profile || plan_unlocked(c, a, calls, stream_sem, extra, n_extra);
 }

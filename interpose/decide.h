@@ -5,9 +5,16 @@
 #include "lock_contract.h"
 #include "state.h"
 
-/* The agreed profile, the verdict and every policy's plan (planned without the lock); false when
- * another thread ended the communicator meanwhile (an abort). */
-bool ub_comm_decide(ub_comm *c, const ub_agreed *a, bool stream_sem) UB_REQUIRES_UNLOCKS(ub_state_mutex);
+/* Per call of the iteration: its bytes, dtype and op (the warm-up's record, or a copy of it). */
+typedef struct ub_call_kinds {
+    const uint64_t *bytes;
+    const int *dtype, *op;
+} ub_call_kinds;
+/* The agreed profile (its net fitted on the calls and the n_extra agreed samples: calibration's
+ * probes), the verdict and every policy's plan (planned without the lock); false when another
+ * thread ended the communicator meanwhile (an abort). */
+bool ub_comm_decide(ub_comm *c, const ub_agreed *a, const ub_call_kinds *calls, bool stream_sem,
+                    const ub_fit_sample *extra, int n_extra) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Schedule mode: the executor for a schedulable plan that gains enough, or pass-through, saying why. */
 void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* One line: what the communicator measured and decided. */

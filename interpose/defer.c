@@ -23,7 +23,29 @@
  * one after it warm the caches and the completion streams. */
 #define TIMED_ITERATION 3
 
-int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len)
+void ub_sched_set_stream_semantics(ub_comm *c, bool stream_semantics) { c->sched.stream_semantics = stream_semantics; }
+
+void ub_sched_take_period(ub_comm *c, uint64_t *pos_sig, int *pos_call, uint32_t period)
+{
+    ub_sched_rt *s = &c->sched;
+    free(s->pos_sig);
+    free(s->pos_call);
+    s->pos_sig = pos_sig;
+    s->pos_call = pos_call;
+    s->period = period;
+}
+
+void ub_sched_set_predictions(ub_comm *c, double iteration, double wfbp, double other_completion,
+                              const char *completion_note)
+{
+    ub_sched_rt *s = &c->sched;
+    s->predicted_iteration = iteration;
+    s->predicted_wfbp = wfbp;
+    s->predicted_other_completion = other_completion;
+    snprintf(s->completion_note, sizeof s->completion_note, "%s", completion_note);
+}
+
+int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     /* A new plan after re-profiling reuses the executor reserved before its agreement (its old
@@ -47,7 +69,7 @@ int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, cha
     return 0;
 }
 
-void ub_sched_begin(ub_comm *c) UB_REQUIRES(ub_state_mutex)
+void ub_sched_begin(ub_comm *c, uint64_t call) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     s->active = true;
@@ -56,7 +78,7 @@ void ub_sched_begin(ub_comm *c) UB_REQUIRES(ub_state_mutex)
     s->next_block = 0;
     s->consecutive_deviations = 0;
     s->bypass = false;
-    s->next_call = c->agree_at + c->period;
+    s->next_call = call;
     s->run++;
     ub_verify_begin(c);
     ub_comm_set_state(c, UB_COMM_SCHEDULE, NULL);

@@ -22,31 +22,7 @@
 
 #include "usbyte/cuda_exports.h"
 
-#define UB_CU_LIST(X)                                                                             \
-    X(cuStreamBeginCapture, CUBEGIN, (CUstream hStream), (hStream), hStream)                      \
-    X(cuStreamBeginCapture_ptsz, CUBEGIN, (CUstream hStream), (hStream),                          \
-      hStream ? hStream : CU_STREAM_PER_THREAD)                                                   \
-    X(cuStreamBeginCapture_v2, CUBEGIN, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode), hStream)\
-    X(cuStreamBeginCapture_v2_ptsz, CUBEGIN, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode),\
-      hStream ? hStream : CU_STREAM_PER_THREAD)                                                   \
-    X(cuStreamBeginCaptureToGraph, CUBEGIN,                                                       \
-      (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,                         \
-       const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode),  \
-      (hStream, hGraph, dependencies, dependencyData, numDependencies, mode), hStream)            \
-    X(cuStreamBeginCaptureToGraph_ptsz, CUBEGIN,                                                  \
-      (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,                         \
-       const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode),  \
-      (hStream, hGraph, dependencies, dependencyData, numDependencies, mode),                     \
-      hStream ? hStream : CU_STREAM_PER_THREAD)                                                   \
-    X(cuStreamEndCapture, CUEND, (CUstream hStream, CUgraph *phGraph), (hStream, phGraph), hStream)\
-    X(cuStreamEndCapture_ptsz, CUEND, (CUstream hStream, CUgraph *phGraph), (hStream, phGraph),   \
-      hStream ? hStream : CU_STREAM_PER_THREAD)                                                   \
-    X(cuGetProcAddress, CULOOKUP, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),\
-      (symbol, pfn, cudaVersion, flags), pfn)                                                     \
-    X(cuGetProcAddress_v2, CULOOKUP,                                                              \
-      (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,                         \
-       CUdriverProcAddressQueryResult *symbolStatus),                                             \
-      (symbol, pfn, cudaVersion, flags, symbolStatus), pfn)
+#include "driver_xlist.h"
 
 typedef struct ub_cu_real {
 #define X(name, cls, params, args, hook) __typeof__(name) *name;

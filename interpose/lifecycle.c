@@ -12,6 +12,7 @@
 
 #include "agree_config.h"
 #include "agree_rt.h"
+#include "calibrate.h"
 #include "capture.h"
 #include "coll_desc.h"
 #include "cuda_list.h"
@@ -158,6 +159,7 @@ void ub_comm_ending(ncclComm_t handle, int id)
             if (c->state == UB_COMM_PROFILE || c->state == UB_COMM_DETECT)
                 ub_comm_set_state(c, UB_COMM_DISABLED, "destroyed before the warm-up ended");
             ub_sched_end(c, abort);
+            ub_calib_end(c, abort);
             ub_cfg_agree_release(c, abort);
             if (!c->issuing_agreement) /* else the issuing thread releases them when it sees `ending` */
                 ub_comm_stop_profiling(c);
@@ -486,6 +488,22 @@ static void restart_refuted(ub_comm *c) UB_REQUIRES(ub_state_mutex)
     }
 }
 
+/* A call of calibration's (calibrate.c: the probes at agree_at + period, their agreed times one
+ * iteration later, the re-plan one more iteration later): where the plan is decided, a plan that
+ * schedules starts at this call on every rank. */
+static bool at_calibration(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res,
+                           ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    bool decided = ub_calib_step(c, res->index);
+    if (aborted_while_waiting(c, res->index, "for calibration", t))
+        return true;
+    if (decided && c->state == UB_COMM_PLANNED && c->sched.ready) {
+        ub_sched_begin(c, res->index);
+        return sched_call(c, d, sig, t);
+    }
+    return false;
+}
+
 /* Call agree_at + period: what the agreement decided takes effect here on every rank, in every
  * mode, whether this rank read the result early (a poll: timing) or reads it now. */
 static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
@@ -511,8 +529,10 @@ static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_
          * that same call, with the same period. */
         ub_warmup_rephase(c, res->index + c->phase_pos);
         ub_stream_get(d->stream, c); /* as at a lock: its next upstream waits count */
+    } else if (ub_calib_due(c, res->index)) {
+        return at_calibration(c, d, sig, res, t);
     } else if (c->sched.ready) {
-        ub_sched_begin(c);
+        ub_sched_begin(c, res->index);
         return sched_call(c, d, sig, t);
     }
     return false;
@@ -524,6 +544,8 @@ static bool on_agreed(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_
 {
     if (res->index == c->agree_at + c->period)
         return at_switch(c, d, sig, res, t);
+    if (c->state == UB_COMM_PLANNED && ub_calib_due(c, res->index))
+        return at_calibration(c, d, sig, res, t);
     if (c->state == UB_COMM_AGREE && ub_thread_group_depth() == 0) {
         /* Reading the result early changes nothing that is issued: the plan takes effect at call
          * agree_at + period, read or not. */

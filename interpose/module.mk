@@ -9,18 +9,13 @@ RUNTIME_PROFILER_SRCS := $(filter-out profiler/profile_io%.c profiler/plan_io%.c
 INTERPOSE_SRCS := $(wildcard interpose/*.c)
 USBYTE_SO := $(BUILD)/libusbyte.so
 
-# The version script, generated from the lists of wrapped CUDA runtime and driver functions
-# (cuda_list.h, driver_list.h): every entry whose class is not CALLONLY.
+# The version script, preprocessed from its template and the X-lists of wrapped CUDA runtime and
+# driver functions (cuda_xlist.h, driver_xlist.h): every entry whose class is not CALLONLY.
+# -undef: no predefined macro (linux, unix) can touch the names.
 USBYTE_MAP := $(BUILD)/libusbyte.map
-$(USBYTE_MAP): interpose/libusbyte.map.in interpose/cuda_list.h interpose/driver_list.h
+$(USBYTE_MAP): interpose/libusbyte.map.in interpose/cuda_xlist.h interpose/driver_xlist.h
 	@mkdir -p $(@D)
-	sed -n 's/^ *X(\(cuda[A-Za-z_]*\), *\([A-Z]*\),.*/\2 \1/p' interpose/cuda_list.h | \
-		awk '$$1 != "CALLONLY" {printf "        %s;\n", $$2}' > $@.names
-	sed -n 's/^ *X(\(cu[A-Z][A-Za-z0-9_]*\), *\([A-Z]*\),.*/\2 \1/p' interpose/driver_list.h | \
-		awk '$$1 != "CALLONLY" {printf "        %s;\n", $$2}' > $@.drivernames
-	sed -e '/@CUDA_WRAPPERS@/{r $@.names' -e 'd}' -e '/@DRIVER_WRAPPERS@/{r $@.drivernames' -e 'd}' \
-		interpose/libusbyte.map.in > $@
-	rm -f $@.names $@.drivernames
+	$(CC) -E -P -undef -x c -o $@ $<
 
 $(USBYTE_SO): $(call objs,$(INTERPOSE_SRCS) $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB) $(USBYTE_MAP)
 	@mkdir -p $(@D)
@@ -59,7 +54,7 @@ INTEGRATION_TESTS += tests/integration/runtime_files.sh
 OBSERVE_TESTS := $(sort $(wildcard tests/integration/observe_*.sh tests/integration/schedule_*.sh))
 INTEGRATION_TESTS += $(OBSERVE_TESTS)
 INTEGRATION_TESTS += tests/integration/runtime_modes.sh tests/integration/runtime_ready.sh tests/integration/runtime_sched.sh tests/integration/runtime_pending.sh tests/integration/runtime_comms.sh tests/integration/runtime_abort.sh tests/integration/runtime_one_queue.sh tests/integration/runtime_devices.sh \
-	tests/integration/runtime_config_ranks.sh tests/integration/runtime_verify.sh
+	tests/integration/runtime_config_ranks.sh tests/integration/runtime_verify.sh tests/integration/runtime_calibrate.sh
 
 # make bench-overhead: host ns per intercepted call (tests/bench/overhead.sh).
 $(BUILD)/tests/bench/overhead: $(call objs,tests/bench/overhead.c) | $(BUILD)/emu/libnccl.so $(BUILD)/emu/libcudart.so

@@ -243,6 +243,9 @@ static bool reports_doc(json_t **doc) UB_REQUIRES(ub_state_mutex)
             add_schedule_recording(all[i], sj);
             json_object_set_new(json_array_get(jcomms, (size_t)i), "schedule", sj);
         }
+        if (all[i]->calib.report.present)
+            json_object_set_new(json_array_get(jcomms, (size_t)i), "calibration",
+                                ub_calib_report_json(&all[i]->calib.report));
         if (all[i]->verify.report.present)
             json_object_set_new(json_array_get(jcomms, (size_t)i), "verification",
                                 ub_verify_report_json(&all[i]->verify.report));

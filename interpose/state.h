@@ -42,6 +42,7 @@
 #include <uthash.h>
 
 #include "sched_rt.h"
+#include "calibrate_rt.h"
 #include "timing.h"
 #include "verify_rt.h"
 #include "usbyte/iteration.h"
@@ -209,6 +210,7 @@ struct ub_comm {
     ub_cfg_agreement cfg_agree; /* the configuration agreement at the first lock (agree_config.c) */
     ub_sched_rt sched;        /* schedule mode (defer.c, exec.c, redirect.c) */
     ub_verify_rt verify;      /* schedule mode's verification against pass-through (verify.c) */
+    ub_calib_rt calib;        /* schedule mode's calibration before the switch (calibrate.c) */
     atomic_bool ending;       /* ncclCommDestroy/Abort/Finalize reached it (read by waits without the lock) */
     atomic_bool aborted;      /* ncclCommAbort/Revoke reached it: nothing may be issued on it any more */
     atomic_int peer_error;    /* ncclResult_t: NCCL's asynchronous error seen by a wait of the runtime */

@@ -282,11 +282,6 @@ void ub_verify_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex)
      * synchronise the device: not under the lock. */
     ub_state_unlock();
     ub_timing_stop(&v->tm);
-    if (done)
-        UB_CUDA(ub_cuda.cudaEventDestroy(done));
-    if (dev)
-        UB_UNSAFE(ub_cuda.cudaFree(dev));
-    if (host)
-        UB_UNSAFE(ub_cuda.cudaFreeHost(host));
+    ub_coll_buffers_free(host, dev, done);
     ub_state_lock();
 }

@@ -219,7 +219,7 @@ void ub_warmup_rephase(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex)
     c->report.have_plans = false;
     ub_warmup_start(c, first);
     if (c->state == UB_COMM_PROFILE)
-        snprintf(c->reason, sizeof c->reason, "%.240s", why);
+        ub_comm_set_state(c, UB_COMM_PROFILE, why);
 }
 
 void ub_warmup_restart(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)

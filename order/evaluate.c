@@ -10,11 +10,6 @@
 #include "usbyte/alloc.h"
 #include "usbyte/model.h"
 
-double ub_block_cost(const ub_profile *prof, double bytes, int staged)
-{
-    return ub_link_cost(prof, bytes) + (staged ? prof->copy_beta * bytes : 0.0);
-}
-
 /* Runs rules 1-5.  block_start/block_end may be NULL. */
 static double timeline(const ub_profile *prof, const ub_plan *plan, double *block_start,
                        double *block_end, double *call_completion)
@@ -274,11 +269,6 @@ uint64_t ub_piece_at_least(const ub_profile *prof, int k, uint64_t want)
     if (r && want > bytes - (q - r))
         return bytes;
     return r ? want + (q - r) : want;
-}
-
-bool ub_staging_fits(const ub_profile *prof, double bytes)
-{
-    return prof->staging_max == 0 || bytes <= (double)prof->staging_max;
 }
 
 /* Validity (docs/model.md): every byte of every call exactly once, homogeneous blocks, no block

@@ -12,7 +12,7 @@
 #include "usbyte/policy.h"
 #include "usbyte/record.h"
 
-#define AGREE_FORMAT 5.0
+#define AGREE_FORMAT 6.0
 #define NO_SAMPLE 1e300
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -32,7 +32,7 @@ void ub_agree_header_encode(int n_calls, uint32_t period, uint64_t seq_hash, con
         (double)((seq_hash >> 16) & 0xffff), (double)(seq_hash & 0xffff),
         AGREE_FORMAT, (double)set->policy, (double)set->mode, (double)set->completion,
         (double)set->staging_mb, (double)set->align, (double)set->min_gain_pct,
-        (double)set->verify, (double)set->verify_every,
+        (double)set->verify, (double)set->verify_every, (double)set->calibrate,
     };
     for (int i = 0; i < UB_AGREE_HEADER_FIELDS; i++) {
         out[i] = v[i];
@@ -135,7 +135,7 @@ static const struct {
 } header_settings[] = {
     {7, UB_CFG_policy}, {8, UB_CFG_mode}, {9, UB_CFG_completion},
     {10, UB_CFG_staging_mb}, {11, UB_CFG_align}, {12, UB_CFG_min_gain_pct},
-    {13, UB_CFG_verify}, {14, UB_CFG_verify_every},
+    {13, UB_CFG_verify}, {14, UB_CFG_verify_every}, {15, UB_CFG_calibrate},
 };
 
 static void setting_text(ub_config_id id, double v, char *buf, size_t len)
@@ -152,6 +152,7 @@ static void setting_text(ub_config_id id, double v, char *buf, size_t len)
     case UB_CFG_min_gain_pct: cfg.min_gain_pct = i; break;
     case UB_CFG_verify: cfg.verify = i != 0; break;
     case UB_CFG_verify_every: cfg.verify_every = i; break;
+    case UB_CFG_calibrate: cfg.calibrate = i != 0; break;
     default: snprintf(buf, len, "%g", v); return;
     }
     ub_config_value_text(&cfg, id, buf, len);
@@ -217,7 +218,7 @@ const char *ub_agree_outcome_reason(ub_agree_outcome o)
     case UB_AGREE_OK: return "agreed";
     case UB_AGREE_MISMATCH: return "signature mismatch: the ranks saw different call sequences (or run with another "
                                    "USBYTE_MODE, USBYTE_POLICY, USBYTE_COMPLETION, USBYTE_STAGING_MB, USBYTE_ALIGN, "
-                                   "USBYTE_MIN_GAIN_PCT, USBYTE_VERIFY or USBYTE_VERIFY_EVERY)";
+                                   "USBYTE_MIN_GAIN_PCT, USBYTE_VERIFY, USBYTE_VERIFY_EVERY or USBYTE_CALIBRATE)";
     case UB_AGREE_NO_CALLS: return "no allreduce to plan in the iteration";
     case UB_AGREE_TOO_MANY: return "more than " STR(UB_AGREE_CAP) " allreduces per iteration (the agreement's capacity, UB_AGREE_CAP)";
     case UB_AGREE_RANK_FAILED: return "a rank could not measure its warm-up (its log says why)";

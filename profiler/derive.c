@@ -54,6 +54,13 @@ void ub_need_transitive(int n, const double *own_need, int *from)
 int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
                       bool stream_semantics, ub_profile *out, ub_fit_result *fit)
 {
+    return ub_derive_profile_with(a, bytes, dtype, op, stream_semantics, NULL, 0, out, fit);
+}
+
+int ub_derive_profile_with(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
+                           bool stream_semantics, const ub_fit_sample *extra, int n_extra, ub_profile *out,
+                           ub_fit_result *fit)
+{
     memset(out, 0, sizeof *out);
     int n = a->n_calls;
     if (n < 1)
@@ -62,7 +69,7 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
     waited *order = calloc((size_t)n, sizeof *order);
     double *start = calloc((size_t)n + 1, sizeof *start);
     double *pass = calloc((size_t)n + 1, sizeof *pass);
-    ub_fit_sample *samples = calloc((size_t)n, sizeof *samples);
+    ub_fit_sample *samples = calloc((size_t)n + (size_t)(n_extra > 0 ? n_extra : 0), sizeof *samples);
     double *own = calloc((size_t)n, sizeof *own);
     int *from = calloc((size_t)n, sizeof *from);
     if (!out->calls || !order || !start || !pass || !samples || !own || !from)
@@ -136,7 +143,9 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
         out->forward[s] = max2(0.0, start[s + 1] - pass[s]);
     out->forward[segs - 1] = max2(0.0, iteration - pass[segs - 1]);
 
-    ub_fit_cost_model(samples, (size_t)n, out, fit);
+    for (int i = 0; i < n_extra; i++)
+        samples[n + i] = extra[i];
+    ub_fit_cost_model(samples, (size_t)n + (size_t)(n_extra > 0 ? n_extra : 0), out, fit);
     out->has_net = true;
     out->copy_beta = a->flags.copy_beta > 0 ? a->flags.copy_beta : 0.0;
     free(own);

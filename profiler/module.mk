@@ -46,3 +46,11 @@ $(PROFILER_RT_TEST_BINS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o \
 
 UNIT_TESTS += $(PROFILER_RT_TEST_BINS)
 endif
+
+# Calibration's pure pieces (calibrate.c), with the fit and the planning library they use.
+$(BUILD)/tests/unit/test_calibrate: $(call objs,tests/unit/profiler/test_calibrate.c profiler/calibrate.c \
+		profiler/fit_model.c profiler/fit.c) $(PLAN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_CMOCKA) -lm
+
+UNIT_TESTS += $(BUILD)/tests/unit/test_calibrate

@@ -108,6 +108,24 @@ json_t *ub_spread_json(const ub_spread *s)
                      number_or_null(s->min), "max", number_or_null(s->max), "stdev", number_or_null(s->stdev));
 }
 
+json_t *ub_calib_report_json(const ub_calib_report *k)
+{
+    json_t *sizes = json_array(), *secs = json_array(), *spread = json_array();
+    for (int i = 0; i < k->n && i < UB_CALIB_MAX_PROBES; i++) {
+        json_array_append_new(sizes, json_integer((json_int_t)k->sizes[i]));
+        json_array_append_new(secs, number_or_null(k->seconds[i]));
+        json_array_append_new(spread, number_or_null(k->spread[i]));
+    }
+    return json_pack("{s:o, s:o, s:o, s:i, s:b, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:b}", "sizes", sizes, "seconds", secs,
+                     "repeat_spread", spread, "repeats", k->repeats, "agreed", k->agreed,
+                     "probe_call", k->probe_call >= 0 ? json_integer((json_int_t)k->probe_call) : json_null(),
+                     "agree_call", k->agree_call >= 0 ? json_integer((json_int_t)k->agree_call) : json_null(),
+                     "apply_call", k->apply_call >= 0 ? json_integer((json_int_t)k->apply_call) : json_null(),
+                     "series_seconds", number_or_null(k->series_seconds), "policy_before", k->policy_before,
+                     "predicted_before", number_or_null(k->predicted_before),
+                     "predicted_after", number_or_null(k->predicted_after), "plan_changed", k->plan_changed);
+}
+
 json_t *ub_verify_report_json(const ub_verify_report *v)
 {
     json_t *cands = json_array();

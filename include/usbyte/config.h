@@ -21,7 +21,7 @@ typedef enum { UB_LOG_ERROR, UB_LOG_WARN, UB_LOG_INFO, UB_LOG_DEBUG } ub_log_lev
  * PERCENT (0..100000),
  * BOOL (0/1/true/false/yes/no/on/off), PATTERN (non-empty path pattern), LOGPATH (a path
  * pattern or empty = unset), PATH (any string; empty = unset).  Variables that change what is issued to NCCL (MODE, POLICY, COMPLETION,
- * STAGING_MB, ALIGN, MIN_GAIN_PCT, VERIFY, VERIFY_EVERY) are part of the agreement; WARMUP decides where it is issued
+ * STAGING_MB, ALIGN, MIN_GAIN_PCT, VERIFY, VERIFY_EVERY, CALIBRATE) are part of the agreement; WARMUP decides where it is issued
  * and must be the same on every rank. */
 #define UB_CONFIG_LIST(X)                                                                      \
     X(mode, "MODE", MODE, "schedule", "off | observe (measure and plan only) | schedule (run the plan)") \
@@ -40,7 +40,8 @@ typedef enum { UB_LOG_ERROR, UB_LOG_WARN, UB_LOG_INFO, UB_LOG_DEBUG } ub_log_lev
     X(max_deviations, "MAX_DEVIATIONS", COUNT, "4", "deviations from the plan before the communicator is profiled again") \
     X(min_gain_pct, "MIN_GAIN_PCT", PERCENT, "2", "schedule only when the plan is predicted this many percent faster than wfbp") \
     X(verify, "VERIFY", BOOL, "1", "after the switch, measure the plan against pass-through and keep only what is faster") \
-    X(verify_every, "VERIFY_EVERY", COUNT, "200", "iterations between checks of what verification kept (0: checked once)")
+    X(verify_every, "VERIFY_EVERY", COUNT, "200", "iterations between checks of what verification kept (0: checked once)") \
+    X(calibrate, "CALIBRATE", BOOL, "1", "before the switch, probe the block sizes the warm-up did not show and fit the model on them too")
 
 typedef enum { UB_SRC_DEFAULT, UB_SRC_ENV, UB_SRC_FALLBACK } ub_config_source;
 
@@ -62,6 +63,7 @@ typedef struct ub_config {
     int min_gain_pct;
     bool verify;
     int verify_every;
+    bool calibrate;
     /* where each value came from, indexed by UB_CFG_<field> */
     ub_config_source source[32];
 } ub_config;

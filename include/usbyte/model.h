@@ -19,7 +19,7 @@ uint64_t ub_cut_quantum(const ub_profile *prof, int k);
 uint64_t ub_cut_floor(const ub_profile *prof, int k, uint64_t offset);
 
 /* May a block of `bytes` total that holds segments of more than one call go through the
- * staging buffer (bytes <= staging_max, or no limit)? */
+ * staging buffer (bytes <= staging_max, or no limit)?  (partition/cost.c) */
 bool ub_staging_fits(const ub_profile *prof, double bytes);
 
 /* 0 when the plan is valid for the profile; otherwise -1 and one line in err naming the
@@ -51,11 +51,11 @@ double ub_lower_bound(const ub_profile *prof);
  * cannot compare plans, and callers should refuse the profile. */
 bool ub_profile_times_finite(const ub_profile *prof);
 
-/* Duration of one block of `bytes` bytes; staged when it holds segments of several calls:
+/* Duration of one block of `bytes` bytes (partition/cost.c); staged when it holds segments of several calls:
  * ub_link_cost + copy_beta * bytes when staged. */
 double ub_block_cost(const ub_profile *prof, double bytes, int staged);
 
-/* The cost function (order/cost.c; docs/model.md "The cost function"): the link's seconds for
+/* The cost function (partition/cost.c; docs/model.md "The cost function"): the link's seconds for
  * one allreduce of `bytes`: the profile's curve when it has one, else alpha + beta * bytes. */
 double ub_link_cost(const ub_profile *prof, double bytes);
 

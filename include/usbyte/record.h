@@ -115,6 +115,7 @@ typedef struct ub_agree_settings {
     int min_gain_pct; /* USBYTE_MIN_GAIN_PCT */
     int verify;       /* USBYTE_VERIFY */
     int verify_every; /* USBYTE_VERIFY_EVERY */
+    int calibrate;    /* USBYTE_CALIBRATE */
 } ub_agree_settings;
 
 /* The agreement (docs/design.md sections 1 and 2).  Its collectives must depend only on the call
@@ -123,7 +124,7 @@ typedef struct ub_agree_settings {
  * Two in-place allreduces of doubles, issued back to back with no host step between them:
  *   max vector: header [n_calls, period, 4 x 16 bits of the sequence hash, format, and the
  *               settings (policy, mode, completion, staging MiB, alignment, least gain,
- *               verification, its period)] and
+ *               verification, its period, calibration)] and
  *               their negations (every rank sent the same header iff max(x) == -max(-x)); then
  *               per call [ready, need, done, -comm_min, barrier, fallback, split] for
  *               UB_AGREE_CAP calls (zeros past n_calls); then the flags, the iteration length and
@@ -133,7 +134,7 @@ typedef struct ub_agree_settings {
  * An iteration with more than UB_AGREE_CAP allreduces still agrees on the header (n_calls is in
  * it) and every rank goes to pass-through with that reason. */
 #define UB_AGREE_CAP 4096
-#define UB_AGREE_HEADER_FIELDS 15
+#define UB_AGREE_HEADER_FIELDS 16
 #define UB_AGREE_HEADER_LEN (2 * UB_AGREE_HEADER_FIELDS)
 #define UB_AGREE_PER_CALL 7
 /* One per flag of the list (a sizeof cannot be used in the constant sizes below the list). */
@@ -201,6 +202,11 @@ void ub_agreed_free(ub_agreed *a);
  * (bytes, comm_min).  bytes/dtype/op: per call.  Returns 0, -1 when out of memory. */
 int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
                       bool stream_semantics, ub_profile *out, ub_fit_result *fit);
+/* The same with n_extra more measured samples (calibration's probes, agreed) in the fit of the
+ * net; the calls' samples first.  The fit is a pure function of the samples. */
+int ub_derive_profile_with(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
+                           bool stream_semantics, const ub_fit_sample *extra, int n_extra, ub_profile *out,
+                           ub_fit_result *fit);
 /* Stream semantics' need: from[k] is the call (k or later) whose own wait comes first, -1 when
  * none of calls k..n-1 was waited on (own_need < 0). */
 void ub_need_transitive(int n, const double *own_need, int *from);

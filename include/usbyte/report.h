@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "usbyte/calibrate.h"
 #include "usbyte/config.h"
 #include "usbyte/fit.h"
 #include "usbyte/plan.h"
@@ -129,6 +130,8 @@ typedef struct ub_run_info {
 json_t *ub_comm_report_json(const ub_comm_report *r);
 /* comms[].verification: the candidates tried, what each measured, what was kept and why. */
 json_t *ub_verify_report_json(const ub_verify_report *v);
+/* comms[].calibration: the probe sizes, the agreed times, the call indices, the plan before. */
+json_t *ub_calib_report_json(const ub_calib_report *k);
 json_t *ub_report_json(int rank, int world_size, const ub_config *cfg, const ub_versions *v,
                        const ub_run_info *run, const ub_comm_report *const *comms, int n);
 /* Writes doc to path with ub_write_file_atomic (a unique temporary in path's directory, fsync,

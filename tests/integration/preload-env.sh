@@ -11,3 +11,6 @@ export USBYTE_PRELOAD
 # alternates the plan with pass-through and may drop it) is off unless a test turns it on
 # (runtime_verify.sh tests it).
 export USBYTE_VERIFY=${USBYTE_VERIFY:-0}
+# Likewise calibration, which moves the switch two iterations later where the plan issues sizes the
+# warm-up did not show: off unless a test turns it on (runtime_calibrate.sh tests it).
+export USBYTE_CALIBRATE=${USBYTE_CALIBRATE:-0}

@@ -36,14 +36,6 @@ train() {
         { tail -30 "$WORK/$name.out"; fail "$name: exit $?"; }
 }
 
-# same_results NAME BASE: every rank's checksum of NAME equals BASE's.
-same_results() {
-    local got want
-    got=$(grep -o 'rank [0-9]*\] checksum [0-9a-f]*' "$WORK/$1.out" | sort)
-    want=$(grep -o 'rank [0-9]*\] checksum [0-9a-f]*' "$WORK/$2.out" | sort)
-    [ -n "$want" ] && [ "$got" = "$want" ] || fail "$1: results differ from the run without usbyte: $got / $want"
-}
-
 # verdict NAME PYTHON: asserts on the reports of NAME (c: rank 0's communicator, v: its
 # verification, s: its schedule), after checking that every rank's verification is the same.
 verdict() {

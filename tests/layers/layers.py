@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """The architecture's guard (docs/design.md, "Layers"): reads the symbols of the objects of
-interpose/, order/, partition/, profiler/ and tools/ and fails on any circle between their files
-and on any dependency of an interpose/ file on a file of a higher tier; reads the includes between
-interpose/ files and fails on any circle among them.
+interpose/, order/, partition/, profiler/ and tools/ and fails on any circle between their files,
+on any dependency of an interpose/ file on a file of a higher tier and on any use of a folder the
+folder order forbids; does the same for the emulator's folders (tests/emu); and reads interpose/'s
+sources for writes of owned state (a communicator's state and reason, the reentrancy guard, the
+communicator's sub-structs) outside their owners; and reads the includes between interpose/
+files and fails on any circle among them.
 
 File A depends on file B when A's object uses a global symbol (function or data) that B's object
 defines.  Usage: layers.py [--obj DIR] [--src DIR] [--graph]
@@ -25,7 +28,7 @@ TIERS = [
     ("life cycle and CUDA hooks",
      ["lifecycle.c", "cuda_hooks.c", "identity.c"]),
     ("warm-up, agreement, decision, deferral, redirection",
-     ["warmup.c", "agree_config.c", "agree_rt.c", "decide.c", "report_rt.c", "defer.c", "verify.c", "redirect.c"]),
+     ["warmup.c", "agree_config.c", "agree_rt.c", "calibrate.c", "decide.c", "report_rt.c", "defer.c", "verify.c", "redirect.c"]),
     ("executor, groups, tables, timing, CUPTI, graph captures",
      ["exec.c", "group.c", "tables.c", "timing.c", "collwait.c", "cupti_watch.c", "capture.c"]),
     ("resolution, process globals, logging, guard, configuration",
@@ -37,28 +40,134 @@ TIERS = [
 KNOWN_CIRCLES = []
 KNOWN_UPWARD = []
 
+# The folders, by what each may use (its own files aside).  The tools never link the runtime; the
+# planner and the profiler never reach up into it, except for its configuration: interpose/config.c
+# reads the USBYTE_* environment into the config X-list's struct, which the profiler's agreement
+# encoding and report name values from.  It stays in interpose/ (it is the runtime's configuration,
+# and its own tier there is the bottom one) because the check below holds it to that: config.c uses
+# no other interpose/ file, so a use of it can never reach further into the runtime.
+FOLDER_USES = {
+    "interpose": {"profiler", "order", "partition"},
+    "tools": {"profiler", "order", "partition"},
+    "profiler": {"order", "partition"},
+    "order": {"partition"},
+    "partition": set(),
+}
+BELOW_RUNTIME = {"profiler", "order", "partition"}
+BELOW_RUNTIME_MAY_USE = "interpose/config.c"
 
-# State with one writer: (pattern, the only file where it may appear, what it does).
-OWNED = [
-    (r"\bc->state\s*=[^=]", "interpose/tables.c", "sets c->state (only ub_comm_set_state does)"),
-    (r"\bub_inside\s*(\+\+|--)", "interpose/guard.h", "raises the reentrancy guard by hand (UB_REAL does)"),
-    (r"(->|\.)verify\.[\w.\[\]]+\s*(=[^=]|\+\+|--)", "interpose/verify.c",
-     "writes the verification's state (only verify.c does)"),
+# The emulator (tests/emu): the CUDA runtime stand-in (cudart/) is the bottom; the driver, CUPTI
+# and NCCL stand-ins and the launcher build on it and on nothing else of the emulator.
+EMU_FOLDERS = ["tests/emu/cudart", "tests/emu/cuda", "tests/emu/cupti", "tests/emu/nccl", "tests/emu/launcher"]
+EMU_USES = {
+    "tests/emu/cudart": set(),
+    "tests/emu/cuda": {"tests/emu/cudart"},
+    "tests/emu/cupti": {"tests/emu/cudart"},
+    "tests/emu/nccl": {"tests/emu/cudart"},
+    "tests/emu/launcher": {"tests/emu/cudart"},
+}
+# The CUDA runtime stand-in's files still form one circle (stream, queue, event, capture, graph,
+# device, memory, values, work call each other through emu.h); printed by every run until broken.
+KNOWN_EMU_CIRCLES = [
+    ("tests/emu/cudart/capture.c", "tests/emu/cudart/device.c", "tests/emu/cudart/event.c",
+     "tests/emu/cudart/graph.c", "tests/emu/cudart/memory.c", "tests/emu/cudart/queue.c",
+     "tests/emu/cudart/queue_check.c", "tests/emu/cudart/stream.c", "tests/emu/cudart/values.c",
+     "tests/emu/cudart/work.c"),
 ]
 
 
+# State with one writer, read from interpose/'s sources (comments and strings removed).  A write is
+# an assignment (=, +=, ...), ++ or --, or the destination of memcpy/memset/snprintf/strcpy/....
+# A communicator is any expression ending in a name this file declares `ub_comm *` (parameter,
+# local or field), or a field that an interpose/ header declares `ub_comm *`: the rule holds
+# whatever the variable is called.
+#
+# The communicator's fields with one writer: (field, owner, what a write elsewhere does).
+COMM_FIELDS = [
+    ("state", "interpose/tables.c", "sets a communicator's state (only ub_comm_set_state does)"),
+    ("reason", "interpose/tables.c", "writes a communicator's reason (only ub_comm_set_state does)"),
+]
+# The communicator's sub-structs, each written only by its owners, through the communicator
+# (c->sched.x = ...) or through a pointer of the sub-struct's type (ub_sched_rt *s; s->x = ...).
+# (field, type, owners, what it is).  The report (ub_comm_report) is not here: the warm-up, the
+# agreements, the decision, the CUPTI watcher and the identity each write their part of it.
+SUB_STRUCTS = [
+    ("cfg_agree", "ub_cfg_agreement", ["interpose/agree_config.c"], "the configuration agreement"),
+    ("sched", "ub_sched_rt", ["interpose/defer.c", "interpose/exec.c", "interpose/redirect.c"], "schedule mode's state"),
+    ("tm", "ub_timing", ["interpose/timing.c"], "the warm-up's timing"),
+    ("verify", "ub_verify_rt", ["interpose/verify.c"], "the verification's state"),
+    ("calib", "ub_calib_rt", ["interpose/calibrate.c"], "the calibration's state"),
+]
+# Writes of a sub-struct outside its owners still to move into them, (file, field): printed by
+# every run, and an error once gone.
+KNOWN_SUB_WRITES = []
+# The reentrancy guard: raised and lowered only by UB_REAL (guard.h).
+GUARD = ("ub_inside", "interpose/guard.h", "changes the reentrancy guard by hand (UB_REAL does)")
+
+WRITE_OP = r"\s*(?:=(?!=)|[-+*/%&|^]=|<<=|>>=|\+\+|--)"
+WRITE_FN = r"\b(?:v?snprintf|v?sprintf|strn?cpy|strn?cat|memcpy|memmove|memset)\s*\(\s*&?\s*"
+PATH_TAIL = r"(?:\s*(?:\.|->)\s*\w+|\s*\[[^\]]*\])*"
+
+
+def strip_c(text):
+    """The text with comments and string and character literals blanked, lines kept."""
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])+\'', '""', text)
+
+
+def declared(text, type_name, writable_only=False):
+    """The names this text declares as pointers to type_name (const ones left out if asked)."""
+    const = r"(?<!const )" if writable_only else ""
+    return set(re.findall(const + r"\b" + type_name + r"\s*\*\s*(?:const\s+)?([A-Za-z_]\w*)\s*[,;)=\[]", text))
+
+
+def writes(line, lhs):
+    """True when the line writes something lhs (a regular expression of an lvalue) matches."""
+    return bool(re.search(r"(?<![\w.>])" + lhs + PATH_TAIL + WRITE_OP, line)
+                or re.search(r"(?:\+\+|--)\s*" + lhs, line)
+                or re.search(WRITE_FN + lhs, line))
+
+
 def owned_writes(src):
-    """Writes of OWNED state outside their owner, as error lines."""
-    errors = []
+    """(errors, known) writes of owned state outside their owners, as lines."""
+    texts = {}
     for n in sorted(os.listdir(os.path.join(src, "interpose"))):
-        f = f"interpose/{n}"
-        if not n.endswith((".c", ".h")):
-            continue
-        for i, line in enumerate(open(os.path.join(src, f), encoding="utf-8"), 1):
-            for pattern, owner, what in OWNED:
-                if f != owner and re.search(pattern, line):
+        if n.endswith((".c", ".h")):
+            texts[f"interpose/{n}"] = strip_c(open(os.path.join(src, "interpose", n), encoding="utf-8").read())
+    comm_fields = set()
+    for f, text in texts.items():
+        if f.endswith(".h"):
+            comm_fields |= declared(text, "ub_comm")
+    errors, known, seen = [], [], {}
+    for f, text in texts.items():
+        comms = declared(text, "ub_comm") | comm_fields
+        comm = r"\b(?:" + "|".join(sorted(comms)) + r")\s*->\s*" if comms else None
+        aliases = {sub: declared(text, ty, writable_only=True) for sub, ty, _, _ in SUB_STRUCTS}
+        for i, line in enumerate(text.split("\n"), 1):
+            if f != GUARD[1] and writes(line, r"\b" + GUARD[0] + r"\b"):
+                errors.append(f"{f}:{i}: {GUARD[2]}")
+            if comm is None:
+                continue
+            for field, owner, what in COMM_FIELDS:
+                if f != owner and writes(line, comm + field + r"\b"):
                     errors.append(f"{f}:{i}: {what}")
-    return errors
+            for sub, ty, owners, what in SUB_STRUCTS:
+                if f in owners:
+                    continue
+                lhs = [comm + sub + r"\b"] + [r"\b" + a + r"\s*->\s*\w+" for a in sorted(aliases[sub])]
+                if any(writes(line, x) for x in lhs):
+                    if (f, sub) in KNOWN_SUB_WRITES:
+                        seen.setdefault((f, sub), []).append(str(i))
+                    else:
+                        errors.append(f"{f}:{i}: writes {what} ({sub}, {ty}), owned by {', '.join(owners)}")
+    for f, sub in KNOWN_SUB_WRITES:
+        if (f, sub) in seen:
+            what, owners = next((w, o) for s, _, o, w in SUB_STRUCTS if s == sub)
+            known.append(f"{f}:{','.join(seen[(f, sub)])}: writes {what} ({sub}), owned by {', '.join(owners)}")
+        else:
+            errors.append(f"known write of {sub} by {f} is gone: remove it from KNOWN_SUB_WRITES")
+    return errors, known
 
 
 def include_graph(src):
@@ -120,9 +229,9 @@ def symbols(objs):
     return syms
 
 
-def read_graph(src, obj):
-    """{file: {file it depends on: [symbols]}} over the checked folders."""
-    files = [f"{d}/{n}" for d in FOLDERS for n in sorted(os.listdir(os.path.join(src, d)))
+def read_graph(src, obj, folders=FOLDERS):
+    """{file: {file it depends on: [symbols]}} over the given folders."""
+    files = [f"{d}/{n}" for d in folders for n in sorted(os.listdir(os.path.join(src, d)))
              if n.endswith(".c")]
     objs = {f: os.path.join(obj, f[:-2] + ".o") for f in files}
     for o in objs.values():
@@ -206,6 +315,40 @@ def check(graph):
     return errors
 
 
+def folder_uses(graph, uses, exception=None, exception_users=()):
+    """Uses of one folder's file by another's that `uses` does not allow, as error lines; the
+    exception file may be used from the folders exception_users, and itself uses no file of its
+    own folder."""
+    errors = []
+    for f, deps in sorted(graph.items()):
+        a = os.path.dirname(f)
+        for g, syms in sorted(deps.items()):
+            b = os.path.dirname(g)
+            if f == exception and b == a:
+                errors.append(f"{f}, which the folders below its own may use, uses {g}: " + ", ".join(syms[:4]))
+            if b == a or b in uses.get(a, set()) or (g == exception and a in exception_users):
+                continue
+            errors.append(f"{f} ({a}/) uses {g} ({b}/), which {a}/ may not use: "
+                          + ", ".join(syms[:4]) + (" ..." if len(syms) > 4 else ""))
+    return errors
+
+
+def check_emu(graph):
+    """(errors, known) of the emulator's files: circles and folder uses."""
+    errors, known = folder_uses(graph, EMU_USES), []
+    found = circles(graph)
+    for comp in found:
+        if comp in KNOWN_EMU_CIRCLES:
+            known.append(f"circle of {len(comp)} files still to break: {' '.join(comp)}")
+            continue
+        detail = "; ".join(f"{f} -> {g} ({graph[f][g][0]})" for f in comp for g in comp if g in graph[f])
+        errors.append(f"circle of {len(comp)} files: {detail}")
+    for comp in KNOWN_EMU_CIRCLES:
+        if comp not in found:
+            errors.append(f"known circle {' '.join(comp)} is gone or changed: update KNOWN_EMU_CIRCLES")
+    return errors, known
+
+
 def summary(graph):
     edges = sum(len(d) for d in graph.values())
     print(f"{len(graph)} files, {edges} edges, {len(circles(graph))} circles")
@@ -227,7 +370,15 @@ def main():
         for f in sorted(graph):
             print(f, "->", " ".join(sorted(graph[f])))
         summary(graph)
-    errors = check(graph) + owned_writes(a.src) + include_errors(a.src)
+    emu = read_graph(a.src, a.obj, EMU_FOLDERS)
+    if a.graph:
+        for f in sorted(emu):
+            print(f, "->", " ".join(sorted(emu[f])))
+    emu_errors, emu_known = check_emu(emu)
+    write_errors, write_known = owned_writes(a.src)
+    for k in emu_known + write_known:
+        print("layers: known exception:", k)
+    errors = check(graph) + folder_uses(graph, FOLDER_USES, BELOW_RUNTIME_MAY_USE, BELOW_RUNTIME) + emu_errors + write_errors + include_errors(a.src)
     for e in errors:
         print("layers:", e, file=sys.stderr)
     sys.exit(1 if errors else 0)

@@ -69,7 +69,7 @@ static void test_every_variable_from_env(void **state)
                          "/tmp/log", "USBYTE_NCCL_LIB", "/opt/nccl/libnccl.so.2", "USBYTE_CUPTI", "no",
                          "USBYTE_DUMP_CONFIG", "1", "USBYTE_COMPLETION", "call", "USBYTE_STAGING_MB", "0",
                          "USBYTE_ALIGN", "4096", "USBYTE_HANG_S", "7", "USBYTE_MAX_DEVIATIONS", "0", "USBYTE_MIN_GAIN_PCT", "-100",
-                         "USBYTE_VERIFY", "off", "USBYTE_VERIFY_EVERY", "50", NULL};
+                         "USBYTE_VERIFY", "off", "USBYTE_VERIFY_EVERY", "50", "USBYTE_CALIBRATE", "0", NULL};
     fake_env f = {env, 0, ""};
     ub_config c;
     assert_int_equal(ub_config_parse(&c, lookup, warn, &f), 0);
@@ -91,6 +91,7 @@ static void test_every_variable_from_env(void **state)
     assert_int_equal(c.min_gain_pct, -100);
     assert_false(c.verify);
     assert_int_equal(c.verify_every, 50);
+    assert_false(c.calibrate);
     for (int i = 0; i < UB_CFG_COUNT; i++)
         assert_int_equal(c.source[i], UB_SRC_ENV);
     char line[1200];

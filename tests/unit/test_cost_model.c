@@ -1,4 +1,4 @@
-/* The cost function (order/cost.c), its fit (profiler/fit.c, fit_model.c), the lower bound under
+/* The cost function (partition/cost.c), its fit (profiler/fit.c, fit_model.c), the lower bound under
  * a curve against the exhaustive optimum (tests/unit/oracle.c), and the curve in profile JSON
  * (profiler/profile_io.c). */
 #include <math.h>

@@ -38,7 +38,7 @@ export USBYTE_LOG=${USBYTE_LOG:-info}
 export USBYTE_MODE=${USBYTE_MODE:-observe}
 # Schedule mode's tests check a plan that runs every iteration; verification has its own test
 # (runtime_verify.sh).
-export USBYTE_VERIFY=${USBYTE_VERIFY:-0}
+export USBYTE_VERIFY=${USBYTE_VERIFY:-0} USBYTE_CALIBRATE=${USBYTE_CALIBRATE:-0}
 
 for f in "$EMU_RUN" "$LIB"; do
     [ -e "$f" ] || { echo "missing $f: build it first (make)"; exit 1; }

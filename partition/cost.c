@@ -1,6 +1,8 @@
 /* The cost function of docs/model.md ("The cost function"): what one allreduce of M bytes costs
  * the link, the line that touches it at a size (for the policies that reason with alpha and
- * beta), the lines below it (for the lower bound), and the checks of a curve. */
+ * beta), the lines below it (for the lower bound), and the checks of a curve; and what one block
+ * costs and whether it fits the staging limit.  Below the policies of partition/ and order/ and
+ * the evaluator, which all price blocks with it. */
 #include <math.h>
 #include <stdio.h>
 
@@ -208,4 +210,16 @@ int ub_net_curve_from_points(const double *bytes, const double *seconds, int n, 
         out->seg[m++] = (ub_net_segment){bytes[n - 1], 0.0, seconds[n - 1] / bytes[n - 1]};
     out->n = m;
     return 0;
+}
+
+/* A block of `bytes`: the link's cost, and the staging copy's when it is staged (docs/model.md). */
+double ub_block_cost(const ub_profile *prof, double bytes, int staged)
+{
+    return ub_link_cost(prof, bytes) + (staged ? prof->copy_beta * bytes : 0.0);
+}
+
+/* Whether a staged block of `bytes` fits the staging limit (0: none). */
+bool ub_staging_fits(const ub_profile *prof, double bytes)
+{
+    return prof->staging_max == 0 || bytes <= (double)prof->staging_max;
 }
