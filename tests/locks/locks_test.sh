@@ -86,8 +86,9 @@ expect_fail "an undeclared release through a callee" \
     "interpose/redirect.c:[0-9]*: ub_planted releases the global lock meanwhile" \
     "$here/releasing.py" --src "$tmp"
 fresh
-sed -i 's/^\(void ub_sched_begin(ub_comm \*c)\) UB_REQUIRES(ub_state_mutex);/\1 UB_REQUIRES_UNLOCKS(ub_state_mutex);/' \
+sed -i 's/^\(void ub_sched_begin(.*)\) UB_REQUIRES(ub_state_mutex);/\1 UB_REQUIRES_UNLOCKS(ub_state_mutex);/' \
     "$tmp/interpose/defer.h"
+grep -q '^void ub_sched_begin(.*UB_REQUIRES_UNLOCKS' "$tmp/interpose/defer.h" || { echo "FAIL: the fault was not planted"; exit 1; }
 expect_fail "a release declared that never happens" \
     "interpose/defer.c:[0-9]*: ub_sched_begin never releases the global lock" \
     "$here/releasing.py" --src "$tmp"
