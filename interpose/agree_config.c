@@ -16,18 +16,19 @@
 #include "cuda_list.h"
 #include "decide.h"
 #include "device.h"
+#include "globals.h"
 #include "group.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
 #include "report_rt.h"
-#include "runtime.h"
 #include "tables.h"
 #include "warmup.h"
 #include "usbyte/config_agree.h"
 
 #define CFG_BYTES ((size_t)UB_CFG_AGREE_LEN * sizeof(double))
 
-static void copy_back_after_launch(const void *data)
+static void copy_back_after_launch(const void *data) UB_REQUIRES(ub_state_mutex)
 {
     ub_comm *c = *(ub_comm *const *)data;
     if (c->cfg_agree.copy_pending)
@@ -51,7 +52,7 @@ static bool make_buffers(ub_comm *c)
     return a->host && a->dev && a->stream && a->done;
 }
 
-void ub_cfg_agree_issue(ub_comm *c)
+void ub_cfg_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_cfg_agreement *a = &c->cfg_agree;
     if (a->issued)
@@ -121,7 +122,7 @@ static void differences(const ub_cfg_agreed *g, char *buf, size_t len)
 }
 
 /* Every rank stays in pass-through from this call, the whole reason in its report. */
-static void refuse(ub_comm *c, const char *why)
+static void refuse(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     r->warmup = ub_cfg.warmup;
@@ -132,10 +133,10 @@ static void refuse(ub_comm *c, const char *why)
     ub_comm_set_state(c, UB_COMM_PASS_THROUGH, strlen(why) < sizeof c->reason ? why
                                                : "the ranks' configurations differ (the verdict says why)");
     ub_warn("communicator %d: %s: every rank stays in pass-through", c->index, why);
-    ub_state_write_reports(true);
+    ub_state_write_reports();
 }
 
-void ub_cfg_agree_read(ub_comm *c)
+void ub_cfg_agree_read(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_cfg_agreement *a = &c->cfg_agree;
     if (!a->issued || a->read)

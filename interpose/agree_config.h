@@ -3,12 +3,13 @@
 #ifndef USBYTE_AGREE_CONFIG_H
 #define USBYTE_AGREE_CONFIG_H
 
+#include "lock_contract.h"
 #include "state.h"
 
 /* At the first lock of the communicator (the same call on every rank, USBYTE_MODE=off too),
  * before forwarding it: issues the one fixed-size collective (never waits for it); later locks
  * issue nothing. */
-void ub_cfg_agree_issue(ub_comm *c);
+void ub_cfg_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Enqueues the copy of the result to the host (at once, or after the launch of the group that
  * holds the collective). */
 void ub_cfg_agree_copy_back(ub_comm *c);
@@ -16,7 +17,7 @@ void ub_cfg_agree_copy_back(ub_comm *c);
  * the lock meanwhile); when a setting differs between the ranks, every rank goes to pass-through
  * and its report names the setting and the ranks.  The caller checks c->ending and c->peer_error
  * afterwards (an abort or a peer gone ends the wait). */
-void ub_cfg_agree_read(ub_comm *c);
+void ub_cfg_agree_read(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* At the communicator's destroy or abort: its buffers, once nothing can still use them. */
 void ub_cfg_agree_release(ub_comm *c, bool abort);
 

@@ -23,11 +23,12 @@
 #include "defer.h"
 #include "device.h"
 #include "exec.h"
+#include "globals.h"
 #include "group.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
 #include "report_rt.h"
-#include "runtime.h"
 #include "state.h"
 #include "tables.h"
 #include "warmup.h"
@@ -138,7 +139,7 @@ static bool missing_own_end(const ub_comm *c)
 
 /* After the launch of the group that held the agreement (nothing left when the switch to the
  * plan launched it early). */
-static void copy_back_after_launch(const void *data)
+static void copy_back_after_launch(const void *data) UB_REQUIRES(ub_state_mutex)
 {
     ub_comm *c = *(ub_comm *const *)data;
     if (c->agree_copy_pending)
@@ -227,7 +228,7 @@ static ncclResult_t issue_vectors(ub_comm *c)
     return r;
 }
 
-void ub_comm_agree_issue(ub_comm *c)
+void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_set_state(c, UB_COMM_AGREE, NULL);
     if (!c->local_failure[0])
@@ -328,7 +329,7 @@ void ub_comm_agree_copy_back(ub_comm *c)
 
 /* Whether the agreement's result can be read now: at once (a poll) or after a wait without the
  * lock; *e: the completion event's status (cudaErrorNotReady: given up, or a peer gone). */
-static bool result_there(ub_comm *c, ub_agree_wait how, cudaError_t *e)
+static bool result_there(ub_comm *c, ub_agree_wait how, cudaError_t *e) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     if (how == UB_AGREE_POLL) {
         *e = UB_CUDA(ub_cuda.cudaEventQuery(c->agree_done));
@@ -409,7 +410,7 @@ static void report_warmup(ub_comm *c)
 }
 
 /* The agreement failed: pass-through, the whole reason in the verdict. */
-static void refuse(ub_comm *c, const char *failure)
+static void refuse(ub_comm *c, const char *failure) UB_REQUIRES(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     r->schedulable = false;
@@ -423,7 +424,7 @@ static void refuse(ub_comm *c, const char *failure)
 
 /* The agreed numbers: the decision, where the iteration really begins, and PLANNED; false when
  * another thread ended the communicator while it planned (an abort). */
-static bool adopt(ub_comm *c, ub_agreed *agreed)
+static bool adopt(ub_comm *c, ub_agreed *agreed) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     if (ub_log_enabled(UB_LOG_DEBUG))
@@ -464,7 +465,7 @@ static bool adopt(ub_comm *c, ub_agreed *agreed)
     return true;
 }
 
-void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
+void ub_comm_agree_read(ub_comm *c, ub_agree_wait how) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     if (c->state != UB_COMM_AGREE || !c->agree_issued || c->agree_copy_pending)
         return;
@@ -504,6 +505,6 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how)
     if (ended)
         return; /* ended by another thread (an abort) while planning */
     ub_comm_decision_line(c);
-    ub_state_write_reports(true);
+    ub_state_write_reports();
 }
 

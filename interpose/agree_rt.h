@@ -3,6 +3,7 @@
 #ifndef USBYTE_AGREE_RT_H
 #define USBYTE_AGREE_RT_H
 
+#include "lock_contract.h"
 #include "state.h"
 
 /* agree_rt.c, all called with the global lock held and returning with it held:
@@ -12,17 +13,19 @@
  *   ncclGroupEnd's launch): enqueues the copy of the result to the host and its completion event;
  * ub_comm_agree_read: at a later call from outside a group (only if the result is there), at call
  *   agree_at + period, or before the communicator is destroyed: decodes, plans, reports. */
-void ub_comm_agree_issue(ub_comm *c);
+void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* The agreement's buffers, made when a warm-up starts (lock held): the memory the agreement needs
- * is taken before the warm-up's end, when the executor's is (a failure there is a flag). */
+ * is taken before the warm-up's end, when the executor's is (a failure there is a flag).  Also
+ * called by the agreement's issue without the lock, while issuing_agreement keeps every other
+ * thread off the communicator's warm-up resources: outside the analysis, hence no contract. */
 bool ub_comm_agree_buffers(ub_comm *c);
-void ub_comm_agree_copy_back(ub_comm *c);
+void ub_comm_agree_copy_back(ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* How a read waits: not at all; at most USBYTE_HANG_S, then the communicator goes to pass-through
  * (destroy: the last chance); until the result is there or another thread ends the communicator
  * (call agree_at + period: without the result this rank cannot know what the others issue; a
  * line every USBYTE_HANG_S says what it waits for, and an abort from the watchdog releases it). */
 typedef enum { UB_AGREE_POLL, UB_AGREE_WAIT_OR_GIVE_UP, UB_AGREE_WAIT } ub_agree_wait;
-void ub_comm_agree_read(ub_comm *c, ub_agree_wait how);
+void ub_comm_agree_read(ub_comm *c, ub_agree_wait how) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* The agreement will never be read (the communicator ends first): it no longer counts as unread. */
 void ub_comm_agree_abandon(ub_comm *c);
 /* Some communicator's agreement is issued and not read yet (read without the lock). */

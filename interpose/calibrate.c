@@ -11,12 +11,13 @@
 #include "cuda_list.h"
 #include "decide.h"
 #include "device.h"
+#include "globals.h"
 #include "group.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
-#include "runtime.h"
-#include "state.h"
 #include "report_rt.h"
+#include "state.h"
 #include "tables.h"
 #include "usbyte/policy.h"
 
@@ -125,7 +126,7 @@ static size_t probe_count(uint64_t bytes) { return (size_t)(bytes / sizeof(float
  * in place in the staging buffer (nothing of the application's is touched).  Inside the
  * application's group the group is ended and reopened around them, so that they are launched
  * here and the marks fall between them. */
-static void issue_probes(ub_comm *c, ub_calib_rt *k)
+static void issue_probes(ub_comm *c, ub_calib_rt *k) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     cudaStream_t p = c->sched.priv;
     void *stage = c->sched.staging;
@@ -160,7 +161,7 @@ static void issue_probes(ub_comm *c, ub_calib_rt *k)
 /* The probes' times (waited for by polling without the lock: issued an iteration ago), into this
  * rank's vector in host, then the vector's in-place allreduce(max), its copy back and completion
  * event on the private stream. */
-static void issue_vector(ub_comm *c, ub_calib_rt *k)
+static void issue_vector(ub_comm *c, ub_calib_rt *k) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     int n = k->n;
     cudaEvent_t marks[UB_CALIB_MARKS];
@@ -212,7 +213,7 @@ static void issue_vector(ub_comm *c, ub_calib_rt *k)
 
 /* The agreed times (polled for without the lock), the re-plan on the calls' samples and the
  * probes', and the schedule decision. */
-static void replan(ub_comm *c, ub_calib_rt *k)
+static void replan(ub_comm *c, ub_calib_rt *k) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     cudaEvent_t done = k->done;
     ub_state_unlock();
@@ -253,10 +254,10 @@ static void replan(ub_comm *c, ub_calib_rt *k)
     rep->predicted_after = c->report.policy_iteration[c->report.chosen];
     ub_plan_free(&before);
     ub_comm_decide_schedule(c);
-    ub_state_write_reports(true);
+    ub_state_write_reports();
 }
 
-bool ub_calib_step(ub_comm *c, uint64_t call)
+bool ub_calib_step(ub_comm *c, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_calib_rt *k = &c->calib;
     ub_debug("communicator %d: calibration step %d at call %llu", c->index, (int)k->stage, (unsigned long long)call);
@@ -283,7 +284,7 @@ bool ub_calib_step(ub_comm *c, uint64_t call)
     }
 }
 
-void ub_calib_end(ub_comm *c, bool abort)
+void ub_calib_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_calib_rt *k = &c->calib;
     k->stage = UB_CALIB_IDLE;

@@ -2,26 +2,25 @@
  * were recorded in one (a stream that waits on such an event joins that capture).  A capture is
  * named by its origin stream.  Small tables under their own lock: captures are rare and short,
  * and the wrappers look here only while one is live. */
-#include <pthread.h>
-
 #include "capture.h"
-#include "hooks.h"
-#include "runtime.h"
+#include "lock_contract.h"
+#include "log.h"
 
 #define CAPTURE_STREAMS 256
 #define CAPTURE_EVENTS 1024
 
 atomic_int ub_capture_live;
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct { cudaStream_t stream, origin; } streams[CAPTURE_STREAMS];
-static int n_streams;
-static struct { cudaEvent_t event; cudaStream_t origin; } events[CAPTURE_EVENTS];
-static int n_events;
-static bool warned;
+/* Taken with the global lock held or not, never the other way round; nothing else is taken while
+ * it is held (lock_contract.h). */
+static ub_mutex capture_mutex UB_ACQUIRED_AFTER(ub_state_mutex) = UB_MUTEX_INITIALIZER;
+static struct { cudaStream_t stream, origin; } streams[CAPTURE_STREAMS] UB_GUARDED_BY(capture_mutex);
+static int n_streams UB_GUARDED_BY(capture_mutex);
+static struct { cudaEvent_t event; cudaStream_t origin; } events[CAPTURE_EVENTS] UB_GUARDED_BY(capture_mutex);
+static int n_events UB_GUARDED_BY(capture_mutex);
+static bool warned UB_GUARDED_BY(capture_mutex);
 
-/* With mu held. */
-static int stream_index(cudaStream_t s)
+static int stream_index(cudaStream_t s) UB_REQUIRES(capture_mutex)
 {
     for (int i = 0; i < n_streams; i++)
         if (streams[i].stream == s)
@@ -29,7 +28,7 @@ static int stream_index(cudaStream_t s)
     return -1;
 }
 
-static int event_index(cudaEvent_t e)
+static int event_index(cudaEvent_t e) UB_REQUIRES(capture_mutex)
 {
     for (int i = 0; i < n_events; i++)
         if (events[i].event == e)
@@ -37,7 +36,7 @@ static int event_index(cudaEvent_t e)
     return -1;
 }
 
-static void add_stream(cudaStream_t s, cudaStream_t origin)
+static void add_stream(cudaStream_t s, cudaStream_t origin) UB_REQUIRES(capture_mutex)
 {
     if (stream_index(s) >= 0)
         return;
@@ -54,9 +53,9 @@ static void add_stream(cudaStream_t s, cudaStream_t origin)
 
 void ub_capture_begun(cudaStream_t stream)
 {
-    pthread_mutex_lock(&mu);
+    ub_mutex_lock(&capture_mutex);
     add_stream(stream, stream);
-    pthread_mutex_unlock(&mu);
+    ub_mutex_unlock(&capture_mutex);
 }
 
 void ub_capture_ended(cudaStream_t stream)
@@ -67,7 +66,7 @@ void ub_capture_ended(cudaStream_t stream)
     if (ub_cuda.cudaStreamIsCapturing && UB_CUDA(ub_cuda.cudaStreamIsCapturing(stream, &st)) == cudaSuccess &&
         st != cudaStreamCaptureStatusNone)
         return;
-    pthread_mutex_lock(&mu);
+    ub_mutex_lock(&capture_mutex);
     int i = stream_index(stream);
     cudaStream_t origin = i >= 0 ? streams[i].origin : stream;
     for (int k = 0; k < n_streams;)
@@ -81,14 +80,14 @@ void ub_capture_ended(cudaStream_t stream)
         else
             k++;
     atomic_store(&ub_capture_live, n_streams);
-    pthread_mutex_unlock(&mu);
+    ub_mutex_unlock(&capture_mutex);
 }
 
 void ub_capture_recorded(cudaEvent_t event, cudaStream_t stream, unsigned flags)
 {
     if (atomic_load_explicit(&ub_capture_live, memory_order_relaxed) == 0)
         return;
-    pthread_mutex_lock(&mu);
+    ub_mutex_lock(&capture_mutex);
     int s = stream_index(stream), e = event_index(event);
     if (e >= 0)
         events[e] = events[--n_events];   /* recorded anew */
@@ -97,27 +96,27 @@ void ub_capture_recorded(cudaEvent_t event, cudaStream_t stream, unsigned flags)
         events[n_events].event = event;
         events[n_events++].origin = streams[s].origin;
     }
-    pthread_mutex_unlock(&mu);
+    ub_mutex_unlock(&capture_mutex);
 }
 
 void ub_capture_waited(cudaStream_t stream, cudaEvent_t event)
 {
     if (atomic_load_explicit(&ub_capture_live, memory_order_relaxed) == 0)
         return;
-    pthread_mutex_lock(&mu);
+    ub_mutex_lock(&capture_mutex);
     int e = event_index(event);
     if (e >= 0)
         add_stream(stream, events[e].origin);   /* joins the event's capture */
-    pthread_mutex_unlock(&mu);
+    ub_mutex_unlock(&capture_mutex);
 }
 
 bool ub_capture_event(cudaEvent_t event)
 {
     if (atomic_load_explicit(&ub_capture_live, memory_order_relaxed) == 0)
         return false;
-    pthread_mutex_lock(&mu);
+    ub_mutex_lock(&capture_mutex);
     bool found = event_index(event) >= 0;
-    pthread_mutex_unlock(&mu);
+    ub_mutex_unlock(&capture_mutex);
     return found;
 }
 
@@ -125,8 +124,8 @@ bool ub_capture_stream(cudaStream_t stream)
 {
     if (atomic_load_explicit(&ub_capture_live, memory_order_relaxed) == 0)
         return false;
-    pthread_mutex_lock(&mu);
+    ub_mutex_lock(&capture_mutex);
     bool found = stream_index(stream) >= 0;
-    pthread_mutex_unlock(&mu);
+    ub_mutex_unlock(&capture_mutex);
     return found;
 }

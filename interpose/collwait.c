@@ -1,12 +1,13 @@
 /* The polling wait for one of usbyte's own collectives (see collwait.h). */
 #include <time.h>
 
-#include "collwait.h"
 #include "capture.h"
+#include "collwait.h"
 #include "cuda_list.h"
 #include "device.h"
+#include "globals.h"
 #include "guard.h"
-#include "runtime.h"
+#include "log.h"
 #include "tables.h"
 #include "usbyte/clock.h"
 

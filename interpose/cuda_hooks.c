@@ -1,4 +1,4 @@
-/* The CUDA hooks behind the wrappers (hooks.h): each dispatches to the warm-up's observation of
+/* The CUDA hooks behind the wrappers (cuda_hooks.h): each dispatches to the warm-up's observation of
  * producers and consumers while some communicator profiles (ub_cuda_tracking), and to schedule
  * mode's completion while some communicator runs a plan (ub_sched_live).  A blocking wait on
  * deferred work is resolved here: on any other thread than the one that issues the
@@ -10,8 +10,8 @@
 #include <pthread.h>
 
 #include "capture.h"
+#include "cuda_hooks.h"
 #include "defer.h"
-#include "hooks.h"
 #include "redirect.h"
 #include "state.h"
 #include "tables.h"
@@ -79,7 +79,7 @@ void ub_cuda_event_sync(cudaEvent_t event)
  * deferred on it goes out first, outside the capture, and the stream's own order covers it again
  * (a capture severs a stream from its earlier work; a deferred call issued inside it would put
  * the private stream into the graph). */
-static void capture_begins(cudaStream_t stream, const char *why, const char *what)
+static void capture_begins(cudaStream_t stream, const char *why, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm *c = ub_redirect_stream_unissued(stream);
     if (c && issuing_thread(c))

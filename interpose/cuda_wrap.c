@@ -3,11 +3,14 @@
  * function; the version script exports them under the runtime's own version node so that
  * references bound to cudaEventRecord@libcudart.so.13 reach them. */
 #include "capture.h"
+#include "cuda_hooks.h"
 #include "cuda_list.h"
 #include "driver_list.h"
-#include "hooks.h"
+#include "globals.h"
+#include "log.h"
 #include "redirect.h"
 #include "runtime.h"
+#include "warmup.h"
 
 #define UB_EXPORT __attribute__((visibility("default")))
 

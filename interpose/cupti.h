@@ -10,6 +10,8 @@
 #include <cupti.h>
 #include <stdatomic.h>
 
+#include "lock_contract.h"
+
 /* A handle of libcupti as the process has it: one already loaded; else one next to the loaded
  * CUDA runtime (the same directory, a CUDA 12 wheel's nvidia/cuda_cupti/lib beside
  * nvidia/cuda_runtime/lib, a toolkit's extras/CUPTI/lib64); else libcupti.so.13, .12 or the
@@ -25,9 +27,9 @@ void *ub_cupti_loaded(void);
  * and no warm-up subscribes until the application's subscription ends.  Then the application's
  * call returned (ok: with the handle sub), and later its cuptiUnsubscribe(sub) succeeded.  Each
  * takes the global lock. */
-void ub_cupti_yield(void);
-void ub_cupti_foreign_subscribed(bool ok, CUpti_SubscriberHandle sub);
-void ub_cupti_foreign_unsubscribed(CUpti_SubscriberHandle sub);
+void ub_cupti_yield(void) UB_EXCLUDES(ub_state_mutex);
+void ub_cupti_foreign_subscribed(bool ok, CUpti_SubscriberHandle sub) UB_EXCLUDES(ub_state_mutex);
+void ub_cupti_foreign_unsubscribed(CUpti_SubscriberHandle sub) UB_EXCLUDES(ub_state_mutex);
 
 /* CUPTI (cupti_watch.c): reference-counted subscription while some communicator profiles.
  * false: unavailable, detail says why; *taken: because another subscriber holds CUPTI.  `work`

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "cupti.h"
-#include "runtime.h"
 
 struct found {
     const char *prefix;

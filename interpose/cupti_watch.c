@@ -11,8 +11,9 @@
 
 #include "cupti.h"
 #include "cupti_work.h"
+#include "globals.h"
 #include "guard.h"
-#include "runtime.h"
+#include "log.h"
 #include "state.h"
 #include "tables.h"
 

@@ -10,7 +10,7 @@
 #include <cupti.h>
 
 #include "cupti.h"
-#include "runtime.h"
+#include "globals.h"
 
 #define UB_EXPORT __attribute__((visibility("default")))
 

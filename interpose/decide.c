@@ -12,8 +12,9 @@
 
 #include "decide.h"
 #include "defer.h"
+#include "globals.h"
 #include "guard.h"
-#include "runtime.h"
+#include "log.h"
 #include "state.h"
 #include "tables.h"
 #include "verify.h"
@@ -140,7 +141,7 @@ static void set_limits(const ub_comm *c, ub_profile *p)
  * `best` may search for a while, and other threads' hooks (a watchdog's) must not wait for it.
  * The communicator stays in AGREE meanwhile; false when another thread ended it (an abort). */
 static bool plan_unlocked(ub_comm *c, const ub_agreed *a, const ub_call_kinds *calls, bool stream_sem,
-                          const ub_fit_sample *extra, int n_extra)
+                          const ub_fit_sample *extra, int n_extra) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     ub_comm_state during = c->state; /* AGREE, or PLANNED for a re-plan after calibration */
@@ -191,7 +192,7 @@ static bool plan_unlocked(ub_comm *c, const ub_agreed *a, const ub_call_kinds *c
  * merging), when it is another plan than the chosen one and predicted to gain as much over wfbp as
  * a plan must.  Planned without the lock, as every policy is; a pure function of the agreed
  * profile, so the same on every rank. */
-static bool second_candidate(ub_comm *c, ub_plan *out, double *predicted)
+static bool second_candidate(ub_comm *c, ub_plan *out, double *predicted) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     static const ub_policy_id merge_only[] = {UB_POLICY_MGWFBP_DP, UB_POLICY_MGWFBP, UB_POLICY_SYNCEA};
     ub_comm_report *r = &c->report;
@@ -222,7 +223,7 @@ static bool second_candidate(ub_comm *c, ub_plan *out, double *predicted)
  * agree_at + period); any other stays in pass-through, saying why.  Both outcomes are the same
  * on every rank (agreed numbers, a pure planner); a rank that cannot set up the executor cannot
  * follow the others and stops the job. */
-void ub_comm_decide_schedule(ub_comm *c)
+void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     char why[300];

@@ -2,6 +2,7 @@
 #ifndef USBYTE_DECIDE_H
 #define USBYTE_DECIDE_H
 
+#include "lock_contract.h"
 #include "state.h"
 
 /* Per call of the iteration: its bytes, dtype and op (the warm-up's record, or a copy of it). */
@@ -13,9 +14,9 @@ typedef struct ub_call_kinds {
  * probes), the verdict and every policy's plan (planned without the lock); false when another
  * thread ended the communicator meanwhile (an abort). */
 bool ub_comm_decide(ub_comm *c, const ub_agreed *a, const ub_call_kinds *calls, bool stream_sem,
-                    const ub_fit_sample *extra, int n_extra);
+                    const ub_fit_sample *extra, int n_extra) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Schedule mode: the executor for a schedulable plan that gains enough, or pass-through, saying why. */
-void ub_comm_decide_schedule(ub_comm *c);
+void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* One line: what the communicator measured and decided. */
 void ub_comm_decision_line(ub_comm *c);
 /* A rank that cannot take part in the agreement would leave the others waiting: it stops the job. */

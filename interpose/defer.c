@@ -5,14 +5,16 @@
 #include <string.h>
 
 #include "capture.h"
+#include "coll_desc.h"
 #include "cuda_list.h"
 #include "defer.h"
 #include "exec.h"
+#include "globals.h"
 #include "group.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
 #include "redirect.h"
-#include "runtime.h"
 #include "tables.h"
 #include "verify.h"
 #include "warmup.h"
@@ -43,7 +45,7 @@ void ub_sched_set_predictions(ub_comm *c, double iteration, double wfbp, double 
     snprintf(s->completion_note, sizeof s->completion_note, "%s", completion_note);
 }
 
-int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len)
+int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     /* A new plan after re-profiling reuses the executor reserved before its agreement (its old
@@ -67,7 +69,7 @@ int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, cha
     return 0;
 }
 
-void ub_sched_begin(ub_comm *c, uint64_t call)
+void ub_sched_begin(ub_comm *c, uint64_t call) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     s->active = true;
@@ -99,7 +101,7 @@ void ub_sched_begin(ub_comm *c, uint64_t call)
  * communicator passes every call through for good, its pending events are released as at an
  * abort (recorded on their own streams, waiters woken), and the error waits for the
  * application's call (the one that triggered the issue, or the next one on the communicator). */
-static void issue_failed(ub_comm *c, ncclResult_t r, const char *what)
+static void issue_failed(ub_comm *c, ncclResult_t r, const char *what) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     if (s->failed != ncclSuccess)
@@ -135,7 +137,7 @@ bool ub_sched_issuing(const ub_comm *c) { return atomic_load(&c->sched.issuing) 
  * never waits for more than its own blocks.  The communicator's handle is read here, under the
  * lock (an abort clears it), and `issuing` tells an abort from another thread to let the real
  * calls in flight return before it goes on (lifecycle.c). */
-static void issue(ub_comm *c, int first, int end, int arrived)
+static void issue(ub_comm *c, int first, int end, int arrived) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     if (s->failed != ncclSuccess)
@@ -186,7 +188,7 @@ static void issue(ub_comm *c, int first, int end, int arrived)
 }
 
 /* The open blocks go out with what arrived; every block value of the iteration is issued. */
-static void flush(ub_comm *c)
+static void flush(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     if (s->arrived == 0)
@@ -200,7 +202,7 @@ static void flush(ub_comm *c)
 
 /* One more deviation in a row; after USBYTE_MAX_DEVIATIONS of them the communicator is profiled
  * again. */
-static void count_deviation(ub_comm *c, const char *why)
+static void count_deviation(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     s->deviations++;
@@ -216,7 +218,7 @@ static void count_deviation(ub_comm *c, const char *why)
     }
 }
 
-void ub_sched_deviation(ub_comm *c, const char *why)
+void ub_sched_deviation(ub_comm *c, const char *why) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     if (!s->active)
@@ -292,7 +294,7 @@ static void mark_iteration_start(ub_comm *c, cudaStream_t st)
     ub_timing_mark(&s->tm, st, &s->iter_start[i], 1, 0, NULL);
 }
 
-static void record_ready(ub_comm *c, int k)
+static void record_ready(ub_comm *c, int k) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     if (s->ready_stamp[k] == s->base + 1)
@@ -311,7 +313,7 @@ static void record_ready(ub_comm *c, int k)
 /* The first call of an iteration: what verification says it runs (the plan or the application's
  * own order), and the plan it loads.  Lock held; false when the communicator ended meanwhile
  * (verification released the lock). */
-static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index)
+static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     ub_verify_step step = ub_verify_iteration(c, st, index);
@@ -338,7 +340,7 @@ static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index)
     return true;
 }
 
-bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig)
+bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     uint64_t index = s->next_call++;
@@ -407,7 +409,7 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig)
     return held;
 }
 
-void ub_sched_end(ub_comm *c, bool abort)
+void ub_sched_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     /* After a failed issue (a peer gone) nothing may wait for device work either. */

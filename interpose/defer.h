@@ -6,7 +6,8 @@
 
 #include <jansson.h>
 
-#include "hooks.h"
+#include "coll_desc.h"
+#include "lock_contract.h"
 #include "state.h"
 
 /* Lock held, at the agreement: completion follows stream order (else each call's own event). */
@@ -22,18 +23,18 @@ void ub_sched_set_predictions(ub_comm *c, double iteration, double wfbp, double 
                               const char *completion_note);
 /* Lock held.  Takes the chosen plan (validated by the caller) and sets up the executor; 0, or -1
  * with the reason in why (rank-local: the caller cannot continue consistently). */
-int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len);
+int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len) UB_REQUIRES(ub_state_mutex);
 /* Lock held: the communicator starts following the plan at this iteration boundary, call index
  * `call` (agree_at + period, or calibration's apply call). */
-void ub_sched_begin(ub_comm *c, uint64_t call);
+void ub_sched_begin(ub_comm *c, uint64_t call) UB_REQUIRES(ub_state_mutex);
 /* Lock held on entry and exit (released while blocks are issued).  A call on a communicator in
  * SCHEDULE; sig is its portable signature.  Returns true when the call is deferred (the wrapper
  * returns ncclSuccess without forwarding it), or answered with the failure of the block issue it
  * triggered (ub_sched_take_failure). */
-bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig);
+bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: a deviation that is not a call of the sequence (ncclCommDestroy, ncclCommFinalize,
  * graph capture on a stream with deferred calls): flushes what arrived. */
-void ub_sched_deviation(ub_comm *c, const char *why);
+void ub_sched_deviation(ub_comm *c, const char *why) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: a wait of the thread that issues c's calls (`what`: the CUDA call) on deferred
  * call `call` of this iteration (-1: every call so far), whose block is not issued.  The warm-up did not see it (a wait it
  * saw is a merge barrier, whose blocks go out at the call's arrival), so it may be made on some
@@ -41,14 +42,14 @@ void ub_sched_deviation(ub_comm *c, const char *why);
 void ub_sched_unexpected_wait(ub_comm *c, const char *what, int call);
 /* Lock held: the block value that completes every call deferred so far in this iteration, when
  * it is not issued yet (0: nothing unissued). */
-uint64_t ub_sched_unissued(const ub_comm *c);
+uint64_t ub_sched_unissued(const ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* Lock held: the error of a failed block issue not yet returned to the application (then
  * forgotten), ncclSuccess when none; the communicator is in pass-through for good after it. */
-ncclResult_t ub_sched_take_failure(ub_comm *c);
+ncclResult_t ub_sched_take_failure(ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* Whether the issuing thread is issuing blocks (without the lock) right now. */
 bool ub_sched_issuing(const ub_comm *c);
 /* Lock held: the communicator ends.  abort: never waits for device work. */
-void ub_sched_end(ub_comm *c, bool abort);
+void ub_sched_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* The report's `schedule` object (NULL before a plan ran), from the times read so far: only the
  * issuing thread reads the timing events (it appends to them without the lock while it issues
  * blocks), at each iteration start and when the communicator ends. */

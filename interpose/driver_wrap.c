@@ -4,8 +4,10 @@
  * program calling through a looked-up pointer is seen too.  Exported plain, as libcuda.so.1
  * exports them (the version script's USBYTE_CUDA_DRIVER_1 node). */
 #include "capture.h"
+#include "cuda_hooks.h"
 #include "driver_list.h"
-#include "hooks.h"
+#include "globals.h"
+#include "log.h"
 #include "runtime.h"
 
 #define UB_EXPORT __attribute__((visibility("default")))

@@ -13,6 +13,7 @@
 #include "device.h"
 #include "exec.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
 #include "usbyte/types.h"
 

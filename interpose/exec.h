@@ -7,6 +7,7 @@
 #ifndef USBYTE_EXEC_H
 #define USBYTE_EXEC_H
 
+#include "lock_contract.h"
 #include "state.h"
 
 /* Before the agreement (schedule mode): the device resources a plan of n_calls calls will need,
@@ -17,7 +18,7 @@
 int ub_exec_reserve(ub_comm *c, int n_calls, uint64_t staging, char *why, size_t len);
 /* Once the plan is known (lock held): the host-side tables; the plan must fit what was reserved.
  * 0, or -1 with the reason in why (the same on every rank: the plan is agreed). */
-int ub_exec_setup(ub_comm *c, char *why, size_t len);
+int ub_exec_setup(ub_comm *c, char *why, size_t len) UB_REQUIRES(ub_state_mutex);
 /* Issues block b of the current iteration on NCCL communicator `handle` (c's, read under the
  * lock by the caller), restricted to the segments of calls below `arrived` (slot >= 0: between
  * timing events, the slot-th of the UB_SCHED_TRACED iterations recorded for the report; -1: not

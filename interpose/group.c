@@ -7,7 +7,6 @@
 #include "group.h"
 #include "guard.h"
 #include "nccl_list.h"
-#include "runtime.h"
 #include "state.h"
 
 #define MAX_AFTER_LAUNCH 64

@@ -2,6 +2,7 @@
 #ifndef USBYTE_GROUP_H
 #define USBYTE_GROUP_H
 
+#include "lock_contract.h"
 #include "state.h"
 
 void ub_group_enter(void);
@@ -13,7 +14,7 @@ bool ub_thread_in_group(void);
 typedef void (*ub_after_launch_fn)(const void *data);
 bool ub_group_after_launch(ub_after_launch_fn fn, const void *data, size_t size);
 bool ub_group_pending(void);
-void ub_group_run_after_launch(void);
+void ub_group_run_after_launch(void) UB_REQUIRES(ub_state_mutex);
 /* Ends the calling thread's open groups for real (the operations issued in them are launched) and
  * reopens them: blocks and the agreement's read may then follow what came before them, in order.
  * NCCL's failure is returned, and noted for the application's outermost ncclGroupEnd. */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "guard.h"
+#include "log.h"
 
 atomic_ullong ub_cuda_calls;
 _Thread_local bool ub_holds_state_lock;

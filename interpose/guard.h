@@ -8,7 +8,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "runtime.h"
+#include "globals.h"
+#include "lock_contract.h"
 
 #define UB_REAL(expr)                   \
     __extension__({                     \
@@ -28,6 +29,10 @@ extern atomic_ullong ub_cuda_calls;
  * a call that would be is a bug of the runtime, stopped with one line. */
 extern _Thread_local bool ub_holds_state_lock;
 void ub_nccl_called_locked(const char *call);
-#define UB_NCCL(expr) UB_REAL((ub_holds_state_lock ? ub_nccl_called_locked(#expr) : (void)0, (expr)))
+/* Empty: its contract makes the analysis reject a UB_NCCL where the lock is known held. */
+static inline void ub_nccl_unlocked(void) UB_EXCLUDES(ub_state_mutex);
+static inline void ub_nccl_unlocked(void) {}
+#define UB_NCCL(expr) \
+    UB_REAL((ub_nccl_unlocked(), ub_holds_state_lock ? ub_nccl_called_locked(#expr) : (void)0, (expr)))
 
 #endif

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hooks.h"
+#include "identity.h"
 #include "state.h"
 #include "tables.h"
 
@@ -27,7 +27,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 
 #define FNV_BASIS 0xcbf29ce484222325ull
 
-static void set_identity(ncclComm_t handle, uint64_t id)
+static void set_identity(ncclComm_t handle, uint64_t id) UB_REQUIRES(ub_state_mutex)
 {
     ub_comm *c = handle ? ub_comm_get(handle) : NULL;
     if (c)

@@ -14,15 +14,17 @@
 #include "agree_rt.h"
 #include "calibrate.h"
 #include "capture.h"
+#include "coll_desc.h"
 #include "cuda_list.h"
 #include "defer.h"
+#include "globals.h"
 #include "group.h"
 #include "guard.h"
-#include "hooks.h"
+#include "lifecycle.h"
+#include "log.h"
 #include "nccl_list.h"
 #include "redirect.h"
 #include "report_rt.h"
-#include "runtime.h"
 #include "state.h"
 #include "tables.h"
 #include "warmup.h"
@@ -108,7 +110,7 @@ void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclCom
  * lock: the abort (c->aborted set) stops it before its next block; the calls it has in flight
  * use the executor, its timing events and the NCCL handle, so the abort lets them return before
  * it ends the schedule and NCCL frees the communicator. */
-static void let_issue_return(ub_comm *c)
+static void let_issue_return(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     double t0 = ub_monotonic_s();
     while (ub_sched_issuing(c) && c->issuer != (unsigned long)pthread_self()) {
@@ -220,7 +222,7 @@ static int portable_op(int op)
 /* When this thread's open group still holds collectives whose result is needed now (pending,
  * issued by `thread`), launches it (ends it for real, to reopen with group_reopen); returns the
  * depth to reopen, 0 when nothing was split. */
-static int launch_own_group(bool pending, unsigned long thread)
+static int launch_own_group(bool pending, unsigned long thread) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     int depth = ub_thread_group_depth();
     if (!(depth > 0 && pending && thread == (unsigned long)pthread_self()))
@@ -231,7 +233,7 @@ static int launch_own_group(bool pending, unsigned long thread)
     return depth;
 }
 
-static void group_reopen(int depth)
+static void group_reopen(int depth) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     if (!depth)
         return;
@@ -244,7 +246,7 @@ static void group_reopen(int depth)
  * result is needed now.  Outside a group, or inside one when the agreement was launched by an
  * earlier ncclGroupEnd, blocking on it cannot deadlock on this communicator; when this thread's
  * open group still holds it, the group is launched first (ended and reopened). */
-static void read_agreement_at_switch(ub_comm *c)
+static void read_agreement_at_switch(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     if (c->state != UB_COMM_AGREE)
         return;
@@ -257,7 +259,7 @@ static void read_agreement_at_switch(ub_comm *c)
 }
 
 /* The first call of the warm-up, on every rank: the configuration agreement is needed now. */
-static void read_config_agreement(ub_comm *c)
+static void read_config_agreement(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     int split = launch_own_group(c->cfg_agree.copy_pending, c->cfg_agree.thread);
     if (split && c->cfg_agree.copy_pending)
@@ -269,9 +271,9 @@ static void read_config_agreement(ub_comm *c)
 
 /* After a wait that another thread's ncclCommAbort releases, or that NCCL's asynchronous error
  * (a peer gone) ends: the call must not reach NCCL (the communicator is gone, or the other ranks
- * will never match it).  Returns true (the call is answered, with an error, and the global lock
- * released) when so: the application's own error handling (an abort) then runs. */
-static bool aborted_while_waiting(ub_comm *c, uint64_t index, const char *what, ub_coll_token *t)
+ * will never match it).  Returns true (the call is answered, with an error) when so: the
+ * application's own error handling (an abort) then runs. */
+static bool aborted_while_waiting(ub_comm *c, uint64_t index, const char *what, ub_coll_token *t) UB_REQUIRES(ub_state_mutex)
 {
     int peer = atomic_load(&c->peer_error);
     if (peer != ncclSuccess && !atomic_load(&c->ending)) {
@@ -279,7 +281,6 @@ static bool aborted_while_waiting(ub_comm *c, uint64_t index, const char *what, 
                  "waited %s: returning that error", c->index, (unsigned long long)index,
                  peer == ncclRemoteError ? "ncclRemoteError, a peer gone" : "an NCCL error", what);
         t->result = (ncclResult_t)peer;
-        ub_state_unlock();
         return true;
     }
     if (!atomic_load(&c->ending))
@@ -287,7 +288,6 @@ static bool aborted_while_waiting(ub_comm *c, uint64_t index, const char *what, 
     ub_error("communicator %d: aborted while call %llu waited %s: the call is not issued", c->index,
              (unsigned long long)index, what);
     t->result = ncclInvalidUsage;
-    ub_state_unlock();
     return true;
 }
 
@@ -310,7 +310,7 @@ static void refuse_here(ub_comm *x, const char *why)
  * arrive).  usbyte issues one rank's blocks alone, outside the application's group: that launch
  * would wait for ever for a rank only this thread launches next.  Both communicators take part
  * in their agreement with this rank's reason, so every rank stays in pass-through. */
-static void note_shared_issuer(ub_comm *c)
+static void note_shared_issuer(ub_comm *c) UB_REQUIRES(ub_state_mutex)
 {
     if (!c->report.id || c->refusal[0])
         return;
@@ -370,7 +370,7 @@ static void note_stream(ub_comm *c, cudaStream_t s)
 
 /* The agreement goes out at this call: this rank's own reason not to follow a plan travels in it
  * (the rank takes part without numbers; every rank stays in pass-through). */
-static void issue_agreement(ub_comm *c)
+static void issue_agreement(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     if (c->refusal[0] && !c->local_failure[0])
         snprintf(c->local_failure, sizeof c->local_failure, "%s", c->refusal);
@@ -379,32 +379,28 @@ static void issue_agreement(ub_comm *c)
 
 /* SCHEDULE: the call goes to the plan's cursor (defer.c); a block issue it triggered that failed
  * is answered with the failure (the call is not forwarded: the communicator is in pass-through
- * from now on).  Lock held on entry, released on return. */
-static bool sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_coll_token *t)
+ * from now on). */
+static bool sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     bool held = ub_sched_call(c, d, sig);
     if ((t->result = ub_sched_take_failure(c)) != ncclSuccess)
         held = true;
-    ub_state_unlock();
     return held;
 }
 
 /* Per state, the call at res->index of communicator c (docs/runtime.md, "The life of a
- * communicator").  Each is called with the global lock held and returns with it released; true:
+ * communicator").  Each is called with the global lock held and returns with it held; true:
  * the call is taken over (t->result is the answer), as ub_coll_before returns. */
 
 /* DETECT: a lock on a period starts the warm-up at the next iteration boundary. */
-static bool on_detect(ub_comm *c, const ub_coll_desc *d, const ub_iter_result *res)
+static bool on_detect(ub_comm *c, const ub_coll_desc *d, const ub_iter_result *res) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     if (res->event == UB_ITER_LOCKED || res->event == UB_ITER_IN_PHASE) {
         ub_cfg_agree_issue(c); /* releases the lock around its NCCL call */
-        if (atomic_load(&c->ending)) { /* destroyed or aborted meanwhile by another thread */
-            ub_state_unlock();
+        if (atomic_load(&c->ending)) /* destroyed or aborted meanwhile by another thread */
             return false;
-        }
         if (ub_cfg.mode == UB_MODE_OFF) { /* it took part in what every rank issues, and nothing else */
             ub_comm_set_state(c, UB_COMM_PASS_THROUGH, "USBYTE_MODE=off");
-            ub_state_unlock();
             return false;
         }
         c->period = res->period;
@@ -423,29 +419,25 @@ static bool on_detect(ub_comm *c, const ub_coll_desc *d, const ub_iter_result *r
         snprintf(why, sizeof why, "no repeating call sequence found (%s)", ub_iterdet_gave_up_reason(c->det));
         ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
     }
-    ub_state_unlock();
     return false;
 }
 
 /* PROFILE: the warm-up records its iterations' calls; at call agree_at, the first after it, the
  * agreement is issued.  A deviation restarts detection at this call. */
-static bool on_profile(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res, ub_coll_token *t)
+static bool on_profile(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     if (res->event != UB_ITER_IN_PHASE) {
         ub_warmup_restart(c, res->event == UB_ITER_DEVIATION ? "the call sequence deviated" : "the lock was lost");
         if (c->state == UB_COMM_DETECT)
             return on_detect(c, d, res);
-        ub_state_unlock();
         return false;
     }
     if (res->index >= c->profile_start && !c->cfg_agree.read) {
         read_config_agreement(c);
         if (aborted_while_waiting(c, res->index, "for the configuration agreement", t))
             return true;
-        if (c->state != UB_COMM_PROFILE) { /* the configurations differ: pass-through from here */
-            ub_state_unlock();
+        if (c->state != UB_COMM_PROFILE) /* the configurations differ: pass-through from here */
             return false;
-        }
     }
     if (!c->local_failure[0])
         ub_timing_poll(&c->tm);
@@ -472,14 +464,13 @@ static bool on_profile(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub
             t->iteration = it;
         }
     }
-    ub_state_unlock();
     return false;
 }
 
 /* Agreed: the period is refuted by some rank's buffers.  Every rank restarts at this same call,
  * looking for a longer period: the one every rank's full signatures repeat with, when they all
  * found the same multiple, else twice it. */
-static void restart_refuted(ub_comm *c)
+static void restart_refuted(ub_comm *c) UB_REQUIRES(ub_state_mutex)
 {
     char why[200];
     uint32_t next = c->addr_period > c->period && c->addr_period % c->period == 0 ? c->addr_period : 2 * c->period;
@@ -497,7 +488,7 @@ static void restart_refuted(ub_comm *c)
  * iteration later, the re-plan one more iteration later): where the plan is decided, a plan that
  * schedules starts at this call on every rank. */
 static bool at_calibration(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res,
-                           ub_coll_token *t)
+                           ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     bool decided = ub_calib_step(c, res->index);
     if (aborted_while_waiting(c, res->index, "for calibration", t))
@@ -506,13 +497,12 @@ static bool at_calibration(ub_comm *c, const ub_coll_desc *d, uint64_t sig, cons
         ub_sched_begin(c, res->index);
         return sched_call(c, d, sig, t);
     }
-    ub_state_unlock();
     return false;
 }
 
 /* Call agree_at + period: what the agreement decided takes effect here on every rank, in every
  * mode, whether this rank read the result early (a poll: timing) or reads it now. */
-static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res, ub_coll_token *t)
+static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     read_agreement_at_switch(c);
     if (aborted_while_waiting(c, res->index, "for the agreement", t))
@@ -541,13 +531,12 @@ static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_
         ub_sched_begin(c, res->index);
         return sched_call(c, d, sig, t);
     }
-    ub_state_unlock();
     return false;
 }
 
 /* AGREE and PLANNED: the agreement's result is read when it is there (outside a group), and at
  * the latest at the switch. */
-static bool on_agreed(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res, ub_coll_token *t)
+static bool on_agreed(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     if (res->index == c->agree_at + c->period)
         return at_switch(c, d, sig, res, t);
@@ -561,7 +550,6 @@ static bool on_agreed(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_
         if (aborted_while_waiting(c, res->index, "while the agreement was read", t))
             return true;
     }
-    ub_state_unlock();
     return false;
 }
 
@@ -582,6 +570,36 @@ static void detect_feed(ub_comm *c, const ub_coll_desc *d, const ub_call_sig *cs
         c->iterations_observed++;
 }
 
+/* The call at the communicator's state (lock held): true when taken over, as ub_coll_before
+ * returns. */
+static bool call_before(ub_comm *c, const ub_coll_desc *d, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    /* A block issue failed since this communicator's last call (a host wait flushed it): the
+     * application hears of it here. */
+    if (c->state == UB_COMM_PASS_THROUGH && (t->result = ub_sched_take_failure(c)) != ncclSuccess)
+        return true;
+    if (c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH)
+        return false;
+    if (c->issuer != (unsigned long)pthread_self()) {
+        c->issuer = (unsigned long)pthread_self();
+        note_shared_issuer(c);
+    }
+    note_stream(c, d->stream);
+    ub_call_sig cs = {.kind = portable_kind(d->id), .count = d->count, .dtype = d->dtype, .op = portable_op(d->op), .peer = d->root};
+    uint64_t sig = ub_sig_portable(&cs);
+    if (c->state == UB_COMM_SCHEDULE)
+        return sched_call(c, d, sig, t);
+    ub_iter_result res;
+    detect_feed(c, d, &cs, sig, &res);
+    switch (c->state) {
+    case UB_COMM_DETECT: return on_detect(c, d, &res);
+    case UB_COMM_PROFILE: return on_profile(c, d, sig, &res, t);
+    case UB_COMM_AGREE:
+    case UB_COMM_PLANNED: return on_agreed(c, d, sig, &res, t);
+    default: return false;
+    }
+}
+
 bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
 {
     t->comm = NULL;
@@ -599,34 +617,9 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         if (!(c = ub_comm_get(d->comm)))
             c = ub_comm_create(d->comm, rank, nranks, device);
     }
-    if (c && c->state == UB_COMM_PASS_THROUGH && (t->result = ub_sched_take_failure(c)) != ncclSuccess) {
-        /* A block issue failed since this communicator's last call (a host wait flushed it): the
-         * application hears of it here. */
-        ub_state_unlock();
-        return true;
-    }
-    if (!c || c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH) {
-        ub_state_unlock();
-        return false;
-    }
-    if (c->issuer != (unsigned long)pthread_self()) {
-        c->issuer = (unsigned long)pthread_self();
-        note_shared_issuer(c);
-    }
-    note_stream(c, d->stream);
-    ub_call_sig cs = {.kind = portable_kind(d->id), .count = d->count, .dtype = d->dtype, .op = portable_op(d->op), .peer = d->root};
-    uint64_t sig = ub_sig_portable(&cs);
-    if (c->state == UB_COMM_SCHEDULE)
-        return sched_call(c, d, sig, t);
-    ub_iter_result res;
-    detect_feed(c, d, &cs, sig, &res);
-    switch (c->state) {
-    case UB_COMM_DETECT: return on_detect(c, d, &res);
-    case UB_COMM_PROFILE: return on_profile(c, d, sig, &res, t);
-    case UB_COMM_AGREE:
-    case UB_COMM_PLANNED: return on_agreed(c, d, sig, &res, t);
-    default: ub_state_unlock(); return false;
-    }
+    bool taken = c && call_before(c, d, t);
+    ub_state_unlock();
+    return taken;
 }
 
 void ub_coll_forwarded(const ub_coll_desc *d)
@@ -647,13 +640,8 @@ void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r
     ub_state_unlock();
 }
 
-void ub_state_write_reports_at_exit(void)
+static void write_reports_at_exit(void) UB_REQUIRES(ub_state_mutex)
 {
-    if (ub_state_in_child())
-        return;
-    /* trylock: a thread may have died holding it (exit from a signal handler); a report from
-     * slightly inconsistent state beats a hang at exit. */
-    bool locked = ub_state_trylock();
     int n;
     ub_comm **all = ub_state_all_comms(&n);
     for (int i = 0; i < n; i++)
@@ -662,7 +650,18 @@ void ub_state_write_reports_at_exit(void)
     if (n == 0 && !ub_state_live_comms())
         ub_report_no_communicator();
     else
-        ub_state_write_reports(false);
+        ub_state_write_reports_held();
+}
+
+/* trylock: a thread may have died holding the lock (exit from a signal handler); a report from
+ * slightly inconsistent state beats a hang at exit.  The analysis cannot follow a lock that may
+ * be a dead thread's: the runtime's one function outside it. */
+void ub_state_write_reports_at_exit(void) UB_NO_LOCK_ANALYSIS
+{
+    if (ub_state_in_child())
+        return;
+    bool locked = ub_state_trylock();
+    write_reports_at_exit();
     if (locked)
         ub_state_unlock();
 }

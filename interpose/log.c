@@ -9,7 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime.h"
+#include "globals.h"
+#include "log.h"
 
 static int log_fd = 2;
 

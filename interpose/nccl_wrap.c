@@ -4,9 +4,13 @@
  * NCCL calls its own API through the PLT (pncclBcast calls ncclBroadcast), and such an inner call
  * reaches these wrappers again, where it must go straight through (not counted twice, never
  * deferred). */
+#include "coll_desc.h"
+#include "globals.h"
 #include "group.h"
 #include "guard.h"
-#include "hooks.h"
+#include "identity.h"
+#include "lifecycle.h"
+#include "log.h"
 #include "nccl_list.h"
 #include "runtime.h"
 

@@ -7,7 +7,9 @@
 #include "capture.h"
 #include "cuda_list.h"
 #include "device.h"
+#include "globals.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
 #include "redirect.h"
 #include "tables.h"
@@ -247,7 +249,7 @@ void ub_redirect_block_issued(ub_comm *c, bool iteration_end)
         ub_state_wake_all();
 }
 
-void ub_redirect_end(ub_comm *c, bool release)
+void ub_redirect_end(ub_comm *c, bool release) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     while (s->pending) {
@@ -364,7 +366,7 @@ bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaErro
     return true;
 }
 
-void ub_redirect_stream_work_locked(cudaStream_t s)
+void ub_redirect_stream_work_locked(cudaStream_t s) UB_REQUIRES(ub_state_mutex)
 {
     if (!ub_sched_stream_listed(s))
         return;
@@ -385,7 +387,7 @@ void ub_redirect_stream_work(cudaStream_t s)
 /* ---- consumers ---- */
 
 /* Lock held: the pending record of ev, or NULL. */
-static ub_event *pending_event(cudaEvent_t ev)
+static ub_event *pending_event(cudaEvent_t ev) UB_REQUIRES(ub_state_mutex)
 {
     ub_event *e = ub_event_get(ev, false);
     return e && e->pending ? e : NULL;
@@ -435,7 +437,7 @@ bool ub_redirect_elapsed(cudaEvent_t a, cudaEvent_t b, cudaError_t *r)
     return pending;
 }
 
-ub_comm *ub_redirect_pending_comm(cudaEvent_t ev, int *call)
+ub_comm *ub_redirect_pending_comm(cudaEvent_t ev, int *call) UB_REQUIRES(ub_state_mutex)
 {
     if (atomic_load_explicit(&ub_events_pending, memory_order_relaxed) == 0)
         return NULL;
@@ -445,7 +447,7 @@ ub_comm *ub_redirect_pending_comm(cudaEvent_t ev, int *call)
     return e ? e->sched_comm : NULL;
 }
 
-void ub_redirect_wait_submitted(cudaEvent_t ev, cudaStream_t waiter)
+void ub_redirect_wait_submitted(cudaEvent_t ev, cudaStream_t waiter) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_event *e = pending_event(ev);
     if (!e)
@@ -487,7 +489,7 @@ void ub_redirect_wait_submitted(cudaEvent_t ev, cudaStream_t waiter)
 /* Lock held (released for the question): a host wait on c's deferred work ends when NCCL reports
  * an asynchronous error (a peer gone): the blocks may never complete, and the application's own
  * error handling (a watchdog's abort) must get to run.  One line says so. */
-static bool peer_failed(ub_comm *c, const char *what)
+static bool peer_failed(ub_comm *c, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ncclComm_t handle = c->handle;
     ub_state_unlock();
@@ -508,7 +510,7 @@ static void still_waiting(const ub_comm *c, const char *what, double since, int 
             c->index, (unsigned long)pthread_self(), ub_monotonic_s() - since, what, call, block_of(&c->sched, v), c->issuer);
 }
 
-void ub_redirect_wait_event(cudaEvent_t ev, const char *what)
+void ub_redirect_wait_event(cudaEvent_t ev, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     double start = ub_monotonic_s(), line_at = start + ub_cfg.hang_s;
     n_waiters++;
@@ -524,7 +526,7 @@ void ub_redirect_wait_event(cudaEvent_t ev, const char *what)
     n_waiters--;
 }
 
-ub_comm *ub_redirect_stream_unissued(cudaStream_t s)
+ub_comm *ub_redirect_stream_unissued(cudaStream_t s) UB_REQUIRES(ub_state_mutex)
 {
     if (!ub_sched_stream_listed(s))
         return NULL;
@@ -533,7 +535,7 @@ ub_comm *ub_redirect_stream_unissued(cudaStream_t s)
     return c && c->sched.ready && st->sch.need_value > c->sched.issued ? c : NULL;
 }
 
-void ub_redirect_wait_stream(cudaStream_t s, const char *what)
+void ub_redirect_wait_stream(cudaStream_t s, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     double start = ub_monotonic_s(), line_at = start + ub_cfg.hang_s;
     n_waiters++;
@@ -550,7 +552,7 @@ void ub_redirect_wait_stream(cudaStream_t s, const char *what)
     n_waiters--;
 }
 
-void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what)
+void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     int last = s->arrived - 1;
@@ -606,7 +608,7 @@ cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r)
 /* Lock held: s waits for the blocks issued so far (block_done recorded after them), so that its
  * own order covers its deferred calls again; what is recorded on it afterwards is left to it.
  * false when its deferred calls are not all issued (nothing may wait for them yet). */
-static bool settle(ub_comm *c, ub_stream *st, const char *what)
+static bool settle(ub_comm *c, ub_stream *st, const char *what) UB_REQUIRES(ub_state_mutex)
 {
     if (st->sch.settled)
         return true;
@@ -621,7 +623,7 @@ static bool settle(ub_comm *c, ub_stream *st, const char *what)
     return true;
 }
 
-void ub_redirect_capture_begins(cudaStream_t s)
+void ub_redirect_capture_begins(cudaStream_t s) UB_REQUIRES(ub_state_mutex)
 {
     ub_stream *st = ub_stream_get(s, NULL);
     ub_comm *c = st ? st->sch.comm : NULL;
@@ -630,7 +632,7 @@ void ub_redirect_capture_begins(cudaStream_t s)
     settle(c, st, "making a stream whose graph capture begins wait for its deferred calls");
 }
 
-void ub_redirect_pass_through_begins(ub_comm *c)
+void ub_redirect_pass_through_begins(ub_comm *c) UB_REQUIRES(ub_state_mutex)
 {
     if (!c->sched.ready)
         return;

@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "lock_contract.h"
 #include <cuda_runtime_api.h>
 
 #include "state.h"
@@ -30,7 +31,7 @@ extern atomic_int ub_events_pending;
 /* ---- from the cursor and the executor (defer.c), lock held ---- */
 /* Call k was deferred on st; stream_value / call_value: the block values at which calls 0..k
  * (of st) and call k are complete. */
-void ub_redirect_deferred(ub_comm *c, ub_stream *st, int k, uint64_t stream_value, uint64_t call_value);
+void ub_redirect_deferred(ub_comm *c, ub_stream *st, int k, uint64_t stream_value, uint64_t call_value) UB_REQUIRES(ub_state_mutex);
 /* By the issuing thread, right after the block of value c->sched.issued went onto the private
  * stream: materializes every pending event it completes; at the iteration's last block
  * (iteration_end) also marks the iteration's end on the private stream. */
@@ -38,51 +39,51 @@ void ub_redirect_block_issued(ub_comm *c, bool iteration_end);
 /* The communicator ends.  Its pending events are recorded on their own streams (the deferred
  * calls they covered were flushed, or, after an abort, will never run); never waits.  release:
  * the completion resources are destroyed too (not after an abort). */
-void ub_redirect_end(ub_comm *c, bool release);
+void ub_redirect_end(ub_comm *c, bool release) UB_REQUIRES(ub_state_mutex);
 
 /* ---- from the CUDA hooks ---- */
 /* Before the real cudaEventRecord*: true when the record was made (or kept pending) here, *r its
  * result. */
-bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaError_t *r);
+bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaError_t *r) UB_EXCLUDES(ub_state_mutex);
 /* The application enqueued work on stream s (a wait, a call forwarded to NCCL): an event recorded
  * on it from now on also waits for the stream's own progress.  _locked: with the lock held. */
-void ub_redirect_stream_work(cudaStream_t s);
-void ub_redirect_stream_work_locked(cudaStream_t s);
+void ub_redirect_stream_work(cudaStream_t s) UB_EXCLUDES(ub_state_mutex);
+void ub_redirect_stream_work_locked(cudaStream_t s) UB_REQUIRES(ub_state_mutex);
 /* cudaEventQuery / cudaEventElapsedTime: true when an event is pending (*r = cudaErrorNotReady). */
-bool ub_redirect_event_query(cudaEvent_t ev, cudaError_t *r);
-bool ub_redirect_elapsed(cudaEvent_t a, cudaEvent_t b, cudaError_t *r);
+bool ub_redirect_event_query(cudaEvent_t ev, cudaError_t *r) UB_EXCLUDES(ub_state_mutex);
+bool ub_redirect_elapsed(cudaEvent_t a, cudaEvent_t b, cudaError_t *r) UB_EXCLUDES(ub_state_mutex);
 /* Lock held: the communicator whose block a pending event waits for (NULL: not pending), and
  * in *call (when not NULL) the deferred call of the iteration it waits for. */
-ub_comm *ub_redirect_pending_comm(cudaEvent_t ev, int *call);
+ub_comm *ub_redirect_pending_comm(cudaEvent_t ev, int *call) UB_REQUIRES(ub_state_mutex);
 /* Lock held: the issuing thread's wait on pending event ev, which no block issue can end here
  * (it would wait for this thread's own later calls): waiter (cudaStreamWaitEvent), or the host
  * when NULL, waits for the work submitted to the device that ev covers (its stream's so far and
  * the blocks issued); ev stays pending and completes with its block. */
-void ub_redirect_wait_submitted(cudaEvent_t ev, cudaStream_t waiter);
+void ub_redirect_wait_submitted(cudaEvent_t ev, cudaStream_t waiter) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: waits (releasing the lock meanwhile) until ev is no longer pending; a line every
  * USBYTE_HANG_S names the thread, the event and the block it waits for. */
-void ub_redirect_wait_event(cudaEvent_t ev, const char *what);
+void ub_redirect_wait_event(cudaEvent_t ev, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: the communicator of stream s whose deferred calls are not all issued (NULL: none). */
-ub_comm *ub_redirect_stream_unissued(cudaStream_t s);
+ub_comm *ub_redirect_stream_unissued(cudaStream_t s) UB_REQUIRES(ub_state_mutex);
 /* Lock held: waits until every deferred call of s is issued (as ub_redirect_wait_event). */
-void ub_redirect_wait_stream(cudaStream_t s, const char *what);
+void ub_redirect_wait_stream(cudaStream_t s, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: waits until c's block value `target` is issued. */
-void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what);
+void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* After the real cudaStreamSynchronize/Query of s: the deferred calls are part of s. */
-cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r);
+cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r) UB_EXCLUDES(ub_state_mutex);
 /* Lock held, before graph capture begins on s and after its deferred calls were issued: s waits
  * for their blocks (an event recorded on the private stream after them), so that its own order
  * covers them again; usbyte then leaves s alone while it captures. */
-void ub_redirect_capture_begins(cudaStream_t s);
+void ub_redirect_capture_begins(cudaStream_t s) UB_REQUIRES(ub_state_mutex);
 /* Lock held, at the first call of an iteration that passes through (verification), every block
  * of the previous iterations issued: each stream with deferred calls of c waits once for their
  * blocks and is settled, so that the application's records on it go through as they are.  Left
  * unsettled, every record would go through the completion stream (three more operations each)
  * until the device reports the plan's last iteration done, which a host that queues iterations
  * ahead makes several iterations: the pass-through side would carry the plan's overhead. */
-void ub_redirect_pass_through_begins(ub_comm *c);
+void ub_redirect_pass_through_begins(ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* Lock held: the event or the stream goes away. */
-void ub_redirect_event_gone(ub_event *e);
-void ub_redirect_stream_gone(ub_stream *st);
+void ub_redirect_event_gone(ub_event *e) UB_REQUIRES(ub_state_mutex);
+void ub_redirect_stream_gone(ub_stream *st) UB_REQUIRES(ub_state_mutex);
 
 #endif

@@ -11,10 +11,11 @@
 
 #include "cuda_list.h"
 #include "defer.h"
+#include "globals.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
 #include "report_rt.h"
-#include "runtime.h"
 #include "state.h"
 #include "tables.h"
 #include "usbyte/io.h"
@@ -23,11 +24,17 @@
 #define USBYTE_VERSION "0.4.0"
 
 /* Learnt once by the first agreement (several threads may issue one), read by report writers:
- * both under versions_mutex. */
-static pthread_mutex_t versions_mutex = PTHREAD_MUTEX_INITIALIZER;
-static ub_versions versions = {USBYTE_VERSION, 0, 0, 0, NULL, NULL};
-static char nccl_library[1024], cudart_library[1024], gpu_name[256];
-static int gpu_device = -1;
+ * both under versions_mutex.  It and io_mutex are taken alone or after the global lock, never
+ * one inside the other (lock_contract.h). */
+static ub_mutex versions_mutex UB_ACQUIRED_AFTER(ub_state_mutex) = UB_MUTEX_INITIALIZER;
+static ub_versions versions UB_GUARDED_BY(versions_mutex) = {USBYTE_VERSION, 0, 0, 0, NULL, NULL};
+static char nccl_library[1024] UB_GUARDED_BY(versions_mutex), cudart_library[1024] UB_GUARDED_BY(versions_mutex),
+    gpu_name[256] UB_GUARDED_BY(versions_mutex);
+static int gpu_device UB_GUARDED_BY(versions_mutex) = -1;
+/* One report writer at a time, and what it said last. */
+static ub_mutex io_mutex UB_ACQUIRED_AFTER(ub_state_mutex) = UB_MUTEX_INITIALIZER;
+static char last_error[1400] UB_GUARDED_BY(io_mutex);
+static bool said_no_rank UB_GUARDED_BY(io_mutex);
 
 /* The file a real function comes from (dladdr), into buf; false when unknown. */
 static bool library_of(void *fn, char *buf, size_t len)
@@ -42,7 +49,7 @@ static bool library_of(void *fn, char *buf, size_t len)
 /* The device's name from the application's own CUDA runtime (the library cudaEventRecord came
  * from: a framework may have loaded it RTLD_LOCAL).  Its cudaDeviceProp starts with the name
  * whatever the runtime's version; the buffer is larger than any version's structure. */
-static void learn_gpu(void)
+static void learn_gpu(void) UB_REQUIRES(versions_mutex)
 {
     int dev = -1;
     if (gpu_device >= 0 || !ub_cuda.cudaGetDevice || UB_CUDA(ub_cuda.cudaGetDevice(&dev)) != cudaSuccess)
@@ -65,7 +72,7 @@ static void learn_gpu(void)
 
 void ub_report_learn_versions(void)
 {
-    pthread_mutex_lock(&versions_mutex);
+    ub_mutex_lock(&versions_mutex);
     if (!versions.nccl && ub_nccl.GetVersion)
         UB_NCCL(ub_nccl.GetVersion(&versions.nccl));
     if (!versions.cuda_runtime && ub_cuda.cudaRuntimeGetVersion)
@@ -77,7 +84,7 @@ void ub_report_learn_versions(void)
     if (!versions.cudart_library && library_of((void *)ub_cuda.cudaEventRecord, cudart_library, sizeof cudart_library))
         versions.cudart_library = cudart_library;
     learn_gpu();
-    pthread_mutex_unlock(&versions_mutex);
+    ub_mutex_unlock(&versions_mutex);
 }
 
 /* The process's command line, each argument quoted when it holds a blank or a quote (read once;
@@ -180,12 +187,12 @@ static json_t *process_report(const ub_comm_report **reps, int n)
     int rank = atomic_load(&ub_rank), world = atomic_load(&ub_world);
     char host[256] = "unknown-host";
     gethostname(host, sizeof host - 1);
-    pthread_mutex_lock(&versions_mutex);
+    ub_mutex_lock(&versions_mutex);
     ub_versions vers = versions;
     char gpu[sizeof gpu_name];
     memcpy(gpu, gpu_name, sizeof gpu);
     int device = gpu_device;
-    pthread_mutex_unlock(&versions_mutex);
+    ub_mutex_unlock(&versions_mutex);
     ub_run_info run = {.started = ub_started_unix > 0 ? ub_started_unix : NAN, .host = host, .pid = (long)getpid(),
                        .command = command_line(), .gpu = gpu[0] ? gpu : NULL, .device = device};
     /* A refused value is still in the environment: the report shows what was given. */
@@ -197,17 +204,19 @@ static json_t *process_report(const ub_comm_report **reps, int n)
     return ub_report_json(rank, world, &ub_cfg, &vers, &run, reps, n);
 }
 
-static void write_report(const json_t *doc, bool unlock_for_io, bool unless_there);
+static void write_report(const json_t *doc, bool unless_there);
 
-void ub_state_write_reports(bool unlock_for_io)
+/* The report of every communicator seen into *doc (NULL: out of memory, which the writer says);
+ * false when there is none to write. */
+static bool reports_doc(json_t **doc) UB_REQUIRES(ub_state_mutex)
 {
     int n;
     ub_comm **all = ub_state_all_comms(&n);
     if (n == 0)
-        return;
+        return false;
     const ub_comm_report **reps = calloc((size_t)n, sizeof *reps);
     if (!reps)
-        return;
+        return false;
     for (int i = 0; i < n; i++) {
         ub_comm *c = all[i];
         ub_comm_report *r = &c->report;
@@ -225,9 +234,9 @@ void ub_state_write_reports(bool unlock_for_io)
         }
         reps[i] = r;
     }
-    json_t *doc = process_report(reps, n);
+    json_t *d = *doc = process_report(reps, n);
     /* Schedule mode's measurements, per communicator that ran a plan. */
-    json_t *jcomms = doc ? json_object_get(doc, "comms") : NULL;
+    json_t *jcomms = d ? json_object_get(d, "comms") : NULL;
     for (int i = 0; jcomms && i < n && i < (int)json_array_size(jcomms); i++) {
         json_t *sj = ub_sched_report_json(all[i]);
         if (sj) {
@@ -247,26 +256,39 @@ void ub_state_write_reports(bool unlock_for_io)
             strncmp(all[i]->report.reasons[0], "not profiled yet", 16) == 0)
             ub_comm_report_clear_reasons(&all[i]->report);
     free(reps);
-    write_report(doc, unlock_for_io, false);
+    return true;
+}
+
+void ub_state_write_reports(void) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    json_t *doc;
+    if (!reports_doc(&doc))
+        return;
+    ub_state_unlock();
+    write_report(doc, false);
+    ub_state_lock();
     json_decref(doc);
 }
 
-/* The file is written without the global lock (an fsync may take a while; other threads' hooks
- * must not wait for it), one writer at a time, and a failure is said once per distinct reason
- * (not again at exit).  unless_there: nothing replaces a file already at the path. */
-static void write_report(const json_t *doc, bool unlock_for_io, bool unless_there)
+void ub_state_write_reports_held(void) UB_REQUIRES(ub_state_mutex)
 {
-    static pthread_mutex_t io_mutex = PTHREAD_MUTEX_INITIALIZER;
-    static char last_error[1400];
+    json_t *doc;
+    if (!reports_doc(&doc))
+        return;
+    write_report(doc, false);
+    json_decref(doc);
+}
+
+/* The file is written one writer at a time, and a failure is said once per distinct reason (not
+ * again at exit).  unless_there: nothing replaces a file already at the path. */
+static void write_report(const json_t *doc, bool unless_there)
+{
     int rank = atomic_load(&ub_rank), world = atomic_load(&ub_world);
     char host[256] = "unknown-host";
     gethostname(host, sizeof host - 1);
-    if (unlock_for_io)
-        ub_state_unlock();
-    pthread_mutex_lock(&io_mutex);
+    ub_mutex_lock(&io_mutex);
     char path[1100], err[1300], line[1400] = "";
     /* Several ranks, one file: said once, by rank 0 (changes nothing that is issued). */
-    static bool said_no_rank;
     if (!said_no_rank && rank == 0 && world > 1 && !strstr(ub_cfg.report, "%r") && !strstr(ub_cfg.report, "%p")) {
         ub_warn("USBYTE_REPORT \"%s\" has no %%r: the %d ranks write one file and the last one wins (add %%r for one "
                 "report per rank)", ub_cfg.report, world);
@@ -284,12 +306,10 @@ static void write_report(const json_t *doc, bool unlock_for_io, bool unless_ther
     if (line[0] && strcmp(line, last_error) != 0 && !atomic_load(&ub_report_dir_bad))
         ub_error("%s", line);
     snprintf(last_error, sizeof last_error, "%s", line);
-    pthread_mutex_unlock(&io_mutex);
-    if (unlock_for_io)
-        ub_state_lock();
+    ub_mutex_unlock(&io_mutex);
 }
 
-void ub_report_no_communicator(void)
+void ub_report_no_communicator(void) UB_REQUIRES(ub_state_mutex)
 {
     /* Said once, at exit, by a process that started usbyte (it called CUDA or NCCL through it). */
     static const char what[] = "no NCCL communicator was created through libnccl.so.2 in this process; NCCL "
@@ -301,6 +321,6 @@ void ub_report_no_communicator(void)
     json_object_set_new(doc, "note", json_string(what));
     /* Another process of the job (the rank itself, a helper with the same environment) may own
      * this path: a report with communicators is never replaced by this one. */
-    write_report(doc, false, true);
+    write_report(doc, true);
     json_decref(doc);
 }

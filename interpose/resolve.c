@@ -15,9 +15,10 @@
 
 #include "cuda_list.h"
 #include "driver_list.h"
+#include "globals.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
-#include "runtime.h"
 
 ub_nccl_real ub_nccl;
 ub_cuda_real ub_cuda;
@@ -205,10 +206,11 @@ int ub_cuda_resolve(void)
 /* ---- CUDA driver ---- */
 
 ub_cu_real ub_cu;
-static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Taken alone or after the global lock; nothing else is taken while it is held (lock_contract.h). */
+static ub_mutex cu_resolve_mutex UB_ACQUIRED_AFTER(ub_state_mutex) = UB_MUTEX_INITIALIZER;
 static atomic_bool cu_found;
 
-static void cu_resolve_guarded(void)
+static void cu_resolve_guarded(void) UB_REQUIRES(cu_resolve_mutex)
 {
     void *handle = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
     if (!handle)
@@ -225,9 +227,9 @@ bool ub_cu_resolve(void)
 {
     if (atomic_load_explicit(&cu_found, memory_order_acquire))
         return true;
-    pthread_mutex_lock(&cu_mu);
+    ub_mutex_lock(&cu_resolve_mutex);
     if (!atomic_load_explicit(&cu_found, memory_order_relaxed))
         UB_REAL((cu_resolve_guarded(), 0));
-    pthread_mutex_unlock(&cu_mu);
+    ub_mutex_unlock(&cu_resolve_mutex);
     return atomic_load_explicit(&cu_found, memory_order_acquire);
 }

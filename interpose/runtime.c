@@ -10,8 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "globals.h"
 #include "guard.h"
-#include "hooks.h"
+#include "lifecycle.h"
+#include "log.h"
 #include "runtime.h"
 #include "state.h"
 #include "tables.h"

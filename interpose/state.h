@@ -15,9 +15,10 @@
  * the plan at agree_at + period, deviations, restarts) happens at a call index derived from the
  * portable call sequence and the agreed outcome, never from timing.
  *
- * Locking.  All state here is guarded by one process-wide mutex (tables.c), the state lock; the
- * runtime's few other mutexes each guard only their own file's data (capture.c's capture tables,
- * report_rt.c's versions and report file, resolve.c's driver lookup).
+ * Locking.  All of this state is guarded by one process-wide mutex (tables.c, ub_state_mutex);
+ * the few other mutexes are leaves below it (lock_contract.h gives their order).  Each function's
+ * declaration says what it needs (UB_REQUIRES, or UB_REQUIRES_UNLOCKS when it releases the lock
+ * meanwhile) or takes (UB_EXCLUDES), and clang checks it (tests/locks/).
  * - It is never held across a real NCCL call (UB_NCCL stops the process if it would be): NCCL may
  *   block for as long as its peers take, and other threads' hooks need the lock meanwhile.
  * - CUDA calls made with it held go through UB_CUDA: the reentrancy guard makes a CUPTI callback
@@ -26,8 +27,9 @@
  * - A wait for another thread (a pending event, deferred calls not yet issued) releases it
  *   (ub_state_wait); so does the agreement's issue and planning.
  *
- * This header holds the records only; the functions are declared by their files' headers
- * (tables.h, group.h, warmup.h, agree_rt.h, decide.h, report_rt.h, cupti.h, hooks.h). */
+ * This header holds the records only (with the sub-records of sched_rt.h, verify_rt.h and
+ * timing.h); the functions are declared by their files' headers (tables.h, group.h, warmup.h,
+ * agree_rt.h, decide.h, report_rt.h, verify.h, cupti.h, lifecycle.h, cuda_hooks.h). */
 #ifndef USBYTE_STATE_H
 #define USBYTE_STATE_H
 
@@ -40,10 +42,9 @@
 #include <uthash.h>
 
 #include "sched_rt.h"
-#include "hooks.h"
-#include "calibrate.h"
+#include "calibrate_rt.h"
 #include "timing.h"
-#include "verify.h"
+#include "verify_rt.h"
 #include "usbyte/iteration.h"
 #include "usbyte/record.h"
 #include "usbyte/report.h"

@@ -10,36 +10,40 @@
 #include <time.h>
 
 #include "cuda_list.h"
+#include "globals.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
-#include "runtime.h"
 #include "state.h"
 #include "tables.h"
 
-static pthread_mutex_t state_mutex = PTHREAD_MUTEX_INITIALIZER;
+/* First in the order of the mutexes (lock_contract.h): a thread holding it may take the
+ * others; none is held while it is taken. */
+ub_mutex ub_state_mutex = UB_MUTEX_INITIALIZER;
 static pthread_cond_t state_changed = PTHREAD_COND_INITIALIZER;
-static ub_comm *comms;           /* live communicators by handle */
-static ub_comm **all_comms;      /* every communicator ever seen, for the report */
-static int n_all, cap_all;
-static ub_stream *streams;
-static ub_event *events;
+static ub_comm *comms UB_GUARDED_BY(ub_state_mutex);           /* live communicators by handle */
+static ub_comm **all_comms UB_GUARDED_BY(ub_state_mutex);      /* every communicator ever seen, for the report */
+static int n_all UB_GUARDED_BY(ub_state_mutex), cap_all UB_GUARDED_BY(ub_state_mutex);
+static ub_stream *streams UB_GUARDED_BY(ub_state_mutex);
+static ub_event *events UB_GUARDED_BY(ub_state_mutex);
 static bool in_child;
 
-void ub_state_lock(void)
+/* The wrappers of the mutex are what the analysis trusts (lock_contract.h). */
+void ub_state_lock(void) UB_NO_LOCK_ANALYSIS
 {
-    pthread_mutex_lock(&state_mutex);
+    pthread_mutex_lock(&ub_state_mutex.m);
     ub_holds_state_lock = true;
 }
 
-void ub_state_unlock(void)
+void ub_state_unlock(void) UB_NO_LOCK_ANALYSIS
 {
     ub_holds_state_lock = false;
-    pthread_mutex_unlock(&state_mutex);
+    pthread_mutex_unlock(&ub_state_mutex.m);
 }
 
-bool ub_state_trylock(void)
+bool ub_state_trylock(void) UB_NO_LOCK_ANALYSIS
 {
-    bool locked = pthread_mutex_trylock(&state_mutex) == 0;
+    bool locked = pthread_mutex_trylock(&ub_state_mutex.m) == 0;
     if (locked)
         ub_holds_state_lock = true;
     return locked;
@@ -52,7 +56,7 @@ void ub_state_wait(double seconds)
     double at = (double)t.tv_nsec * 1e-9 + seconds;
     t.tv_sec += (time_t)at;
     t.tv_nsec = (long)((at - (double)(time_t)at) * 1e9);
-    pthread_cond_timedwait(&state_changed, &state_mutex, &t);
+    pthread_cond_timedwait(&state_changed, &ub_state_mutex.m, &t);
 }
 
 void ub_state_wake_all(void) { pthread_cond_broadcast(&state_changed); }
@@ -147,7 +151,7 @@ ub_comm *ub_comm_get(ncclComm_t handle)
 
 /* A record in the live table and in every communicator's list (the report), index its creation
  * order. */
-static ub_comm *new_record(ncclComm_t handle, int rank, int nranks, int device)
+static ub_comm *new_record(ncclComm_t handle, int rank, int nranks, int device) UB_REQUIRES(ub_state_mutex)
 {
     ub_comm *c = calloc(1, sizeof *c);
     if (!c)

@@ -3,41 +3,42 @@
 #ifndef USBYTE_TABLES_H
 #define USBYTE_TABLES_H
 
+#include "lock_contract.h"
 #include "state.h"
 
-void ub_state_lock(void);
-void ub_state_unlock(void);
-bool ub_state_trylock(void);
+void ub_state_lock(void) UB_ACQUIRE(ub_state_mutex);
+void ub_state_unlock(void) UB_RELEASE(ub_state_mutex);
+bool ub_state_trylock(void) UB_TRY_ACQUIRE(true, ub_state_mutex);
 /* Lock held: sleeps until ub_state_wake_all or `seconds` pass (spurious wake-ups too); the lock
  * is held again on return. */
-void ub_state_wait(double seconds);
+void ub_state_wait(double seconds) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 void ub_state_wake_all(void);
 void ub_state_forget_in_child(void);  /* runtime.c, in a forked child */
 bool ub_state_in_child(void);
-void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason);
+void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason) UB_REQUIRES(ub_state_mutex);
 /* The communicator's record (NULL: unknown). */
-ub_comm *ub_comm_get(ncclComm_t handle);
+ub_comm *ub_comm_get(ncclComm_t handle) UB_REQUIRES(ub_state_mutex);
 /* NCCL's asynchronous error of a communicator (a peer gone: ncclRemoteError), asked without the
  * lock; ncclSuccess while none (or in progress). */
-ncclResult_t ub_comm_async_error(ncclComm_t handle);
+ncclResult_t ub_comm_async_error(ncclComm_t handle) UB_EXCLUDES(ub_state_mutex);
 /* A new record: detection starts.  rank, nranks and device come from NCCL, asked without the
  * lock. */
-ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device);
-void ub_comm_forget(ub_comm *c);      /* out of the live table; the record stays for the report */
+ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device) UB_REQUIRES(ub_state_mutex);
+void ub_comm_forget(ub_comm *c) UB_REQUIRES(ub_state_mutex);      /* out of the live table; the record stays for the report */
 /* A nonblocking communicator: never observed, reported with why (rank and size -1 when its
  * initialisation is still in progress). */
-void ub_comm_add_disabled(ncclComm_t handle, int rank, int nranks, const char *why);
-ub_comm *ub_state_live_comms(void);   /* walk with hh.next */
+void ub_comm_add_disabled(ncclComm_t handle, int rank, int nranks, const char *why) UB_REQUIRES(ub_state_mutex);
+ub_comm *ub_state_live_comms(void) UB_REQUIRES(ub_state_mutex);   /* walk with hh.next */
 /* Every communicator seen since the start (destroyed ones included), for the report. */
-ub_comm **ub_state_all_comms(int *n);
+ub_comm **ub_state_all_comms(int *n) UB_REQUIRES(ub_state_mutex);
 /* The stream's record, created for c when create_for is set. */
-ub_stream *ub_stream_get(cudaStream_t s, ub_comm *create_for);
-void ub_stream_forget(ub_stream *st);
-ub_stream *ub_state_streams(void);    /* walk with hh.next */
-ub_event *ub_event_get(cudaEvent_t e, bool create);
-void ub_event_forget(ub_event *e);
+ub_stream *ub_stream_get(cudaStream_t s, ub_comm *create_for) UB_REQUIRES(ub_state_mutex);
+void ub_stream_forget(ub_stream *st) UB_REQUIRES(ub_state_mutex);
+ub_stream *ub_state_streams(void) UB_REQUIRES(ub_state_mutex);    /* walk with hh.next */
+ub_event *ub_event_get(cudaEvent_t e, bool create) UB_REQUIRES(ub_state_mutex);
+void ub_event_forget(ub_event *e) UB_REQUIRES(ub_state_mutex);
 /* The event records of c; with all, every warm-up record (none profiles any more).  An event
  * pending in schedule mode stays. */
-void ub_event_forget_for(ub_comm *c, bool all);
+void ub_event_forget_for(ub_comm *c, bool all) UB_REQUIRES(ub_state_mutex);
 
 #endif

@@ -4,11 +4,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "capture.h"
 #include "cuda_list.h"
 #include "device.h"
+#include "globals.h"
 #include "guard.h"
-#include "runtime.h"
-#include "capture.h"
+#include "log.h"
 #include "timing.h"
 
 static cudaEvent_t get_event(ub_timing *t)

@@ -6,14 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "collwait.h"
 #include "cuda_list.h"
 #include "device.h"
+#include "globals.h"
 #include "group.h"
 #include "guard.h"
+#include "log.h"
 #include "nccl_list.h"
-#include "capture.h"
-#include "runtime.h"
 #include "state.h"
 #include "tables.h"
 #include "verify.h"
@@ -102,7 +103,7 @@ void ub_verify_spoil(ub_comm *c)
  * device, its in-place allreduce(sum), the copy back and the completion event.  Lock held; released
  * while the work is enqueued (never across a real NCCL call); inside the application's group the
  * group is ended and reopened around it, as around a block, so that it is launched here. */
-static void issue_measurements(ub_comm *c, ub_verify_rt *v)
+static void issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     double seconds[UB_VERIFY_SLOTS];
     for (int j = 0; j < UB_VERIFY_SLOTS; j++) {
@@ -152,7 +153,7 @@ static void append_reason(ub_verify_report *r, const char *text)
 
 /* The agreed vector, waited for by polling without the lock (it was issued an iteration ago on
  * every rank); false when it cannot be read (a peer gone, an abort): the caller passes through. */
-static bool read_measurements(ub_comm *c, ub_verify_rt *v)
+static bool read_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     cudaEvent_t done = v->done;
     ub_state_unlock();
@@ -180,11 +181,11 @@ static void record_verdict(ub_verify_rt *v, const ub_verify_verdict *d, uint64_t
     append_reason(r, d->reason);
 }
 
-static ub_verify_step window_step(ub_comm *c, ub_verify_rt *v, cudaStream_t st, uint64_t call);
+static ub_verify_step window_step(ub_comm *c, ub_verify_rt *v, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 
 /* The verdict of the window at its apply iteration: kept, the next candidate's window, or
  * pass-through until the next check. */
-static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st, uint64_t call)
+static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_verify_verdict d;
     const char *policy = v->plans[v->trying].policy;
@@ -219,7 +220,7 @@ static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st
     return (ub_verify_step){.pass_through = true};
 }
 
-static ub_verify_step window_step(ub_comm *c, ub_verify_rt *v, cudaStream_t st, uint64_t call)
+static ub_verify_step window_step(ub_comm *c, ub_verify_rt *v, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     int w = v->window;
     ub_timing_poll(&v->tm);
@@ -242,7 +243,7 @@ static ub_verify_step window_step(ub_comm *c, ub_verify_rt *v, cudaStream_t st, 
     return step;
 }
 
-ub_verify_step ub_verify_iteration(ub_comm *c, cudaStream_t st, uint64_t call)
+ub_verify_step ub_verify_iteration(ub_comm *c, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_verify_rt *v = &c->verify;
     if (!v->on)
@@ -260,7 +261,7 @@ ub_verify_step ub_verify_iteration(ub_comm *c, cudaStream_t st, uint64_t call)
     return window_step(c, v, st, call);
 }
 
-void ub_verify_end(ub_comm *c, bool abort)
+void ub_verify_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_verify_rt *v = &c->verify;
     v->window = -1;

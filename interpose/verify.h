@@ -12,31 +12,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include "timing.h"
+#include "lock_contract.h"
 #include "usbyte/plan.h"
-#include "usbyte/verify.h"
+#include "verify_rt.h"
 
 struct ub_comm;
-
-typedef struct ub_verify_rt {
-    bool on;                 /* verification runs for the current plans (agreed settings) */
-    int n_candidates;
-    ub_plan plans[UB_VERIFY_MAX_CANDIDATES];   /* in order of prediction */
-    double predicted[UB_VERIFY_MAX_CANDIDATES];
-    int trying;              /* candidate of the running window */
-    int kept;                /* candidate kept, -1: pass-through (or nothing decided yet) */
-    int loaded;              /* candidate whose plan the cursor holds */
-    int window;              /* iteration of the running window, -1: none (the kept side runs) */
-    uint64_t since_check;    /* iterations since the latest decision */
-    ub_timing tm;            /* the window's iteration starts (never read blocking) */
-    double start[UB_VERIFY_MARKS];   /* timing epoch seconds, NAN until read */
-    bool spoiled[UB_VERIFY_MARKS];   /* a deviation in that iteration: its length is not measured */
-    double *host;            /* pinned: the vector, then the agreed vector */
-    void *dev;               /* the same on the device (the collective runs in place) */
-    cudaEvent_t done;        /* recorded on the private stream after the copy back */
-    bool issued;             /* this window's collective is out and not read */
-    ub_verify_report report;
-} ub_verify_rt;
 
 /* What one iteration runs, returned to the plan cursor. */
 typedef struct ub_verify_step {
@@ -50,18 +30,18 @@ typedef struct ub_verify_step {
  * NULL).  Sets up the window's timing and buffers: -1 with why when they cannot be made (a
  * rank-local failure: the caller cannot continue consistently). */
 int ub_verify_prepare(struct ub_comm *c, const ub_plan *first, double predicted_first, const ub_plan *second,
-                      double predicted_second, char *why, size_t len);
+                      double predicted_second, char *why, size_t len) UB_REQUIRES(ub_state_mutex);
 /* Lock held: the plan starts at this iteration boundary (the switch): a window begins. */
-void ub_verify_begin(struct ub_comm *c);
+void ub_verify_begin(struct ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* Lock held on entry and return (released while the measurements are issued or the verdict is
  * waited for).  The first call of an iteration of the plan's cursor, on stream `st`, at call
  * index `call`: what this iteration runs. */
-ub_verify_step ub_verify_iteration(struct ub_comm *c, cudaStream_t st, uint64_t call);
+ub_verify_step ub_verify_iteration(struct ub_comm *c, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: a deviation in the running iteration (its length is not a measurement). */
-void ub_verify_spoil(struct ub_comm *c);
+void ub_verify_spoil(struct ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* Lock held on entry and return (released while its resources are freed): the communicator ends,
  * its private stream drained (abort: nothing waits for device work, nothing is freed that device
  * work may still touch). */
-void ub_verify_end(struct ub_comm *c, bool abort);
+void ub_verify_end(struct ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 
 #endif

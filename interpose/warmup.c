@@ -8,21 +8,22 @@
 #include <string.h>
 
 #include "capture.h"
+#include "coll_desc.h"
 #include "cuda_list.h"
 #include "cupti.h"
 #include "device.h"
+#include "globals.h"
 #include "group.h"
 #include "guard.h"
-#include "hooks.h"
+#include "log.h"
 #include "nccl_list.h"
-#include "runtime.h"
 #include "state.h"
 #include "tables.h"
 #include "warmup.h"
 #include "usbyte/types.h"
 
 /* CUPTI's report of stream-ordered work on a stream (given to ub_cupti_acquire). */
-static void stream_work(cudaStream_t stream, const char *what, bool compute);
+static void stream_work(cudaStream_t stream, const char *what, bool compute) UB_EXCLUDES(ub_state_mutex);
 
 /* Bytes of the device-to-device copy timed in the warm-up (staging's copy_beta). */
 #define COPY_PROBE_BYTES (2u << 20)
@@ -57,7 +58,7 @@ void ub_warmup_file_ready(ub_comm *c, ub_stream *st)
     st->ready_n = 0;
 }
 
-static void forget_comm_refs(ub_comm *c)
+static void forget_comm_refs(ub_comm *c) UB_REQUIRES(ub_state_mutex)
 {
     for (ub_stream *s = ub_state_streams(), *next; s; s = next) {
         next = s->hh.next;
@@ -71,7 +72,7 @@ static void forget_comm_refs(ub_comm *c)
     ub_event_forget_for(c, atomic_load(&ub_cuda_tracking) == 0);
 }
 
-void ub_comm_stop_watching(ub_comm *c)
+void ub_comm_stop_watching(ub_comm *c) UB_REQUIRES(ub_state_mutex)
 {
     if (c->cupti_held) {
         ub_cupti_release();
@@ -84,7 +85,7 @@ void ub_comm_stop_watching(ub_comm *c)
     forget_comm_refs(c);
 }
 
-void ub_comm_stop_profiling(ub_comm *c)
+void ub_comm_stop_profiling(ub_comm *c) UB_REQUIRES(ub_state_mutex)
 {
     ub_comm_stop_watching(c);
     ub_timing_stop(&c->tm);
@@ -143,7 +144,7 @@ double ub_comm_copy_beta(const ub_comm *c)
 /* Failures here are rank-local, so they must not change what this rank issues: the
  * communicator still goes to PROFILE and takes part in the agreement at agree_at, with
  * local_failure set (every rank then stays in pass-through, saying why). */
-void ub_warmup_start(ub_comm *c, uint64_t first)
+void ub_warmup_start(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex)
 {
     c->profile_start = first;
     c->agree_at = first + (uint64_t)ub_cfg.warmup * c->period;
@@ -192,7 +193,7 @@ void ub_warmup_start(ub_comm *c, uint64_t first)
                 "rank will stay in pass-through", c->index, c->local_failure);
 }
 
-void ub_comm_redetect(ub_comm *c, const char *why)
+void ub_comm_redetect(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)
 {
     ub_iterdet_free(c->det);
     ub_iterdet_config dc = {.min_span = UB_MIN_SPAN, .min_period = c->min_period};
@@ -206,7 +207,7 @@ void ub_comm_redetect(ub_comm *c, const char *why)
     ub_comm_set_state(c, UB_COMM_DETECT, why);
 }
 
-void ub_warmup_rephase(ub_comm *c, uint64_t first)
+void ub_warmup_rephase(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex)
 {
     char why[200];
     snprintf(why, sizeof why, "the profiled iterations did not begin where an iteration does (the widest gap "
@@ -221,7 +222,7 @@ void ub_warmup_rephase(ub_comm *c, uint64_t first)
         ub_comm_set_state(c, UB_COMM_PROFILE, why);
 }
 
-void ub_warmup_restart(ub_comm *c, const char *why)
+void ub_warmup_restart(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)
 {
     ub_comm_stop_profiling(c);
     c->deviations++;
@@ -233,7 +234,7 @@ void ub_warmup_restart(ub_comm *c, const char *why)
     ub_comm_set_state(c, UB_COMM_DETECT, NULL);
 }
 
-void ub_comm_file_ready(ub_comm *c)
+void ub_comm_file_ready(ub_comm *c) UB_REQUIRES(ub_state_mutex)
 {
     for (ub_stream *st = ub_state_streams(); st; st = st->hh.next)
         if (st->comm == c)
@@ -261,7 +262,7 @@ static void mark_end(const call_end *e)
         ub_timing_mark(&c->tm, e->stream, &rc->end, 1, 0, NULL);
 }
 
-static void mark_end_after_launch(const void *data) { mark_end(data); }
+static void mark_end_after_launch(const void *data) UB_REQUIRES(ub_state_mutex) { mark_end(data); }
 
 void ub_warmup_call_end(ub_comm *c, int iteration, int call, cudaStream_t stream)
 {
@@ -282,7 +283,7 @@ static bool blocking_stream(cudaStream_t s)
     return UB_CUDA(ub_cuda.cudaStreamGetFlags(s, &flags)) == cudaSuccess && !(flags & cudaStreamNonBlocking);
 }
 
-int ub_warmup_record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint64_t it, uint32_t pos)
+int ub_warmup_record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint64_t it, uint32_t pos) UB_REQUIRES(ub_state_mutex)
 {
     if (pos == 0) {
         c->cur_iter = (int)it;
@@ -359,7 +360,7 @@ int ub_warmup_record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint6
     return k;
 }
 
-void ub_warmup_record_end(ub_comm *c, const ub_coll_desc *d)
+void ub_warmup_record_end(ub_comm *c, const ub_coll_desc *d) UB_REQUIRES(ub_state_mutex)
 {
     /* Only the first allreduce's ready begins an iteration: elsewhere the last one's end stays
      * unmeasured (that iteration is not used). */

@@ -3,7 +3,8 @@
 set -euo pipefail
 cuda=${CUDA_HOME:-/usr/local/cuda}
 # chromium: the headless browser that tests usbyte-report's page (tests/integration/tools_report.sh)
-pkgs=(libcmocka-dev uthash-dev libelf-dev libjansson-dev jq bc python3 chromium)
+# clang: the lock contract's analysis (tests/locks/thread_safety.sh)
+pkgs=(libcmocka-dev uthash-dev libelf-dev libjansson-dev jq bc python3 chromium clang)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,7 +4,8 @@ interpose/, order/, partition/, profiler/ and tools/ and fails on any circle bet
 on any dependency of an interpose/ file on a file of a higher tier and on any use of a folder the
 folder order forbids; does the same for the emulator's folders (tests/emu); and reads interpose/'s
 sources for writes of owned state (a communicator's state and reason, the reentrancy guard, the
-communicator's sub-structs) outside their owners.
+communicator's sub-structs) outside their owners; and reads the includes between interpose/
+files and fails on any circle among them.
 
 File A depends on file B when A's object uses a global symbol (function or data) that B's object
 defines.  Usage: layers.py [--obj DIR] [--src DIR] [--graph]
@@ -167,6 +168,46 @@ def owned_writes(src):
         else:
             errors.append(f"known write of {sub} by {f} is gone: remove it from KNOWN_SUB_WRITES")
     return errors, known
+
+
+def include_graph(src):
+    """{unit: {unit it includes: [the include lines]}} between interpose/ files, a unit being a
+    file x.c with its header x.h (a header with no .c of its name is a unit of its own)."""
+    d = os.path.join(src, "interpose")
+    names = sorted(n for n in os.listdir(d) if n.endswith((".c", ".h")))
+    stems = {n[:-2] for n in names if n.endswith(".c")}
+
+    def unit(n):
+        return f"interpose/{n[:-2]}" + (".c" if n[:-2] in stems else ".h")
+
+    graph = {unit(n): {} for n in names}
+    for n in names:
+        for i, line in enumerate(open(os.path.join(d, n), encoding="utf-8"), 1):
+            m = re.match(r'\s*#\s*include\s+"([^"/]+\.h)"', line)
+            if m and m.group(1) in names and unit(m.group(1)) != unit(n):
+                graph[unit(n)].setdefault(unit(m.group(1)), []).append(f"interpose/{n}:{i}")
+    return graph
+
+
+def include_errors(src):
+    """The circles of the include graph, as error lines: a file's header is included by the files
+    that call it, so a circle of includes is a circle of calls the objects may not show."""
+    graph = include_graph(src)
+    errors = []
+    for comp in circles(graph):
+        # One shortest circle through the first file, breadth first.
+        start, inside = comp[0], set(comp)
+        back, todo = {start: None}, [start]
+        while todo and start not in [g for f in todo for g in graph[f]]:
+            todo = [g for f in todo for g in sorted(graph[f]) if g in inside and g not in back and not back.update({g: f})]
+        last = next(f for f in todo if start in graph[f])
+        path = [last]
+        while back[path[-1]] is not None:
+            path.append(back[path[-1]])
+        path.reverse()
+        steps = "; ".join(f"{graph[f][g][0]} includes {g}" for f, g in zip(path, path[1:] + [start]))
+        errors.append(f"circle of {len(comp)} files in the includes ({' '.join(comp)}), one of them: {steps}")
+    return errors
 
 
 def symbols(objs):
@@ -337,7 +378,7 @@ def main():
     write_errors, write_known = owned_writes(a.src)
     for k in emu_known + write_known:
         print("layers: known exception:", k)
-    errors = check(graph) + folder_uses(graph, FOLDER_USES, BELOW_RUNTIME_MAY_USE, BELOW_RUNTIME) + emu_errors + write_errors
+    errors = check(graph) + folder_uses(graph, FOLDER_USES, BELOW_RUNTIME_MAY_USE, BELOW_RUNTIME) + emu_errors + write_errors + include_errors(a.src)
     for e in errors:
         print("layers:", e, file=sys.stderr)
     sys.exit(1 if errors else 0)

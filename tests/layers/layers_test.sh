@@ -112,4 +112,8 @@ plant_src redirect.c 'static const char *planted = "c->reason[0] = 0";'
 check > "$tmp/out" 2>&1 || { echo "FAIL: a comment or a string counted as a write:"; cat "$tmp/out"; exit 1; }
 echo "ok: comments and strings are not writes"
 restore_src redirect.c
+sed -i 's/^#include "log.h"$/&\n#include "lifecycle.h"/' "$tmp/src/interpose/log.c"
+expect_fail "log.c including the life cycle's header" \
+    'circle of [0-9]* files in the includes .*interpose/log.c:[0-9]* includes interpose/lifecycle.c'
+restore_src log.c
 echo "layers_test: ok"

@@ -1,0 +1,36 @@
+/* Schedule mode's verification record in a communicator (state.h), written by verify.c only
+ * (verify.h); the records only, so that state.h can hold it without including verify.c's
+ * functions. */
+#ifndef USBYTE_VERIFY_RECORD_H
+#define USBYTE_VERIFY_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "timing.h"
+#include "usbyte/plan.h"
+#include "usbyte/verify.h"
+
+typedef struct ub_verify_rt {
+    bool on;                 /* verification runs for the current plans (agreed settings) */
+    int n_candidates;
+    ub_plan plans[UB_VERIFY_MAX_CANDIDATES];   /* in order of prediction */
+    double predicted[UB_VERIFY_MAX_CANDIDATES];
+    int trying;              /* candidate of the running window */
+    int kept;                /* candidate kept, -1: pass-through (or nothing decided yet) */
+    int loaded;              /* candidate whose plan the cursor holds */
+    int window;              /* iteration of the running window, -1: none (the kept side runs) */
+    uint64_t since_check;    /* iterations since the latest decision */
+    ub_timing tm;            /* the window's iteration starts (never read blocking) */
+    double start[UB_VERIFY_MARKS];   /* timing epoch seconds, NAN until read */
+    bool spoiled[UB_VERIFY_MARKS];   /* a deviation in that iteration: its length is not measured */
+    double *host;            /* pinned: the vector, then the agreed vector */
+    void *dev;               /* the same on the device (the collective runs in place) */
+    cudaEvent_t done;        /* recorded on the private stream after the copy back */
+    bool issued;             /* this window's collective is out and not read */
+    ub_verify_report report;
+} ub_verify_rt;
+
+#endif
