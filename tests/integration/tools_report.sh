@@ -41,9 +41,10 @@ prof = c["profile"]
 prev = {}
 for call in prof["calls"]:
     key = (call.get("dtype", "float32"), call.get("op", "sum"))
+    own = dict(call)  # the previous bucket's own ready time and need, not the moved ones
     if key in prev:
         call["ready"], call["need"] = min(call["ready"], prev[key]["ready"]), max(call.get("need", 0), prev[key].get("need", 0))
-    prev[key] = dict(call)
+    prev[key] = own
 json.dump(prof, open(sys.argv[2], "w"))
 PY
 want_bound=$("$SIM" "$WORK/earliest.json" --policy wfbp --json | jq -r 'select(.policy == "wfbp") | .lower_bound')
