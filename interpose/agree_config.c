@@ -39,17 +39,12 @@ static void copy_back_after_launch(const void *data) UB_REQUIRES(ub_state_mutex)
 static bool make_buffers(ub_comm *c)
 {
     ub_cfg_agreement *a = &c->cfg_agree;
+    bool made = ub_coll_buffers(c->device, CFG_BYTES, &a->host, &a->dev, &a->done);
     int previous = ub_device_enter(c->device);
-    if (UB_UNSAFE(ub_cuda.cudaMallocHost((void **)&a->host, CFG_BYTES)) != cudaSuccess)
-        a->host = NULL;
-    if (UB_UNSAFE(ub_cuda.cudaMalloc(&a->dev, CFG_BYTES)) != cudaSuccess)
-        a->dev = NULL;
     if (UB_CUDA(ub_cuda.cudaStreamCreateWithFlags(&a->stream, cudaStreamNonBlocking)) != cudaSuccess)
         a->stream = NULL;
-    if (UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&a->done, cudaEventDisableTiming)) != cudaSuccess)
-        a->done = NULL;
     ub_device_leave(previous);
-    return a->host && a->dev && a->stream && a->done;
+    return made && a->stream;
 }
 
 void ub_cfg_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
@@ -176,13 +171,8 @@ void ub_cfg_agree_release(ub_comm *c, bool abort)
         memset(a, 0, sizeof *a);
         return;
     }
-    if (a->done)
-        UB_CUDA(ub_cuda.cudaEventDestroy(a->done));
     if (a->stream)
         UB_CUDA(ub_cuda.cudaStreamDestroy(a->stream));
-    if (a->dev)
-        UB_UNSAFE(ub_cuda.cudaFree(a->dev));
-    if (a->host)
-        UB_UNSAFE(ub_cuda.cudaFreeHost(a->host));
+    ub_coll_buffers_free(a->host, a->dev, a->done);
     memset(a, 0, sizeof *a);
 }
