@@ -4,8 +4,8 @@
 # with fusion off (one allreduce per tensor, ResNet-50's 161 calls) on 2 emulated ranks, the
 # verification's pass-through median is within its measured noise of the same job without usbyte.
 #
-# Rounds of a run without usbyte and one with it, interleaved (the machine's load drifts between
-# rounds, much less within one); per round the verification's pass-through median minus the plain
+# Rounds of a run without usbyte and one with it, interleaved, in alternating order (the machine's
+# load drifts between rounds and within one); per round the verification's pass-through median minus the plain
 # run's iteration (the trainer's mean over its last 10).  The median difference must stay within
 # 3 standard errors of that median (1.2533 x 1.4826 x MAD / sqrt(n)), from the differences' own
 # spread.  A pass-through side that carried the plan's overhead (its records on a stream that had
@@ -28,8 +28,15 @@ run() {
 
 : >"$WORK/rounds.tsv"
 for i in $(seq 1 $((2 * ROUNDS))); do
-    run base-$i ""
-    run sched-$i "$USBYTE_PRELOAD"
+    # ABBA: the order alternates between rounds, so that a load drifting over the test moves both
+    # sides alike instead of always the later one.
+    if [ $((i % 2)) = 1 ]; then
+        run base-$i ""
+        run sched-$i "$USBYTE_PRELOAD"
+    else
+        run sched-$i "$USBYTE_PRELOAD"
+        run base-$i ""
+    fi
     same_results sched-$i base-$i
     python3 - "$WORK" $i >>"$WORK/rounds.tsv" <<'PY' || fail "round $i: cannot read the runs"
 import json, re, statistics, sys
