@@ -3,14 +3,16 @@
 # RUNTIME_PROFILER_SRCS before this fragment is read).
 #
 # The pure pieces, linked from their objects: call signatures (signature.c), iteration detection
-# (iteration.c), the alpha/beta fit (fit.c).  Their sources are in tests/unit/profiler/.
-PROFILER_PURE_TESTS := test_signature test_iteration test_fit test_verify
+# (iteration.c), the alpha/beta fit (fit.c), the verification's pieces (verify.c), the data/net/
+# table reader (net_table.c).  Their sources are in tests/unit/profiler/.
+PROFILER_PURE_TESTS := test_signature test_iteration test_fit test_verify test_net_table
 PROFILER_PURE_TEST_BINS := $(patsubst %,$(BUILD)/tests/unit/%,$(PROFILER_PURE_TESTS))
 
 $(BUILD)/tests/unit/test_signature: $(call objs,tests/unit/profiler/test_signature.c profiler/signature.c)
 $(BUILD)/tests/unit/test_iteration: $(call objs,tests/unit/profiler/test_iteration.c profiler/iteration.c profiler/signature.c)
 $(BUILD)/tests/unit/test_fit: $(call objs,tests/unit/profiler/test_fit.c profiler/fit.c)
 $(BUILD)/tests/unit/test_verify: $(call objs,tests/unit/profiler/test_verify.c profiler/verify.c)
+$(BUILD)/tests/unit/test_net_table: $(call objs,tests/unit/profiler/test_net_table.c profiler/net_table.c)
 
 $(PROFILER_PURE_TEST_BINS):
 	@mkdir -p $(@D)

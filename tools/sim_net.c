@@ -1,7 +1,6 @@
-/* Network presets for --net, each with where its numbers come from (docs/planner.md says more).
+/* Network presets for --net, each with where its numbers come from (docs/planner.md says more),
+ * and --net-table's measured curve read into the cost function's arrays.
  * docs/model.md's ring formula: alpha = 2(p-1)*a0, beta = 2(p-1)/p * b0. */
-#include <errno.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include "sim.h"
 #include "usbyte/fit.h"
 #include "usbyte/model.h"
+#include "usbyte/net_table.h"
 
 /* The MG-WFBP figures are fitted alpha/beta for 8 nodes (p = 8), converted back:
  *   a0 = alpha / (2*7),  b0 = beta / (2*7/8). */
@@ -57,77 +57,27 @@ void sim_net_apply(const sim_net *net, int ranks, double *alpha, double *beta)
         *alpha = *beta = 0.0; /* one rank: no ring step */
 }
 
-/* Reads an all_reduce_perf table (docs/model.md, "--net-table"): `#` comments, rows
- * bytes<TAB>us[<TAB>inplace_us], bytes rising. */
+/* Reads a data/net/ table (usbyte/net_table.h) into the arrays the curve is built from. */
 int sim_net_table_load(const char *path, sim_net_table *t, char *err, size_t errlen)
 {
     memset(t, 0, sizeof(*t));
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    ub_net_table rows;
+    if (ub_net_table_read(path, &rows, err, errlen) != 0)
+        return -1;
+    if (rows.n > SIM_NET_TABLE_MAX) {
+        snprintf(err, errlen, "%s: %d rows, more than the %d a curve holds", path, rows.n, SIM_NET_TABLE_MAX);
+        ub_net_table_free(&rows);
         return -1;
     }
-    char line[512];
-    int lineno = 0, inplace_rows = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        char *p = line;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (*p == '#' || *p == '\n' || *p == '\r' || *p == '\0')
-            continue;
-        if (t->n == SIM_NET_TABLE_MAX) {
-            snprintf(err, errlen, "%s: line %d: more than %d rows", path, lineno, SIM_NET_TABLE_MAX);
-            goto bad;
-        }
-        char *end;
-        errno = 0;
-        double bytes = strtod(p, &end);
-        if (end == p || errno || !(bytes > 0) || !isfinite(bytes) || (*end != '\t' && *end != ' ')) {
-            snprintf(err, errlen, "%s: line %d: expected bytes<TAB>us[<TAB>inplace_us], bytes > 0", path, lineno);
-            goto bad;
-        }
-        p = end;
-        double us = strtod(p, &end);
-        if (end == p || !(us >= 0) || !isfinite(us)) {
-            snprintf(err, errlen, "%s: line %d: the time (us) is missing or not a finite number >= 0", path, lineno);
-            goto bad;
-        }
-        p = end;
-        double in = strtod(p, &end);
-        bool has_in = end != p;
-        if (has_in && (!(in >= 0) || !isfinite(in))) {
-            snprintf(err, errlen, "%s: line %d: the in-place time (us) is not a finite number >= 0", path, lineno);
-            goto bad;
-        }
-        p = has_in ? end : p;
-        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
-            p++;
-        if (*p) {
-            snprintf(err, errlen, "%s: line %d: unexpected text after the times", path, lineno);
-            goto bad;
-        }
-        if (t->n > 0 && !(bytes > t->bytes[t->n - 1])) {
-            snprintf(err, errlen, "%s: line %d: bytes %.0f not above the previous row's %.0f", path, lineno, bytes,
-                     t->bytes[t->n - 1]);
-            goto bad;
-        }
-        t->bytes[t->n] = bytes;
-        t->out_s[t->n] = us * 1e-6;
-        t->in_s[t->n] = has_in ? in * 1e-6 : -1.0;
-        inplace_rows += has_in;
-        t->n++;
+    for (int i = 0; i < rows.n; i++) {
+        t->bytes[i] = rows.rows[i].bytes;
+        t->out_s[i] = rows.rows[i].us * 1e-6;
+        t->in_s[i] = rows.rows[i].in_place_us * 1e-6;
     }
-    fclose(f);
-    if (t->n == 0) {
-        snprintf(err, errlen, "%s: no rows", path);
-        return -1;
-    }
-    t->has_inplace = inplace_rows == t->n;
+    t->n = rows.n;
+    t->has_inplace = rows.has_in_place;
+    ub_net_table_free(&rows);
     return 0;
-bad:
-    fclose(f);
-    return -1;
 }
 
 int sim_net_table_curve(const sim_net_table *t, ub_net_curve *out)

@@ -132,7 +132,7 @@ for name in ("table", "table3"):
 # A bad file: one line per process naming it and the line, and the formula (2 ranks, 20 us, 10 GB/s).
 err = open(os.path.join(work, "bad.err")).read() + open(os.path.join(work, "bad.out")).read()
 bad_lines = [l for l in err.splitlines() if "USBYTE_EMU_NET" in l]
-check(len(bad_lines) == 2 and all("bad.tsv: line 3: bytes not larger than the row before" in l
+check(len(bad_lines) == 2 and all("bad.tsv: line 3: bytes 1024 not above the previous row\'s 65536" in l
                                   and "using the alpha-beta formula" in l for l in bad_lines),
       "bad table: one line per process: %r" % bad_lines)
 for rank, index, nbytes, in_place, model_ms, meas_ms in curve("bad"):

@@ -113,7 +113,7 @@ double emu_model_collective_inplace_us(const struct emu_model *m, enum emu_kind 
     case EMU_ALLREDUCE:
         /* The table is the cluster it was measured on, whatever this job's rank count. */
         if (m->net_file[0] != '\0') {
-            const struct emu_net_table *t = emu_net_load(m->net_file, NULL);
+            const ub_net_table *t = emu_net_load(m->net_file, NULL);
             if (t != NULL)
                 return emu_net_us(t, bytes, in_place);
         }
@@ -159,94 +159,9 @@ double emu_model_jitter(const struct emu_model *m, int rank, uint64_t index)
 
 /* ---- net tables ---- */
 
-/* One tab-separated field of [s, end) as a finite positive number. */
-static int parse_field(const char *s, const char *end, double *out)
+double emu_net_us(const ub_net_table *t, double bytes, int in_place)
 {
-    char buf[64];
-    size_t n = (size_t)(end - s);
-    if (n == 0 || n >= sizeof buf)
-        return -1;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
-    return parse_double(buf, 0x1p-1074, 1e300, out);
-}
-
-int emu_net_parse(const char *text, const char *name, struct emu_net_table *t, char *err, size_t err_size)
-{
-    memset(t, 0, sizeof *t);
-    int cap = 0, line = 0, columns = 0;
-    const char *why = NULL;
-    for (const char *p = text; *p != '\0' && why == NULL;) {
-        const char *eol = strchr(p, '\n');
-        if (eol == NULL)
-            eol = p + strlen(p);
-        const char *next = *eol ? eol + 1 : eol;
-        const char *end = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
-        line++;
-        if (end == p || *p == '#') {
-            p = next;
-            continue;
-        }
-        double v[3];
-        int nf = 0;
-        if (memchr(p, '\t', (size_t)(end - p)) == NULL) {
-            why = "fewer than two tab-separated columns (bytes, us)";
-            break;
-        }
-        for (const char *f = p; nf <= 3;) {
-            const char *tab = memchr(f, '\t', (size_t)(end - f));
-            const char *fe = tab ? tab : end;
-            if (nf == 3 || parse_field(f, fe, &v[nf]) != 0) {
-                why = nf == 3 ? "more than three columns" : "a field is not a positive number";
-                break;
-            }
-            nf++;
-            if (tab == NULL)
-                break;
-            f = tab + 1;
-        }
-        if (why != NULL)
-            break;
-        if (columns != 0 && nf != columns)
-            why = "another number of columns than the first row";
-        else if (t->n > 0 && !(v[0] > t->rows[t->n - 1].bytes))
-            why = "bytes not larger than the row before";
-        if (why != NULL)
-            break;
-        if (t->n == cap) {
-            cap = cap ? 2 * cap : 32;
-            struct emu_net_row *r = realloc(t->rows, (size_t)cap * sizeof *r);
-            if (r == NULL) {
-                why = "out of memory";
-                break;
-            }
-            t->rows = r;
-        }
-        columns = nf;
-        t->rows[t->n++] = (struct emu_net_row){v[0], v[1], nf == 3 ? v[2] : v[1]};
-        p = next;
-    }
-    if (why != NULL || t->n == 0) {
-        if (why != NULL)
-            snprintf(err, err_size, "%s: line %d: %s", name, line, why);
-        else
-            snprintf(err, err_size, "%s: no rows (bytes<TAB>us)", name);
-        emu_net_free(t);
-        return -1;
-    }
-    t->has_in_place = columns == 3;
-    return 0;
-}
-
-void emu_net_free(struct emu_net_table *t)
-{
-    free(t->rows);
-    memset(t, 0, sizeof *t);
-}
-
-double emu_net_us(const struct emu_net_table *t, double bytes, int in_place)
-{
-    const struct emu_net_row *r = t->rows;
+    const ub_net_row *r = t->rows;
     int n = t->n;
 #define ROW_US(i) (in_place ? r[i].in_place_us : r[i].us)
     if (bytes <= r[0].bytes)
@@ -271,54 +186,14 @@ struct net_entry {
     struct net_entry *next;
     int ok, warned;
     char err[768];
-    struct emu_net_table table;
+    ub_net_table table;
     char path[];
 };
 
 static pthread_mutex_t net_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct net_entry *net_entries;
 
-static char *read_file(const char *path, char *err, size_t err_size)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        snprintf(err, err_size, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (buf == NULL)
-            break;
-        n += fread(buf + n, 1, cap - 1 - n, f);
-        if (n < cap - 1)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (nb == NULL) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (buf == NULL || bad) {
-        snprintf(err, err_size, "%s: %s", path, buf == NULL ? "out of memory" : "read error");
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    if (memchr(buf, '\0', n) != NULL) {
-        snprintf(err, err_size, "%s: not a text file", path);
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
-const struct emu_net_table *emu_net_load(const char *path, FILE *warn)
+const ub_net_table *emu_net_load(const char *path, FILE *warn)
 {
     pthread_mutex_lock(&net_mu);
     struct net_entry *e;
@@ -327,9 +202,7 @@ const struct emu_net_table *emu_net_load(const char *path, FILE *warn)
             break;
     if (e == NULL && (e = calloc(1, sizeof *e + strlen(path) + 1)) != NULL) {
         strcpy(e->path, path);
-        char *text = read_file(path, e->err, sizeof e->err);
-        e->ok = text != NULL && emu_net_parse(text, path, &e->table, e->err, sizeof e->err) == 0;
-        free(text);
+        e->ok = ub_net_table_read(path, &e->table, e->err, sizeof e->err) == 0;
         e->next = net_entries;
         net_entries = e;
     }

@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "usbyte/net_table.h"
+
 #define EMU_MODEL_DEFAULT_ALPHA_US 20.0
 #define EMU_MODEL_DEFAULT_GBPS 10.0
 
@@ -68,29 +70,14 @@ double emu_model_collective_inplace_us(const struct emu_model *m, enum emu_kind 
 double emu_model_jitter(const struct emu_model *m, int rank, uint64_t index);
 
 /* ---- net tables (USBYTE_EMU_NET) ----
- * A measured allreduce curve: lines starting with '#' are comments (blank lines are skipped);
- * each other line is a row "bytes<TAB>us" or "bytes<TAB>us<TAB>in_place_us", bytes strictly
- * increasing, every row with as many columns as the first.  The time of M bytes: the first
- * row's below it, linear in bytes between rows, the last row's times M / its bytes above it. */
-struct emu_net_row {
-    double bytes, us, in_place_us;
-};
-
-struct emu_net_table {
-    int n;
-    int has_in_place;
-    struct emu_net_row *rows;
-};
-
-/* Parses `text`; on error returns -1 and writes one line (no newline) naming `name` and the
- * line into err. */
-int emu_net_parse(const char *text, const char *name, struct emu_net_table *t, char *err, size_t err_size);
-void emu_net_free(struct emu_net_table *t);
-double emu_net_us(const struct emu_net_table *t, double bytes, int in_place);
+ * A measured allreduce curve in the data/net/ format (usbyte/net_table.h, the reader usbyte-sim
+ * shares).  The time of M bytes: the first row's below it, linear in bytes between rows, the last
+ * row's times M / its bytes above it. */
+double emu_net_us(const ub_net_table *t, double bytes, int in_place);
 
 /* The table of `path`, read and parsed once per process (thread-safe); NULL when it does not
  * parse, after one warning line on `warn` (if not NULL) the first time. */
-const struct emu_net_table *emu_net_load(const char *path, FILE *warn);
+const ub_net_table *emu_net_load(const char *path, FILE *warn);
 
 /* One rank's point-to-point part: `with_peer` is 0 when every send/recv is with itself. */
 double emu_model_p2p_us(const struct emu_model *m, size_t sent_bytes, size_t recv_bytes, int with_peer);

@@ -1,6 +1,7 @@
 /* Unit tests of the emulated NCCL's measured network (USBYTE_EMU_NET) and jitter
- * (USBYTE_EMU_JITTER_PCT): the table format, its interpolation, one line for a bad file, every
- * shipped curve of data/net parsing, and the jitter factor's bounds and repeatability.  Run from
+ * (USBYTE_EMU_JITTER_PCT): the table's interpolation, one line for a bad file, every shipped
+ * curve of data/net loading, and the jitter factor's bounds and repeatability (the format itself:
+ * tests/unit/profiler/test_net_table.c).  Run from
  * the repository root (data/net). */
 #include <dirent.h>
 #include <math.h>
@@ -27,9 +28,9 @@ static const char *const TABLE = "# source: a test\n"
 static void test_interpolation(void **state)
 {
     (void)state;
-    struct emu_net_table t;
+    ub_net_table t;
     char err[256] = "";
-    assert_int_equal(emu_net_parse(TABLE, "t.tsv", &t, err, sizeof err), 0);
+    assert_int_equal(ub_net_table_parse(TABLE, "t.tsv", &t, err, sizeof err), 0);
     assert_int_equal(t.n, 3);
     assert_true(t.has_in_place);
     /* below the first row: the first row's time */
@@ -43,44 +44,13 @@ static void test_interpolation(void **state)
     /* above the last row: its time times the ratio of bytes */
     assert_float_equal(emu_net_us(&t, 4.0 * 1048576, 0), 4000.0, 1e-9);
     assert_float_equal(emu_net_us(&t, 3.0 * 1048576, 1), 2700.0, 1e-9);
-    emu_net_free(&t);
+    ub_net_table_free(&t);
 
     /* Two columns: in-place calls use the only time there is. */
-    assert_int_equal(emu_net_parse("8\t5\n16\t7\n", "two.tsv", &t, err, sizeof err), 0);
+    assert_int_equal(ub_net_table_parse("8\t5\n16\t7\n", "two.tsv", &t, err, sizeof err), 0);
     assert_false(t.has_in_place);
     assert_float_equal(emu_net_us(&t, 12, 1), 6.0, 1e-12);
-    emu_net_free(&t);
-}
-
-/* Every way a table can be bad names the file and the line. */
-static void test_bad_tables(void **state)
-{
-    (void)state;
-    static const struct {
-        const char *text, *want;
-    } cases[] = {
-        {"", "b.tsv: no rows"},
-        {"# only comments\n", "b.tsv: no rows"},
-        {"8\t5\n16 7\n", "b.tsv: line 2: fewer than two"},
-        {"8\t5\n16\tfast\n", "b.tsv: line 2: a field is not a positive number"},
-        {"8\t5\n# c\n4\t7\n", "b.tsv: line 3: bytes not larger than the row before"},
-        {"8\t5\n8\t7\n", "b.tsv: line 2: bytes not larger"},
-        {"8\t5\t4\n16\t7\n", "b.tsv: line 2: another number of columns"},
-        {"8\t5\t4\t3\n", "b.tsv: line 1: more than three columns"},
-        {"8\t-5\n", "b.tsv: line 1: a field is not a positive number"},
-        {"8\t0\n", "b.tsv: line 1: a field is not a positive number"},
-        {"8\tnan\n", "b.tsv: line 1: a field is not a positive number"},
-        {"8\t5\t\n", "b.tsv: line 1: a field is not a positive number"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct emu_net_table t;
-        char err[256] = "";
-        assert_int_equal(emu_net_parse(cases[i].text, "b.tsv", &t, err, sizeof err), -1);
-        assert_null(t.rows);
-        if (strncmp(err, cases[i].want, strlen(cases[i].want)) != 0)
-            fail_msg("case %zu: got '%s', want '%s...'", i, err, cases[i].want);
-        assert_null(strchr(err, '\n'));
-    }
+    ub_net_table_free(&t);
 }
 
 static char *read_all(FILE *f)
@@ -146,7 +116,7 @@ static void test_env(void **state)
     assert_string_equal(m.net_file, "");
     const char *text = read_all(warn);
     assert_int_equal(count_lines(text), 1);
-    assert_non_null(strstr(text, "bad.tsv: line 3: bytes not larger than the row before"));
+    assert_non_null(strstr(text, "bad.tsv: line 3: bytes 4 not above the previous row's 8"));
     assert_non_null(strstr(text, "using the alpha-beta formula"));
     assert_float_equal(emu_model_collective_us(&m, EMU_ALLREDUCE, 640, 4, 2), 2 * 20.0 + 2560 / 1e4, 1e-9);
 
@@ -158,7 +128,7 @@ static void test_env(void **state)
     emu_model_from_env(&m, warn);
     text = read_all(warn);
     assert_int_equal(count_lines(text), 1);
-    assert_non_null(strstr(text, "none.tsv: No such file or directory"));
+    assert_non_null(strstr(text, "none.tsv: cannot read: No such file or directory"));
     assert_string_equal(m.net_file, "");
     fclose(warn);
     unsetenv("USBYTE_EMU_NET");
@@ -183,7 +153,7 @@ static void test_shipped_curves(void **state)
         char path[512];
         snprintf(path, sizeof path, "data/net/%s", e->d_name);
         FILE *warn = tmpfile();
-        const struct emu_net_table *t = emu_net_load(path, warn);
+        const ub_net_table *t = emu_net_load(path, warn);
         if (t == NULL)
             fail_msg("%s", read_all(warn));
         fclose(warn);
@@ -252,7 +222,7 @@ static void test_jitter(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_interpolation), cmocka_unit_test(test_bad_tables), cmocka_unit_test(test_env),
+        cmocka_unit_test(test_interpolation), cmocka_unit_test(test_env),
         cmocka_unit_test(test_shipped_curves), cmocka_unit_test(test_jitter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
