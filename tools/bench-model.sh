@@ -26,7 +26,7 @@ pct() { jq -r "$1" | awk '{printf "%.1f%%", 100 * $1}'; }
     echo "and the fit. Relative error of each model against each measured curve's rows between 64 KiB and"
     echo "64 MiB (in-place column), median / max. *Calls* are the sizes the profile's allreduces show;"
     echo "the model is fitted on them plus the calibration sizes (\`ub_calibration_sizes\`), read off the"
-    echo "curve as a calibration would measure them (the runtime does not probe yet). *Rows not sampled*:"
+    echo "curve as the runtime's calibration probes measure them (docs/model.md, \"Calibration in the runtime\"). *Rows not sampled*:"
     echo "only the curve's rows whose size is neither a call's nor a calibration size (where the model"
     echo "interpolates between its knots); the count of those rows is in parentheses."
     echo
