@@ -6,10 +6,10 @@
 # latency a ring of 64+ ranks pays, put on 4 ranks).  On each: a run without usbyte, then one with
 # it in schedule mode through usbyte-run, which leaves the rank reports and usbyte-report's page in
 # DEMO_DIR/LINK/.  Prints the checksums (equal with and without usbyte, or the demo fails), both
-# measured iteration times (the trainer's mean over its last 10 iterations), the measured speedup
-# next to the predicted one, the report's summary, what best gains over DDP's default and tuned
-# buckets (usbyte-sim on the profile unscaled, and the headline of docs/bench-sim.md), and the pages
-# to open.  Times are the profile's x TIME_SCALE and sizes x BYTES_SCALE.
+# measured iteration times (the trainer's mean over its last 10 iterations, after the verification's
+# verdict), the measured speedup next to the predicted one, what the verification kept, the
+# report's summary, what best gains over DDP's default and tuned buckets (usbyte-sim on the
+# profile unscaled, and the headline of docs/bench-sim.md), and the pages to open.  Times are the profile's x TIME_SCALE and sizes x BYTES_SCALE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -18,7 +18,9 @@ RANKS=${RANKS:-4}
 PROFILE=${PROFILE:-data/profiles/vgg16-v100-b64-barrier.json}
 TIME_SCALE=${TIME_SCALE:-0.05}
 BYTES_SCALE=${BYTES_SCALE:-0.002}
-ITERS=${ITERS:-30}
+# Enough iterations for the verification's first window (39 iterations from the switch, alternating
+# the plan with pass-through) to decide, and 10 more after its verdict for the trainer's mean.
+ITERS=${ITERS:-70}
 LINKS=${LINKS:-10gbe 100gb-ib stress}
 DEMO_DIR=${DEMO_DIR:-$BUILD/demo}
 export USBYTE_LOG=${USBYTE_LOG:-warn}
@@ -76,9 +78,9 @@ while read -r link alpha gbps; do
     [ -n "$report" ] && [ -f "$dir/usbyte-report.html" ] || { echo "demo: no report or page in $dir"; ls "$dir"; exit 1; }
     base=$(last_iter "$dir/without-usbyte.out")
     with=$(last_iter "$dir/with-usbyte.out")
-    read -r predicted state plan_policy blocks calls < <(jq -r '.comms[0]
+    read -r predicted state plan_policy blocks calls kept < <(jq -r '.comms[0]
         | ((.policies[] | select(.policy == "wfbp") | .iteration) / .plan.iteration) as $p
-        | "\($p * 1000 | round / 1000) \(.state) \(.plan.policy) \(.plan.blocks | length) \(.calls_per_iteration)"' "$report")
+        | "\($p * 1000 | round / 1000) \(.state) \(.plan.policy) \(.plan.blocks | length) \(.calls_per_iteration) \(.verification.kept // "-")"' "$report")
     measured=$(awk -v a="$base" -v b="$with" 'BEGIN { printf "%.2f", a / b }')
     predicted=$(awk -v p="$predicted" 'BEGIN { printf "%.2f", p }')
     echo "   checksums equal on every rank, with and without usbyte"
@@ -86,12 +88,12 @@ while read -r link alpha gbps; do
     echo "   ($plan_policy plan: $blocks blocks for $calls allreduces; communicator state: $state)"
     sed -n '/^usbyte: [0-9]* of [0-9]* rank reports/,$p' "$dir/with-usbyte.out" | grep -v '^usbyte-run:' | sed 's/^/   /'
     pages+=("$dir/usbyte-report.html")
-    summary+=("$(printf '%-9s %10s %10s %9sx %9sx  %s' "$link" "$base" "$with" "$measured" "$predicted" "$state")")
+    summary+=("$(printf '%-9s %10s %10s %9sx %9sx  %-12s %s' "$link" "$base" "$with" "$measured" "$predicted" "$state" "$kept")")
 done <<< "$link_table"
 
 echo
 echo "== summary (ms per iteration; the stress link is a stress test, not a network)"
-printf '%-9s %10s %10s %10s %10s  %s\n' link without with measured predicted state
+printf '%-9s %10s %10s %10s %10s  %-12s %s\n' link without with measured predicted state "kept (verification)"
 printf '%s\n' "${summary[@]}"
 echo
 # What a DDP user would compare with: DDP's default buckets and DDP at its best bucket_cap_mb, on

@@ -22,6 +22,7 @@
 #include "report.h"
 #include "usbyte/alloc.h"
 #include "usbyte/io.h"
+#include "usbyte/verify.h"
 
 static void usage(FILE *f)
 {
@@ -258,6 +259,13 @@ static void summary(const rp_job *job, FILE *f)
         else if (s->present)
             fprintf(f, "  scheduled (%ld iterations): not measured yet; predicted %.3f ms\n", s->iterations,
                     s->predicted_iteration * 1e3);
+        const rp_verification *v = &c->verification;
+        if (v->present && v->kept)
+            fprintf(f, "  verified at call %ld: %s\n", v->at_call, v->reason && *v->reason ? v->reason : v->kept);
+        else if (v->present)
+            fprintf(f, "  verification: no verdict: the job ended inside the first window (%d iterations that alternate "
+                       "the plan with pass-through), so the job's own iteration times mix both; a longer run decides\n",
+                    UB_VERIFY_APPLY_AT);
         const char *fixes[64];
         int n_fixes = 0;
         for (int i = -1; i < c->n_reasons; i++) {

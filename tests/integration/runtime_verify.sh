@@ -72,6 +72,18 @@ assert c["state"] == "schedule", "state"
 '
 done
 echo "ok: a plan predicted >= 10% faster is kept in 10 of 10 runs"
+"$BUILD/usbyte-report" "$WORK"/keep-1-[01].json -o "$WORK/keep-page" --quiet --summary >"$WORK/keep.summary" ||
+    fail "usbyte-report --summary on a kept plan"
+grep -q '^  verified at call [0-9]*: best: .*kept$' "$WORK/keep.summary" ||
+    fail "the summary does not say the plan was kept: $(cat "$WORK/keep.summary")"
+
+# A job that ends inside the first window: no verdict, and the summary says why its times mix both
+# sides.
+USBYTE_EMU_ALPHA_US=450 USBYTE_EMU_GBPS=0.1 train short yes 24
+"$BUILD/usbyte-report" "$WORK"/short-[01].json -o "$WORK/short-page" --quiet --summary >"$WORK/short.summary" ||
+    fail "usbyte-report --summary on a short run"
+grep -q '^  verification: no verdict: the job ended inside the first window' "$WORK/short.summary" ||
+    fail "the summary of a run shorter than the window: $(cat "$WORK/short.summary")"
 
 # A forced plan that is slower: syncea on 20 us per ring step at 0.05 GB/s.  Long enough for the
 # second candidate's window too.
@@ -133,6 +145,10 @@ mkdir -p "$WORK/page"
 grep -q '<table id="verification-0">' "$WORK/page/usbyte-report.html" || fail "the page has no verification table"
 grep -q 'kept: <b>pass-through</b> at call' "$WORK/page/usbyte-report.html" || fail "the page does not say what was kept"
 grep -q 'best: .* dropped' "$WORK/page/usbyte-report.html" || fail "the page does not say why"
+"$BUILD/usbyte-report" "$WORK"/notched-[01].json -o "$WORK/page" --quiet --summary >"$WORK/notched.summary" ||
+    fail "usbyte-report --summary on the notched run"
+grep -q '^  verified at call [0-9]*: .*dropped' "$WORK/notched.summary" ||
+    fail "the summary does not say what verification decided: $(cat "$WORK/notched.summary")"
 echo "ok: a network cheaper at the job's own sizes: the plans are dropped on every rank at the same call"
 
 # A stall: rank 1's forwards of iterations 20 and 21 (inside the window's runs, iterations 10-41
