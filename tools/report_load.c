@@ -417,6 +417,7 @@ static int load_schedule(ctx *x, const json_t *c, const char *base, rp_schedule 
         get_int(x, sj, b, "flushes", false, &s->flushes) < 0 ||
         get_int(x, sj, b, "staging_bytes", false, &s->staging_bytes) < 0 ||
         get_str(x, sj, b, "completion", false, &s->completion) < 0 ||
+        get_str(x, sj, b, "measured_pass_through_from", false, &s->pass_through_from) < 0 ||
         array(x, sj, b, "blocks", &blocks, &n, &s->blocks, sizeof *s->blocks, where, sizeof where) < 0)
         return -1;
     for (size_t i = 0; i < n; i++) {

@@ -253,8 +253,11 @@ static void summary(const rp_job *job, FILE *f)
                     c->plan_reported * 1e3, wfbp / c->plan_reported, wfbp * 1e3, c->plan.lower_bound * 1e3);
         const rp_schedule *s = &c->schedule;
         if (s->present && isfinite(s->measured_iteration))
-            fprintf(f, "  scheduled (%ld iterations): %.3f ms against %.3f ms without the plan: %.2fx measured, %.2fx "
-                       "predicted\n", s->iterations, s->measured_iteration * 1e3, s->measured_pass_through * 1e3,
+            fprintf(f, "  scheduled (%ld iterations): %.3f ms against %.3f ms without the plan (%s): %.2fx measured, "
+                       "%.2fx predicted\n", s->iterations, s->measured_iteration * 1e3, s->measured_pass_through * 1e3,
+                    s->pass_through_from && !strcmp(s->pass_through_from, "verification")
+                        ? "the verification's pass-through median, side by side"
+                        : "the warm-up's, which carries the profiling's cost",
                     s->measured_speedup, s->predicted_speedup);
         else if (s->present)
             fprintf(f, "  scheduled (%ld iterations): not measured yet; predicted %.3f ms\n", s->iterations,

@@ -69,6 +69,9 @@ assert v is not None and v["checks"] >= 1, "no verdict"
 assert v["candidates"][0]["policy"] == "best", "first candidate %r" % v["candidates"][0]["policy"]
 assert v["kept"] == "best", "kept %r" % v["kept"]
 assert c["state"] == "schedule", "state"
+# The measured speedup is over the pass-through side measured beside the plan, not the warm-up.
+assert s["measured_pass_through_from"] == "verification", "reference %r" % s["measured_pass_through_from"]
+assert s["measured_pass_through"] == v["pass_through_iteration"], "reference %r" % s["measured_pass_through"]
 '
 done
 echo "ok: a plan predicted >= 10% faster is kept in 10 of 10 runs"
@@ -105,6 +108,8 @@ USBYTE_VERIFY=0 USBYTE_EMU_ALPHA_US=20 USBYTE_EMU_GBPS=0.05 USBYTE_POLICY=syncea
 same_results slow-told slow-base
 verdict slow-told '
 assert v is None, "verification with USBYTE_VERIFY=0"
+assert s["measured_pass_through_from"] == "warm-up", "reference %r" % s["measured_pass_through_from"]
+assert s["measured_pass_through"] == c["measured_iteration"], "reference %r" % s["measured_pass_through"]
 assert c["state"] == "schedule" and s["iterations"] >= 70, "plan iterations %r" % s.get("iterations")
 '
 echo "ok: a slower forced plan is dropped on every rank at the same call (USBYTE_VERIFY=0: runs as told)"
