@@ -75,6 +75,13 @@ for k in 0 1 2 3; do
     jq -e '.comms[0] | .state == "pass-through" and (.state_reason | contains("USBYTE_MAX_DEVIATIONS differs between the ranks: 0 on rank 2"))' \
         "$WORK/maxdev-$k.json" >/dev/null || fail "maxdev: rank $k's report: $(jq -c '.comms[0] | [.state, .state_reason]' "$WORK/maxdev-$k.json")"
 done
+# usbyte-report names the setting among the ranks' disagreements (exit 1), and the page the rank.
+rc=0
+"$BUILD/usbyte-report" --summary -o "$WORK/maxdev-page" "$WORK"/maxdev-*.json >"$WORK/maxdev.summary" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] && grep -q 'USBYTE_MAX_DEVIATIONS differs between the ranks: 4 on ranks 0, 1, 3; 0 on rank 2' "$WORK/maxdev.summary" ||
+    { cat "$WORK/maxdev.summary"; fail "maxdev: usbyte-report (exit $rc) does not name the setting that differs"; }
+grep -q "settings differ from rank 0.*USBYTE_MAX_DEVIATIONS=0" "$WORK/maxdev-page/usbyte-report.html" ||
+    fail "maxdev: the page's ranks table does not name rank 2's setting"
 
 # 4. Every rank off: the same results, nothing printed, no report.
 run off_all "$USBYTE_PRELOAD" USBYTE_MODE=off
