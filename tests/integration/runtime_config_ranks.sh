@@ -82,6 +82,10 @@ rc=0
     { cat "$WORK/maxdev.summary"; fail "maxdev: usbyte-report (exit $rc) does not name the setting that differs"; }
 grep -q "settings differ from rank 0.*USBYTE_MAX_DEVIATIONS=0" "$WORK/maxdev-page/usbyte-report.html" ||
     fail "maxdev: the page's ranks table does not name rank 2's setting"
+# No warm-up was profiled: neither the summary nor the page claims a number of allreduces.
+grep -q '^communicator 0 (4 ranks, no iteration profiled): ' "$WORK/maxdev.summary" ||
+    fail "maxdev: the summary claims a count: $(grep '^communicator' "$WORK/maxdev.summary")"
+grep -q '0 allreduces per iteration' "$WORK/maxdev-page/usbyte-report.html" && fail "maxdev: the page claims 0 allreduces per iteration"
 
 # 4. Every rank off: the same results, nothing printed, no report.
 run off_all "$USBYTE_PRELOAD" USBYTE_MODE=off
