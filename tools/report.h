@@ -175,7 +175,7 @@ const rp_comm *rp_job_reference(const rp_job *job, int index, int *ref_report);
 int rp_comm_diff(const rp_comm *ref, const rp_comm *c);
 /* "profile, plan" for the bits set; "" for none. */
 void rp_diff_text(int bits, char *buf, size_t len);
-/* The settings every rank must share (those the agreement checks, and USBYTE_WARMUP). */
+/* The settings every rank must share (those the runtime agrees on). */
 extern const char *const rp_agreed_settings[];
 extern const int rp_n_agreed_settings;
 

@@ -866,10 +866,14 @@ void rp_html_comm(rp_page *pg, int id)
     const rp_comm *c = rp_job_reference(pg->job, id, &ref_i);
     const rp_report *r = &pg->job->r[ref_i];
     int rank = r->rank, pos = comm_pos(r, c);
-    rp_out(pg, "<section class=\"comm\" id=\"comm-%d\" data-comm=\"%d\">\n<h2>Communicator %d</h2>\n<p>%d ranks "
-               "&middot; %ld allreduces per iteration (%ld NCCL calls) &middot; %ld iterations observed, %ld profiled",
-           id, id, id, c->nranks, c->calls_per_iteration, c->nccl_calls_per_iteration, c->iterations_observed,
-           c->warmup);
+    rp_out(pg, "<section class=\"comm\" id=\"comm-%d\" data-comm=\"%d\">\n<h2>Communicator %d</h2>\n<p>%d ranks ",
+           id, id, id, c->nranks);
+    /* No count before a warm-up was profiled (pass-through from the start): none is claimed. */
+    if (c->calls_per_iteration > 0)
+        rp_out(pg, "&middot; %ld allreduces per iteration (%ld NCCL calls) &middot; %ld iterations observed, %ld profiled",
+               c->calls_per_iteration, c->nccl_calls_per_iteration, c->iterations_observed, c->warmup);
+    else
+        rp_out(pg, "&middot; no iteration profiled &middot; %ld iterations observed", c->iterations_observed);
     if (c->id) {
         rp_out(pg, " &middot; identity <code>");
         esc(pg->f, c->id);

@@ -92,8 +92,12 @@ static int by_int(const void *a, const void *b)
     return *(const int *)a - *(const int *)b;
 }
 
-const char *const rp_agreed_settings[] = {"USBYTE_MODE",     "USBYTE_POLICY", "USBYTE_COMPLETION", "USBYTE_STAGING_MB",
-                                          "USBYTE_ALIGN",    "USBYTE_MIN_GAIN_PCT", "USBYTE_WARMUP"};
+/* The settings the runtime agrees on (include/usbyte/config_agree.h, and the warm-up agreement's
+ * settings in interpose/agree_rt.c): a difference keeps every rank in pass-through. */
+const char *const rp_agreed_settings[] = {"USBYTE_MODE",         "USBYTE_POLICY",         "USBYTE_COMPLETION",
+                                          "USBYTE_STAGING_MB",   "USBYTE_ALIGN",          "USBYTE_MIN_GAIN_PCT",
+                                          "USBYTE_WARMUP",       "USBYTE_MAX_DEVIATIONS", "USBYTE_VERIFY",
+                                          "USBYTE_VERIFY_EVERY", "USBYTE_CALIBRATE"};
 const int rp_n_agreed_settings = sizeof rp_agreed_settings / sizeof rp_agreed_settings[0];
 
 const char *rp_setting(const rp_report *r, const char *name, char *buf, size_t len)

@@ -238,8 +238,12 @@ static void summary(const rp_job *job, FILE *f)
         const char *why;
         int bad;
         rp_outcome o = rp_comm_outcome(&job->r[ref_i], c, &why, &bad);
-        fprintf(f, "communicator %d (%d ranks, %ld allreduces/iteration): %s%s%s (state %s, %s)\n", c->index, c->nranks,
-                c->calls_per_iteration, o == RP_SCHEDULED ? "Scheduled" : o == RP_OBSERVED ? "Observed" : "Not scheduled",
+        /* No count before a warm-up was profiled (pass-through from the start): none is claimed. */
+        char calls[48] = "no iteration profiled";
+        if (c->calls_per_iteration > 0)
+            snprintf(calls, sizeof calls, "%ld allreduces/iteration", c->calls_per_iteration);
+        fprintf(f, "communicator %d (%d ranks, %s): %s%s%s (state %s, %s)\n", c->index, c->nranks, calls,
+                o == RP_SCHEDULED ? "Scheduled" : o == RP_OBSERVED ? "Observed" : "Not scheduled",
                 why ? ": " : "", why ? why : "", c->state, c->schedulable ? "schedulable" : "not schedulable");
         if (c->measured_iteration > 0)
             fprintf(f, "  measured iteration %.3f ms\n", c->measured_iteration * 1e3);

@@ -1,5 +1,5 @@
 /* The configuration agreement (docs/runtime.md, "One configuration for every rank"), as pure
- * code: the settings that decide whether and when a rank takes part in the warm-up's agreement
+ * code: the settings that decide whether and when a rank takes part in a warm-up's agreement
  * must be the same on every rank, or the ranks would issue different collectives.  Every rank
  * (USBYTE_MODE=off too) sends them at the first lock of a communicator, the same call on every
  * rank, in one max-allreduce of UB_CFG_AGREE_LEN doubles; the combined vector says, per setting,
@@ -10,10 +10,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* X(field of ub_config, its variable): each must be the same on every rank. */
-#define UB_CFG_AGREE_LIST(X) \
-    X(mode, "USBYTE_MODE")   \
-    X(warmup, "USBYTE_WARMUP")
+/* X(field of ub_config, its variable): each must be the same on every rank.  USBYTE_MAX_DEVIATIONS
+ * decides at which call a scheduled rank gives up its plan and starts a new warm-up (whose
+ * agreement the others would not issue). */
+#define UB_CFG_AGREE_LIST(X)   \
+    X(mode, "USBYTE_MODE")     \
+    X(warmup, "USBYTE_WARMUP") \
+    X(max_deviations, "USBYTE_MAX_DEVIATIONS")
 
 typedef enum {
 #define X(field, var) UB_CFG_AGREE_##field,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One configuration for every rank, on 4 emulated ranks: USBYTE_MODE=off on one rank, or another
-# USBYTE_WARMUP on one rank, must not make the ranks issue different collectives (the job runs to
-# the end with the same results as without usbyte; the other ranks' reports name the setting and
-# the rank); every documented USBYTE_WARMUP gives a positive measured iteration from at least one
+# USBYTE_WARMUP or USBYTE_MAX_DEVIATIONS on one rank, must not make the ranks issue different
+# collectives (the job runs to the end with the same results as without usbyte; the other ranks'
+# reports name the setting and the rank); every documented USBYTE_WARMUP gives a positive measured iteration from at least one
 # used warm-up iteration (or says why not in pass-through), and usbyte-report reads the reports.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -61,13 +61,39 @@ for name, ranks, want in (("off_one", (0, 1, 3), ("USBYTE_MODE", "off on rank 2"
             assert w in text, (name, k, w, text)
 print("info: rank 0 of warmup_one says: %s" % json.load(open(os.path.join(work, "warmup_one-0.json")))["comms"][0]["state_reason"])
 PY
-# 3. Every rank off: the same results, nothing printed, no report.
+# 3. USBYTE_MAX_DEVIATIONS=0 on rank 2 (4 elsewhere), with sizes that change mid-run (deviations
+# from the plan): rank 2 would start a new warm-up, and issue its agreement, at another call than
+# the others.  Every rank stays in pass-through, naming it; runtime_sched checks every result.
+SCHED=$BUILD/tests/integration/runtime_sched
+[ -e "$SCHED" ] || fail "missing $SCHED: build it first (make)"
+env USBYTE_EMU_ALPHA_US=300 USBYTE_EMU_GBPS=1 USBYTE_WARMUP=2 USBYTE_MIN_GAIN_PCT=0 USBYTE_MODE=schedule \
+    ODD_RANK=2 ODD_SET=USBYTE_MAX_DEVIATIONS=0 LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_REPORT="$WORK/maxdev-%r.json" \
+    "$BUILD/emu/emu-run" -n 4 --timeout 120 -- "$WORK/odd.sh" "$SCHED" --iters 30 --size-change-at 10 \
+    >"$WORK/maxdev.out" 2>&1 || { sed 's/^/    | /' "$WORK/maxdev.out" | tail -30; fail "maxdev: the job failed"; }
+[ "$(grep -c 'runtime_sched ok' "$WORK/maxdev.out")" -eq 4 ] || fail "maxdev: not every rank checked every result"
+for k in 0 1 2 3; do
+    jq -e '.comms[0] | .state == "pass-through" and (.state_reason | contains("USBYTE_MAX_DEVIATIONS differs between the ranks: 0 on rank 2"))' \
+        "$WORK/maxdev-$k.json" >/dev/null || fail "maxdev: rank $k's report: $(jq -c '.comms[0] | [.state, .state_reason]' "$WORK/maxdev-$k.json")"
+done
+# usbyte-report names the setting among the ranks' disagreements (exit 1), and the page the rank.
+rc=0
+"$BUILD/usbyte-report" --summary -o "$WORK/maxdev-page" "$WORK"/maxdev-*.json >"$WORK/maxdev.summary" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] && grep -q 'USBYTE_MAX_DEVIATIONS differs between the ranks: 4 on ranks 0, 1, 3; 0 on rank 2' "$WORK/maxdev.summary" ||
+    { cat "$WORK/maxdev.summary"; fail "maxdev: usbyte-report (exit $rc) does not name the setting that differs"; }
+grep -q "settings differ from rank 0.*USBYTE_MAX_DEVIATIONS=0" "$WORK/maxdev-page/usbyte-report.html" ||
+    fail "maxdev: the page's ranks table does not name rank 2's setting"
+# No warm-up was profiled: neither the summary nor the page claims a number of allreduces.
+grep -q '^communicator 0 (4 ranks, no iteration profiled): ' "$WORK/maxdev.summary" ||
+    fail "maxdev: the summary claims a count: $(grep '^communicator' "$WORK/maxdev.summary")"
+grep -q '0 allreduces per iteration' "$WORK/maxdev-page/usbyte-report.html" && fail "maxdev: the page claims 0 allreduces per iteration"
+
+# 4. Every rank off: the same results, nothing printed, no report.
 run off_all "$USBYTE_PRELOAD" USBYTE_MODE=off
 same off_all
 grep -q 'usbyte\[' "$WORK/off_all.out" && fail "off_all: USBYTE_MODE=off printed something"
 ls "$WORK"/off_all-* >/dev/null 2>&1 && fail "off_all: USBYTE_MODE=off wrote a report"
 
-# 4. Short warm-ups (the device behind the host): each iteration counted has its end measured, so
+# 5. Short warm-ups (the device behind the host): each iteration counted has its end measured, so
 # the measured iteration is positive, or the agreement says why it has none; the plan runs with
 # the right results; usbyte-report reads the library's own reports.
 for w in 1 2 3; do

@@ -150,7 +150,9 @@ mkdir -p "$WORK/trunc"
 head -c 65536 "$LIBPATH" > "$WORK/trunc/libusbyte.so"
 cp "$RUN_SAVED" "$WORK/trunc/usbyte-run"
 RUN=$WORK/trunc/usbyte-run
-bad 2 "^usbyte-run: $WORK/trunc/libusbyte.so cannot be loaded: .*(exited with status|error)" --report "$WORK/x" "${MARK[@]}"
+bad 2 "^usbyte-run: $WORK/trunc/libusbyte.so cannot be loaded: .*(exited with status|error).* \(rebuild or reinstall it\); the command was not run$" \
+    --report "$WORK/x" "${MARK[@]}"
+grep -q "install it on every node" "$WORK/bad.err" && fail "a damaged library: the advice is for a missing dependency: $(cat "$WORK/bad.err")"
 RUN=$RUN_SAVED
 
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

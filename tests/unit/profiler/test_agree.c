@@ -326,6 +326,7 @@ static void test_config_agreement_names_values_and_ranks(void **state)
         int values[UB_CFG_AGREE_COUNT];
         values[UB_CFG_AGREE_mode] = r == 2 ? 0 : 2; /* off on rank 2, schedule elsewhere */
         values[UB_CFG_AGREE_warmup] = 5;
+        values[UB_CFG_AGREE_max_deviations] = r == 1 ? 0 : 4; /* 0 on rank 1, 4 elsewhere */
         ub_cfg_agree_encode(values, r, v[r]);
     }
     double *rows[RANKS] = {v[0], v[1], v[2], v[3]};
@@ -339,12 +340,20 @@ static void test_config_agreement_names_values_and_ranks(void **state)
     assert_int_equal(g[UB_CFG_AGREE_warmup].lo, 5);
     assert_int_equal(g[UB_CFG_AGREE_warmup].hi, 5);
     assert_string_equal(ub_cfg_agree_var(UB_CFG_AGREE_warmup), "USBYTE_WARMUP");
-    /* The largest warm-up a rank may have (1000) and a large rank stay exact. */
-    int big[UB_CFG_AGREE_COUNT] = {1, 1000};
+    assert_int_equal(g[UB_CFG_AGREE_max_deviations].lo, 0);
+    assert_int_equal(g[UB_CFG_AGREE_max_deviations].rank_lo, 1);
+    assert_int_equal(g[UB_CFG_AGREE_max_deviations].hi, 4);
+    assert_int_equal(g[UB_CFG_AGREE_max_deviations].rank_hi, 3);
+    assert_string_equal(ub_cfg_agree_var(UB_CFG_AGREE_max_deviations), "USBYTE_MAX_DEVIATIONS");
+    /* The largest values a rank may have (a warm-up of 1000, 1000000 deviations) and a large rank
+     * stay exact. */
+    int big[UB_CFG_AGREE_COUNT] = {1, 1000, 1000000};
     ub_cfg_agree_encode(big, 1 << 20, out);
     assert_true(ub_cfg_agree_decode(out, g));
     assert_int_equal(g[UB_CFG_AGREE_warmup].hi, 1000);
     assert_int_equal(g[UB_CFG_AGREE_warmup].rank_hi, 1 << 20);
+    assert_int_equal(g[UB_CFG_AGREE_max_deviations].lo, 1000000);
+    assert_int_equal(g[UB_CFG_AGREE_max_deviations].hi, 1000000);
     out[0] = 0.5; /* not value * 2^24 + rank */
     assert_false(ub_cfg_agree_decode(out, g));
 }
