@@ -20,13 +20,9 @@
 #define MAX_CBID ((int)CUPTI_DRIVER_TRACE_CBID_SIZE > (int)CUPTI_RUNTIME_TRACE_CBID_SIZE \
                       ? (int)CUPTI_DRIVER_TRACE_CBID_SIZE : (int)CUPTI_RUNTIME_TRACE_CBID_SIZE)
 
-/* callback and userdata are atomic: a callback that began before a cuptiUnsubscribe on another
- * thread may still be reading them while the next cuptiSubscribe writes them (a tool that
- * subscribes again for each profiling phase); it then gets one subscriber's values or the
- * other's, never a torn pointer. */
 struct CUpti_Subscriber_st {
-    _Atomic(CUpti_CallbackFunc) callback;
-    void *_Atomic userdata;
+    CUpti_CallbackFunc callback;
+    void *userdata;
     char name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN];
     atomic_uchar enabled[CUPTI_CB_DOMAIN_SIZE][MAX_CBID];
 };
@@ -52,11 +48,7 @@ static uint32_t domain_size(int domain)
 static void dispatch(int domain, uint32_t cbid, int site, const char *functionName, const void *params,
                      const void *returnValue, uint32_t correlationId, uint64_t *correlationData)
 {
-    if (!atomic_load_explicit(&subscribed, memory_order_acquire))
-        return;
-    CUpti_CallbackFunc callback = atomic_load_explicit(&subscriber.callback, memory_order_acquire);
-    void *userdata = atomic_load_explicit(&subscriber.userdata, memory_order_acquire);
-    if (callback == NULL)
+    if (!atomic_load_explicit(&subscribed, memory_order_acquire) || subscriber.callback == NULL)
         return;
     if (domain <= CUPTI_CB_DOMAIN_INVALID || domain >= CUPTI_CB_DOMAIN_SIZE || cbid >= (uint32_t)MAX_CBID ||
         !atomic_load_explicit(&subscriber.enabled[domain][cbid], memory_order_relaxed))
@@ -72,7 +64,7 @@ static void dispatch(int domain, uint32_t cbid, int site, const char *functionNa
     data.contextUid = 1;
     data.correlationData = correlationData;
     data.correlationId = correlationId;
-    callback(userdata, (CUpti_CallbackDomain)domain, cbid, &data);
+    subscriber.callback(subscriber.userdata, (CUpti_CallbackDomain)domain, cbid, &data);
 }
 
 static CUptiResult subscribe(CUpti_SubscriberHandle *out, CUpti_CallbackFunc callback, void *userdata,
@@ -87,8 +79,8 @@ static CUptiResult subscribe(CUpti_SubscriberHandle *out, CUpti_CallbackFunc cal
         pthread_mutex_unlock(&subscribe_mu);
         return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     }
-    atomic_store_explicit(&subscriber.callback, callback, memory_order_release);
-    atomic_store_explicit(&subscriber.userdata, userdata, memory_order_release);
+    subscriber.callback = callback;
+    subscriber.userdata = userdata;
     /* CUPTI names a subscriber "CUPTI for <subscriberName>" to the tools it turns away. */
     snprintf(subscriber.name, sizeof subscriber.name, "%s%.*s", name ? "CUPTI for " : "", CUPTI_SUBSCRIBER_NAME_MAX_LEN,
              name ? name : "");

@@ -1,6 +1,5 @@
 /* Error reporting in the NCCL manner: a result code plus a message for ncclGetLastError,
- * printed as "NCCL WARN ..." only when NCCL_DEBUG asks for warnings; "NCCL INFO ..." lines when
- * it asks for information. */
+ * printed as "NCCL WARN ..." only when NCCL_DEBUG asks for warnings. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,19 +22,6 @@ ncclResult_t emu_error(ncclResult_t code, const char *fmt, ...)
                           strcasecmp(debug, "TRACE") == 0))
         fprintf(stderr, "NCCL WARN %s\n", last_error);
     return code;
-}
-
-void emu_info(const char *fmt, ...)
-{
-    const char *debug = getenv("NCCL_DEBUG");
-    if (debug == NULL || (strcasecmp(debug, "INFO") != 0 && strcasecmp(debug, "TRACE") != 0))
-        return;
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "NCCL INFO %s\n", line);
 }
 
 void emu_fmt(char *buf, size_t size, const char *fmt, ...)

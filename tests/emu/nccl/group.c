@@ -318,109 +318,10 @@ static void wait_local_ranks(struct ncclComm *c)
     }
 }
 
-/* Connection set-up.  NCCL 2.28 connects an algorithm's channels the first time a communicator
- * runs a collective that uses it (enqueue.cc, ncclPrepareTasks: comm->initAlgoChannels), on the
- * thread that launches the group and before anything is launched (group.cc, groupLaunch ->
- * ncclPrepareTasksAndCollPreconnect -> ncclCollPreconnect -> ncclTransportRingConnect and the
- * like -> transport.cc, ncclTransportP2pSetup, which exchanges connection data with the peers
- * through the bootstrap network): the launch returns only once the peers have reached the same
- * set-up.  The emulator: a group whose collectives on c need a class (emu_model_connect_class)
- * not set up on c yet is a connection point of c; the rank posts it, waits on the host until
- * every other rank of c has posted as many, then spends USBYTE_EMU_CONNECT_US.  Every class is
- * marked and every point posted before any wait, as NCCL runs a group's set-ups together (one
- * thread that drives several ranks in one group does not wait for itself). */
-static ncclResult_t wait_connected(struct ncclComm *c, uint64_t point)
-{
-    uint64_t since = emu_now_ns();
-    bool said = false;
-    for (int r = 0; r < c->nranks; r++) {
-        const struct emu_rank_area *peer = &c->ranks[r];
-        if (r == c->rank)
-            continue;
-        for (;;) {
-            uint32_t w = atomic_load(&c->shm->wake);
-            if (atomic_load(&peer->connected) >= point || atomic_load(&peer->left) || atomic_load(&c->local_abort))
-                break;
-            emu_check_aborted(c);
-            ncclResult_t e = emu_comm_async_error(c);
-            if (e != ncclSuccess)
-                return emu_error(e, "ncclGroupEnd: comm %s: connection set-up #%llu failed: a peer is gone", c->hash,
-                                 (unsigned long long)point);
-            if (!said && emu_now_ns() - since > LOCAL_WAIT_SAY_NS) {
-                fprintf(stderr, "usbyte-emu: rank %d: comm %s: connection set-up #%llu (a first collective of a new "
-                        "algorithm or size) waits on the host for rank %d to reach it\n", c->rank, c->hash,
-                        (unsigned long long)point, r);
-                said = true;
-            }
-            emu_wait_change(c, w);
-        }
-    }
-    return ncclSuccess;
-}
-
-static ncclResult_t connect_group(void)
-{
-    struct ncclComm **comms = malloc(sizeof *comms * (size_t)(grp.n + 1));
-    uint64_t *points = malloc(sizeof *points * (size_t)(grp.n + 1));
-    if (comms == NULL || points == NULL) {
-        free(comms);
-        free(points);
-        return emu_error(ncclSystemError, "out of memory");
-    }
-    int ncomms = 0;
-    for (int i = 0; i < grp.n; i++) {
-        struct ncclComm *c = grp.ops[i].comm;
-        const struct emu_coll *op = &grp.ops[i].op;
-        int k = emu_model_connect_class(&c->model, op->kind, op->count * emu_dtype_size(op->dtype), c->nranks);
-        if (k < 0)
-            continue;
-        pthread_mutex_lock(&c->mu);
-        bool fresh = !(c->connect_classes[k / 64] >> (k % 64) & 1);
-        c->connect_classes[k / 64] |= 1ull << (k % 64);
-        int j = 0;
-        while (j < ncomms && comms[j] != c)
-            j++;
-        bool post = fresh && j == ncomms;   /* one point per communicator and group */
-        if (post) {
-            comms[ncomms++] = c;
-            points[j] = ++c->connect_points;
-            atomic_store(&c->ranks[c->rank].connected, points[j]);
-        }
-        pthread_mutex_unlock(&c->mu);
-        if (post)
-            emu_wake(c);
-    }
-    ncclResult_t res = ncclSuccess;
-    double cost_us = 0.0;
-    uint64_t since = emu_now_ns();
-    for (int j = 0; j < ncomms; j++) {
-        ncclResult_t r = wait_connected(comms[j], points[j]);
-        if (r != ncclSuccess && res == ncclSuccess)
-            res = r;
-        if (comms[j]->model.connect_us > cost_us)
-            cost_us = comms[j]->model.connect_us;
-        if (r == ncclSuccess)
-            emu_info("comm %s rank %d nranks %d: connection set-up #%llu: the peers reached it after %.3f ms",
-                     comms[j]->hash, comms[j]->rank, comms[j]->nranks, (unsigned long long)points[j],
-                     (double)(emu_now_ns() - since) / 1e6);
-    }
-    if (res == ncclSuccess && cost_us > 0.0)
-        emu_sleep_until_ns(emu_now_ns() + (uint64_t)(cost_us * 1e3));
-    free(comms);
-    free(points);
-    return res;
-}
-
 static ncclResult_t flush(void)
 {
     ncclResult_t res = ncclSuccess;
     finish_inits();
-    ncclResult_t connected = connect_group();
-    if (connected != ncclSuccess) {
-        /* NCCL's launch fails before anything of the group is launched. */
-        clear_ops();
-        return connected;
-    }
     int *idx = malloc(sizeof(int) * (size_t)(grp.n + 1));
     char *taken = calloc((size_t)grp.n + 1, 1);
     struct ncclComm **launched = malloc(sizeof *launched * (size_t)(grp.n + 1));

@@ -71,17 +71,6 @@ void emu_model_from_env(struct emu_model *m, FILE *warn)
     }
     m->jitter_pct = env_double("USBYTE_EMU_JITTER_PCT", 0.0, 99.0, 0.0, warn);
     m->jitter_seed = env_u64("USBYTE_EMU_JITTER_SEED", 0, warn);
-    m->connect = EMU_CONNECT_ALGO;
-    s = getenv("USBYTE_EMU_CONNECT");
-    if (s != NULL) {
-        if (strcmp(s, "size") == 0)
-            m->connect = EMU_CONNECT_SIZE;
-        else if (strcmp(s, "off") == 0)
-            m->connect = EMU_CONNECT_OFF;
-        else if (strcmp(s, "algo") != 0 && warn != NULL)
-            fprintf(warn, "usbyte-emu: warning: USBYTE_EMU_CONNECT='%s' is not algo, size or off; using the default algo\n", s);
-    }
-    m->connect_us = env_double("USBYTE_EMU_CONNECT_US", 0.0, 1e7, EMU_MODEL_DEFAULT_CONNECT_US, warn);
     s = getenv("USBYTE_EMU_NET");
     if (s != NULL && *s != '\0') {
         if (strlen(s) >= sizeof m->net_file) {
@@ -98,20 +87,7 @@ int emu_model_same(const struct emu_model *a, const struct emu_model *b)
 {
     return a->alpha_us == b->alpha_us && a->gbps == b->gbps && a->payload == b->payload && a->check == b->check &&
            a->jitter_pct == b->jitter_pct && a->jitter_seed == b->jitter_seed &&
-           strcmp(a->net_file, b->net_file) == 0 && a->connect == b->connect && a->connect_us == b->connect_us;
-}
-
-int emu_model_connect_class(const struct emu_model *m, enum emu_kind kind, size_t bytes, int nranks)
-{
-    if (nranks <= 1 || m->connect == EMU_CONNECT_OFF || kind == EMU_SEND || kind == EMU_RECV)
-        return -1;
-    int algo = kind == EMU_ALLREDUCE && bytes <= EMU_TREE_MAX_BYTES ? 1 : 0;
-    if (m->connect == EMU_CONNECT_ALGO)
-        return algo;
-    int bucket = 0;   /* 0 bytes: 0; else 1 + floor(log2(bytes)), at most 64 */
-    for (size_t b = bytes; b != 0; b >>= 1)
-        bucket++;
-    return algo * 65 + bucket;
+           strcmp(a->net_file, b->net_file) == 0;
 }
 
 /* bytes / (gbps * 1e9 B/s), in microseconds */

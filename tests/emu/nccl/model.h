@@ -22,12 +22,6 @@
 
 #define EMU_MODEL_DEFAULT_ALPHA_US 20.0
 #define EMU_MODEL_DEFAULT_GBPS 10.0
-#define EMU_MODEL_DEFAULT_CONNECT_US 500.0
-/* An allreduce of at most this many bytes takes the tree algorithm, a larger one the ring: the
- * emulator's stand-in for NCCL's tuner, which picks by size (the time model stays the ring's). */
-#define EMU_TREE_MAX_BYTES ((size_t)64 << 10)
-/* Connection classes: 2 algorithms x (one, or 65 power-of-two size buckets). */
-#define EMU_CONNECT_CLASSES 130
 
 enum emu_kind {
     EMU_ALLREDUCE,
@@ -47,15 +41,7 @@ struct emu_model {
     double jitter_pct; /* USBYTE_EMU_JITTER_PCT, in [0, 100) */
     uint64_t jitter_seed;   /* USBYTE_EMU_JITTER_SEED */
     char net_file[512];     /* USBYTE_EMU_NET: "" for the formula, else a table that parsed */
-    int connect;            /* USBYTE_EMU_CONNECT (enum emu_connect) */
-    double connect_us;      /* USBYTE_EMU_CONNECT_US: host time of one connection set-up */
 };
-
-/* USBYTE_EMU_CONNECT: which collectives set up connections on the host, each the first of its
- * class on a communicator (docs/emulator-nccl.md, "Connection set-up"): algo (default) one class
- * per algorithm, as NCCL 2.28's runtime connection; size one per algorithm and power-of-two size,
- * stricter than NCCL; off none. */
-enum emu_connect { EMU_CONNECT_ALGO, EMU_CONNECT_SIZE, EMU_CONNECT_OFF };
 
 /* USBYTE_EMU_CHECK: strict (default): kind, count, dtype, op and root, all NCCL requires;
  * bytes: kind, count x dtype size and root only, what real NCCL needs not to hang (it checks
@@ -78,10 +64,6 @@ double emu_model_collective_us(const struct emu_model *m, enum emu_kind kind, si
 /* The same for an in-place call where that matters (a net table's third column). */
 double emu_model_collective_inplace_us(const struct emu_model *m, enum emu_kind kind, size_t count,
                                        size_t elem_size, int nranks, int in_place);
-
-/* The connection class a collective of `bytes` needs on `nranks` ranks, in
- * [0, EMU_CONNECT_CLASSES), or -1 when it needs none (one rank, USBYTE_EMU_CONNECT=off). */
-int emu_model_connect_class(const struct emu_model *m, enum emu_kind kind, size_t bytes, int nranks);
 
 /* The jitter factor of collective `index` on `rank`: 1 without jitter, else uniform in
  * [1-P/100, 1+P/100], a pure function of (seed, rank, index). */

@@ -64,9 +64,6 @@ struct emu_rank_area {
     /* Collectives this rank's host has launched (its next collective index after its latest
      * outermost ncclGroupEnd or ungrouped call): ranks of one process wait for each other's. */
     _Atomic uint64_t launched;
-    /* Connection set-ups this rank's host has reached on the communicator (group.c): every rank
-     * reaches the same ones in the same order, each at its first collective of a new class. */
-    _Atomic uint64_t connected;
 };
 
 /* A one-message mailbox from one rank to another, one chunk at a time. */
@@ -140,8 +137,6 @@ struct ncclComm {
     uint64_t run_ticket;         /* next ticket allowed to run (workers) */
     uint64_t next_coll;          /* next collective index (host) */
     uint64_t *send_ordinal, *recv_ordinal;   /* per peer (host) */
-    uint64_t connect_classes[(EMU_CONNECT_CLASSES + 63) / 64];   /* classes set up (host) */
-    uint64_t connect_points;     /* connection set-ups reached (host) */
     struct emu_premul_op premul[EMU_MAX_PREMUL_OPS];
     atomic_bool local_abort;
     atomic_int async_error;
@@ -193,9 +188,6 @@ void emu_make_local_unique_id(ncclUniqueId *id);
 ncclResult_t emu_comm_attach(struct ncclComm **out, int nranks, const ncclUniqueId *id, int rank);
 void emu_comm_wait_all_attached(struct ncclComm *c);
 void emu_comm_detach(struct ncclComm *c);
-/* The communicator's asynchronous error: ncclRemoteError once a peer's process ended without
- * leaving it (looked for at most every ASYNC_SCAN_NS), else ncclSuccess. */
-ncclResult_t emu_comm_async_error(struct ncclComm *comm);
 
 /* ---- exec.c: running operations on stream workers ---- */
 void emu_unit_run(void *arg);
@@ -204,8 +196,6 @@ void emu_unit_release(struct emu_unit *u);
 /* ---- errors.c ---- */
 ncclResult_t emu_error(ncclResult_t code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *emu_last_error(void);
-/* One "NCCL INFO ..." line on stderr when NCCL_DEBUG is INFO or TRACE. */
-void emu_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* snprintf where truncating a diagnostic is fine (keeps -Wformat-truncation quiet). */
 void emu_fmt(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* "allreduce count=1024 float32 sum" (root/peer where the kind has one) */

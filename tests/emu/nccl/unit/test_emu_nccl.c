@@ -88,52 +88,6 @@ static void test_model_env(void **state)
     unsetenv("USBYTE_EMU_CHECK");
 }
 
-/* Connection classes (USBYTE_EMU_CONNECT, USBYTE_EMU_CONNECT_US). */
-static void test_connect(void **state)
-{
-    (void)state;
-    struct emu_model got;
-    FILE *warn = tmpfile();
-    emu_model_from_env(&got, warn);
-    assert_int_equal(got.connect, EMU_CONNECT_ALGO);
-    assert_float_equal(got.connect_us, EMU_MODEL_DEFAULT_CONNECT_US, 0);
-    /* algo: the tree for small allreduces, the ring for the rest; nothing on one rank or p2p */
-    assert_int_equal(emu_model_connect_class(&got, EMU_ALLREDUCE, 4, 2), 1);
-    assert_int_equal(emu_model_connect_class(&got, EMU_ALLREDUCE, EMU_TREE_MAX_BYTES, 2), 1);
-    assert_int_equal(emu_model_connect_class(&got, EMU_ALLREDUCE, EMU_TREE_MAX_BYTES + 1, 2), 0);
-    assert_int_equal(emu_model_connect_class(&got, EMU_ALLGATHER, 4, 4), 0);
-    assert_int_equal(emu_model_connect_class(&got, EMU_ALLREDUCE, 4, 1), -1);
-    assert_int_equal(emu_model_connect_class(&got, EMU_SEND, 4, 2), -1);
-    /* size: one class per algorithm and power of two, all below EMU_CONNECT_CLASSES */
-    setenv("USBYTE_EMU_CONNECT", "size", 1);
-    setenv("USBYTE_EMU_CONNECT_US", "0", 1);
-    emu_model_from_env(&got, warn);
-    assert_int_equal(got.connect, EMU_CONNECT_SIZE);
-    assert_float_equal(got.connect_us, 0.0, 0);
-    assert_int_equal(emu_model_connect_class(&got, EMU_ALLREDUCE, 0, 2), 65);
-    assert_int_equal(emu_model_connect_class(&got, EMU_ALLREDUCE, 4, 2), 65 + 3);
-    assert_int_equal(emu_model_connect_class(&got, EMU_ALLREDUCE, 7, 2), 65 + 3);
-    assert_int_equal(emu_model_connect_class(&got, EMU_ALLREDUCE, 8, 2), 65 + 4);
-    assert_int_equal(emu_model_connect_class(&got, EMU_BROADCAST, 8, 2), 4);
-    assert_true(emu_model_connect_class(&got, EMU_ALLREDUCE, SIZE_MAX, 2) < EMU_CONNECT_CLASSES);
-    assert_true(emu_model_connect_class(&got, EMU_BROADCAST, SIZE_MAX, 2) == 64);
-    setenv("USBYTE_EMU_CONNECT", "off", 1);
-    emu_model_from_env(&got, warn);
-    assert_int_equal(emu_model_connect_class(&got, EMU_ALLREDUCE, 4, 2), -1);
-    assert_string_equal(read_all(warn), "");
-    setenv("USBYTE_EMU_CONNECT", "Size", 1);
-    setenv("USBYTE_EMU_CONNECT_US", "2e7", 1);   /* above the bound of 10 s */
-    emu_model_from_env(&got, warn);
-    assert_int_equal(got.connect, EMU_CONNECT_ALGO);
-    assert_float_equal(got.connect_us, EMU_MODEL_DEFAULT_CONNECT_US, 0);
-    const char *text = read_all(warn);
-    assert_non_null(strstr(text, "USBYTE_EMU_CONNECT='Size'"));
-    assert_non_null(strstr(text, "USBYTE_EMU_CONNECT_US='2e7'"));
-    fclose(warn);
-    unsetenv("USBYTE_EMU_CONNECT");
-    unsetenv("USBYTE_EMU_CONNECT_US");
-}
-
 static void test_half(void **state)
 {
     (void)state;
@@ -214,8 +168,7 @@ static void test_signature(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_model_formulas), cmocka_unit_test(test_model_env), cmocka_unit_test(test_connect),
-        cmocka_unit_test(test_half),
+        cmocka_unit_test(test_model_formulas), cmocka_unit_test(test_model_env), cmocka_unit_test(test_half),
         cmocka_unit_test(test_bf16),           cmocka_unit_test(test_reduce),    cmocka_unit_test(test_signature),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
