@@ -69,8 +69,11 @@ int ub_verify_prepare(ub_comm *c, const ub_plan *first, double predicted_first, 
     return 0;
 }
 
-static void start_window(ub_verify_rt *v)
+/* A window of the candidate `trying`; `again`: another of the same candidate in this check, judged
+ * with the earlier ones. */
+static void start_window(ub_verify_rt *v, bool again)
 {
+    v->inconclusive = again;
     v->window = 0;
     for (int w = 0; w < UB_VERIFY_MARKS; w++) {
         v->start[w] = NAN;
@@ -88,7 +91,7 @@ void ub_verify_begin(ub_comm *c)
     v->loaded = 0;
     v->kept = -1;
     v->report.reason[0] = '\0';
-    start_window(v);
+    start_window(v, false);
 }
 
 void ub_verify_spoil(ub_comm *c)
@@ -171,13 +174,25 @@ static void record_verdict(ub_verify_rt *v, const ub_verify_verdict *d, uint64_t
     cr->measured_iteration = d->plan.median;
     cr->spread = d->plan.spread;
     cr->iterations = d->plan.n;
+    cr->windows = d->windows;
     r->pass_through_iteration = d->pass.median;
     r->pass_through_spread = d->pass.spread;
     r->pass_through_iterations = d->pass.n;
-    r->at_call = (int64_t)call;
-    r->checks++;
+    if (!d->again) {   /* a decision; a window measured again decides nothing yet */
+        r->at_call = (int64_t)call;
+        r->checks++;
+    }
     snprintf(r->slots_policy, sizeof r->slots_policy, "%s", v->plans[v->trying].policy);
-    memcpy(r->slots, d->slots, sizeof r->slots);
+    if (d->windows > 0) {
+        r->n_slots = 2 * d->windows * UB_VERIFY_PER_SIDE;
+        for (int i = 0; i < d->windows * UB_VERIFY_PER_SIDE; i++) {
+            r->slots[2 * i] = d->plan_slots[i];
+            r->slots[2 * i + 1] = d->pass_slots[i];
+        }
+    } else {
+        r->n_slots = UB_VERIFY_SLOTS;
+        memcpy(r->slots, d->slots, sizeof d->slots);
+    }
     append_reason(r, d->reason);
 }
 
@@ -190,7 +205,7 @@ static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st
     ub_verify_verdict d;
     const char *policy = v->plans[v->trying].policy;
     if (read_measurements(c, v)) {
-        ub_verify_judge(v->host, policy, &d);
+        ub_verify_judge(v->host, policy, v->inconclusive ? &v->earlier : NULL, &d);
     } else {
         memset(&d, 0, sizeof d);
         d.plan.median = d.pass.median = d.plan.spread = d.pass.spread = NAN;
@@ -201,6 +216,11 @@ static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st
     }
     record_verdict(v, &d, call);
     ub_info("communicator %d: verification at call %llu: %s", c->index, (unsigned long long)call, d.reason);
+    if (d.again) {
+        v->earlier = d;
+        start_window(v, true);
+        return window_step(c, v, st, call);
+    }
     if (d.keep) {
         v->kept = v->trying;
         v->window = -1;
@@ -212,7 +232,7 @@ static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st
     v->kept = -1;
     if (v->trying + 1 < v->n_candidates) {
         v->trying++;
-        start_window(v);
+        start_window(v, false);
         return window_step(c, v, st, call);
     }
     v->window = -1;
@@ -256,7 +276,7 @@ ub_verify_step ub_verify_iteration(ub_comm *c, cudaStream_t st, uint64_t call) U
         /* A check of what is kept; from pass-through, the candidates again from the first. */
         v->trying = v->kept >= 0 ? v->kept : 0;
         v->report.reason[0] = '\0';
-        start_window(v);
+        start_window(v, false);
     }
     return window_step(c, v, st, call);
 }

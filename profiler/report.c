@@ -131,15 +131,16 @@ json_t *ub_verify_report_json(const ub_verify_report *v)
     json_t *cands = json_array();
     for (int i = 0; i < v->n_candidates && i < UB_VERIFY_MAX_CANDIDATES; i++) {
         const ub_verify_candidate_report *c = &v->candidates[i];
-        json_array_append_new(cands, json_pack("{s:s, s:o, s:o, s:i, s:o}", "policy", c->policy,
+        json_array_append_new(cands, json_pack("{s:s, s:o, s:o, s:i, s:i, s:o}", "policy", c->policy,
                                                "predicted_iteration", number_or_null(c->predicted_iteration),
                                                "measured_iteration", number_or_null(c->measured_iteration),
-                                               "iterations", c->iterations, "spread", number_or_null(c->spread)));
+                                               "iterations", c->iterations, "windows", c->windows,
+                                               "spread", number_or_null(c->spread)));
     }
     json_t *slots = json_array();
-    for (int j = 0; j < UB_VERIFY_SLOTS && v->checks > 0; j++)
-        json_array_append_new(slots, json_pack("{s:s, s:o}", "runs", j % 2 ? "pass-through" : v->slots_policy,
-                                               "iteration", number_or_null(v->slots[j])));
+    for (int j = 0; j < v->n_slots && j < 2 * UB_VERIFY_MAX_PAIRS; j++)
+        json_array_append_new(slots, json_pack("{s:s, s:i, s:o}", "runs", j % 2 ? "pass-through" : v->slots_policy,
+                                               "window", j / UB_VERIFY_SLOTS, "iteration", number_or_null(v->slots[j])));
     return json_pack("{s:o, s:o, s:o, s:i, s:o, s:o, s:o, s:i, s:i, s:s}", "candidates", cands, "slots", slots,
                      "pass_through_iteration",
                      number_or_null(v->pass_through_iteration), "pass_through_iterations", v->pass_through_iterations,

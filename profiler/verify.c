@@ -58,10 +58,10 @@ static ub_verify_stats stats_of(const double *x, int n)
     ub_verify_stats s = {.n = n, .median = NAN, .spread = NAN};
     if (n == 0)
         return s;
-    double v[UB_VERIFY_SLOTS];
+    double v[UB_VERIFY_MAX_PAIRS];
     memcpy(v, x, (size_t)n * sizeof *v);
     s.median = median_of(v, n);
-    double dev[UB_VERIFY_SLOTS], mean = 0, ss = 0;
+    double dev[UB_VERIFY_MAX_PAIRS], mean = 0, ss = 0;
     for (int i = 0; i < n; i++) {
         dev[i] = fabs(x[i] - s.median);
         mean += x[i];
@@ -76,19 +76,30 @@ static ub_verify_stats stats_of(const double *x, int n)
     return s;
 }
 
-void ub_verify_judge(const double agreed[UB_VERIFY_LEN], const char *policy, ub_verify_verdict *out)
+void ub_verify_judge(const double agreed[UB_VERIFY_LEN], const char *policy, const ub_verify_verdict *earlier,
+                     ub_verify_verdict *out)
 {
     memset(out, 0, sizeof *out);
-    double slot[UB_VERIFY_SLOTS];
+    int first = 0;
+    if (earlier && earlier->windows > 0 && earlier->windows < UB_VERIFY_MAX_WINDOWS) {
+        out->windows = earlier->windows;
+        first = earlier->windows * UB_VERIFY_PER_SIDE;
+        memcpy(out->plan_slots, earlier->plan_slots, sizeof out->plan_slots);
+        memcpy(out->pass_slots, earlier->pass_slots, sizeof out->pass_slots);
+    }
+    out->windows++;
     for (int j = 0; j < UB_VERIFY_SLOTS; j++) {
         double n = agreed[1 + UB_VERIFY_SLOTS + j];
-        slot[j] = n >= 0.5 ? agreed[1 + j] / n * 1e-9 : NAN;
-        out->slots[j] = slot[j];
+        out->slots[j] = n >= 0.5 ? agreed[1 + j] / n * 1e-9 : NAN;
     }
-    double plan[UB_VERIFY_PER_SIDE], pass[UB_VERIFY_PER_SIDE], diff[UB_VERIFY_PER_SIDE];
-    int np = 0, nq = 0, nd = 0;
     for (int i = 0; i < UB_VERIFY_PER_SIDE; i++) {
-        double p = slot[2 * i], q = slot[2 * i + 1];
+        out->plan_slots[first + i] = out->slots[2 * i];
+        out->pass_slots[first + i] = out->slots[2 * i + 1];
+    }
+    double plan[UB_VERIFY_MAX_PAIRS], pass[UB_VERIFY_MAX_PAIRS], diff[UB_VERIFY_MAX_PAIRS];
+    int np = 0, nq = 0, nd = 0;
+    for (int i = 0; i < out->windows * UB_VERIFY_PER_SIDE; i++) {
+        double p = out->plan_slots[i], q = out->pass_slots[i];
         if (isfinite(p))
             plan[np++] = p;
         if (isfinite(q))
@@ -103,20 +114,32 @@ void ub_verify_judge(const double agreed[UB_VERIFY_LEN], const char *policy, ub_
     out->gain = d.median;
     /* The median's standard error is about 1.2533 sigma / sqrt(n) for a normal sample. */
     out->margin = nd > 1 ? UB_VERIFY_Z * 1.2533 * d.spread / sqrt((double)nd) : NAN;
+    out->keep = nd >= 3 && out->gain > out->margin;
+    /* Inconclusive: too few pairs, or the plan side faster but within the noise.  A plan measured
+     * slower (or equal) is dropped at once. */
+    out->again = !out->keep && out->windows < UB_VERIFY_MAX_WINDOWS && (nd < 3 || out->gain > 0);
+    char windows[64] = "";
+    if (out->windows > 1)
+        snprintf(windows, sizeof windows, " over %d windows", out->windows);
+    char outcome[64];
+    if (out->again)
+        snprintf(outcome, sizeof outcome, "measured again (window %d of at most %d)", out->windows + 1,
+                 UB_VERIFY_MAX_WINDOWS);
+    else
+        snprintf(outcome, sizeof outcome, "%s", out->keep ? "kept" : "dropped");
     if (nd < 3) {
         snprintf(out->reason, sizeof out->reason,
-                 "%s: only %d pairs of iterations measured on every side (timing events not complete, or deviations "
-                 "from the plan): not shown faster than pass-through, dropped", policy, nd);
+                 "%s: only %d pairs of iterations measured on every side%s (timing events not complete, or "
+                 "deviations from the plan): not shown faster than pass-through, %s", policy, nd, windows, outcome);
         return;
     }
-    out->keep = out->gain > out->margin;
     snprintf(out->reason, sizeof out->reason,
-             "%s: %.3f ms against pass-through's %.3f ms (medians of %d and %d iterations, alternating); "
+             "%s: %.3f ms against pass-through's %.3f ms (medians of %d and %d iterations, alternating%s); "
              "%s by %.3f ms per iteration (median of %d pairs), %s the noise margin of %.3f ms "
              "(%.0f standard errors of that median, from the pairs' spread): %s",
-             policy, 1e3 * out->plan.median, 1e3 * out->pass.median, np, nq, out->gain >= 0 ? "faster" : "slower",
-             1e3 * fabs(out->gain), nd,
-             out->keep ? "beyond" : "not beyond", 1e3 * out->margin, UB_VERIFY_Z, out->keep ? "kept" : "dropped");
+             policy, 1e3 * out->plan.median, 1e3 * out->pass.median, np, nq, windows,
+             out->gain >= 0 ? "faster" : "slower", 1e3 * fabs(out->gain), nd,
+             out->keep ? "beyond" : "not beyond", 1e3 * out->margin, UB_VERIFY_Z, outcome);
 }
 
 void ub_verify_report_init(ub_verify_report *r)
@@ -124,6 +147,6 @@ void ub_verify_report_init(ub_verify_report *r)
     memset(r, 0, sizeof *r);
     r->pass_through_iteration = r->pass_through_spread = NAN;
     r->at_call = -1;
-    for (int j = 0; j < UB_VERIFY_SLOTS; j++)
+    for (int j = 0; j < 2 * UB_VERIFY_MAX_PAIRS; j++)
         r->slots[j] = NAN;
 }

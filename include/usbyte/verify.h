@@ -42,6 +42,12 @@
  * order, so every rank reads bit-identical numbers. */
 #define UB_VERIFY_LEN (1 + 2 * UB_VERIFY_SLOTS)
 #define UB_VERIFY_MAX_CANDIDATES 2
+/* Windows one candidate may run in one check: a window whose plan side measured faster but not
+ * beyond the noise margin (or with fewer than 3 pairs) is followed by another of the same
+ * candidate, judged on the pairs of all of them; only after the last is an inconclusive plan
+ * dropped.  A loaded machine's stalls can hit half a window's pairs, where 8 pairs cannot tell. */
+#define UB_VERIFY_MAX_WINDOWS 3
+#define UB_VERIFY_MAX_PAIRS (UB_VERIFY_MAX_WINDOWS * UB_VERIFY_PER_SIDE)
 /* Standard errors of the paired difference a plan must gain by to be kept (one-sided, about 2%
  * false keeps where the plan gains nothing). */
 #define UB_VERIFY_Z 2.0
@@ -64,17 +70,24 @@ typedef struct ub_verify_stats {
 } ub_verify_stats;
 
 typedef struct ub_verify_verdict {
-    ub_verify_stats plan, pass;
+    ub_verify_stats plan, pass;   /* over every window of this candidate in this check */
     int pairs;      /* adjacent plan/pass-through slots both measured */
     double gain;    /* s: median over the pairs of pass-through minus plan */
     double margin;  /* s: UB_VERIFY_Z standard errors of that median, from the pairs' own spread */
     bool keep;      /* gain > margin with at least 3 pairs */
-    double slots[UB_VERIFY_SLOTS];  /* s, the agreed length of each slot (NAN: not measured) */
-    char reason[320];
+    bool again;     /* not kept, and inconclusive with windows left: the same candidate runs again */
+    int windows;    /* windows judged together */
+    double slots[UB_VERIFY_SLOTS];  /* s, the agreed length of each slot of the latest window (NAN: not measured) */
+    /* s, every window's slots side by side (pair i: plan_slots[i], pass_slots[i]; NAN: not measured) */
+    double plan_slots[UB_VERIFY_MAX_PAIRS], pass_slots[UB_VERIFY_MAX_PAIRS];
+    char reason[400];
 } ub_verify_verdict;
 
-/* The verdict on the agreed (sum-reduced) vector for the candidate named policy. */
-void ub_verify_judge(const double agreed[UB_VERIFY_LEN], const char *policy, ub_verify_verdict *out);
+/* The verdict on the agreed (sum-reduced) vector for the candidate named policy, together with
+ * the earlier windows of the same candidate in this check (`earlier`: the verdict that said
+ * `again`; NULL for a check's first window). */
+void ub_verify_judge(const double agreed[UB_VERIFY_LEN], const char *policy, const ub_verify_verdict *earlier,
+                     ub_verify_verdict *out);
 
 /* The report's comms[].verification (written by profiler/report.c). */
 typedef struct ub_verify_candidate_report {
@@ -83,6 +96,7 @@ typedef struct ub_verify_candidate_report {
     double measured_iteration;   /* s, median of its agreed slots in the latest window that ran it; NAN */
     double spread;               /* s */
     int iterations;              /* slots measured */
+    int windows;                 /* windows its latest verdict judged together */
 } ub_verify_candidate_report;
 
 typedef struct ub_verify_report {
@@ -96,8 +110,9 @@ typedef struct ub_verify_report {
     int checks;                  /* windows decided */
     int every;                   /* iterations between checks of what is kept (0: never again) */
     char slots_policy[32];       /* the latest window's candidate */
-    double slots[UB_VERIFY_SLOTS];  /* s, its agreed slots (even: the candidate), NAN: not measured */
-    char reason[400];
+    int n_slots;                 /* the latest verdict's windows' slots, window after window */
+    double slots[2 * UB_VERIFY_MAX_PAIRS];  /* s, agreed (even: the candidate), NAN: not measured */
+    char reason[4 * UB_VERIFY_MAX_WINDOWS * 400];  /* every verdict of the latest check, "; " between */
 } ub_verify_report;
 
 void ub_verify_report_init(ub_verify_report *r);

@@ -57,8 +57,10 @@ PY
 }
 
 # A plan that pays: 450 us per ring step at 0.1 GB/s, where best merges the 32 calls into few
-# blocks.  Kept in every one of 10 runs, the results exact in each.
-ITERS=52
+# blocks.  Kept in every one of 10 runs, the results exact in each.  Long enough for the most
+# windows one candidate may run (UB_VERIFY_MAX_WINDOWS, 3: a loaded machine's stalls can leave a
+# window inconclusive, and the candidate is measured again).
+ITERS=130
 train keep-base no $ITERS
 for i in $(seq 1 10); do
     USBYTE_EMU_ALPHA_US=450 USBYTE_EMU_GBPS=0.1 train keep-$i yes $ITERS
@@ -89,8 +91,8 @@ grep -q '^  verification: no verdict: the job ended inside the first window' "$W
     fail "the summary of a run shorter than the window: $(cat "$WORK/short.summary")"
 
 # A forced plan that is slower: syncea on 20 us per ring step at 0.05 GB/s.  Long enough for the
-# second candidate's window too.
-ITERS=90
+# second candidate's windows too.
+ITERS=130
 train slow-base no $ITERS
 USBYTE_EMU_ALPHA_US=20 USBYTE_EMU_GBPS=0.05 USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 train slow yes $ITERS
 same_results slow slow-base
@@ -117,7 +119,7 @@ echo "ok: a slower forced plan is dropped on every rank at the same call (USBYTE
 # A network cheaper at the job's own sizes: its sizes from an observe run's profile, then a table
 # of 1 ms at each of them (the job's 32 calls then take longer than its backward pass, so merging
 # looks worth it under the fitted model) and 10 ms one byte either side (and everywhere else).
-ITERS=90
+ITERS=130
 USBYTE_MODE=observe train sizes yes 12
 python3 - "$WORK/sizes-0.json" "$WORK/notched.tsv" <<'PY' || fail "cannot write the notched table"
 import json, sys
@@ -159,7 +161,9 @@ echo "ok: a network cheaper at the job's own sizes: the plans are dropped on eve
 # A stall: rank 1's forwards of iterations 20 and 21 (inside the window's runs, iterations 10-41
 # here: one of them is measured) take 150 ms more, which every rank's iterations show (they wait for
 # it in the collectives; the device events that mark the iterations may split it between two).
-ITERS=52
+# As long as the keep runs (their base run is this one's), so a second window fits should the
+# stall leave the first inconclusive.
+ITERS=130
 USBYTE_EMU_ALPHA_US=450 USBYTE_EMU_GBPS=0.1 train stall yes $ITERS --stall 1,20,21,150
 same_results stall keep-base
 verdict stall '
