@@ -91,8 +91,8 @@ grep -q '^  verification: no verdict: the job ended inside the first window' "$W
     fail "the summary of a run shorter than the window: $(cat "$WORK/short.summary")"
 
 # A forced plan that is slower: syncea on 20 us per ring step at 0.05 GB/s.  Long enough for the
-# second candidate's windows too.
-ITERS=130
+# second candidate's windows too (syncea's one, then up to 3: about 9 + 4 x 39 iterations).
+ITERS=180
 train slow-base no $ITERS
 USBYTE_EMU_ALPHA_US=20 USBYTE_EMU_GBPS=0.05 USBYTE_POLICY=syncea USBYTE_MIN_GAIN_PCT=-100 train slow yes $ITERS
 same_results slow slow-base
@@ -119,7 +119,8 @@ echo "ok: a slower forced plan is dropped on every rank at the same call (USBYTE
 # A network cheaper at the job's own sizes: its sizes from an observe run's profile, then a table
 # of 1 ms at each of them (the job's 32 calls then take longer than its backward pass, so merging
 # looks worth it under the fitted model) and 10 ms one byte either side (and everywhere else).
-ITERS=130
+# Long enough for up to 3 windows of each of the 2 candidates.
+ITERS=250
 USBYTE_MODE=observe train sizes yes 12
 python3 - "$WORK/sizes-0.json" "$WORK/notched.tsv" <<'PY' || fail "cannot write the notched table"
 import json, sys
