@@ -73,7 +73,8 @@ int ub_verify_prepare(ub_comm *c, const ub_plan *first, double predicted_first, 
  * with the earlier ones. */
 static void start_window(ub_verify_rt *v, bool again)
 {
-    v->inconclusive = again;
+    if (!again)
+        v->earlier.windows = 0;
     v->window = 0;
     for (int w = 0; w < UB_VERIFY_MARKS; w++) {
         v->start[w] = NAN;
@@ -205,7 +206,7 @@ static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st
     ub_verify_verdict d;
     const char *policy = v->plans[v->trying].policy;
     if (read_measurements(c, v)) {
-        ub_verify_judge(v->host, policy, v->inconclusive ? &v->earlier : NULL, &d);
+        ub_verify_judge(v->host, policy, &v->earlier, &d);
     } else {
         memset(&d, 0, sizeof d);
         d.plan.median = d.pass.median = d.plan.spread = d.pass.spread = NAN;

@@ -39,7 +39,7 @@ typedef struct rp_schedule {
     double measured_iteration, predicted_iteration, measured_pass_through;
     double measured_speedup, predicted_speedup;
     const char *completion;  /* "stream" or "call" */
-    const char *pass_through_from;  /* "verification" (side by side), "warm-up", NULL: not said */
+    bool pass_through_side_by_side;  /* measured_pass_through is the verification's, not the warm-up's */
     sim_span *blocks;        /* one steady iteration, plan order, relative to its start */
     int n_blocks;
     rp_spread spread;        /* this rank's steady iterations (n 0: not in the report) */

@@ -444,7 +444,7 @@ static void schedule_table(rp_page *pg, const rp_comm *c, int rank, int pos)
         int dec;
     } rows[] = {{"measured iteration, plan running (ms)", "measured_iteration", s->measured_iteration, 1e3, 3},
                 {"predicted iteration (ms)", "predicted_iteration", s->predicted_iteration, 1e3, 3},
-                {s->pass_through_from && !strcmp(s->pass_through_from, "verification")
+                {s->pass_through_side_by_side
                      ? "measured iteration, no plan (verification, side by side, ms)"
                      : "measured iteration, no plan (warm-up, ms)",
                  "measured_pass_through", s->measured_pass_through, 1e3, 3},

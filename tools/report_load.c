@@ -398,6 +398,7 @@ static int load_recording(ctx *x, const json_t *sj, const char *base, rp_schedul
 static int load_schedule(ctx *x, const json_t *c, const char *base, rp_schedule *s)
 {
     const json_t *sj, *blocks = NULL;
+    const char *from = NULL;
     int rc = member(x, c, base, "schedule", false, K_OBJ, &sj);
     if (rc)
         return rc < 0 ? -1 : 0;
@@ -417,9 +418,10 @@ static int load_schedule(ctx *x, const json_t *c, const char *base, rp_schedule 
         get_int(x, sj, b, "flushes", false, &s->flushes) < 0 ||
         get_int(x, sj, b, "staging_bytes", false, &s->staging_bytes) < 0 ||
         get_str(x, sj, b, "completion", false, &s->completion) < 0 ||
-        get_str(x, sj, b, "measured_pass_through_from", false, &s->pass_through_from) < 0 ||
+        get_str(x, sj, b, "measured_pass_through_from", false, &from) < 0 ||
         array(x, sj, b, "blocks", &blocks, &n, &s->blocks, sizeof *s->blocks, where, sizeof where) < 0)
         return -1;
+    s->pass_through_side_by_side = from && !strcmp(from, "verification");
     for (size_t i = 0; i < n; i++) {
         const json_t *e = element(x, blocks, where, i, K_OBJ);
         if (!e)

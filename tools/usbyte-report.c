@@ -259,7 +259,7 @@ static void summary(const rp_job *job, FILE *f)
         if (s->present && isfinite(s->measured_iteration))
             fprintf(f, "  scheduled (%ld iterations): %.3f ms against %.3f ms without the plan (%s): %.2fx measured, "
                        "%.2fx predicted\n", s->iterations, s->measured_iteration * 1e3, s->measured_pass_through * 1e3,
-                    s->pass_through_from && !strcmp(s->pass_through_from, "verification")
+                    s->pass_through_side_by_side
                         ? "the verification's pass-through median, side by side"
                         : "the warm-up's, which carries the profiling's cost",
                     s->measured_speedup, s->predicted_speedup);

@@ -85,7 +85,7 @@ typedef struct ub_verify_verdict {
 
 /* The verdict on the agreed (sum-reduced) vector for the candidate named policy, together with
  * the earlier windows of the same candidate in this check (`earlier`: the verdict that said
- * `again`; NULL for a check's first window). */
+ * `again`; NULL, or one with windows 0, for a check's first window). */
 void ub_verify_judge(const double agreed[UB_VERIFY_LEN], const char *policy, const ub_verify_verdict *earlier,
                      ub_verify_verdict *out);
 
