@@ -96,7 +96,7 @@ void ub_verify_judge(const double agreed[UB_VERIFY_LEN], const char *policy, con
         out->plan_slots[first + i] = out->slots[2 * i];
         out->pass_slots[first + i] = out->slots[2 * i + 1];
     }
-    double plan[UB_VERIFY_MAX_PAIRS], pass[UB_VERIFY_MAX_PAIRS], diff[UB_VERIFY_MAX_PAIRS];
+    double plan[UB_VERIFY_MAX_PAIRS] = {0}, pass[UB_VERIFY_MAX_PAIRS] = {0}, diff[UB_VERIFY_MAX_PAIRS] = {0};
     int np = 0, nq = 0, nd = 0;
     for (int i = 0; i < out->windows * UB_VERIFY_PER_SIDE; i++) {
         double p = out->plan_slots[i], q = out->pass_slots[i];
