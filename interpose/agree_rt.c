@@ -263,10 +263,11 @@ void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         .n_calls = c->n_ar,
         .period = c->period,
         .seq_hash = ub_seqhash_value(&c->seq),
-        .settings = {.policy = ub_cfg.policy, .mode = ub_cfg.mode, .completion = ub_cfg.completion,
-                     .staging_mb = ub_cfg.staging_mb, .align = ub_cfg.align, .min_gain_pct = ub_cfg.min_gain_pct,
-                     .verify = ub_cfg.verify, .verify_every = ub_cfg.verify_every,
-                     .calibrate = ub_cfg.calibrate},
+        .settings = {
+#define X(field, var) .field = (int)ub_cfg.field,
+            UB_AGREE_SETTING_LIST(X)
+#undef X
+        },
         .summary = have_summary ? &sum : NULL,
         .flags = local_flags(c, have_summary ? &sum : NULL, staging),
     };

@@ -9,10 +9,11 @@
 #include <string.h>
 
 #include "usbyte/config.h"
+#include "usbyte/config_agree.h"
 #include "usbyte/policy.h"
 #include "usbyte/record.h"
 
-#define AGREE_FORMAT 6.0
+#define AGREE_FORMAT 7.0
 #define NO_SAMPLE 1e300
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -30,9 +31,10 @@ void ub_agree_header_encode(int n_calls, uint32_t period, uint64_t seq_hash, con
         (double)n_calls, (double)period,
         (double)((seq_hash >> 48) & 0xffff), (double)((seq_hash >> 32) & 0xffff),
         (double)((seq_hash >> 16) & 0xffff), (double)(seq_hash & 0xffff),
-        AGREE_FORMAT, (double)set->policy, (double)set->mode, (double)set->completion,
-        (double)set->staging_mb, (double)set->align, (double)set->min_gain_pct,
-        (double)set->verify, (double)set->verify_every, (double)set->calibrate,
+        AGREE_FORMAT,
+#define X(field, var) (double)set->field,
+        UB_AGREE_SETTING_LIST(X)
+#undef X
     };
     for (int i = 0; i < UB_AGREE_HEADER_FIELDS; i++) {
         out[i] = v[i];
@@ -127,35 +129,35 @@ ub_agree_outcome ub_agree_decode(const double *max_vec, const double *sum_vec, u
     return UB_AGREE_OK;
 }
 
-/* A setting of the header as text: its name in the configuration's list and each value as the
- * configuration writes it. */
-static const struct {
-    int field;          /* index in the header */
-    ub_config_id id;
-} header_settings[] = {
-    {7, UB_CFG_policy}, {8, UB_CFG_mode}, {9, UB_CFG_completion},
-    {10, UB_CFG_staging_mb}, {11, UB_CFG_align}, {12, UB_CFG_min_gain_pct},
-    {13, UB_CFG_verify}, {14, UB_CFG_verify_every}, {15, UB_CFG_calibrate},
-};
-
-static void setting_text(ub_config_id id, double v, char *buf, size_t len)
+/* A setting of the header as text, as the configuration writes it. */
+static void setting_text(ub_agree_setting_id k, double v, char *buf, size_t len)
 {
+    static const ub_config_id ids[] = {
+#define X(field, var) UB_CFG_##field,
+        UB_AGREE_SETTING_LIST(X)
+#undef X
+    };
     ub_config cfg;
     ub_config_defaults(&cfg);
     int i = (int)v;
-    switch (id) {
-    case UB_CFG_policy: cfg.policy = i; break;
-    case UB_CFG_mode: cfg.mode = (ub_mode)i; break;
-    case UB_CFG_completion: cfg.completion = (ub_completion)i; break;
-    case UB_CFG_staging_mb: cfg.staging_mb = i; break;
-    case UB_CFG_align: cfg.align = i; break;
-    case UB_CFG_min_gain_pct: cfg.min_gain_pct = i; break;
-    case UB_CFG_verify: cfg.verify = i != 0; break;
-    case UB_CFG_verify_every: cfg.verify_every = i; break;
-    case UB_CFG_calibrate: cfg.calibrate = i != 0; break;
+    switch (k) {
+#define X(field, var)                                                                                                  \
+    case UB_AGREE_SETTING_##field: cfg.field = (__typeof__(cfg.field))i; break;
+        UB_AGREE_SETTING_LIST(X)
+#undef X
     default: snprintf(buf, len, "%g", v); return;
     }
-    ub_config_value_text(&cfg, id, buf, len);
+    ub_config_value_text(&cfg, ids[k], buf, len);
+}
+
+static const char *setting_var(ub_agree_setting_id k)
+{
+    static const char *const vars[] = {
+#define X(field, var) var,
+        UB_AGREE_SETTING_LIST(X)
+#undef X
+    };
+    return (unsigned)k < UB_AGREE_SETTING_COUNT ? vars[k] : "?";
 }
 
 /* Appends to buf at *used, which counts the whole text's length even past len (buf stays
@@ -194,16 +196,16 @@ size_t ub_agree_mismatch_text(const double combined[UB_AGREE_HEADER_LEN], char *
         add(buf, len, &used, "%s the ranks run different usbyte versions (agreement formats %g to %g)", seq ? ";" : "",
             -lo_neg[6], hi[6]);
     int n = 0;
-    for (size_t k = 0; k < sizeof header_settings / sizeof header_settings[0]; k++) {
-        int i = header_settings[k].field;
+    for (int k = 0; k < UB_AGREE_SETTING_COUNT; k++) {
+        int i = UB_AGREE_HEADER_SETTINGS_AT + k;
         if (!DIFFERS(i))
             continue;
         char a[64], b[64];
-        setting_text(header_settings[k].id, -lo_neg[i], a, sizeof a);
-        setting_text(header_settings[k].id, hi[i], b, sizeof b);
+        setting_text((ub_agree_setting_id)k, -lo_neg[i], a, sizeof a);
+        setting_text((ub_agree_setting_id)k, hi[i], b, sizeof b);
         add(buf, len, &used, "%s %s (%s on some ranks, %s on others)",
             n ? "," : (seq || DIFFERS(6)) ? "; the ranks run with different settings:" : " the ranks run with different settings:",
-            ub_config_name(header_settings[k].id), a, b);
+            setting_var((ub_agree_setting_id)k), a, b);
         n++;
     }
 #undef DIFFERS

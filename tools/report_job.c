@@ -9,6 +9,7 @@
 
 #include "report.h"
 #include "usbyte/alloc.h"
+#include "usbyte/config_agree.h"
 #include "usbyte/model.h"
 
 /* ---- jobs ---- */
@@ -92,12 +93,13 @@ static int by_int(const void *a, const void *b)
     return *(const int *)a - *(const int *)b;
 }
 
-/* The settings the runtime agrees on (include/usbyte/config_agree.h, and the warm-up agreement's
- * settings in interpose/agree_rt.c): a difference keeps every rank in pass-through. */
-const char *const rp_agreed_settings[] = {"USBYTE_MODE",         "USBYTE_POLICY",         "USBYTE_COMPLETION",
-                                          "USBYTE_STAGING_MB",   "USBYTE_ALIGN",          "USBYTE_MIN_GAIN_PCT",
-                                          "USBYTE_WARMUP",       "USBYTE_MAX_DEVIATIONS", "USBYTE_VERIFY",
-                                          "USBYTE_VERIFY_EVERY", "USBYTE_CALIBRATE"};
+/* The settings the runtime agrees on (both lists of include/usbyte/config_agree.h): a difference
+ * keeps every rank in pass-through. */
+const char *const rp_agreed_settings[] = {
+#define X(field, var) var,
+    UB_CFG_AGREE_LIST(X) UB_AGREE_SETTING_LIST(X)
+#undef X
+};
 const int rp_n_agreed_settings = sizeof rp_agreed_settings / sizeof rp_agreed_settings[0];
 
 const char *rp_setting(const rp_report *r, const char *name, char *buf, size_t len)

@@ -18,6 +18,27 @@
     X(warmup, "USBYTE_WARMUP") \
     X(max_deviations, "USBYTE_MAX_DEVIATIONS")
 
+/* X(field of ub_config, its variable): the settings that change what a plan issues, sent in the
+ * header of the warm-up's agreement (usbyte/record.h); ranks that differ in one stay in
+ * pass-through, with the reason naming it.  USBYTE_MODE is agreed at the first lock above, before
+ * any warm-up agreement can be issued, and so is not repeated here. */
+#define UB_AGREE_SETTING_LIST(X)               \
+    X(policy, "USBYTE_POLICY")                 \
+    X(completion, "USBYTE_COMPLETION")         \
+    X(staging_mb, "USBYTE_STAGING_MB")         \
+    X(align, "USBYTE_ALIGN")                   \
+    X(min_gain_pct, "USBYTE_MIN_GAIN_PCT")     \
+    X(verify, "USBYTE_VERIFY")                 \
+    X(verify_every, "USBYTE_VERIFY_EVERY")     \
+    X(calibrate, "USBYTE_CALIBRATE")
+
+typedef enum {
+#define X(field, var) UB_AGREE_SETTING_##field,
+    UB_AGREE_SETTING_LIST(X)
+#undef X
+    UB_AGREE_SETTING_COUNT
+} ub_agree_setting_id;
+
 typedef enum {
 #define X(field, var) UB_CFG_AGREE_##field,
     UB_CFG_AGREE_LIST(X)

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "usbyte/config_agree.h"
 #include "usbyte/fit.h"
 #include "usbyte/profile.h"
 
@@ -104,18 +105,12 @@ typedef struct ub_agree_flags {
 #undef X
 } ub_agree_flags;
 
-/* The configuration that changes what is issued to NCCL: ranks that differ in it stay in
- * pass-through (they still issue the same agreement). */
+/* The configuration that changes what is issued to NCCL (usbyte/config_agree.h's list): ranks
+ * that differ in it stay in pass-through (they still issue the same agreement). */
 typedef struct ub_agree_settings {
-    int policy;       /* USBYTE_POLICY */
-    int mode;         /* USBYTE_MODE */
-    int completion;   /* USBYTE_COMPLETION */
-    int staging_mb;   /* USBYTE_STAGING_MB */
-    int align;        /* USBYTE_ALIGN */
-    int min_gain_pct; /* USBYTE_MIN_GAIN_PCT */
-    int verify;       /* USBYTE_VERIFY */
-    int verify_every; /* USBYTE_VERIFY_EVERY */
-    int calibrate;    /* USBYTE_CALIBRATE */
+#define X(field, var) int field;
+    UB_AGREE_SETTING_LIST(X)
+#undef X
 } ub_agree_settings;
 
 /* The agreement (docs/design.md sections 1 and 2).  Its collectives must depend only on the call
@@ -123,8 +118,7 @@ typedef struct ub_agree_settings {
  * are constants, the same on every rank whatever it measured, whether the ranks agree or not.
  * Two in-place allreduces of doubles, issued back to back with no host step between them:
  *   max vector: header [n_calls, period, 4 x 16 bits of the sequence hash, format, and the
- *               settings (policy, mode, completion, staging MiB, alignment, least gain,
- *               verification, its period, calibration)] and
+ *               settings of UB_AGREE_SETTING_LIST] and
  *               their negations (every rank sent the same header iff max(x) == -max(-x)); then
  *               per call [ready, need, done, -comm_min, barrier, fallback, split] for
  *               UB_AGREE_CAP calls (zeros past n_calls); then the flags, the iteration length and
@@ -134,7 +128,9 @@ typedef struct ub_agree_settings {
  * An iteration with more than UB_AGREE_CAP allreduces still agrees on the header (n_calls is in
  * it) and every rank goes to pass-through with that reason. */
 #define UB_AGREE_CAP 4096
-#define UB_AGREE_HEADER_FIELDS 16
+/* n_calls, period, the hash's four pieces, the format; then the settings. */
+#define UB_AGREE_HEADER_SETTINGS_AT 7
+#define UB_AGREE_HEADER_FIELDS (UB_AGREE_HEADER_SETTINGS_AT + UB_AGREE_SETTING_COUNT)
 #define UB_AGREE_HEADER_LEN (2 * UB_AGREE_HEADER_FIELDS)
 #define UB_AGREE_PER_CALL 7
 /* One per flag of the list (a sizeof cannot be used in the constant sizes below the list). */

@@ -13,6 +13,7 @@
 /* cmocka has no double comparison with a tolerance in this version. */
 #define assert_double_equal(a, b, eps) assert_true(fabs((double)(a) - (double)(b)) <= (eps))
 
+#include "usbyte/config.h"
 #include "usbyte/config_agree.h"
 #include "usbyte/record.h"
 
@@ -31,38 +32,60 @@ static void test_header_unanimous_only_when_equal(void **state)
     (void)state;
     double a[UB_AGREE_HEADER_LEN], b[UB_AGREE_HEADER_LEN], out[UB_AGREE_HEADER_LEN];
     double *v[2] = {a, b};
-    ub_agree_settings base = {.policy = 2, .mode = 2, .completion = 0, .staging_mb = 256, .align = 512};
+    ub_agree_settings base = {.policy = 2, .completion = 0, .staging_mb = 256, .align = 512};
     ub_agree_header_encode(5, 6, 0x0123456789abcdefull, &base, a);
     ub_agree_header_encode(5, 6, 0x0123456789abcdefull, &base, b);
     combine(v, 2, UB_AGREE_HEADER_LEN, false, out);
     assert_true(ub_agree_header_unanimous(out));
-    /* any one field different, in either direction, on either rank */
-    ub_agree_settings pol3 = base, observe = base, call = base, staging = base, align = base, gain = base,
-                      verify = base, every = base;
-    gain.min_gain_pct = 5;
-    verify.verify = 1;
-    every.verify_every = 7;
-    pol3.policy = 3;
-    observe.mode = 1;
-    call.completion = 1;
-    staging.staging_mb = 0;
-    align.align = 256;
-    struct { int n; uint32_t p; uint64_t h; const ub_agree_settings *set; } other[] = {
-        {4, 6, 0x0123456789abcdefull, &base}, {6, 6, 0x0123456789abcdefull, &base}, {5, 7, 0x0123456789abcdefull, &base},
-        {5, 6, 0x0123456789abcdeeull, &base}, {5, 6, 0x8123456789abcdefull, &base}, {0, 6, 0x0123456789abcdefull, &base},
-        {5, 6, 0x0123456789abcdefull, &pol3}, {5, 6, 0x0123456789abcdefull, &observe},
-        {5, 6, 0x0123456789abcdefull, &call}, {5, 6, 0x0123456789abcdefull, &staging},
-        {5, 6, 0x0123456789abcdefull, &align}, {5, 6, 0x0123456789abcdefull, &gain},
-        {5, 6, 0x0123456789abcdefull, &verify}, {5, 6, 0x0123456789abcdefull, &every},
+    /* any one field different, in either direction, on either rank: the sequence's, then each
+     * setting of the list */
+    struct { int n; uint32_t p; uint64_t h; ub_agree_settings set; } other[8 + UB_AGREE_SETTING_COUNT] = {
+        {4, 6, 0x0123456789abcdefull, base}, {6, 6, 0x0123456789abcdefull, base}, {5, 7, 0x0123456789abcdefull, base},
+        {5, 6, 0x0123456789abcdeeull, base}, {5, 6, 0x8123456789abcdefull, base}, {0, 6, 0x0123456789abcdefull, base},
+        {5, 6, 0x0123456789abcdecull, base}, {5, 6, 0x0023456789abcdefull, base},
     };
-    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
-        ub_agree_header_encode(other[i].n, other[i].p, other[i].h, other[i].set, b);
+    int n_other = 8;
+#define X(field, var)                                                                                                  \
+    other[n_other] = (__typeof__(other[0])){5, 6, 0x0123456789abcdefull, base};                                        \
+    other[n_other++].set.field += 1;
+    UB_AGREE_SETTING_LIST(X)
+#undef X
+    for (int i = 0; i < n_other; i++) {
+        ub_agree_header_encode(other[i].n, other[i].p, other[i].h, &other[i].set, b);
         combine(v, 2, UB_AGREE_HEADER_LEN, false, out);
         assert_false(ub_agree_header_unanimous(out));
         double *w[2] = {b, a};
         combine(w, 2, UB_AGREE_HEADER_LEN, false, out);
         assert_false(ub_agree_header_unanimous(out));
     }
+}
+
+/* Every setting of the list, different on one rank, is named in the reason by the variable the
+ * configuration knows it as, and the two lists name variables of the configuration. */
+static void test_mismatch_names_each_setting(void **state)
+{
+    (void)state;
+    ub_agree_settings base = {.policy = 2, .completion = 0, .staging_mb = 256, .align = 512};
+    double a[UB_AGREE_HEADER_LEN], b[UB_AGREE_HEADER_LEN], out[UB_AGREE_HEADER_LEN];
+    double *v[2] = {a, b};
+    char text[2048];
+    ub_agree_header_encode(5, 6, 0x77, &base, a);
+#define X(field, var)                                                                                                  \
+    {                                                                                                                  \
+        assert_string_equal(ub_config_name(UB_CFG_##field), var);                                                      \
+        ub_agree_settings one = base;                                                                                  \
+        one.field += 1;                                                                                                \
+        ub_agree_header_encode(5, 6, 0x77, &one, b);                                                                   \
+        combine(v, 2, UB_AGREE_HEADER_LEN, false, out);                                                                \
+        ub_agree_mismatch_text(out, text, sizeof text);                                                                \
+        if (!strstr(text, var " ("))                                                                                   \
+            fail_msg("%s not named in: %s", var, text);                                                                \
+    }
+    UB_AGREE_SETTING_LIST(X)
+#undef X
+#define X(field, var) assert_string_equal(ub_config_name(UB_CFG_##field), var);
+    UB_CFG_AGREE_LIST(X)
+#undef X
 }
 
 /* Two ranks' contributions combined as the two agreement collectives would. */
@@ -362,6 +385,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_unanimous_only_when_equal),
+        cmocka_unit_test(test_mismatch_names_each_setting),
         cmocka_unit_test(test_data_roundtrip_two_ranks),
         cmocka_unit_test(test_disagreements_decode_alike_everywhere),
         cmocka_unit_test(test_summary_averages_relative_to_first_ready),

@@ -33,7 +33,7 @@ static void test_mismatch_names_what_differs(void **state)
     (void)state;
     ub_config cfg;
     ub_config_defaults(&cfg);
-    ub_agree_settings a = {.policy = cfg.policy, .mode = cfg.mode, .completion = cfg.completion,
+    ub_agree_settings a = {.policy = cfg.policy, .completion = cfg.completion,
                            .staging_mb = cfg.staging_mb, .align = cfg.align, .min_gain_pct = cfg.min_gain_pct};
     ub_agree_settings b = a;
     b.policy = ub_policy_parse("mgwfbp");
