@@ -12,7 +12,7 @@ $(BUILD)/tests/unit/test_signature: $(call objs,tests/unit/profiler/test_signatu
 $(BUILD)/tests/unit/test_iteration: $(call objs,tests/unit/profiler/test_iteration.c profiler/iteration.c profiler/signature.c)
 $(BUILD)/tests/unit/test_fit: $(call objs,tests/unit/profiler/test_fit.c profiler/fit.c)
 $(BUILD)/tests/unit/test_verify: $(call objs,tests/unit/profiler/test_verify.c profiler/verify.c)
-$(BUILD)/tests/unit/test_net_table: $(call objs,tests/unit/profiler/test_net_table.c profiler/net_table.c)
+$(BUILD)/tests/unit/test_net_table: $(call objs,tests/unit/profiler/test_net_table.c profiler/net_table.c profiler/open_regular.c)
 
 $(PROFILER_PURE_TEST_BINS):
 	@mkdir -p $(@D)

@@ -1,8 +1,8 @@
 /* The data/net/ table reader (usbyte/net_table.h). */
 #include "usbyte/net_table.h"
+#include "usbyte/open_regular.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,16 +120,12 @@ int ub_net_table_parse(const char *text, const char *name, ub_net_table *t, char
 /* The whole regular file `path`, NUL-terminated; NULL with one line in err. */
 static char *read_text(const char *path, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int fd = ub_open_regular(path, err, errlen);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+    if (fd < 0)
         return NULL;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: cannot read: not a regular file", path);
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         close(fd);
         return NULL;
     }

@@ -1,7 +1,6 @@
 /* Profiles in the docs/model.md JSON format: strict reading with one-line errors that name the
  * origin and the JSON path, and writing that round-trips exactly. */
 #include <errno.h>
-#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include "usbyte/atomic_write.h"
 #include "usbyte/io.h"
 #include "usbyte/model.h"
+#include "usbyte/open_regular.h"
 
 /* Largest count of calls or forward segments accepted: keeps every index in an int with room. */
 #define MAX_ENTRIES 100000000
@@ -21,22 +21,13 @@
 json_t *ub_json_load_file(const char *path, char *err, size_t errlen)
 {
     const ub_io_where c = {path ? path : "<profile>", err, errlen};
-    /* Regular files only: opened without blocking, since a FIFO or a device would wait for a
-     * writer for ever (a stray one in a report folder). */
-    int fd = path ? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
-    if (fd < 0) {
-        ub_io_fail(&c, "cannot read: %s", strerror(path ? errno : EINVAL));
+    if (!path) {
+        ub_io_fail(&c, "cannot read: %s", strerror(EINVAL));
         return NULL;
     }
-    struct stat st = {0};
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        if (S_ISDIR(st.st_mode))
-            ub_io_fail(&c, "cannot read: %s", strerror(EISDIR));
-        else
-            ub_io_fail(&c, "cannot read: not a regular file (a FIFO, a socket or a device)");
+    int fd = ub_open_regular(path, err, errlen);
+    if (fd < 0)
         return NULL;
-    }
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         close(fd);

@@ -1,8 +1,8 @@
 # The emulated NCCL (libnccl.so.2), its unit tests, and the multi-rank integration tests that run
 # through the launcher (tests/emu/launcher).  See docs/emulator-nccl.md.
 
-# The data/net/ table reader is usbyte-sim's too (profiler/net_table.c): one reader of the format.
-EMU_NCCL_SRCS := $(filter-out tests/emu/nccl/unit/%,$(wildcard tests/emu/nccl/*.c)) profiler/net_table.c
+# The data/net/ table reader is usbyte-sim's too (profiler/net_table.c profiler/open_regular.c): one reader of the format.
+EMU_NCCL_SRCS := $(filter-out tests/emu/nccl/unit/%,$(wildcard tests/emu/nccl/*.c)) profiler/net_table.c profiler/open_regular.c
 EMU_NCCL_LIB := $(BUILD)/emu/libnccl.so.2
 EMU_CUDART_LIB := $(BUILD)/emu/libcudart.so.13
 
@@ -24,14 +24,14 @@ $(BUILD)/emu/libnccl.so: $(EMU_NCCL_LIB)
 ALL += $(EMU_NCCL_LIB) $(BUILD)/emu/libnccl.so
 
 # Unit tests of the pure parts (time model, arithmetic, signatures).
-$(BUILD)/tests/unit/test_emu_nccl: $(call objs,tests/emu/nccl/unit/test_emu_nccl.c tests/emu/nccl/model.c profiler/net_table.c tests/emu/nccl/dtype.c tests/emu/nccl/errors.c)
+$(BUILD)/tests/unit/test_emu_nccl: $(call objs,tests/emu/nccl/unit/test_emu_nccl.c tests/emu/nccl/model.c profiler/net_table.c profiler/open_regular.c tests/emu/nccl/dtype.c tests/emu/nccl/errors.c)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_CMOCKA) -lm
 
 UNIT_TESTS += $(BUILD)/tests/unit/test_emu_nccl
 
 # The measured network's table and the jitter factor (model.c).
-$(BUILD)/tests/unit/test_emu_net: $(call objs,tests/emu/nccl/unit/test_emu_net.c tests/emu/nccl/model.c profiler/net_table.c)
+$(BUILD)/tests/unit/test_emu_net: $(call objs,tests/emu/nccl/unit/test_emu_net.c tests/emu/nccl/model.c profiler/net_table.c profiler/open_regular.c)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_CMOCKA) -lpthread -lm
 
