@@ -23,8 +23,8 @@
 #include "usbyte/policy.h"
 
 /* Each agreed flag that makes a communicator unschedulable, and the reason the report gives,
- * formatted with the flag's value, the period, or nothing. */
-typedef enum { WHY_PLAIN, WHY_VALUE, WHY_PERIOD } why_arg;
+ * formatted with the flag's value, the period, the rank a "1 + rank" flag names, or nothing. */
+typedef enum { WHY_PLAIN, WHY_VALUE, WHY_PERIOD, WHY_RANK } why_arg;
 static const struct {
     size_t flag; /* offset in ub_agree_flags */
     why_arg arg;
@@ -41,12 +41,14 @@ static const struct {
      "these are the kernels that scale averaged gradients, which HOROVOD_FUSION_THRESHOLD=0 does not remove: average "
      "with ncclAvg (Horovod 0.26 or later built against NCCL 2.10 or later) and leave gradient_predivide_factor at "
      "1.0, or pass op=hvd.Sum and divide by hvd.size() yourself (scale the loss before backward)"},
-    {offsetof(ub_agree_flags, cupti_taken), WHY_PLAIN,
-     "another CUPTI subscriber held CUPTI during the warm-up on some rank (a profiler such as torch.profiler, or an "
+    {offsetof(ub_agree_flags, cupti_taken), WHY_RANK,
+     "another CUPTI subscriber held CUPTI during the warm-up on rank %d, the highest such rank (a profiler such as "
+     "torch.profiler, or an "
      "NVIDIA tool such as Nsight Systems the job runs under): stream-ordered work on the NCCL stream could not be "
      "watched; profile without usbyte, or run with USBYTE_MODE=observe to measure and plan while profiling"},
-    {offsetof(ub_agree_flags, cupti_missing), WHY_PLAIN,
-     "CUPTI was not available on every rank: stream-ordered work on the NCCL stream cannot be ruled out"},
+    {offsetof(ub_agree_flags, cupti_missing), WHY_RANK,
+     "CUPTI was not available on rank %d, the highest such rank (its report's cupti_detail says why: USBYTE_CUPTI=0 "
+     "or no libcupti found): stream-ordered work on the NCCL stream cannot be ruled out"},
     {offsetof(ub_agree_flags, no_end_records), WHY_PLAIN,
      "neither an event recorded on the NCCL stream after a call nor a host wait on that stream was seen on some rank: "
      "completion could not be redirected (statically linked CUDA runtime?)"},
@@ -83,6 +85,7 @@ static void verdict(ub_comm *c, const ub_agreed *a)
         switch (unschedulable[i].arg) {
         case WHY_VALUE: ub_comm_report_add_reason(r, f, v); break;
         case WHY_PERIOD: ub_comm_report_add_reason(r, f, c->period); break;
+        case WHY_RANK: ub_comm_report_add_reason(r, f, (int)(v + 0.5) - 1); break;
         default: ub_comm_report_add_reason(r, "%s", f); break;
         }
     }

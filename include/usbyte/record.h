@@ -82,8 +82,8 @@ void ub_summary_free(ub_summary *s);
     X(stream_ordered, "operations seen on the NCCL stream between collectives")                \
     X(stream_compute, "of which kernels, graphs, host functions and stream callbacks")        \
     X(stream_copies, "of which copies, memsets and memory writes")                             \
-    X(cupti_missing, "1: CUPTI could not be had")                                              \
-    X(cupti_taken, "1: another CUPTI subscriber (a profiler) held or took CUPTI")              \
+    X(cupti_missing, "1 + the highest rank where CUPTI could not be had (USBYTE_CUPTI=0 or not found), 0: none") \
+    X(cupti_taken, "1 + the highest rank where another CUPTI subscriber (a profiler) held or took CUPTI, 0: none") \
     X(no_end_records, "1: no event was recorded on the NCCL stream after a call")              \
     X(other_calls, "non-allreduce NCCL calls per iteration")                                   \
     X(copy_beta, "seconds per byte of a device-to-device copy on the private stream (staging)") \

@@ -2,7 +2,8 @@
 # One configuration for every rank, on 4 emulated ranks: USBYTE_MODE=off on one rank, or another
 # USBYTE_WARMUP or USBYTE_MAX_DEVIATIONS on one rank, must not make the ranks issue different
 # collectives (the job runs to the end with the same results as without usbyte; the other ranks'
-# reports name the setting and the rank); every documented USBYTE_WARMUP gives a positive measured iteration from at least one
+# reports name the setting and the rank), nor may USBYTE_CUPTI=0 on one rank (every verdict names
+# it); every documented USBYTE_WARMUP gives a positive measured iteration from at least one
 # used warm-up iteration (or says why not in pass-through), and usbyte-report reads the reports.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -93,7 +94,16 @@ same off_all
 grep -q 'usbyte\[' "$WORK/off_all.out" && fail "off_all: USBYTE_MODE=off printed something"
 ls "$WORK"/off_all-* >/dev/null 2>&1 && fail "off_all: USBYTE_MODE=off wrote a report"
 
-# 5. Short warm-ups (the device behind the host): each iteration counted has its end measured, so
+# 5. USBYTE_CUPTI=0 on rank 2: the NCCL stream cannot be watched there, so no rank schedules, and
+# every rank's verdict names the rank.
+run cupti_one "$USBYTE_PRELOAD" USBYTE_MODE=schedule ODD_RANK=2 ODD_SET=USBYTE_CUPTI=0
+same cupti_one
+for k in 0 1 2 3; do
+    jq -e '.comms[0] | .verdict.schedulable == false and (.verdict.reasons | any(startswith("CUPTI was not available on rank 2, the highest such rank")))' \
+        "$WORK/cupti_one-$k.json" >/dev/null || fail "cupti_one: rank $k's report: $(jq -c '.comms[0] | [.state, .verdict]' "$WORK/cupti_one-$k.json")"
+done
+
+# 6. Short warm-ups (the device behind the host): each iteration counted has its end measured, so
 # the measured iteration is positive, or the agreement says why it has none; the plan runs with
 # the right results; usbyte-report reads the library's own reports.
 for w in 1 2 3; do

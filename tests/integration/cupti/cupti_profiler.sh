@@ -19,7 +19,7 @@ PROG=$BUILD/tests/integration/cupti/cupti_profiler
 need "$BUILD/libusbyte.so" "$PROG" "$BUILD/emu/emu-run" "$BUILD/usbyte-report"
 export USBYTE_LOG=info USBYTE_EMU_ALPHA_US=50 USBYTE_EMU_GBPS=1 USBYTE_WARMUP=3 USBYTE_MODE=observe
 N=2
-REASON="another CUPTI subscriber held CUPTI during the warm-up on some rank"
+REASON="another CUPTI subscriber held CUPTI during the warm-up on rank $((N - 1)), the highest such rank"
 FIX="profile without usbyte (leave LD_PRELOAD unset for the profiling run), or run with USBYTE_MODE=observe while \
 profiling: usbyte schedules only a job that no CUPTI profiler or NVIDIA tool watches"
 
