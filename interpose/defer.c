@@ -319,6 +319,10 @@ static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index) UB_REQU
     ub_verify_step step = ub_verify_iteration(c, st, index);
     if (atomic_load(&c->ending) || c->state != UB_COMM_SCHEDULE)
         return false;
+    if (step.failed != ncclSuccess) {
+        issue_failed(c, step.failed, step.failure);
+        return false;
+    }
     if (step.plan) {
         /* At an iteration boundary every block of the previous iteration is issued. */
         char why[300];

@@ -377,13 +377,24 @@ static void issue_agreement(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
     ub_comm_agree_issue(c);
 }
 
+/* A failure of schedule mode (a block or verification's collective refused) the application
+ * hears of now: the reports say so at once, since a job that handles the error by ending the
+ * process may never reach the reports at exit. */
+static bool failure_answered(ub_comm *c, ub_coll_token *t) UB_REQUIRES(ub_state_mutex)
+{
+    if ((t->result = ub_sched_take_failure(c)) == ncclSuccess)
+        return false;
+    ub_state_write_reports_held();
+    return true;
+}
+
 /* SCHEDULE: the call goes to the plan's cursor (defer.c); a block issue it triggered that failed
  * is answered with the failure (the call is not forwarded: the communicator is in pass-through
  * from now on). */
 static bool sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     bool held = ub_sched_call(c, d, sig);
-    if ((t->result = ub_sched_take_failure(c)) != ncclSuccess)
+    if (failure_answered(c, t))
         held = true;
     return held;
 }
@@ -576,7 +587,7 @@ static bool call_before(ub_comm *c, const ub_coll_desc *d, ub_coll_token *t) UB_
 {
     /* A block issue failed since this communicator's last call (a host wait flushed it): the
      * application hears of it here. */
-    if (c->state == UB_COMM_PASS_THROUGH && (t->result = ub_sched_take_failure(c)) != ncclSuccess)
+    if (c->state == UB_COMM_PASS_THROUGH && failure_answered(c, t))
         return true;
     if (c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH)
         return false;

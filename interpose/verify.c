@@ -3,6 +3,7 @@
  * iteration count of the plan's cursor and on the agreed vector; the measurements themselves are
  * rank-local and enter only through that vector. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,8 +107,10 @@ void ub_verify_spoil(ub_comm *c)
 /* Enqueued on the private stream, in stream order behind the plan's blocks: the vector to the
  * device, its in-place allreduce(sum), the copy back and the completion event.  Lock held; released
  * while the work is enqueued (never across a real NCCL call); inside the application's group the
- * group is ended and reopened around it, as around a block, so that it is launched here. */
-static void issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+ * group is ended and reopened around it, as around a block, so that it is launched here.  A CUDA
+ * or NCCL refusal (a peer gone) is returned, with v->failure naming it: never an abort(), so that
+ * the application's own error handling runs. */
+static ncclResult_t issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     double seconds[UB_VERIFY_SLOTS];
     for (int j = 0; j < UB_VERIFY_SLOTS; j++) {
@@ -135,18 +138,34 @@ static void issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_UNLOCKS(
     if (depth > 0)
         ub_group_split_begin(depth);
     size_t bytes = UB_VERIFY_LEN * sizeof(double);
-    if (!atomic_load(&c->aborted) &&
-        (UB_CUDA(ub_cuda.cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, p)) != cudaSuccess ||
-         UB_NCCL(ub_nccl.AllReduce(dev, dev, UB_VERIFY_LEN, ncclFloat64, ncclSum, c->handle, p)) != ncclSuccess ||
-         UB_CUDA(ub_cuda.cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, p)) != cudaSuccess ||
-         UB_CUDA(ub_cuda.cudaEventRecord(done, p)) != cudaSuccess)) {
-        ub_error("communicator %d: cannot issue the verification's measurements; the other ranks would wait for "
-                 "this one forever: aborting (USBYTE_VERIFY=0 runs without verification)", c->index);
-        abort();
+    const char *what = NULL;
+    cudaError_t e = cudaSuccess;
+    ncclResult_t r = ncclSuccess;
+    if (!atomic_load(&c->aborted)) {
+        if ((e = UB_CUDA(ub_cuda.cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, p))) != cudaSuccess)
+            what = "the copy of the verification's measurements to the device";
+        else if ((r = UB_NCCL(ub_nccl.AllReduce(dev, dev, UB_VERIFY_LEN, ncclFloat64, ncclSum, c->handle, p))) !=
+                 ncclSuccess)
+            what = "ncclAllReduce of the verification's measurements";
+        else if ((e = UB_CUDA(ub_cuda.cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, p))) != cudaSuccess)
+            what = "the copy of the agreed measurements back to the host";
+        else if ((e = UB_CUDA(ub_cuda.cudaEventRecord(done, p))) != cudaSuccess)
+            what = "cudaEventRecord after the verification's measurements";
     }
     if (depth > 0)
         ub_group_split_end(depth);
     ub_state_lock();
+    if (what == NULL)
+        return ncclSuccess;
+    if (r == ncclSuccess)
+        r = ncclUnhandledCudaError;
+    snprintf(v->failure, sizeof v->failure, "%s failed (%s)", what,
+             e != cudaSuccess ? (ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "CUDA error")
+                              : ub_nccl_result_name(r));
+    v->issued = false; /* nothing of it will land */
+    v->on = false;
+    v->window = -1;
+    return r;
 }
 
 static void append_reason(ub_verify_report *r, const char *text)
@@ -250,8 +269,11 @@ static ub_verify_step window_step(ub_comm *c, ub_verify_rt *v, cudaStream_t st, 
         v->spoiled[w] = false;
         ub_timing_mark(&v->tm, st, &v->start[w], 1, 0, NULL);
     }
-    if (w == UB_VERIFY_ISSUE_AT)
-        issue_measurements(c, v);
+    if (w == UB_VERIFY_ISSUE_AT) {
+        ncclResult_t r = issue_measurements(c, v);
+        if (r != ncclSuccess)
+            return (ub_verify_step){.pass_through = true, .failed = r, .failure = v->failure};
+    }
     if (w == UB_VERIFY_APPLY_AT)
         return apply_verdict(c, v, st, call);
     v->window++;

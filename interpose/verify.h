@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include <cuda_runtime_api.h>
+#include <nccl.h>
 
 #include "lock_contract.h"
 #include "usbyte/plan.h"
@@ -23,6 +24,11 @@ typedef struct ub_verify_step {
     bool pass_through;       /* its allreduces are forwarded as the application issues them */
     const ub_plan *plan;     /* non-NULL: the cursor takes this plan from this iteration on */
     double predicted;        /* that plan's predicted iteration (s) */
+    /* Not ncclSuccess: CUDA or NCCL refused the window's collective (after a peer's death NCCL
+     * refuses every operation with the communicator's asynchronous error); failure says which
+     * call and why, verification is off, and the caller ends schedule mode with the error. */
+    ncclResult_t failed;
+    const char *failure;
 } ub_verify_step;
 
 /* Lock held.  The candidates for the plan about to run (first: the chosen plan); verification is

@@ -102,4 +102,21 @@ for name in usbyte-planned-until-error usbyte-planned-thread-until-error; do
         || { grep 'usbyte\|rank 0:' "$WORK/$name.out" | grep -v 'raw it' | tail -8 | sed 's/^/    | /';
              fail "$name: the block issue's error did not reach the call that triggered it"; }
 done
+# A peer's death at the very call where verification issues its own collective (injected by the
+# emulator at the first allreduce of the measurements' 33 doubles, on every rank, since a real
+# death cannot be timed to one call): no abort() of the process; one line names the collective and
+# the error, the communicator passes through from then on, the call that triggered the issue
+# returns the error to the application (which aborts the communicator), and the reports say so
+# at once (the program leaves with _exit, before any report at exit).
+USBYTE_VERIFY=1 USBYTE_EMU_FAIL_COUNT=33 case_ usbyte-verification-error "$USBYTE_PRELOAD" \
+    --die-at 1000000 --after 0 --check-errors
+for r in 0 1; do
+    grep -q "rank $r\] usbyte\[$r\]: error: communicator 0: schedule mode stopped: ncclAllReduce of the verification's measurements failed (ncclRemoteError); pass-through from now on" \
+        "$WORK/usbyte-verification-error.out" && grep -q "\[rank $r\] rank 0: ncclAllReduce(.*) returned 6" "$WORK/usbyte-verification-error.out" \
+        || { grep 'usbyte\|rank [01]:' "$WORK/usbyte-verification-error.out" | tail -8 | sed 's/^/    | /';
+             fail "usbyte-verification-error: rank $r: the verification's refused collective did not reach the call"; }
+    jq -e '.comms[0] | .state == "pass-through" and (.state_reason | contains("verification'"'"'s measurements failed (ncclRemoteError)"))' \
+        "$WORK/usbyte-verification-error-$r.json" >/dev/null \
+        || fail "usbyte-verification-error: rank $r's report: $(jq -c '.comms[0] | [.state, .state_reason]' "$WORK/usbyte-verification-error-$r.json")"
+done
 echo "runtime abort: ok"

@@ -47,6 +47,27 @@ static ncclResult_t check_buf(const void *p, size_t bytes, const char *fn, const
 
 static ncclResult_t async_error_of(struct ncclComm *comm);
 
+/* USBYTE_EMU_FAIL_COUNT=N: the first allreduce of N elements in each process is refused as after
+ * a peer's death, and its communicator keeps that asynchronous error (every later operation is
+ * refused, ncclCommGetAsyncError says so): a death at exactly that call, which a real one cannot
+ * be timed to (e.g. the first collective the runtime issues on its own at some iteration). */
+static bool injected_death(struct ncclComm *comm, size_t count)
+{
+    static atomic_bool fired;
+    const char *env = getenv("USBYTE_EMU_FAIL_COUNT");
+    if (env == NULL || *env == '\0' || atomic_load(&fired))
+        return false;
+    char *end;
+    unsigned long long n = strtoull(env, &end, 10);
+    if (*end != '\0' || n != count || atomic_exchange(&fired, true))
+        return false;
+    int expected = ncclSuccess;
+    atomic_compare_exchange_strong(&comm->async_error, &expected, ncclRemoteError);
+    fprintf(stderr, "usbyte-emu: rank %d: comm %s: a peer's death injected at an allreduce of %zu elements "
+            "(USBYTE_EMU_FAIL_COUNT): ncclRemoteError\n", comm->rank, comm->hash, count);
+    return true;
+}
+
 /* Common checks and issue of one operation.  As NCCL 2.28's ncclEnqueueCheck: a communicator
  * with an asynchronous error (a peer gone) refuses every later operation with that error
  * (ncclCommEnsureReady), and an error inside a group is the group's too: its outermost
@@ -70,6 +91,9 @@ static ncclResult_t issue_checked(enum emu_kind kind, const void *send, void *re
     if (async != ncclSuccess)
         return emu_error(async, "%s: communicator %s has an asynchronous error (%s): operation refused", fn,
                          comm->hash, async == ncclRemoteError ? "a peer is gone" : "NCCL error");
+    if (kind == EMU_ALLREDUCE && injected_death(comm, count))
+        return emu_error(ncclRemoteError, "%s: communicator %s has an asynchronous error (a peer is gone): operation "
+                         "refused (USBYTE_EMU_FAIL_COUNT=%zu)", fn, comm->hash, count);
     size_t es = emu_dtype_size(dtype);
     if (es == 0)
         return emu_error(ncclInvalidArgument, "%s: invalid data type %d", fn, dtype);
