@@ -203,6 +203,10 @@ static void record_verdict(ub_verify_rt *v, const ub_verify_verdict *d, uint64_t
         r->checks++;
     }
     snprintf(r->slots_policy, sizeof r->slots_policy, "%s", v->plans[v->trying].policy);
+    if (v->check_begun) {
+        r->reason[0] = '\0';
+        v->check_begun = false;
+    }
     if (d->windows > 0) {
         r->n_slots = 2 * d->windows * UB_VERIFY_PER_SIDE;
         for (int i = 0; i < d->windows * UB_VERIFY_PER_SIDE; i++) {
@@ -298,7 +302,7 @@ ub_verify_step ub_verify_iteration(ub_comm *c, cudaStream_t st, uint64_t call) U
             return (ub_verify_step){.pass_through = v->kept < 0};
         /* A check of what is kept; from pass-through, the candidates again from the first. */
         v->trying = v->kept >= 0 ? v->kept : 0;
-        v->report.reason[0] = '\0';
+        v->check_begun = true; /* until its first verdict the report keeps the verdict that holds */
         start_window(v, false);
     }
     return window_step(c, v, st, call);

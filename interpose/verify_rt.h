@@ -30,6 +30,7 @@ typedef struct ub_verify_rt {
     void *dev;               /* the same on the device (the collective runs in place) */
     cudaEvent_t done;        /* recorded on the private stream after the copy back */
     bool issued;             /* this window's collective is out and not read */
+    bool check_begun;        /* a check began: its first verdict replaces the previous check's reason */
     char failure[200];       /* the call that refused the window's collective, and its error */
     ub_verify_verdict earlier;   /* the running candidate's earlier windows of this check (windows 0: none) */
     ub_verify_report report;
