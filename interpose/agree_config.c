@@ -53,8 +53,10 @@ void ub_cfg_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
     if (a->issued)
         return;
     a->issued = true;
-    if (!make_buffers(c))
-        ub_comm_cannot_take_part(c, "cannot allocate the configuration agreement's buffers");
+    if (!make_buffers(c)) {
+        ub_comm_cannot_take_part(c, ncclSystemError, "cannot allocate the configuration agreement's buffers");
+        return;
+    }
     int values[UB_CFG_AGREE_COUNT] = {
 #define X(field, var) (int)ub_cfg.field,
         UB_CFG_AGREE_LIST(X)
@@ -63,19 +65,29 @@ void ub_cfg_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
     ub_cfg_agree_encode(values, c->rank < 0 ? 0 : c->rank, a->host);
     /* Never held across a real NCCL call; the record is this thread's (the issuer's). */
     ub_state_unlock();
-    if (UB_CUDA(ub_cuda.cudaMemcpyAsync(a->dev, a->host, CFG_BYTES, cudaMemcpyHostToDevice, a->stream)) != cudaSuccess)
-        ub_comm_cannot_take_part(c, "cudaMemcpyAsync of the configuration agreement failed");
-    if (UB_NCCL(ub_nccl.AllReduce(a->dev, a->dev, UB_CFG_AGREE_LEN, ncclFloat64, ncclMax, c->handle, a->stream)) !=
-        ncclSuccess)
-        ub_comm_cannot_take_part(c, "ncclAllReduce of the configuration agreement failed");
+    const char *failed = NULL;
+    ncclResult_t r = ncclSuccess;
+    if (UB_CUDA(ub_cuda.cudaMemcpyAsync(a->dev, a->host, CFG_BYTES, cudaMemcpyHostToDevice, a->stream)) != cudaSuccess) {
+        failed = "cudaMemcpyAsync of the configuration agreement failed";
+        r = ncclUnhandledCudaError;
+    } else if ((r = UB_NCCL(ub_nccl.AllReduce(a->dev, a->dev, UB_CFG_AGREE_LEN, ncclFloat64, ncclMax, c->handle,
+                                              a->stream))) != ncclSuccess) {
+        failed = "NCCL refused the configuration agreement's ncclAllReduce";
+    }
     ub_state_lock();
+    if (failed) {
+        char why[160];
+        snprintf(why, sizeof why, "%s (%s)", failed, ub_nccl_result_name(r));
+        ub_comm_cannot_take_part(c, r, why);
+        return;
+    }
     ub_debug("communicator %d: configuration agreement issued at its lock", c->index);
     if (ub_thread_in_group()) {
         /* Work enqueued on the private stream now would run before the collective's launch. */
         a->copy_pending = true;
         a->thread = (unsigned long)pthread_self();
         if (!ub_group_after_launch(copy_back_after_launch, &c, sizeof c))
-            ub_comm_cannot_take_part(c, "no room to queue the configuration agreement's copy back");
+            ub_comm_cannot_take_part(c, ncclSystemError, "no room to queue the configuration agreement's copy back");
     } else {
         ub_cfg_agree_copy_back(c);
     }
@@ -87,7 +99,7 @@ void ub_cfg_agree_copy_back(ub_comm *c)
     a->copy_pending = false;
     if (UB_CUDA(ub_cuda.cudaMemcpyAsync(a->host, a->dev, CFG_BYTES, cudaMemcpyDeviceToHost, a->stream)) != cudaSuccess ||
         UB_CUDA(ub_cuda.cudaEventRecord(a->done, a->stream)) != cudaSuccess)
-        ub_comm_cannot_take_part(c, "cannot copy the configuration agreement's result back");
+        ub_comm_cannot_take_part(c, ncclUnhandledCudaError, "cannot copy the configuration agreement's result back");
 }
 
 /* A setting's value as the user writes it. */

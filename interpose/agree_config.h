@@ -12,7 +12,7 @@
 void ub_cfg_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Enqueues the copy of the result to the host (at once, or after the launch of the group that
  * holds the collective). */
-void ub_cfg_agree_copy_back(ub_comm *c);
+void ub_cfg_agree_copy_back(ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* At the first call of the warm-up (the same call on every rank): waits for the result (releasing
  * the lock meanwhile); when a setting differs between the ranks, every rank goes to pass-through
  * and its report names the setting and the ranks.  The caller checks c->ending and c->peer_error

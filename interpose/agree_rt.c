@@ -31,6 +31,7 @@
 #include "report_rt.h"
 #include "state.h"
 #include "tables.h"
+#include "verify.h"
 #include "warmup.h"
 #include "usbyte/io.h"
 #include "usbyte/model.h"
@@ -103,7 +104,8 @@ static uint64_t reserve_executor(ub_comm *c)
     if (ub_cfg.mode != UB_MODE_SCHEDULE || c->local_failure[0] || c->n_ar <= 0)
         return wanted;
     if (ub_exec_reserve(c, c->n_ar, wanted, c->exec_failure, sizeof c->exec_failure) != 0 ||
-        ub_calib_reserve(c, c->exec_failure, sizeof c->exec_failure) != 0) {
+        ub_calib_reserve(c, c->exec_failure, sizeof c->exec_failure) != 0 ||
+        ub_verify_reserve(c, c->exec_failure, sizeof c->exec_failure) != 0) {
         ub_warn("communicator %d: %s: every rank will stay in pass-through", c->index, c->exec_failure);
         return 0;
     }
@@ -205,12 +207,14 @@ static ub_agree_flags local_flags(ub_comm *c, const ub_summary *sum, uint64_t st
  * here on the communicator's device if the warm-up has none).  Constant sizes, back to back,
  * nothing read in between: inside a group NCCL launches them at the outermost ncclGroupEnd, so
  * nothing may wait for them here.  Without the lock.  Returns NCCL's refusal of a collective
- * (a communicator with an asynchronous error, a peer gone, refuses every operation). */
-static ncclResult_t issue_vectors(ub_comm *c)
+ * (a communicator with an asynchronous error, a peer gone, refuses every operation), or
+ * ncclUnhandledCudaError with *cuda_failed naming the CUDA call that failed. */
+static ncclResult_t issue_vectors(ub_comm *c, const char **cuda_failed)
 {
     double *maxv = c->agree_host;
     double *dmax = c->agree_dev, *dsum = dmax + UB_AGREE_MAX_LEN;
     cudaStream_t s = c->tm.agree ? c->tm.agree : NULL;
+    *cuda_failed = NULL;
     if (!s) {
         int previous = ub_device_enter(c->device);
         if (UB_CUDA(ub_cuda.cudaStreamCreateWithPriority(&c->tm.agree, cudaStreamNonBlocking, 0)) == cudaSuccess)
@@ -218,10 +222,12 @@ static ncclResult_t issue_vectors(ub_comm *c)
         ub_device_leave(previous);
     }
     if (!s)
-        ub_comm_cannot_take_part(c, "cannot create the private stream");
-    if (UB_CUDA(ub_cuda.cudaMemcpyAsync(dmax, maxv, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double),
-                                cudaMemcpyHostToDevice, s)) != cudaSuccess)
-        ub_comm_cannot_take_part(c, "cudaMemcpyAsync of the agreement vectors failed");
+        *cuda_failed = "cannot create the private stream";
+    else if (UB_CUDA(ub_cuda.cudaMemcpyAsync(dmax, maxv, (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double),
+                                             cudaMemcpyHostToDevice, s)) != cudaSuccess)
+        *cuda_failed = "cudaMemcpyAsync of the agreement vectors failed";
+    if (*cuda_failed)
+        return ncclUnhandledCudaError;
     ncclResult_t r = UB_NCCL(ub_nccl.AllReduce(dmax, dmax, UB_AGREE_MAX_LEN, ncclFloat64, ncclMax, c->handle, s));
     if (r == ncclSuccess)
         r = UB_NCCL(ub_nccl.AllReduce(dsum, dsum, UB_AGREE_SUM_LEN, ncclFloat64, ncclSum, c->handle, s));
@@ -271,14 +277,20 @@ void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         .summary = have_summary ? &sum : NULL,
         .flags = local_flags(c, have_summary ? &sum : NULL, staging),
     };
-    if (!ub_comm_agree_buffers(c))
-        ub_comm_cannot_take_part(c, "cannot allocate the agreement buffers");
-    ub_agree_encode(&local, c->agree_host, c->agree_host + UB_AGREE_MAX_LEN);
+    const char *cuda_failed = NULL;
+    ncclResult_t refused = ncclSuccess;
     ub_rank_local mine;
-    bool have_mine = have_summary && measure_local(c, &sum, &mine);
+    bool have_mine = false;
+    if (!ub_comm_agree_buffers(c)) {
+        cuda_failed = "cannot allocate the agreement buffers";
+        refused = ncclSystemError;
+    } else {
+        ub_agree_encode(&local, c->agree_host, c->agree_host + UB_AGREE_MAX_LEN);
+        have_mine = have_summary && measure_local(c, &sum, &mine);
+        refused = issue_vectors(c, &cuda_failed);
+    }
     if (have_summary)
         ub_summary_free(&sum);
-    ncclResult_t refused = issue_vectors(c);
     ub_state_lock();
     c->issuing_agreement = false;
     memcpy(c->report.warmup_used, used_bits, sizeof used_bits);
@@ -287,6 +299,11 @@ void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
     if (atomic_load(&c->ending)) {
         /* Aborted while the collectives went out without the lock: nothing will read them, and
          * the abort left the warm-up's resources to this thread. */
+        ub_comm_stop_profiling(c);
+        return;
+    }
+    if (cuda_failed) {
+        ub_comm_cannot_take_part(c, refused, cuda_failed);
         ub_comm_stop_profiling(c);
         return;
     }
@@ -311,8 +328,11 @@ void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         /* Work enqueued on the private stream now would run before the collectives' launch. */
         c->agree_copy_pending = true;
         c->agree_thread = (unsigned long)pthread_self();
-        if (!ub_group_after_launch(copy_back_after_launch, &c, sizeof c))
-            ub_comm_cannot_take_part(c, "no room to queue the agreement's copy back after the group's launch");
+        if (!ub_group_after_launch(copy_back_after_launch, &c, sizeof c)) {
+            ub_comm_cannot_take_part(c, ncclSystemError, "no room to queue the agreement's copy back after the "
+                                     "group's launch");
+            ub_comm_agree_abandon(c);
+        }
     } else {
         ub_comm_agree_copy_back(c);
     }
@@ -324,8 +344,10 @@ void ub_comm_agree_copy_back(ub_comm *c)
     cudaStream_t s = c->tm.agree;
     size_t bytes = (size_t)(UB_AGREE_MAX_LEN + UB_AGREE_SUM_LEN) * sizeof(double);
     if (UB_CUDA(ub_cuda.cudaMemcpyAsync(c->agree_host, c->agree_dev, bytes, cudaMemcpyDeviceToHost, s)) != cudaSuccess ||
-        UB_CUDA(ub_cuda.cudaEventRecord(c->agree_done, s)) != cudaSuccess)
-        ub_comm_cannot_take_part(c, "cannot copy the agreement's result back");
+        UB_CUDA(ub_cuda.cudaEventRecord(c->agree_done, s)) != cudaSuccess) {
+        ub_comm_cannot_take_part(c, ncclUnhandledCudaError, "cannot copy the agreement's result back");
+        ub_comm_agree_abandon(c);
+    }
 }
 
 /* Whether the agreement's result can be read now: at once (a poll) or after a wait without the
@@ -496,7 +518,16 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how) UB_REQUIRES_UNLOCKS(ub_st
     }
     report_warmup(c);
     bool ended = false;
-    if (failure)
+    if (failure && e != cudaSuccess && e != cudaErrorNotReady && atomic_load(&c->peer_error) == ncclSuccess &&
+        how != UB_AGREE_WAIT_OR_GIVE_UP) {
+        /* This rank alone cannot know what the others decided (a CUDA error here, theirs read):
+         * pass-through could pair its calls with their blocks. */
+        char what[600];
+        snprintf(what, sizeof what, "%s (%s)", failure,
+                 ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "CUDA error");
+        ub_comm_cannot_take_part(c, ncclUnhandledCudaError, what);
+        ub_comm_stop_profiling(c);
+    } else if (failure)
         refuse(c, failure);
     else
         ended = !adopt(c, &agreed);

@@ -73,8 +73,10 @@ bool ub_calib_hold(ub_comm *c, ub_agreed *agreed, bool stream_sem)
         return false;
     /* The calls' kinds for the re-plan, in the tables reserved before the agreement (the agreed
      * calls are this rank's warm-up calls: the sequence hash matched). */
-    if (!k->reserved || r->profile.n_calls > k->cap_calls)
-        ub_comm_cannot_take_part(c, "calibration's tables are missing");
+    if (!k->reserved || r->profile.n_calls > k->cap_calls) {
+        ub_comm_cannot_take_part(c, ncclInternalError, "calibration's tables are missing");
+        return true; /* nothing more is decided: the communicator failed */
+    }
     for (int i = 0; i < r->profile.n_calls; i++) {
         k->bytes[i] = r->profile.calls[i].bytes;
         k->dtype[i] = (int)r->profile.calls[i].dtype;
@@ -110,13 +112,18 @@ bool ub_calib_due(const ub_comm *c, uint64_t call)
     return c->calib.stage != UB_CALIB_IDLE && call == c->calib.next_call;
 }
 
-/* A rank that cannot issue what every rank issues at this call cannot follow the others. */
-static void cannot_issue(ub_comm *c, const char *what)
+/* A rank that cannot issue what every rank issues at this call cannot follow the others (r: the
+ * refusal, NCCL's or a CUDA one). */
+static void cannot_issue(ub_comm *c, ncclResult_t r, const char *what) UB_REQUIRES(ub_state_mutex)
 {
-    char why[160];
-    snprintf(why, sizeof why, "cannot issue calibration's %s (USBYTE_CALIBRATE=0 runs without calibration)", what);
-    ub_comm_cannot_take_part(c, why);
+    char why[200];
+    snprintf(why, sizeof why, "cannot issue calibration's %s (%s; USBYTE_CALIBRATE=0 runs without calibration)", what,
+             ub_nccl_result_name(r));
+    ub_comm_cannot_take_part(c, r, why);
 }
+
+/* NCCL's refusal, or ncclUnhandledCudaError for a CUDA one. */
+static ncclResult_t cuda_refused(cudaError_t e) { return e == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError; }
 
 /* Probe sizes in float elements: every size is a power of 4 of at least 64 KiB. */
 static size_t probe_count(uint64_t bytes) { return (size_t)(bytes / sizeof(float)); }
@@ -136,26 +143,29 @@ static void issue_probes(ub_comm *c, ub_calib_rt *k) UB_REQUIRES_UNLOCKS(ub_stat
     memcpy(sizes, k->sizes, sizeof sizes);
     cudaEvent_t marks[UB_CALIB_MARKS];
     memcpy(marks, k->marks, sizeof marks);
-    if (!k->reserved || !stage || !p)
-        cannot_issue(c, "probes: their events or the staging buffer are missing");
+    if (!k->reserved || !stage || !p) {
+        cannot_issue(c, ncclInternalError, "probes: their events or the staging buffer are missing");
+        return;
+    }
     k->in_flight = true;
     ub_state_unlock();
     if (depth > 0)
         ub_group_split_begin(depth);
-    bool ok = atomic_load(&c->aborted) ||
-              (UB_NCCL(ub_nccl.AllReduce(stage, stage, probe_count(sizes[0]), ncclFloat32, ncclSum, c->handle, p)) ==
-                   ncclSuccess &&
-               UB_CUDA(ub_cuda.cudaEventRecord(marks[0], p)) == cudaSuccess);
-    for (int r = 0; ok && !atomic_load(&c->aborted) && r < UB_CALIB_REPEATS; r++)
-        for (int i = 0; ok && i < n; i++)
-            ok = UB_NCCL(ub_nccl.AllReduce(stage, stage, probe_count(sizes[i]), ncclFloat32, ncclSum, c->handle, p)) ==
-                     ncclSuccess &&
-                 UB_CUDA(ub_cuda.cudaEventRecord(marks[1 + r * n + i], p)) == cudaSuccess;
+    ncclResult_t r = ncclSuccess;
+    if (!atomic_load(&c->aborted) &&
+        (r = UB_NCCL(ub_nccl.AllReduce(stage, stage, probe_count(sizes[0]), ncclFloat32, ncclSum, c->handle, p))) ==
+            ncclSuccess)
+        r = cuda_refused(UB_CUDA(ub_cuda.cudaEventRecord(marks[0], p)));
+    for (int rep = 0; r == ncclSuccess && !atomic_load(&c->aborted) && rep < UB_CALIB_REPEATS; rep++)
+        for (int i = 0; r == ncclSuccess && i < n; i++)
+            if ((r = UB_NCCL(ub_nccl.AllReduce(stage, stage, probe_count(sizes[i]), ncclFloat32, ncclSum, c->handle,
+                                                p))) == ncclSuccess)
+                r = cuda_refused(UB_CUDA(ub_cuda.cudaEventRecord(marks[1 + rep * n + i], p)));
     if (depth > 0)
         ub_group_split_end(depth);
     ub_state_lock();
-    if (!ok)
-        cannot_issue(c, "probes");
+    if (r != ncclSuccess)
+        cannot_issue(c, r, "probes");
 }
 
 /* The probes' times (waited for by polling without the lock: issued an iteration ago), into this
@@ -186,16 +196,19 @@ static void issue_vector(ub_comm *c, ub_calib_rt *k) UB_REQUIRES_UNLOCKS(ub_stat
     if (depth > 0)
         ub_group_split_begin(depth);
     size_t bytes = UB_CALIB_LEN * sizeof(double);
-    bool ok = atomic_load(&c->aborted) ||
-              (UB_CUDA(ub_cuda.cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, p)) == cudaSuccess &&
-               UB_NCCL(ub_nccl.AllReduce(dev, dev, UB_CALIB_LEN, ncclFloat64, ncclMax, c->handle, p)) == ncclSuccess &&
-               UB_CUDA(ub_cuda.cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, p)) == cudaSuccess &&
-               UB_CUDA(ub_cuda.cudaEventRecord(done, p)) == cudaSuccess);
+    ncclResult_t r = ncclSuccess;
+    if (!atomic_load(&c->aborted) &&
+        (r = cuda_refused(UB_CUDA(ub_cuda.cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, p)))) == ncclSuccess &&
+        (r = UB_NCCL(ub_nccl.AllReduce(dev, dev, UB_CALIB_LEN, ncclFloat64, ncclMax, c->handle, p))) == ncclSuccess &&
+        (r = cuda_refused(UB_CUDA(ub_cuda.cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, p)))) == ncclSuccess)
+        r = cuda_refused(UB_CUDA(ub_cuda.cudaEventRecord(done, p)));
     if (depth > 0)
         ub_group_split_end(depth);
     ub_state_lock();
-    if (!ok)
-        cannot_issue(c, "agreement of the probes' times");
+    if (r != ncclSuccess) {
+        cannot_issue(c, r, "agreement of the probes' times");
+        return;
+    }
     k->report.series_seconds = series;
     for (int i = 0; i < n; i++) {
         double lo = INFINITY, hi = -INFINITY;

@@ -26,7 +26,7 @@ int ub_calib_reserve(struct ub_comm *c, char *why, size_t len);
 /* Lock held, schedule mode, the agreement adopted and planned: true when the chosen plan issues
  * sizes the calls do not show, so calibration runs first (from call agree_at + period); it then
  * takes *agreed (left empty) for the re-plan.  False: the switch is at agree_at + period. */
-bool ub_calib_hold(struct ub_comm *c, ub_agreed *agreed, bool stream_sem);
+bool ub_calib_hold(struct ub_comm *c, ub_agreed *agreed, bool stream_sem) UB_REQUIRES(ub_state_mutex);
 /* A calibration step is due at this call. */
 bool ub_calib_due(const struct ub_comm *c, uint64_t call);
 /* Lock held on entry and return (released while work is enqueued or waited for).  The step due

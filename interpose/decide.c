@@ -120,14 +120,15 @@ void ub_comm_decision_line(ub_comm *c)
             chosen > 0 ? wfbp / chosen : 0.0, r->schedulable ? "schedulable" : "not schedulable");
 }
 
-/* A rank that cannot take part in the agreement would leave the others waiting in its
- * collectives (or, in schedule mode, planning without it): it stops the job with a clear line
- * instead.  Only reached when CUDA refuses a copy or NCCL an enqueue on a healthy context. */
-void ub_comm_cannot_take_part(ub_comm *c, const char *what)
+/* The other ranks issue what this one cannot: NCCL would pair this rank's next calls with
+ * theirs.  A rank-local failure in NCCL itself (a refused enqueue) does what this does: the call
+ * returns the error, and the communicator refuses what follows; the other ranks wait in their
+ * collectives until their watchdog or NCCL's own error detection ends them, as without usbyte. */
+void ub_comm_cannot_take_part(ub_comm *c, ncclResult_t r, const char *what)
 {
-    ub_error("communicator %d: %s during the agreement; the other ranks would wait for this one "
-             "forever: aborting", c->index, what);
-    abort();
+    char why[600]; /* the state's reason keeps what fits */
+    snprintf(why, sizeof why, "this rank cannot take part in what every rank issues: %s", what);
+    ub_comm_set_failed(c, r, why);
 }
 
 /* The runtime's limits on what the planner may produce: cuts aligned for NCCL, merged blocks that
@@ -225,7 +226,7 @@ static bool second_candidate(ub_comm *c, ub_plan *out, double *predicted) UB_REQ
 /* Schedule mode: a schedulable communicator gets its executor now (the plan runs from call
  * agree_at + period); any other stays in pass-through, saying why.  Both outcomes are the same
  * on every rank (agreed numbers, a pure planner); a rank that cannot set up the executor cannot
- * follow the others and stops the job. */
+ * follow the others: its communicator fails (ub_comm_cannot_take_part). */
 void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
@@ -252,8 +253,10 @@ void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
         return;
     }
-    if (ub_sched_prepare(c, &r->plan, c->sched.stream_semantics, why, sizeof why) != 0)
-        ub_comm_cannot_take_part(c, why);
+    if (ub_sched_prepare(c, &r->plan, c->sched.stream_semantics, why, sizeof why) != 0) {
+        ub_comm_cannot_take_part(c, ncclSystemError, why);
+        return;
+    }
     ub_plan second;
     double predicted_second = NAN;
     bool have_second = ub_cfg.verify && second_candidate(c, &second, &predicted_second);
@@ -267,7 +270,7 @@ void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
     if (have_second)
         ub_plan_free(&second);
     if (rc != 0)
-        ub_comm_cannot_take_part(c, why);
+        ub_comm_cannot_take_part(c, ncclSystemError, why);
 }
 
 bool ub_comm_decide(ub_comm *c, const ub_agreed *a, const ub_call_kinds *calls, bool stream_sem,

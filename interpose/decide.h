@@ -19,7 +19,10 @@ bool ub_comm_decide(ub_comm *c, const ub_agreed *a, const ub_call_kinds *calls, 
 void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* One line: what the communicator measured and decided. */
 void ub_comm_decision_line(ub_comm *c);
-/* A rank that cannot take part in the agreement would leave the others waiting: it stops the job. */
-_Noreturn void ub_comm_cannot_take_part(ub_comm *c, const char *what);
+/* Lock held: this rank cannot issue what every rank issues at this call (an agreement, a
+ * calibration probe, the plan's executor: what says which and why; r: the error the application
+ * gets): the communicator fails here (ub_comm_set_failed).  The caller stops issuing and
+ * returns. */
+void ub_comm_cannot_take_part(ub_comm *c, ncclResult_t r, const char *what) UB_REQUIRES(ub_state_mutex);
 
 #endif

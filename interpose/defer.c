@@ -97,37 +97,24 @@ void ub_sched_begin(ub_comm *c, uint64_t call) UB_REQUIRES(ub_state_mutex)
 }
 
 /* Lock held.  A CUDA or NCCL call failed while blocks were issued (after a peer's death NCCL
- * refuses every operation with the communicator's asynchronous error): one line, the
- * communicator passes every call through for good, its pending events are released as at an
- * abort (recorded on their own streams, waiters woken), and the error waits for the
- * application's call (the one that triggered the issue, or the next one on the communicator). */
+ * refuses every operation with the communicator's asynchronous error): the communicator fails
+ * on this rank (ub_comm_set_failed: the application's call, the one that triggered the issue or
+ * the next one, returns the error, and so does every later one), and its pending events are
+ * released as at an abort (recorded on their own streams, waiters woken). */
 static void issue_failed(ub_comm *c, ncclResult_t r, const char *what) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
-    if (s->failed != ncclSuccess)
+    if (c->failed != ncclSuccess)
         return;
-    s->failed = r;
-    s->failure_unreturned = true;
     s->active = false;
     char why[sizeof c->reason];
     snprintf(why, sizeof why, "schedule mode stopped: %s", what);
-    ub_error("communicator %d: %s; pass-through from now on, and the application's call returns %s", c->index, why,
-             ub_nccl_result_name(r));
     if (s->live) {
         s->live = false;
         atomic_fetch_sub(&ub_sched_live, 1);
     }
     ub_redirect_end(c, false);
-    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
-}
-
-ncclResult_t ub_sched_take_failure(ub_comm *c)
-{
-    ub_sched_rt *s = &c->sched;
-    if (!s->failure_unreturned)
-        return ncclSuccess;
-    s->failure_unreturned = false;
-    return s->failed;
+    ub_comm_set_failed(c, r, why);
 }
 
 bool ub_sched_issuing(const ub_comm *c) { return atomic_load(&c->sched.issuing) > 0; }
@@ -140,7 +127,7 @@ bool ub_sched_issuing(const ub_comm *c) { return atomic_load(&c->sched.issuing) 
 static void issue(ub_comm *c, int first, int end, int arrived) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
-    if (s->failed != ncclSuccess)
+    if (c->failed != ncclSuccess)
         return;
     s->next_block = end;
     int slot = s->measured_iter >= 0 ? s->n_starts - 1 - s->measured_iter : -1;
@@ -224,7 +211,7 @@ void ub_sched_deviation(ub_comm *c, const char *why) UB_REQUIRES_UNLOCKS(ub_stat
     if (!s->active)
         return;
     flush(c);
-    if (s->failed != ncclSuccess) /* pass-through for good: no more deviations to count */
+    if (c->failed != ncclSuccess) /* pass-through for good: no more deviations to count */
         return;
     s->active = false;
     s->run++;
@@ -327,9 +314,11 @@ static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index) UB_REQU
         /* At an iteration boundary every block of the previous iteration is issued. */
         char why[300];
         if (ub_sched_prepare(c, step.plan, s->stream_semantics, why, sizeof why) != 0) {
-            ub_error("communicator %d: %s: cannot take the next plan of the verification; the other ranks would "
-                     "run it without this one: aborting", c->index, why);
-            abort();
+            /* The other ranks run it from this call: this one cannot follow them. */
+            char what[400];
+            snprintf(what, sizeof what, "cannot take the verification's next plan (%s)", why);
+            issue_failed(c, ncclSystemError, what);
+            return false;
         }
         s->predicted_iteration = step.predicted;
         ub_debug("communicator %d: verification runs %s from call %llu", c->index, step.plan->policy,
@@ -389,7 +378,7 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig) UB_REQUIRES_
         ub_stream *st = ub_stream_get(d->stream, c);
         if (!st)
             issue_failed(c, ncclSystemError, "out of memory for a stream record");
-        if (s->failed != ncclSuccess) /* the call is answered with the error */
+        if (c->failed != ncclSuccess) /* the call is answered with the error */
             return true;
         ub_redirect_deferred(c, st, k, ub_sched_done_value(&s->sp, s->base, k, true),
                              ub_sched_done_value(&s->sp, s->base, k, false));
@@ -417,7 +406,7 @@ void ub_sched_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     /* After a failed issue (a peer gone) nothing may wait for device work either. */
-    abort = abort || s->failed != ncclSuccess;
+    abort = abort || c->failed != ncclSuccess;
     /* An abort whose wait for the issuing thread's calls in flight ran out (lifecycle.c) leaves
      * the executor and its timing events to that thread. */
     bool in_flight = ub_sched_issuing(c);

@@ -30,7 +30,7 @@ void ub_sched_begin(ub_comm *c, uint64_t call) UB_REQUIRES(ub_state_mutex);
 /* Lock held on entry and exit (released while blocks are issued).  A call on a communicator in
  * SCHEDULE; sig is its portable signature.  Returns true when the call is deferred (the wrapper
  * returns ncclSuccess without forwarding it), or answered with the failure of the block issue it
- * triggered (ub_sched_take_failure). */
+ * triggered (c->failed, ub_comm_set_failed). */
 bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: a deviation that is not a call of the sequence (ncclCommDestroy, ncclCommFinalize,
  * graph capture on a stream with deferred calls): flushes what arrived. */
@@ -43,9 +43,6 @@ void ub_sched_unexpected_wait(ub_comm *c, const char *what, int call);
 /* Lock held: the block value that completes every call deferred so far in this iteration, when
  * it is not issued yet (0: nothing unissued). */
 uint64_t ub_sched_unissued(const ub_comm *c) UB_REQUIRES(ub_state_mutex);
-/* Lock held: the error of a failed block issue not yet returned to the application (then
- * forgotten), ncclSuccess when none; the communicator is in pass-through for good after it. */
-ncclResult_t ub_sched_take_failure(ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* Whether the issuing thread is issuing blocks (without the lock) right now. */
 bool ub_sched_issuing(const ub_comm *c);
 /* Lock held: the communicator ends.  abort: never waits for device work. */

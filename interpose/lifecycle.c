@@ -377,14 +377,19 @@ static void issue_agreement(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
     ub_comm_agree_issue(c);
 }
 
-/* A failure of schedule mode (a block or verification's collective refused) the application
- * hears of now: the reports say so at once, since a job that handles the error by ending the
- * process may never reach the reports at exit. */
+/* A failure of this rank's own work on the communicator (ub_comm_set_failed: a block, the
+ * verification's collective or an agreement refused, memory not had): the call is answered with
+ * it, not forwarded.  The first time, the reports say so at once, since a job that handles the
+ * error by ending the process may never reach the reports at exit. */
 static bool failure_answered(ub_comm *c, ub_coll_token *t) UB_REQUIRES(ub_state_mutex)
 {
-    if ((t->result = ub_sched_take_failure(c)) == ncclSuccess)
+    if (c->failed == ncclSuccess)
         return false;
-    ub_state_write_reports_held();
+    t->result = c->failed;
+    if (!c->failure_reported) {
+        c->failure_reported = true;
+        ub_state_write_reports_held();
+    }
     return true;
 }
 
@@ -408,7 +413,8 @@ static bool on_detect(ub_comm *c, const ub_coll_desc *d, const ub_iter_result *r
 {
     if (res->event == UB_ITER_LOCKED || res->event == UB_ITER_IN_PHASE) {
         ub_cfg_agree_issue(c); /* releases the lock around its NCCL call */
-        if (atomic_load(&c->ending)) /* destroyed or aborted meanwhile by another thread */
+        /* Destroyed or aborted meanwhile by another thread, or this rank could not issue it. */
+        if (atomic_load(&c->ending) || c->failed != ncclSuccess)
             return false;
         if (ub_cfg.mode == UB_MODE_OFF) { /* it took part in what every rank issues, and nothing else */
             ub_comm_set_state(c, UB_COMM_PASS_THROUGH, "USBYTE_MODE=off");
@@ -585,9 +591,9 @@ static void detect_feed(ub_comm *c, const ub_coll_desc *d, const ub_call_sig *cs
  * returns. */
 static bool call_before(ub_comm *c, const ub_coll_desc *d, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
-    /* A block issue failed since this communicator's last call (a host wait flushed it): the
-     * application hears of it here. */
-    if (c->state == UB_COMM_PASS_THROUGH && failure_answered(c, t))
+    /* This rank's own work failed (since the last call too: a host wait flushed blocks): the
+     * application hears of it here, at every call. */
+    if (failure_answered(c, t))
         return true;
     if (c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH)
         return false;
@@ -602,13 +608,17 @@ static bool call_before(ub_comm *c, const ub_coll_desc *d, ub_coll_token *t) UB_
         return sched_call(c, d, sig, t);
     ub_iter_result res;
     detect_feed(c, d, &cs, sig, &res);
+    bool taken = false;
     switch (c->state) {
-    case UB_COMM_DETECT: return on_detect(c, d, &res);
-    case UB_COMM_PROFILE: return on_profile(c, d, sig, &res, t);
+    case UB_COMM_DETECT: taken = on_detect(c, d, &res); break;
+    case UB_COMM_PROFILE: taken = on_profile(c, d, sig, &res, t); break;
     case UB_COMM_AGREE:
-    case UB_COMM_PLANNED: return on_agreed(c, d, sig, &res, t);
-    default: return false;
+    case UB_COMM_PLANNED: taken = on_agreed(c, d, sig, &res, t); break;
+    default: break;
     }
+    /* What this call made usbyte issue failed here (an agreement, calibration, the plan's set-up):
+     * the other ranks issued theirs, so the call itself must not reach NCCL either. */
+    return failure_answered(c, t) || taken;
 }
 
 bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)

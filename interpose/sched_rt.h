@@ -36,10 +36,6 @@ typedef struct ub_call_args {
 
 typedef struct ub_sched_rt {
     bool ready;              /* set up at planning time: the executor exists */
-    /* A CUDA or NCCL call failed while blocks were issued (defer.c): pass-through for good, and
-     * the error is returned by the application's call (failure_unreturned until it is). */
-    ncclResult_t failed;
-    bool failure_unreturned;
     atomic_int issuing;      /* the issuing thread is issuing blocks without the lock */
     bool live;               /* counted in ub_sched_live (from the first switch to the end) */
     ub_plan plan;            /* the chosen plan, validated against the profile */

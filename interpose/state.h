@@ -134,6 +134,11 @@ struct ub_comm {
     bool nonblocking;
     ub_comm_state state;
     char reason[256];
+    /* This rank's own work on the communicator failed after the other ranks were committed to it
+     * (an enqueue refused, memory not had): every later call returns this without reaching NCCL,
+     * as NCCL answers a communicator in error (ub_comm_set_failed, tables.c). */
+    ncclResult_t failed;
+    bool failure_reported;    /* the reports were written when the application first heard of it (lifecycle.c) */
 
     ub_iterdet *det;
     uint32_t period;

@@ -82,6 +82,16 @@ void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason)
     snprintf(c->reason, sizeof c->reason, "%s", reason ? reason : "");
 }
 
+void ub_comm_set_failed(ub_comm *c, ncclResult_t r, const char *what)
+{
+    if (c->failed != ncclSuccess)
+        return;
+    c->failed = r;
+    ub_error("communicator %d: %s; this rank issues nothing more on it: this call and every later one on it "
+             "return %s", c->index, what, ub_nccl_result_name(r));
+    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, what);
+}
+
 ub_stream *ub_state_streams(void) { return streams; }
 ub_comm *ub_state_live_comms(void) { return comms; }
 

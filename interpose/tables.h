@@ -16,6 +16,12 @@ void ub_state_wake_all(void);
 void ub_state_forget_in_child(void);  /* runtime.c, in a forked child */
 bool ub_state_in_child(void);
 void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason) UB_REQUIRES(ub_state_mutex);
+/* This rank cannot issue what the other ranks will on c (what: the call that failed, and why):
+ * one line, pass-through with that reason, and c->failed = r, which every later call on c returns
+ * without reaching NCCL (the application's error handling, an abort of the communicator, runs).
+ * Passing the calls through instead would pair them with the other ranks' blocks: a hang, or
+ * wrong sums where the counts happen to match.  The first failure stays. */
+void ub_comm_set_failed(ub_comm *c, ncclResult_t r, const char *what) UB_REQUIRES(ub_state_mutex);
 /* The communicator's record (NULL: unknown). */
 ub_comm *ub_comm_get(ncclComm_t handle) UB_REQUIRES(ub_state_mutex);
 /* NCCL's asynchronous error of a communicator (a peer gone: ncclRemoteError), asked without the

@@ -59,11 +59,23 @@ int ub_verify_prepare(ub_comm *c, const ub_plan *first, double predicted_first, 
     v->report.present = true;
     v->report.n_candidates = v->n_candidates;
     v->report.every = ub_cfg.verify_every;
+    if (!v->tm.ok || !v->host) {
+        snprintf(why, len, "the verification's timing events and buffers were not reserved before the agreement");
+        return -1;
+    }
+    return 0;
+}
+
+int ub_verify_reserve(ub_comm *c, char *why, size_t len)
+{
+    ub_verify_rt *v = &c->verify;
+    if (!ub_cfg.verify)
+        return 0;
     if (!v->tm.ok && ub_timing_start(&v->tm, c->device) != 0) {
         snprintf(why, len, "cannot set up the verification's timing events");
         return -1;
     }
-    if (!ub_coll_buffers(c->device, UB_VERIFY_LEN * sizeof(double), &v->host, &v->dev, &v->done)) {
+    if (!v->host && !ub_coll_buffers(c->device, UB_VERIFY_LEN * sizeof(double), &v->host, &v->dev, &v->done)) {
         snprintf(why, len, "cannot allocate the verification's buffers");
         return -1;
     }

@@ -31,10 +31,14 @@ typedef struct ub_verify_step {
     const char *failure;
 } ub_verify_step;
 
+/* Before the agreement, beside the executor's reservation (agree_rt.c, without the lock, the
+ * issuing thread): the window's timing events and buffers, when USBYTE_VERIFY is on; -1 with why
+ * when they cannot be had, which the agreement carries (every rank then stays in pass-through). */
+int ub_verify_reserve(struct ub_comm *c, char *why, size_t len);
 /* Lock held.  The candidates for the plan about to run (first: the chosen plan); verification is
  * on when USBYTE_VERIFY is (agreed).  A second candidate is offered by the decision (it may be
- * NULL).  Sets up the window's timing and buffers: -1 with why when they cannot be made (a
- * rank-local failure: the caller cannot continue consistently). */
+ * NULL).  Allocates nothing on the device (ub_verify_reserve did): -1 with why only when that
+ * reservation is missing, a bug. */
 int ub_verify_prepare(struct ub_comm *c, const ub_plan *first, double predicted_first, const ub_plan *second,
                       double predicted_second, char *why, size_t len) UB_REQUIRES(ub_state_mutex);
 /* Lock held: the plan starts at this iteration boundary (the switch): a window begins. */

@@ -97,7 +97,7 @@ grep -Eq 'rank 0\] usbyte\[0\]: error: communicator 0: (call [0-9]* is not issue
 # With the plan running, the block issue's refusal: one line naming the communicator and the
 # error, and the call that triggered the issue returns it.
 for name in usbyte-planned-until-error usbyte-planned-thread-until-error; do
-    grep -q 'rank 0\] usbyte\[0\]: error: communicator 0: schedule mode stopped: ncclAllReduce.* of block [0-9]* returned ncclRemoteError; pass-through from now on' \
+    grep -q 'rank 0\] usbyte\[0\]: error: communicator 0: schedule mode stopped: ncclAllReduce.* of block [0-9]* returned ncclRemoteError; this rank issues nothing more on it' \
         "$WORK/$name.out" && grep -q 'rank 0: ncclAllReduce(.*) returned 6' "$WORK/$name.out" \
         || { grep 'usbyte\|rank 0:' "$WORK/$name.out" | grep -v 'raw it' | tail -8 | sed 's/^/    | /';
              fail "$name: the block issue's error did not reach the call that triggered it"; }
@@ -111,7 +111,7 @@ done
 USBYTE_VERIFY=1 USBYTE_EMU_FAIL_COUNT=33 case_ usbyte-verification-error "$USBYTE_PRELOAD" \
     --die-at 1000000 --after 0 --check-errors
 for r in 0 1; do
-    grep -q "rank $r\] usbyte\[$r\]: error: communicator 0: schedule mode stopped: ncclAllReduce of the verification's measurements failed (ncclRemoteError); pass-through from now on" \
+    grep -q "rank $r\] usbyte\[$r\]: error: communicator 0: schedule mode stopped: ncclAllReduce of the verification's measurements failed (ncclRemoteError); this rank issues nothing more on it" \
         "$WORK/usbyte-verification-error.out" && grep -q "\[rank $r\] rank 0: ncclAllReduce(.*) returned 6" "$WORK/usbyte-verification-error.out" \
         || { grep 'usbyte\|rank [01]:' "$WORK/usbyte-verification-error.out" | tail -8 | sed 's/^/    | /';
              fail "usbyte-verification-error: rank $r: the verification's refused collective did not reach the call"; }

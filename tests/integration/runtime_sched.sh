@@ -31,8 +31,8 @@ merging() {
     fi
 }
 
-# run NAME EXPECT(ok|abort) ARGS...: runs the loop with the library; ok: every rank checked every
-# result; the reports go to $WORK/NAME-%r.json.
+# run NAME EXPECT(ok|fails) ARGS...: runs the loop with the library; ok: every rank checked every
+# result (fails: the caller checks; LAST_RC is the exit status); the reports go to $WORK/NAME-%r.json.
 run() {
     local name=$1 expect=$2
     shift 2
@@ -149,6 +149,25 @@ report nomem '
 assert c["state"] == "pass-through" and "rank 1" in c.get("state_reason", "") and "executor" in c.get("state_reason", ""), c.get("state_reason")
 assert not s, "a plan ran"
 '
+# Device memory runs out on rank 1 before the first lock: with nothing left, the configuration
+# agreement (issued by every rank at the lock) cannot be set up there; with 16 KiB left, the
+# warm-up's agreement buffers cannot.  The other ranks issue theirs, so that rank cannot follow
+# them: its communicator fails (one line), the call returns ncclSystemError without reaching NCCL
+# (the program stops on it, exit 1: the launcher then ends the job), and its report says why at
+# once.  The process is never killed by an abort() (status 134).
+for free_kb in 0 16; do
+    USBYTE_EMU_DEVICE_MEM_MB=64 run nomem-lock-$free_kb fails --fill-at 0 --fill-rank 1 --fill-free-kb $free_kb
+    out=$WORK/nomem-lock-$free_kb.out
+    what="the configuration agreement's buffers"
+    [ $free_kb = 0 ] || what="the agreement buffers"
+    { [ "$LAST_RC" = 1 ] && ! grep -q 'killed by signal' "$out" &&
+      grep -q "rank 1\] usbyte\[1\]: error: communicator 0: this rank cannot take part in what every rank issues: cannot allocate $what; this rank issues nothing more on it: this call and every later one on it return ncclSystemError" "$out" &&
+      grep -q "rank 1\] .*ncclAllReduce(.*) failed: unhandled system error" "$out"; } \
+        || { sed 's/^/    | /' "$out" | tail -12; fail "nomem-lock-$free_kb: exit $LAST_RC; rank 1 did not fail its communicator"; }
+    jq -e --arg w "cannot allocate $what" '.comms[0] | .state == "pass-through" and (.state_reason | endswith($w))' \
+        "$WORK/nomem-lock-$free_kb-1.json" >/dev/null \
+        || fail "nomem-lock-$free_kb: rank 1's report: $(jq -c '.comms[0] | [.state, .state_reason]' "$WORK/nomem-lock-$free_kb-1.json")"
+done
 run barrier ok --iters 24 --barrier-at 11
 report barrier 'assert c["state"] == "schedule" and s["deviations"] == 1 and s["iterations"] >= 8, "barrier"'
 run capture ok --iters 24 --capture-at 11
