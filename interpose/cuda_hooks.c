@@ -86,7 +86,13 @@ static void capture_begins(cudaStream_t stream, const char *why, const char *wha
         ub_sched_deviation(c, why);
     if (c)
         ub_redirect_wait_stream(stream, what);
-    ub_redirect_capture_begins(stream);
+    char failure[300];
+    ub_comm *unsettled = ub_redirect_capture_begins(stream, failure, sizeof failure);
+    /* The capture would not wait for the deferred calls' blocks: the application hears of it
+     * from its next call on the communicator (and the capture's own calls fail alike when the
+     * CUDA error is the context's). */
+    if (unsettled)
+        ub_sched_fail(unsettled, ncclUnhandledCudaError, failure);
 }
 
 void ub_cuda_stream_wait(cudaStream_t stream, cudaEvent_t event)

@@ -96,12 +96,7 @@ void ub_sched_begin(ub_comm *c, uint64_t call) UB_REQUIRES(ub_state_mutex)
              c->index, s->sp.n_blocks, (unsigned long long)s->staging_bytes);
 }
 
-/* Lock held.  A CUDA or NCCL call failed while blocks were issued (after a peer's death NCCL
- * refuses every operation with the communicator's asynchronous error): the communicator fails
- * on this rank (ub_comm_set_failed: the application's call, the one that triggered the issue or
- * the next one, returns the error, and so does every later one), and its pending events are
- * released as at an abort (recorded on their own streams, waiters woken). */
-static void issue_failed(ub_comm *c, ncclResult_t r, const char *what) UB_REQUIRES(ub_state_mutex)
+void ub_sched_fail(ub_comm *c, ncclResult_t r, const char *what)
 {
     ub_sched_rt *s = &c->sched;
     if (c->failed != ncclSuccess)
@@ -155,8 +150,12 @@ static void issue(ub_comm *c, int first, int end, int arrived) UB_REQUIRES_UNLOC
         uint64_t v = s->base + (uint64_t)b + 1;
         if (v > s->issued)
             s->issued = v;
-        ub_redirect_block_issued(c, b == s->sp.n_blocks - 1);
+        cudaError_t completed = ub_redirect_block_issued(c, b == s->sp.n_blocks - 1, why, sizeof why);
         ub_state_unlock();
+        if (completed != cudaSuccess) {
+            r = ncclUnhandledCudaError;
+            break;
+        }
     }
     if (depth > 0) {
         ncclResult_t reopened = ub_group_split_end(depth);
@@ -171,7 +170,7 @@ static void issue(ub_comm *c, int first, int end, int arrived) UB_REQUIRES_UNLOC
     ub_state_lock();
     atomic_fetch_sub(&s->issuing, 1);
     if (r != ncclSuccess && !atomic_load(&c->aborted))
-        issue_failed(c, r, why);
+        ub_sched_fail(c, r, why);
 }
 
 /* The open blocks go out with what arrived; every block value of the iteration is issued. */
@@ -291,7 +290,7 @@ static void record_ready(ub_comm *c, int k) UB_REQUIRES(ub_state_mutex)
         char why[160];
         snprintf(why, sizeof why, "cudaEventRecord of the readiness of allreduce %d failed (%s)", k,
                  ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "CUDA error");
-        issue_failed(c, ncclUnhandledCudaError, why);
+        ub_sched_fail(c, ncclUnhandledCudaError, why);
         return;
     }
     s->ready_stamp[k] = s->base + 1;
@@ -307,7 +306,7 @@ static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index) UB_REQU
     if (atomic_load(&c->ending) || c->state != UB_COMM_SCHEDULE)
         return false;
     if (step.failed != ncclSuccess) {
-        issue_failed(c, step.failed, step.failure);
+        ub_sched_fail(c, step.failed, step.failure);
         return false;
     }
     if (step.plan) {
@@ -317,7 +316,7 @@ static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index) UB_REQU
             /* The other ranks run it from this call: this one cannot follow them. */
             char what[400];
             snprintf(what, sizeof what, "cannot take the verification's next plan (%s)", why);
-            issue_failed(c, ncclSystemError, what);
+            ub_sched_fail(c, ncclSystemError, what);
             return false;
         }
         s->predicted_iteration = step.predicted;
@@ -327,8 +326,11 @@ static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index) UB_REQU
     if (step.pass_through != s->bypass) {
         s->bypass = step.pass_through;
         s->run++; /* the measured iteration counts consecutive plan iterations only */
-        if (s->bypass)
-            ub_redirect_pass_through_begins(c);
+        char why[300];
+        if (s->bypass && ub_redirect_pass_through_begins(c, why, sizeof why) != cudaSuccess) {
+            ub_sched_fail(c, ncclUnhandledCudaError, why);
+            return false;
+        }
     }
     return true;
 }
@@ -377,7 +379,7 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig) UB_REQUIRES_
             mark_iteration_start(c, d->stream);
         ub_stream *st = ub_stream_get(d->stream, c);
         if (!st)
-            issue_failed(c, ncclSystemError, "out of memory for a stream record");
+            ub_sched_fail(c, ncclSystemError, "out of memory for a stream record");
         if (c->failed != ncclSuccess) /* the call is answered with the error */
             return true;
         ub_redirect_deferred(c, st, k, ub_sched_done_value(&s->sp, s->base, k, true),

@@ -43,6 +43,13 @@ void ub_sched_unexpected_wait(ub_comm *c, const char *what, int call);
 /* Lock held: the block value that completes every call deferred so far in this iteration, when
  * it is not issued yet (0: nothing unissued). */
 uint64_t ub_sched_unissued(const ub_comm *c) UB_REQUIRES(ub_state_mutex);
+/* Lock held.  A CUDA or NCCL call of schedule mode failed (a block issue: after a peer's death NCCL
+ * refuses every operation with the communicator's asynchronous error; a record that completes an
+ * application's event): schedule mode stops, the communicator's pending events are released as at
+ * an abort (recorded on their own streams, waiters woken), and it fails on this rank
+ * (ub_comm_set_failed: the call that triggered it, or the next one, returns r, and so does every
+ * later one).  what: the call that failed and its error. */
+void ub_sched_fail(ub_comm *c, ncclResult_t r, const char *what) UB_REQUIRES(ub_state_mutex);
 /* Whether the issuing thread is issuing blocks (without the lock) right now. */
 bool ub_sched_issuing(const ub_comm *c);
 /* Lock held: the communicator ends.  abort: never waits for device work. */

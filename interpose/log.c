@@ -1,6 +1,6 @@
 /* Logging: one line per message, prefixed "usbyte[rank]: ", written with one write() so lines
  * of several threads and ranks never interleave.  Never allocates and never calls CUDA, so it
- * is safe in exit handlers and forked children. */
+ * is safe in exit handlers and forked children.  Also the names of NCCL's results in its lines. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -109,4 +109,18 @@ static void vlog(ub_log_level level, const char *fmt, va_list ap)
     ssize_t w = write(log_fd, line, len);
     (void)w;
     errno = saved;
+}
+
+#define UB_NCCL_RESULT_LIST(X) \
+    X(ncclSuccess) X(ncclUnhandledCudaError) X(ncclSystemError) X(ncclInternalError) X(ncclInvalidArgument) \
+    X(ncclInvalidUsage) X(ncclRemoteError) X(ncclInProgress)
+
+const char *ub_nccl_result_name(ncclResult_t r)
+{
+#define X(name) if (r == name) return #name;
+    UB_NCCL_RESULT_LIST(X)
+#undef X
+    static _Thread_local char unknown[32];
+    snprintf(unknown, sizeof unknown, "ncclResult %d", (int)r);
+    return unknown;
 }

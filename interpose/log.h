@@ -1,9 +1,11 @@
 /* The runtime's log (log.c): one line per message, prefixed with the rank, to USBYTE_LOG_FILE or
- * stderr, at or above USBYTE_LOG's level. */
+ * stderr, at or above USBYTE_LOG's level; and the names of NCCL's results in its lines. */
 #ifndef USBYTE_LOG_H
 #define USBYTE_LOG_H
 
 #include <stdbool.h>
+
+#include <nccl.h>
 
 #include "usbyte/config.h"
 
@@ -17,5 +19,7 @@ bool ub_log_enabled(ub_log_level level);
 void ub_log_always(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Reopens the log destination (after fork, or once the configuration is known). */
 void ub_log_open(void);
+/* "ncclRemoteError", ...: an ncclResult_t in a diagnostic ("ncclResult 9" when unknown). */
+const char *ub_nccl_result_name(ncclResult_t r);
 
 #endif

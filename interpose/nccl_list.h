@@ -120,8 +120,6 @@ typedef struct ub_nccl_real {
 
 extern ub_nccl_real ub_nccl;
 extern const char *const ub_nccl_names[UB_NCCL_COUNT];  /* "ncclAllReduce", ... */
-/* "ncclRemoteError", ...: an ncclResult_t in a diagnostic ("ncclResult 9" when unknown). */
-const char *ub_nccl_result_name(ncclResult_t r);
 
 /* Resolves every real function once (thread-safe); returns 0 when the table is usable. */
 int ub_nccl_resolve(void);

@@ -154,12 +154,14 @@ static int block_of(const ub_sched_rt *s, uint64_t v)
     return v > s->base && v - s->base <= (uint64_t)s->sp.n_blocks ? (int)(v - s->base - 1) : -1;
 }
 
-static _Noreturn void cannot_complete(ub_comm *c, const char *what, cudaError_t e)
+/* A CUDA call that would complete an application's event behind its deferred calls failed: why
+ * says which; the caller fails the communicator (defer.c), whose end releases the pending events
+ * as at an abort.  Recorded anywhere else, the event would complete before the data it stands
+ * for without a word; this way the application hears of it from its call. */
+static cudaError_t completion_failed(const char *what, cudaError_t e, char *why, size_t len)
 {
-    ub_error("communicator %d: %s failed (%s) while completing an event of the application; recorded anywhere "
-             "else it would complete before the deferred calls it covers: aborting (USBYTE_MODE=observe runs "
-             "the job without deferring)", c->index, what, error_text(e));
-    abort();
+    snprintf(why, len, "%s failed (%s) while completing an event of the application", what, error_text(e));
+    return e;
 }
 
 /* ---- records ---- */
@@ -202,14 +204,17 @@ static cudaError_t record_behind(ub_comm *c, cudaEvent_t ev, cudaEvent_t progres
     return e;
 }
 
-static void materialize(ub_comm *c, ub_event *e, bool *block_done)
+/* e recorded where it completes with its blocks, and no longer pending; on failure it stays
+ * pending (why says what failed). */
+static cudaError_t materialize(ub_comm *c, ub_event *e, bool *block_done, char *why, size_t len)
 {
     ub_sched_rt *s = &c->sched;
     cudaError_t r = e->progress ? record_behind(c, e->handle, e->progress, block_done)
                                 : UB_CUDA(ub_cuda.cudaEventRecord(e->handle, s->priv));
     if (r != cudaSuccess)
-        cannot_complete(c, "the record of a pending event", r);
+        return completion_failed("the record of a pending event", r, why, len);
     pending_remove(c, e);
+    return cudaSuccess;
 }
 
 void ub_redirect_deferred(ub_comm *c, ub_stream *st, int k, uint64_t stream_value, uint64_t call_value)
@@ -225,14 +230,14 @@ void ub_redirect_deferred(ub_comm *c, ub_stream *st, int k, uint64_t stream_valu
     list_stream(st->handle);
 }
 
-void ub_redirect_block_issued(ub_comm *c, bool iteration_end)
+cudaError_t ub_redirect_block_issued(ub_comm *c, bool iteration_end, char *why, size_t len)
 {
     ub_sched_rt *s = &c->sched;
     bool block_done = false, woke = false;
-    while (s->pending && s->pending->sched_value <= s->issued) {
-        materialize(c, s->pending, &block_done);
+    cudaError_t failed = cudaSuccess;
+    while (s->pending && s->pending->sched_value <= s->issued &&
+           (failed = materialize(c, s->pending, &block_done, why, len)) == cudaSuccess)
         woke = true;
-    }
     if (iteration_end) {
         cudaError_t e = cudaSuccess;
         if (!s->iter_done) {
@@ -247,6 +252,7 @@ void ub_redirect_block_issued(ub_comm *c, bool iteration_end)
     }
     if (woke && n_waiters > 0)
         ub_state_wake_all();
+    return failed;
 }
 
 void ub_redirect_end(ub_comm *c, bool release) UB_REQUIRES(ub_state_mutex)
@@ -607,38 +613,43 @@ cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r)
 
 /* Lock held: s waits for the blocks issued so far (block_done recorded after them), so that its
  * own order covers its deferred calls again; what is recorded on it afterwards is left to it.
- * false when its deferred calls are not all issued (nothing may wait for them yet). */
-static bool settle(ub_comm *c, ub_stream *st, const char *what) UB_REQUIRES(ub_state_mutex)
+ * Nothing when its deferred calls are not all issued (nothing may wait for them yet); a CUDA
+ * failure leaves it unsettled, with why. */
+static cudaError_t settle(ub_comm *c, ub_stream *st, const char *what, char *why, size_t len) UB_REQUIRES(ub_state_mutex)
 {
-    if (st->sch.settled)
-        return true;
-    if (st->sch.need_value > c->sched.issued)
-        return false;
+    if (st->sch.settled || st->sch.need_value > c->sched.issued)
+        return cudaSuccess;
     cudaError_t e = mark_private(c);
     if (e == cudaSuccess)
         e = UB_CUDA(ub_cuda.cudaStreamWaitEvent(st->handle, c->sched.block_done, 0));
     if (e != cudaSuccess)
-        cannot_complete(c, what, e);
+        return completion_failed(what, e, why, len);
     st->sch.settled = true;
-    return true;
+    return cudaSuccess;
 }
 
-void ub_redirect_capture_begins(cudaStream_t s) UB_REQUIRES(ub_state_mutex)
+ub_comm *ub_redirect_capture_begins(cudaStream_t s, char *why, size_t len) UB_REQUIRES(ub_state_mutex)
 {
     ub_stream *st = ub_stream_get(s, NULL);
     ub_comm *c = st ? st->sch.comm : NULL;
     if (!c || !c->sched.ready)
-        return;
-    settle(c, st, "making a stream whose graph capture begins wait for its deferred calls");
+        return NULL;
+    return settle(c, st, "making a stream whose graph capture begins wait for its deferred calls", why, len) ==
+                   cudaSuccess
+               ? NULL
+               : c;
 }
 
-void ub_redirect_pass_through_begins(ub_comm *c) UB_REQUIRES(ub_state_mutex)
+cudaError_t ub_redirect_pass_through_begins(ub_comm *c, char *why, size_t len) UB_REQUIRES(ub_state_mutex)
 {
     if (!c->sched.ready)
-        return;
-    for (ub_stream *st = ub_state_streams(); st; st = st->hh.next)
+        return cudaSuccess;
+    cudaError_t e = cudaSuccess;
+    for (ub_stream *st = ub_state_streams(); st && e == cudaSuccess; st = st->hh.next)
         if (st->sch.comm == c)
-            settle(c, st, "making a stream wait for its deferred calls before an iteration in the application's order");
+            e = settle(c, st, "making a stream wait for its deferred calls before an iteration in the application's "
+                       "order", why, len);
+    return e;
 }
 
 void ub_redirect_event_gone(ub_event *e)

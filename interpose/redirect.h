@@ -34,8 +34,9 @@ extern atomic_int ub_events_pending;
 void ub_redirect_deferred(ub_comm *c, ub_stream *st, int k, uint64_t stream_value, uint64_t call_value) UB_REQUIRES(ub_state_mutex);
 /* By the issuing thread, right after the block of value c->sched.issued went onto the private
  * stream: materializes every pending event it completes; at the iteration's last block
- * (iteration_end) also marks the iteration's end on the private stream. */
-void ub_redirect_block_issued(ub_comm *c, bool iteration_end);
+ * (iteration_end) also marks the iteration's end on the private stream.  A CUDA failure to record
+ * one is returned, with why (that event stays pending). */
+cudaError_t ub_redirect_block_issued(ub_comm *c, bool iteration_end, char *why, size_t len) UB_REQUIRES(ub_state_mutex);
 /* The communicator ends.  Its pending events are recorded on their own streams (the deferred
  * calls they covered were flushed, or, after an abort, will never run); never waits.  release:
  * the completion resources are destroyed too (not after an abort). */
@@ -73,15 +74,17 @@ void ub_redirect_wait_comm(ub_comm *c, uint64_t target, const char *what) UB_REQ
 cudaError_t ub_redirect_stream_waited(cudaStream_t s, bool poll, cudaError_t r) UB_EXCLUDES(ub_state_mutex);
 /* Lock held, before graph capture begins on s and after its deferred calls were issued: s waits
  * for their blocks (an event recorded on the private stream after them), so that its own order
- * covers them again; usbyte then leaves s alone while it captures. */
-void ub_redirect_capture_begins(cudaStream_t s) UB_REQUIRES(ub_state_mutex);
+ * covers them again; usbyte then leaves s alone while it captures.  Returns the communicator
+ * whose stream could not be made to wait (a CUDA failure, why says which), NULL when none. */
+ub_comm *ub_redirect_capture_begins(cudaStream_t s, char *why, size_t len) UB_REQUIRES(ub_state_mutex);
 /* Lock held, at the first call of an iteration that passes through (verification), every block
  * of the previous iterations issued: each stream with deferred calls of c waits once for their
  * blocks and is settled, so that the application's records on it go through as they are.  Left
  * unsettled, every record would go through the completion stream (three more operations each)
  * until the device reports the plan's last iteration done, which a host that queues iterations
- * ahead makes several iterations: the pass-through side would carry the plan's overhead. */
-void ub_redirect_pass_through_begins(ub_comm *c) UB_REQUIRES(ub_state_mutex);
+ * ahead makes several iterations: the pass-through side would carry the plan's overhead.  A CUDA
+ * failure is returned, with why. */
+cudaError_t ub_redirect_pass_through_begins(ub_comm *c, char *why, size_t len) UB_REQUIRES(ub_state_mutex);
 /* Lock held: the event or the stream goes away. */
 void ub_redirect_event_gone(ub_event *e) UB_REQUIRES(ub_state_mutex);
 void ub_redirect_stream_gone(ub_stream *st) UB_REQUIRES(ub_state_mutex);

@@ -29,20 +29,6 @@ const char *const ub_nccl_names[UB_NCCL_COUNT] = {
 #undef X
 };
 
-#define UB_NCCL_RESULT_LIST(X) \
-    X(ncclSuccess) X(ncclUnhandledCudaError) X(ncclSystemError) X(ncclInternalError) X(ncclInvalidArgument) \
-    X(ncclInvalidUsage) X(ncclRemoteError) X(ncclInProgress)
-
-const char *ub_nccl_result_name(ncclResult_t r)
-{
-#define X(name) if (r == name) return #name;
-    UB_NCCL_RESULT_LIST(X)
-#undef X
-    static _Thread_local char unknown[32];
-    snprintf(unknown, sizeof unknown, "ncclResult %d", (int)r);
-    return unknown;
-}
-
 const char *const ub_cuda_names[UB_CUDA_COUNT] = {
 #define X(name, cls, params, args, hook) #name,
     UB_CUDA_LIST(X)

@@ -86,6 +86,8 @@ KNOWN_EMU_CIRCLES = [
 COMM_FIELDS = [
     ("state", "interpose/tables.c", "sets a communicator's state (only ub_comm_set_state does)"),
     ("reason", "interpose/tables.c", "writes a communicator's reason (only ub_comm_set_state does)"),
+    ("failed", "interpose/tables.c", "fails a communicator on this rank (only ub_comm_set_failed does)"),
+    ("failure_reported", "interpose/lifecycle.c", "says the reports were written at a failure's first answer"),
 ]
 # The communicator's sub-structs, each written only by its owners, through the communicator
 # (c->sched.x = ...) or through a pointer of the sub-struct's type (ub_sched_rt *s; s->x = ...).

@@ -9,7 +9,8 @@
  *  - after other work on the stream, a pending event gets a progress event and is recorded on the
  *    completion stream behind it and behind the block;
  *  - re-recording or destroying a pending event drops it; an ended communicator records its
- *    pending events on their own streams;
+ *    pending events on their own streams; a record behind a block that CUDA refuses is returned
+ *    and leaves the event pending;
  *  - the issuing thread's wait on a pending event (a wait the plan did not expect) waits, on a
  *    stream or on the host, only for events recorded now after submitted work (the stream's
  *    progress and the blocks issued), and the event stays pending. */
@@ -42,8 +43,13 @@ static logged_call logged[64];
 static int n_logged;
 static uintptr_t next_handle = 0x1000;
 
+/* The record of this event fails (a CUDA error), once set. */
+static cudaEvent_t failing_record;
+
 static cudaError_t fake_record(cudaEvent_t ev, cudaStream_t s)
 {
+    if (ev && ev == failing_record)
+        return cudaErrorLaunchFailure;
     logged[n_logged++] = (logged_call){'R', ev, s};
     return cudaSuccess;
 }
@@ -141,12 +147,20 @@ static void defer(cudaStream_t s, int k, uint64_t stream_value, uint64_t call_va
     ub_state_unlock();
 }
 
-static void issue(uint64_t value)
+/* Block value `value` issued; the error of the records that complete its events. */
+static cudaError_t issue_failing(uint64_t value, char *why, size_t len)
 {
     ub_state_lock();
     comm->sched.issued = value;
-    ub_redirect_block_issued(comm, false);
+    cudaError_t e = ub_redirect_block_issued(comm, false, why, len);
     ub_state_unlock();
+    return e;
+}
+
+static void issue(uint64_t value)
+{
+    char why[200];
+    assert_int_equal(issue_failing(value, why, sizeof why), cudaSuccess);
 }
 
 static bool record(cudaEvent_t ev, cudaStream_t s)
@@ -287,6 +301,32 @@ static void test_end_records_on_own_stream(void **state)
     assert_false(pending(e));
 }
 
+/* A record behind its block that CUDA refuses is returned with what failed, never an abort();
+ * the event stays pending (the communicator's failure then releases it as at an abort), and the
+ * events before it in value order were recorded. */
+static void test_failed_record_is_returned(void **state)
+{
+    (void)state;
+    cudaEvent_t e1 = H(0x5040), e2 = H(0x5041);
+    defer(APP, 0, 1, 1);
+    assert_true(record(e1, APP));
+    defer(APP, 1, 2, 2);
+    assert_true(record(e2, APP));
+    failing_record = e2;
+    char why[200] = "";
+    assert_int_equal(issue_failing(2, why, sizeof why), cudaErrorLaunchFailure);
+    failing_record = NULL;
+    assert_non_null(strstr(why, "the record of a pending event failed"));
+    assert_logged(0, 'R', e1, PRIV);
+    assert_false(pending(e1));
+    assert_true(pending(e2));
+    ub_state_lock();
+    ub_redirect_end(comm, false);
+    ub_state_unlock();
+    assert_logged(1, 'R', e2, APP); /* released on its own stream */
+    assert_false(pending(e2));
+}
+
 static void test_unexpected_wait_waits_for_submitted(void **state)
 {
     (void)state;
@@ -326,6 +366,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_progress_after_other_work, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rerecord_and_destroy_drop_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_end_records_on_own_stream, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_record_is_returned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unexpected_wait_waits_for_submitted, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
