@@ -148,22 +148,27 @@ static void issue_probes(ub_comm *c, ub_calib_rt *k) UB_REQUIRES_UNLOCKS(ub_stat
         return;
     }
     k->in_flight = true;
+    /* Read under the lock (an abort clears it); an abort from another thread lets the calls
+     * below return before NCCL frees the communicator (lifecycle.c). */
+    ncclComm_t handle = c->handle;
+    atomic_fetch_add(&k->issuing, 1);
     ub_state_unlock();
     if (depth > 0)
         ub_group_split_begin(depth);
     ncclResult_t r = ncclSuccess;
     if (!atomic_load(&c->aborted) &&
-        (r = UB_NCCL(ub_nccl.AllReduce(stage, stage, probe_count(sizes[0]), ncclFloat32, ncclSum, c->handle, p))) ==
+        (r = UB_NCCL(ub_nccl.AllReduce(stage, stage, probe_count(sizes[0]), ncclFloat32, ncclSum, handle, p))) ==
             ncclSuccess)
         r = cuda_refused(UB_CUDA(ub_cuda.cudaEventRecord(marks[0], p)));
     for (int rep = 0; r == ncclSuccess && !atomic_load(&c->aborted) && rep < UB_CALIB_REPEATS; rep++)
         for (int i = 0; r == ncclSuccess && i < n; i++)
-            if ((r = UB_NCCL(ub_nccl.AllReduce(stage, stage, probe_count(sizes[i]), ncclFloat32, ncclSum, c->handle,
+            if ((r = UB_NCCL(ub_nccl.AllReduce(stage, stage, probe_count(sizes[i]), ncclFloat32, ncclSum, handle,
                                                 p))) == ncclSuccess)
                 r = cuda_refused(UB_CUDA(ub_cuda.cudaEventRecord(marks[1 + rep * n + i], p)));
     if (depth > 0)
         ub_group_split_end(depth);
     ub_state_lock();
+    atomic_fetch_sub(&k->issuing, 1);
     if (r != ncclSuccess)
         cannot_issue(c, r, "probes");
 }
@@ -181,6 +186,8 @@ static void issue_vector(ub_comm *c, ub_calib_rt *k) UB_REQUIRES_UNLOCKS(ub_stat
     void *dev = k->dev;
     cudaEvent_t done = k->done;
     int depth = ub_thread_group_depth();
+    ncclComm_t handle = c->handle; /* as in issue_probes */
+    atomic_fetch_add(&k->issuing, 1);
     ub_state_unlock();
     cudaError_t e = ub_comm_wait_done(c, marks[UB_CALIB_REPEATS * n], false, "calibration's probes",
                                       "every rank agrees on their times at this call");
@@ -199,12 +206,13 @@ static void issue_vector(ub_comm *c, ub_calib_rt *k) UB_REQUIRES_UNLOCKS(ub_stat
     ncclResult_t r = ncclSuccess;
     if (!atomic_load(&c->aborted) &&
         (r = cuda_refused(UB_CUDA(ub_cuda.cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, p)))) == ncclSuccess &&
-        (r = UB_NCCL(ub_nccl.AllReduce(dev, dev, UB_CALIB_LEN, ncclFloat64, ncclMax, c->handle, p))) == ncclSuccess &&
+        (r = UB_NCCL(ub_nccl.AllReduce(dev, dev, UB_CALIB_LEN, ncclFloat64, ncclMax, handle, p))) == ncclSuccess &&
         (r = cuda_refused(UB_CUDA(ub_cuda.cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, p)))) == ncclSuccess)
         r = cuda_refused(UB_CUDA(ub_cuda.cudaEventRecord(done, p)));
     if (depth > 0)
         ub_group_split_end(depth);
     ub_state_lock();
+    atomic_fetch_sub(&k->issuing, 1);
     if (r != ncclSuccess) {
         cannot_issue(c, r, "agreement of the probes' times");
         return;
@@ -296,6 +304,8 @@ bool ub_calib_step(ub_comm *c, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex
         return false;
     }
 }
+
+bool ub_calib_issuing(const ub_comm *c) { return atomic_load(&c->calib.issuing) > 0; }
 
 void ub_calib_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {

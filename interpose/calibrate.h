@@ -36,5 +36,7 @@ bool ub_calib_step(struct ub_comm *c, uint64_t call) UB_REQUIRES_UNLOCKS(ub_stat
 /* Lock held on entry and return: the communicator ends (abort: nothing waits for device work,
  * nothing is freed that device work may still touch). */
 void ub_calib_end(struct ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex);
+/* Whether the issuing thread is enqueueing probes or their vector (without the lock) right now. */
+bool ub_calib_issuing(const struct ub_comm *c);
 
 #endif

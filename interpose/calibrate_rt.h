@@ -4,6 +4,7 @@
 #ifndef USBYTE_CALIBRATE_RECORD_H
 #define USBYTE_CALIBRATE_RECORD_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +25,7 @@ typedef struct ub_calib_rt {
     void *dev;                 /* its device copy (the collective runs in place) */
     cudaEvent_t done;          /* after the agreed vector's copy back */
     bool in_flight;            /* probes or the vector are enqueued and not waited for */
+    atomic_int issuing;        /* the issuing thread enqueues them without the lock right now */
     ub_calib_stage stage;
     uint64_t next_call;        /* the call of the next step (a function of agree_at and the period) */
     int n;

@@ -27,6 +27,7 @@
 #include "report_rt.h"
 #include "state.h"
 #include "tables.h"
+#include "verify.h"
 #include "warmup.h"
 #include "usbyte/clock.h"
 
@@ -106,14 +107,16 @@ void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclCom
  * the real abort, which must not be kept waiting. */
 #define ABORT_LETS_ISSUE_RETURN_S 0.2
 
-/* Lock held (released while it waits).  Another thread may be issuing blocks of c without the
- * lock: the abort (c->aborted set) stops it before its next block; the calls it has in flight
- * use the executor, its timing events and the NCCL handle, so the abort lets them return before
- * it ends the schedule and NCCL frees the communicator. */
+/* Lock held (released while it waits).  Another thread may be issuing usbyte's own work on c
+ * without the lock (blocks, the verification's collective, calibration's probes): the abort
+ * (c->aborted set) stops it before its next call; the calls it has in flight use the executor,
+ * timing events, buffers and the NCCL handle, so the abort lets them return before it ends the
+ * schedule and NCCL frees the communicator. */
 static void let_issue_return(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     double t0 = ub_monotonic_s();
-    while (ub_sched_issuing(c) && c->issuer != (unsigned long)pthread_self()) {
+    while ((ub_sched_issuing(c) || ub_verify_issuing(c) || ub_calib_issuing(c)) &&
+           c->issuer != (unsigned long)pthread_self()) {
         if (ub_monotonic_s() - t0 > ABORT_LETS_ISSUE_RETURN_S) {
             ub_info("communicator %d: aborted while the issuing thread is inside a call of a block; the abort goes "
                     "on without waiting longer", c->index);
@@ -393,13 +396,27 @@ static bool failure_answered(ub_comm *c, ub_coll_token *t) UB_REQUIRES(ub_state_
     return true;
 }
 
+/* Lock held, after the call's handling released it (an agreement, the verification's or
+ * calibration's collective, a wait): another thread aborted the communicator meanwhile.  The call
+ * is answered, not forwarded: NCCL has freed the communicator or is freeing it. */
+static bool aborted_meanwhile(ub_comm *c, uint64_t index, ub_coll_token *t) UB_REQUIRES(ub_state_mutex)
+{
+    if (!atomic_load(&c->aborted))
+        return false;
+    ub_error("communicator %d: aborted by another thread while usbyte handled call %llu: the call is not issued",
+             c->index, (unsigned long long)index);
+    t->result = ncclInvalidUsage;
+    return true;
+}
+
 /* SCHEDULE: the call goes to the plan's cursor (defer.c); a block issue it triggered that failed
  * is answered with the failure (the call is not forwarded: the communicator is in pass-through
  * from now on). */
 static bool sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
+    uint64_t index = c->sched.next_call;
     bool held = ub_sched_call(c, d, sig);
-    if (failure_answered(c, t))
+    if (failure_answered(c, t) || (!held && aborted_meanwhile(c, index, t)))
         held = true;
     return held;
 }
@@ -618,7 +635,7 @@ static bool call_before(ub_comm *c, const ub_coll_desc *d, ub_coll_token *t) UB_
     }
     /* What this call made usbyte issue failed here (an agreement, calibration, the plan's set-up):
      * the other ranks issued theirs, so the call itself must not reach NCCL either. */
-    return failure_answered(c, t) || taken;
+    return failure_answered(c, t) || taken || aborted_meanwhile(c, res.index, t);
 }
 
 bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)

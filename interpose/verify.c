@@ -141,6 +141,10 @@ static ncclResult_t issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_
     bool unread = v->issued;
     v->issued = true;
     int depth = ub_thread_group_depth();
+    /* Read under the lock (an abort clears it); an abort from another thread lets the calls
+     * below return before NCCL frees the communicator (lifecycle.c). */
+    ncclComm_t handle = c->handle;
+    atomic_fetch_add(&v->issuing, 1);
     ub_state_unlock();
     /* A previous window's result never read (the plan was left in between) still lands in the
      * host buffer: it must have before the buffer is written again. */
@@ -156,7 +160,7 @@ static ncclResult_t issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_
     if (!atomic_load(&c->aborted)) {
         if ((e = UB_CUDA(ub_cuda.cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, p))) != cudaSuccess)
             what = "the copy of the verification's measurements to the device";
-        else if ((r = UB_NCCL(ub_nccl.AllReduce(dev, dev, UB_VERIFY_LEN, ncclFloat64, ncclSum, c->handle, p))) !=
+        else if ((r = UB_NCCL(ub_nccl.AllReduce(dev, dev, UB_VERIFY_LEN, ncclFloat64, ncclSum, handle, p))) !=
                  ncclSuccess)
             what = "ncclAllReduce of the verification's measurements";
         else if ((e = UB_CUDA(ub_cuda.cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, p))) != cudaSuccess)
@@ -167,6 +171,7 @@ static ncclResult_t issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_
     if (depth > 0)
         ub_group_split_end(depth);
     ub_state_lock();
+    atomic_fetch_sub(&v->issuing, 1);
     if (what == NULL)
         return ncclSuccess;
     if (r == ncclSuccess)
@@ -319,6 +324,8 @@ ub_verify_step ub_verify_iteration(ub_comm *c, cudaStream_t st, uint64_t call) U
     }
     return window_step(c, v, st, call);
 }
+
+bool ub_verify_issuing(const ub_comm *c) { return atomic_load(&c->verify.issuing) > 0; }
 
 void ub_verify_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {

@@ -53,5 +53,7 @@ void ub_verify_spoil(struct ub_comm *c) UB_REQUIRES(ub_state_mutex);
  * its private stream drained (abort: nothing waits for device work, nothing is freed that device
  * work may still touch). */
 void ub_verify_end(struct ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex);
+/* Whether the issuing thread is enqueueing the window's collective (without the lock) right now. */
+bool ub_verify_issuing(const struct ub_comm *c);
 
 #endif

@@ -4,6 +4,7 @@
 #ifndef USBYTE_VERIFY_RECORD_H
 #define USBYTE_VERIFY_RECORD_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -30,6 +31,7 @@ typedef struct ub_verify_rt {
     void *dev;               /* the same on the device (the collective runs in place) */
     cudaEvent_t done;        /* recorded on the private stream after the copy back */
     bool issued;             /* this window's collective is out and not read */
+    atomic_int issuing;      /* the issuing thread enqueues it without the lock right now */
     bool check_begun;        /* a check began: its first verdict replaces the previous check's reason */
     char failure[200];       /* the call that refused the window's collective, and its error */
     ub_verify_verdict earlier;   /* the running candidate's earlier windows of this check (windows 0: none) */
