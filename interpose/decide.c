@@ -18,6 +18,7 @@
 #include "state.h"
 #include "tables.h"
 #include "verify.h"
+#include "usbyte/fit.h"
 #include "usbyte/io.h"
 #include "usbyte/model.h"
 #include "usbyte/policy.h"
@@ -273,6 +274,59 @@ void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         ub_comm_cannot_take_part(c, ncclSystemError, why);
 }
 
+void ub_comm_refit(ub_comm *c)
+{
+    const ub_plan *measured;
+    double seconds[UB_VERIFY_BLOCKS];
+    int n_timed;
+    if (!ub_verify_refit_wanted(c, &measured, seconds, &n_timed))
+        return;
+    ub_comm_report *r = &c->report;
+    int id = ub_policy_parse(measured->policy);
+    double *per_block = malloc(sizeof *per_block * (measured->n_blocks + 1));
+    if (!r->have_profile || !r->fit_samples || id < 0 || !per_block) {
+        free(per_block);
+        return;
+    }
+    int used = 0;
+    for (uint32_t b = 0; b < measured->n_blocks; b++) {
+        per_block[b] = (int)b < n_timed ? seconds[b] : NAN;
+        used += isfinite(per_block[b]) ? 1 : 0;
+    }
+    ub_profile refitted; /* a shallow copy of the agreed profile with its own net */
+    int rc = used > 0 ? ub_refit_with_blocks(r->fit_samples, r->n_fit_samples, &r->profile, measured, per_block,
+                                             &refitted)
+                      : -1;
+    free(per_block);
+    if (rc != 0)
+        return;
+    ub_plan current, replanned;
+    ub_plan_init(&current, measured->policy);
+    ub_plan_copy(&current, measured);
+    ub_plan_init(&replanned, measured->policy);
+    ub_comm_state during = c->state;
+    ub_state_unlock();
+    double before = ub_evaluate(&refitted, &current, NULL);
+    rc = ub_policy_run((ub_policy_id)id, &refitted, &replanned);
+    ub_state_lock();
+    char err[256];
+    bool differs = rc == 0 && c->state == during && !atomic_load(&c->ending) &&
+                   !ub_plan_same_blocks(&replanned, &current) && ub_plan_validate(&refitted, &replanned, err, sizeof err) == 0;
+    double after = replanned.iteration;
+    if (differs && before / after >= 1.0 + ub_cfg.min_gain_pct / 100.0) {
+        ub_info("communicator %d: the model re-fitted with %d measured blocks of %s predicts %.3f ms for it and "
+                "%.3f ms for %s planned again: that plan is verified next", c->index, used, measured->policy,
+                1e3 * before, 1e3 * after, replanned.policy);
+        ub_verify_add_candidate(c, &replanned, after);
+    } else {
+        ub_debug("communicator %d: the model re-fitted with %d measured blocks of %s predicts %.3f ms for it; "
+                 "planned again: %s (%.3f ms)", c->index, used, measured->policy, 1e3 * before,
+                 differs ? "other blocks, not gaining enough" : "the same blocks", 1e3 * after);
+    }
+    ub_plan_free(&current);
+    ub_plan_free(&replanned);
+}
+
 bool ub_comm_decide(ub_comm *c, const ub_agreed *a, const ub_call_kinds *calls, bool stream_sem,
                     const ub_fit_sample *extra, int n_extra)
 {
@@ -292,6 +346,9 @@ bool ub_comm_decide(ub_comm *c, const ub_agreed *a, const ub_call_kinds *calls, 
         snprintf(name, sizeof name, "communicator %d", c->index);
         r->profile.name = strdup(name);
     }
+    free(r->fit_samples);
+    r->n_fit_samples = 0;
+    r->fit_samples = r->have_profile ? ub_derive_fit_samples(a, calls->bytes, extra, n_extra, &r->n_fit_samples) : NULL;
     r->measured_iteration = a->iteration;
     fill_pattern(c, a);
     verdict(c, a);

@@ -54,14 +54,22 @@ int ub_exec_reserve(ub_comm *c, int n_calls, uint64_t staging, char *why, size_t
                 s->n_ready++;
         }
     }
-    /* Allocated once and kept to the end: freeing would wait for the whole device (cudaFree),
-     * behind collectives that may wait for this rank.  A later plan lives within it. */
-    if (e == cudaSuccess && !s->staging && staging > 0) {
-        e = UB_UNSAFE(ub_cuda.cudaMalloc(&s->staging, staging));
-        if (e == cudaSuccess)
+    /* Kept to the end: freeing would wait for the whole device (cudaFree), behind collectives
+     * that may wait for this rank.  A later agreement that wants more (a longer period found
+     * after a shorter one) gets a larger buffer, the smaller one retired, still untouched by the
+     * new plan; when that cannot be had, the later plan lives within the one there is (the
+     * agreement offers what each rank has). */
+    if (e == cudaSuccess && staging > s->staging_cap && (!s->staging || s->n_retired_staging < UB_EXEC_RETIRED_STAGING)) {
+        void *larger = NULL;
+        cudaError_t grown = UB_UNSAFE(ub_cuda.cudaMalloc(&larger, staging));
+        if (grown == cudaSuccess) {
+            if (s->staging)
+                s->retired_staging[s->n_retired_staging++] = s->staging;
+            s->staging = larger;
             s->staging_cap = staging;
-        else
-            s->staging = NULL;
+        } else if (!s->staging) {
+            e = grown;
+        }
     }
     ub_device_leave(previous);
     if (e == cudaSuccess && !s->tm.ok && ub_timing_start(&s->tm, c->device) != 0)
@@ -266,6 +274,38 @@ ncclResult_t ub_exec_issue_block(ub_comm *c, ncclComm_t handle, int b, int arriv
     return ncclSuccess;
 }
 
+int ub_exec_block_seconds(ub_comm *c, double copy_beta, double *out, int max)
+{
+    ub_sched_rt *s = &c->sched;
+    int nb = s->sp.n_blocks < max ? s->sp.n_blocks : max;
+    if (nb < 0)
+        nb = 0;
+    for (int b = 0; b < nb; b++)
+        out[b] = NAN;
+    if (s->measured_iter < 0 || !s->block_start)
+        return nb;
+    ub_timing_poll(&s->tm);
+    for (int slot = 0; slot < UB_SCHED_TRACED && s->measured_iter + slot < s->n_starts; slot++)
+        for (int b = 0; b < nb; b++) {
+            double d = s->block_end[slot * s->sp.n_blocks + b] - s->block_start[slot * s->sp.n_blocks + b];
+            if (isfinite(d) && d > 0 && !(d >= out[b]))
+                out[b] = d;
+        }
+    for (int b = 0; b < nb; b++) {
+        const ub_block *blk = &s->plan.blocks[b];
+        const ub_segment *seg = &s->plan.segments[blk->first_segment];
+        if (!isfinite(out[b]) || !s->sp.staged[b])
+            continue;
+        double bytes = 0;
+        for (uint32_t i = 0; i < blk->n_segments; i++)
+            bytes += (double)seg[i].length;
+        out[b] -= copy_beta * bytes;
+        if (!(out[b] > 0))
+            out[b] = NAN;
+    }
+    return nb;
+}
+
 void ub_exec_drain(ub_comm *c)
 {
     if (c->sched.ready)
@@ -290,6 +330,9 @@ void ub_exec_release(ub_comm *c, bool wait)
         UB_CUDA(ub_cuda.cudaEventDestroy(s->ready_ev[k]));
     if (s->staging)
         UB_UNSAFE(ub_cuda.cudaFree(s->staging));
+    for (int i = 0; i < s->n_retired_staging; i++)
+        UB_UNSAFE(ub_cuda.cudaFree(s->retired_staging[i]));
+    s->n_retired_staging = 0;
     if (s->priv)
         UB_CUDA(ub_cuda.cudaStreamDestroy(s->priv));
     /* The measured block times stay for the report. */

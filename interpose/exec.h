@@ -13,7 +13,8 @@
 /* Before the agreement (schedule mode): the device resources a plan of n_calls calls will need,
  * the staging buffer of `staging` bytes among them, so that a failure is a flag of the agreement
  * (every rank stays in pass-through) rather than a rank that cannot follow the plan the others
- * run.  Kept to the end and reused by later plans (the staging buffer is never made larger).
+ * run.  Kept to the end and reused by later plans; a later agreement that wants a larger staging
+ * buffer gets one (the smaller one is retired to the end), or lives within the one there is.
  * Called by the thread that issues the agreement.  0, or -1 with the reason in why. */
 int ub_exec_reserve(ub_comm *c, int n_calls, uint64_t staging, char *why, size_t len);
 /* Once the plan is known (lock held): the host-side tables; the plan must fit what was reserved.
@@ -27,6 +28,11 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len) UB_REQUIRES(ub_state_mutex)
  * first failure's result (a CUDA failure: ncclUnhandledCudaError) with the call and the error
  * in why; what was enqueued before it stays enqueued. */
 ncclResult_t ub_exec_issue_block(ub_comm *c, ncclComm_t handle, int b, int arrived, int slot, char *why, size_t len);
+/* Lock held: per block of the running plan (the first `max`), the least duration of its allreduce
+ * over the timed iterations whose marks have completed (a poll, never a wait), staged blocks less
+ * their staging copies at copy_beta seconds per byte (the model's block cost is the link's plus
+ * the copies'); NAN where none was timed.  Returns how many blocks were written. */
+int ub_exec_block_seconds(ub_comm *c, double copy_beta, double *out, int max) UB_REQUIRES(ub_state_mutex);
 /* Waits (without the lock) for the blocks issued so far: their times can then be read. */
 void ub_exec_drain(ub_comm *c);
 /* Releases the executor (the communicator ends).  wait: synchronise its stream first (destroy);

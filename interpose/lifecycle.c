@@ -16,6 +16,7 @@
 #include "capture.h"
 #include "coll_desc.h"
 #include "cuda_list.h"
+#include "decide.h"
 #include "defer.h"
 #include "globals.h"
 #include "group.h"
@@ -417,7 +418,9 @@ static bool sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_coll_
     uint64_t index = c->sched.next_call;
     bool held = ub_sched_call(c, d, sig);
     if (failure_answered(c, t) || (!held && aborted_meanwhile(c, index, t)))
-        held = true;
+        return true;
+    /* Verification kept a plan at this call: the model may be fitted again with its blocks. */
+    ub_comm_refit(c);
     return held;
 }
 

@@ -55,7 +55,7 @@ OBSERVE_TESTS := $(sort $(wildcard tests/integration/observe_*.sh tests/integrat
 INTEGRATION_TESTS += $(OBSERVE_TESTS)
 INTEGRATION_TESTS += tests/integration/runtime_modes.sh tests/integration/runtime_ready.sh tests/integration/runtime_sched.sh tests/integration/runtime_pending.sh tests/integration/runtime_comms.sh tests/integration/runtime_abort.sh tests/integration/runtime_one_queue.sh tests/integration/runtime_devices.sh \
 	tests/integration/runtime_config_ranks.sh tests/integration/runtime_verify.sh tests/integration/runtime_verify_pass.sh \
-	tests/integration/runtime_calibrate.sh
+	tests/integration/runtime_calibrate.sh tests/integration/runtime_refit.sh
 
 # make bench-overhead: host ns per intercepted call (tests/bench/overhead.sh).
 $(BUILD)/tests/bench/overhead: $(call objs,tests/bench/overhead.c) | $(BUILD)/emu/libnccl.so $(BUILD)/emu/libcudart.so

@@ -65,6 +65,12 @@ typedef struct ub_sched_rt {
     int device;
     void *staging;
     uint64_t staging_cap;    /* its size, reserved before the agreement */
+    /* Smaller staging buffers of earlier agreements, replaced by a larger one for a later period
+     * (a re-detection finds the real iteration after a shorter one): freed when the executor is
+     * released, never before (a cudaFree could wait behind collectives). */
+#define UB_EXEC_RETIRED_STAGING 4
+    void *retired_staging[UB_EXEC_RETIRED_STAGING];
+    int n_retired_staging;
     uint64_t staging_bytes;  /* what the plan uses of it */
     /* A merged block's copies in and out of staging, one cudaMemcpyBatchAsync each way where
      * the runtime has it with CUDA 13's signature; room for the plan's largest block. */

@@ -11,6 +11,7 @@
 #include "collwait.h"
 #include "cuda_list.h"
 #include "device.h"
+#include "exec.h"
 #include "globals.h"
 #include "group.h"
 #include "guard.h"
@@ -38,6 +39,16 @@ static void add_candidate(ub_verify_rt *v, const ub_plan *plan, double predicted
     r->predicted_iteration = predicted;
     r->measured_iteration = r->spread = NAN;
     r->iterations = 0;
+    r->refit = false;
+}
+
+/* No re-fit asked or tried yet in this check. */
+static void refit_afresh(ub_verify_rt *v)
+{
+    v->refit_from = -1;
+    v->refit_tried = false;
+    v->kept_before = -1;
+    v->n_block_seconds = 0;
 }
 
 int ub_verify_prepare(ub_comm *c, const ub_plan *first, double predicted_first, const ub_plan *second,
@@ -51,6 +62,7 @@ int ub_verify_prepare(ub_comm *c, const ub_plan *first, double predicted_first, 
     v->kept = -1;
     v->loaded = 0;
     v->trying = 0;
+    refit_afresh(v);
     if (!v->on)
         return 0;
     add_candidate(v, first, predicted_first);
@@ -75,7 +87,8 @@ int ub_verify_reserve(ub_comm *c, char *why, size_t len)
         snprintf(why, len, "cannot set up the verification's timing events");
         return -1;
     }
-    if (!v->host && !ub_coll_buffers(c->device, UB_VERIFY_LEN * sizeof(double), &v->host, &v->dev, &v->done)) {
+    if (!v->host && !ub_coll_buffers(c->device, (UB_VERIFY_LEN + UB_VERIFY_BLOCKS) * sizeof(double), &v->host, &v->dev,
+                                     &v->done)) {
         snprintf(why, len, "cannot allocate the verification's buffers");
         return -1;
     }
@@ -105,6 +118,7 @@ void ub_verify_begin(ub_comm *c)
     v->loaded = 0;
     v->kept = -1;
     v->report.reason[0] = '\0';
+    refit_afresh(v);
     start_window(v, false);
 }
 
@@ -134,6 +148,9 @@ static ncclResult_t issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_
         for (int j = 0; j < UB_VERIFY_SLOTS; j++)
             ub_debug("communicator %d: verification slot %d (%s): %.6f s", c->index, j,
                      j % 2 ? "pass-through" : v->plans[v->trying].policy, seconds[j]);
+    /* The running candidate's blocks, beside its iterations: the model's re-fit once it is kept. */
+    double blocks[UB_VERIFY_BLOCKS];
+    int n_blocks = ub_exec_block_seconds(c, c->report.profile.copy_beta, blocks, UB_VERIFY_BLOCKS);
     cudaStream_t p = c->sched.priv;
     cudaEvent_t done = v->done;
     double *host = v->host;
@@ -151,9 +168,11 @@ static ncclResult_t issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_
     if (unread)
         ub_comm_wait_done(c, done, false, "an earlier verification's measurements", "they must land first");
     ub_verify_encode(seconds, host);
+    for (int b = 0; b < UB_VERIFY_BLOCKS; b++)
+        host[UB_VERIFY_LEN + b] = b < n_blocks && isfinite(blocks[b]) ? blocks[b] : UB_VERIFY_NO_BLOCK;
     if (depth > 0)
         ub_group_split_begin(depth);
-    size_t bytes = UB_VERIFY_LEN * sizeof(double);
+    size_t bytes = (UB_VERIFY_LEN + UB_VERIFY_BLOCKS) * sizeof(double);
     const char *what = NULL;
     cudaError_t e = cudaSuccess;
     ncclResult_t r = ncclSuccess;
@@ -163,6 +182,9 @@ static ncclResult_t issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_
         else if ((r = UB_NCCL(ub_nccl.AllReduce(dev, dev, UB_VERIFY_LEN, ncclFloat64, ncclSum, handle, p))) !=
                  ncclSuccess)
             what = "ncclAllReduce of the verification's measurements";
+        else if ((r = UB_NCCL(ub_nccl.AllReduce((double *)dev + UB_VERIFY_LEN, (double *)dev + UB_VERIFY_LEN,
+                                                UB_VERIFY_BLOCKS, ncclFloat64, ncclMin, handle, p))) != ncclSuccess)
+            what = "ncclAllReduce of the verification's block times";
         else if ((e = UB_CUDA(ub_cuda.cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, p))) != cudaSuccess)
             what = "the copy of the agreed measurements back to the host";
         else if ((e = UB_CUDA(ub_cuda.cudaEventRecord(done, p))) != cudaSuccess)
@@ -239,14 +261,28 @@ static void record_verdict(ub_verify_rt *v, const ub_verify_verdict *d, uint64_t
 
 static ub_verify_step window_step(ub_comm *c, ub_verify_rt *v, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 
+/* The agreed block times of the judged candidate, from the read vector (its first blocks). */
+static void agreed_blocks(ub_verify_rt *v)
+{
+    const ub_plan *p = &v->plans[v->trying];
+    int n = p->n_blocks < UB_VERIFY_BLOCKS ? (int)p->n_blocks : UB_VERIFY_BLOCKS;
+    for (int b = 0; b < n; b++) {
+        double t = v->host[UB_VERIFY_LEN + b];
+        v->block_seconds[b] = t > 0 && t < 0.5 * UB_VERIFY_NO_BLOCK ? t : NAN;
+    }
+    v->n_block_seconds = n;
+}
+
 /* The verdict of the window at its apply iteration: kept, the next candidate's window, or
  * pass-through until the next check. */
 static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_verify_verdict d;
-    const char *policy = v->plans[v->trying].policy;
+    const char *policy = v->report.candidates[v->trying].policy;
+    v->n_block_seconds = 0;
     if (read_measurements(c, v)) {
         ub_verify_judge(v->host, policy, &v->earlier, &d);
+        agreed_blocks(v);
     } else {
         memset(&d, 0, sizeof d);
         d.plan.median = d.pass.median = d.plan.spread = d.pass.spread = NAN;
@@ -262,11 +298,36 @@ static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st
         start_window(v, true);
         return window_step(c, v, st, call);
     }
+    if (v->kept_before >= 0) {
+        /* A re-fitted candidate stays only where it measured faster than the plan kept before it
+         * too (both medians agreed, from windows of this check). */
+        int before = v->kept_before;
+        v->kept_before = -1;
+        double was = v->report.candidates[before].measured_iteration;
+        if (!(d.keep && d.plan.median < was)) {
+            char why[200];
+            snprintf(why, sizeof why, "%s measured %.3f ms, %s %.3f ms: %s stays", policy, 1e3 * d.plan.median,
+                     v->report.candidates[before].policy, 1e3 * was, v->report.candidates[before].policy);
+            append_reason(&v->report, why);
+            v->kept = v->loaded = before;
+            v->window = -1;
+            v->since_check = 0;
+            snprintf(v->report.kept, sizeof v->report.kept, "%s", v->report.candidates[before].policy);
+            return (ub_verify_step){.pass_through = false, .plan = &v->plans[before], .predicted = v->predicted[before]};
+        }
+    }
     if (d.keep) {
         v->kept = v->trying;
         v->window = -1;
         v->since_check = 0;
         snprintf(v->report.kept, sizeof v->report.kept, "%s", policy);
+        /* The model fitted again with its measured blocks may plan better (ub_comm_refit): once
+         * per check, from a candidate that was not itself planned so. */
+        if (!v->refit_tried && !v->report.candidates[v->trying].refit && v->n_candidates < UB_VERIFY_MAX_CANDIDATES &&
+            v->n_block_seconds > 0) {
+            v->refit_tried = true;
+            v->refit_from = v->trying;
+        }
         return (ub_verify_step){.pass_through = false};
     }
     snprintf(v->report.kept, sizeof v->report.kept, "pass-through");
@@ -320,12 +381,44 @@ ub_verify_step ub_verify_iteration(ub_comm *c, cudaStream_t st, uint64_t call) U
         /* A check of what is kept; from pass-through, the candidates again from the first. */
         v->trying = v->kept >= 0 ? v->kept : 0;
         v->check_begun = true; /* until its first verdict the report keeps the verdict that holds */
+        v->refit_tried = false;
+        v->kept_before = -1;
         start_window(v, false);
     }
     return window_step(c, v, st, call);
 }
 
 bool ub_verify_issuing(const ub_comm *c) { return atomic_load(&c->verify.issuing) > 0; }
+
+bool ub_verify_refit_wanted(ub_comm *c, const ub_plan **plan, double seconds[UB_VERIFY_BLOCKS], int *n)
+{
+    ub_verify_rt *v = &c->verify;
+    int i = v->refit_from;
+    v->refit_from = -1;
+    if (i < 0 || !v->on || v->kept != i || v->window >= 0)
+        return false;
+    *plan = &v->plans[i];
+    memcpy(seconds, v->block_seconds, sizeof v->block_seconds);
+    *n = v->n_block_seconds;
+    return true;
+}
+
+void ub_verify_add_candidate(ub_comm *c, const ub_plan *plan, double predicted)
+{
+    ub_verify_rt *v = &c->verify;
+    if (!v->on || v->n_candidates >= UB_VERIFY_MAX_CANDIDATES || v->kept < 0 || v->window >= 0)
+        return;
+    int i = v->n_candidates;
+    add_candidate(v, plan, predicted);
+    ub_verify_candidate_report *r = &v->report.candidates[i];
+    snprintf(r->policy, sizeof r->policy, "%.18s (re-fitted)", plan->policy);
+    r->refit = true;
+    v->report.n_candidates = v->n_candidates;
+    /* Its window starts at the next iteration; what was kept runs again if it does not measure faster. */
+    v->kept_before = v->kept;
+    v->trying = i;
+    start_window(v, false);
+}
 
 void ub_verify_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {

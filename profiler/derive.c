@@ -54,7 +54,7 @@ void ub_need_transitive(int n, const double *own_need, int *from)
 /* The calls' own numbers (bytes, ready, type, barrier, measured time) and the fit's samples;
  * returns backward_end, *latest_done the latest completion. */
 static double fill_calls(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
-                         ub_profile *out, ub_fit_sample *samples, double *latest_done)
+                         ub_profile *out, double *latest_done)
 {
     double backward_end = 0;
     *latest_done = 0;
@@ -68,9 +68,23 @@ static double fill_calls(const ub_agreed *a, const uint64_t *bytes, const int *d
         k->measured_comm = a->calls[c].comm_mean;
         backward_end = max2(backward_end, k->ready);
         *latest_done = max2(*latest_done, a->calls[c].done);
-        samples[c] = (ub_fit_sample){(double)bytes[c], a->calls[c].comm_min};
     }
     return backward_end;
+}
+
+ub_fit_sample *ub_derive_fit_samples(const ub_agreed *a, const uint64_t *bytes, const ub_fit_sample *extra,
+                                     int n_extra, size_t *n)
+{
+    size_t calls = a->n_calls > 0 ? (size_t)a->n_calls : 0, m = calls + (size_t)(n_extra > 0 ? n_extra : 0);
+    ub_fit_sample *s = calloc(m ? m : 1, sizeof *s);
+    if (!s)
+        return NULL;
+    for (size_t c = 0; c < calls; c++)
+        s[c] = (ub_fit_sample){(double)bytes[c], a->calls[c].comm_min};
+    for (size_t i = calls; i < m; i++) /* calibration probes: sizes the calls never had */
+        s[i] = extra[i - calls];
+    *n = m;
+    return s;
 }
 
 /* The need segments (the header's rules): each call's segment in out->calls[].need, each
@@ -128,7 +142,7 @@ int ub_derive_profile_with(const ub_agreed *a, const uint64_t *bytes, const int 
                            bool stream_semantics, const ub_fit_sample *extra, int n_extra, ub_profile *out,
                            ub_fit_result *fit)
 {
-    size_t n_samples = (size_t)a->n_calls + (size_t)(n_extra > 0 ? n_extra : 0);
+    size_t n_samples = 0;
     memset(out, 0, sizeof *out);
     int n = a->n_calls;
     if (n < 1)
@@ -137,7 +151,7 @@ int ub_derive_profile_with(const ub_agreed *a, const uint64_t *bytes, const int 
     waited *order = calloc((size_t)n, sizeof *order);
     double *start = calloc((size_t)n + 1, sizeof *start);
     double *pass = calloc((size_t)n + 1, sizeof *pass);
-    ub_fit_sample *samples = calloc(n_samples, sizeof *samples);
+    ub_fit_sample *samples = ub_derive_fit_samples(a, bytes, extra, n_extra, &n_samples);
     double *own = calloc((size_t)n, sizeof *own);
     int *from = calloc((size_t)n, sizeof *from);
     int segs = 0;
@@ -152,7 +166,7 @@ int ub_derive_profile_with(const ub_agreed *a, const uint64_t *bytes, const int 
         ub_need_transitive(n, own, from);
     out->n_calls = n;
     out->ranks = a->ranks;
-    backward_end = fill_calls(a, bytes, dtype, op, out, samples, &latest_done);
+    backward_end = fill_calls(a, bytes, dtype, op, out, &latest_done);
     iteration = a->iteration > 0 ? a->iteration : max2(backward_end, latest_done);
     segs = need_segments(a, own, from, iteration, backward_end, order, start, pass, out);
 
@@ -166,8 +180,6 @@ int ub_derive_profile_with(const ub_agreed *a, const uint64_t *bytes, const int 
         out->forward[s] = max2(0.0, start[s + 1] - pass[s]);
     out->forward[segs - 1] = max2(0.0, iteration - pass[segs - 1]);
 
-    for (int i = 0; i < n_extra; i++) /* calibration probes: sizes the calls never had */
-        samples[n + i] = extra[i];
     ub_fit_cost_model(samples, n_samples, out, fit);
     out->has_net = true;
     out->copy_beta = a->flags.copy_beta > 0 ? a->flags.copy_beta : 0.0;

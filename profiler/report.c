@@ -40,6 +40,7 @@ void ub_comm_report_free(ub_comm_report *r)
 {
     if (r->have_profile)
         ub_profile_free(&r->profile);
+    free(r->fit_samples);
     ub_plan_free(&r->plan);
     ub_comm_report_clear_reasons(r);
     local_free(&r->local);
@@ -131,11 +132,11 @@ json_t *ub_verify_report_json(const ub_verify_report *v)
     json_t *cands = json_array();
     for (int i = 0; i < v->n_candidates && i < UB_VERIFY_MAX_CANDIDATES; i++) {
         const ub_verify_candidate_report *c = &v->candidates[i];
-        json_array_append_new(cands, json_pack("{s:s, s:o, s:o, s:i, s:i, s:o}", "policy", c->policy,
+        json_array_append_new(cands, json_pack("{s:s, s:o, s:o, s:i, s:i, s:o, s:b}", "policy", c->policy,
                                                "predicted_iteration", number_or_null(c->predicted_iteration),
                                                "measured_iteration", number_or_null(c->measured_iteration),
                                                "iterations", c->iterations, "windows", c->windows,
-                                               "spread", number_or_null(c->spread)));
+                                               "spread", number_or_null(c->spread), "refit", c->refit));
     }
     json_t *slots = json_array();
     for (int j = 0; j < v->n_slots && j < 2 * UB_VERIFY_MAX_PAIRS; j++)

@@ -54,6 +54,7 @@ typedef struct rp_candidate {
     const char *policy;
     double predicted_iteration, measured_iteration, spread;  /* NAN: not measured */
     long iterations;
+    bool refit;              /* planned again on the model re-fitted with a kept plan's blocks */
 } rp_candidate;
 
 /* The verification of the plan against pass-through (the report's "verification" object; older

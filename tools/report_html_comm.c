@@ -477,6 +477,9 @@ static void verification_table(rp_page *pg, const rp_comm *c, int rank, int pos)
         const rp_candidate *k = &v->candidates[i];
         rp_out(pg, "<tr><th>");
         esc(pg->f, k->policy);
+        if (k->refit)
+            rp_out(pg, "<br><span class=\"note\">planned on the model re-fitted with the kept plan's measured "
+                       "blocks</span>");
         rp_out(pg, "</th>");
         rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, k->predicted_iteration,
                "comms/%d/verification/candidates/%d/predicted_iteration", pos, i);

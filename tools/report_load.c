@@ -471,6 +471,8 @@ static int load_verification(ctx *x, const json_t *c, const char *base, rp_verif
             get_num(x, e, p, "spread", false, &k->spread) < 0 ||
             get_int(x, e, p, "iterations", false, &k->iterations) < 0)
             return -1;
+        const json_t *refit = json_object_get(e, "refit"); /* absent in older reports */
+        k->refit = json_is_true(refit);
     }
     v->present = true;
     return 0;

@@ -203,6 +203,10 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
 int ub_derive_profile_with(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
                            bool stream_semantics, const ub_fit_sample *extra, int n_extra, ub_profile *out,
                            ub_fit_result *fit);
+/* The samples the net is fitted on (ub_derive_profile_with): per call its bytes and comm_min, then
+ * the n_extra more; allocated, *n set; NULL when out of memory. */
+ub_fit_sample *ub_derive_fit_samples(const ub_agreed *a, const uint64_t *bytes, const ub_fit_sample *extra,
+                                     int n_extra, size_t *n);
 /* Stream semantics' need: from[k] is the call (k or later) whose own wait comes first, -1 when
  * none of calls k..n-1 was waited on (own_need < 0). */
 void ub_need_transitive(int n, const double *own_need, int *from);

@@ -67,6 +67,8 @@ typedef struct ub_comm_report {
     bool have_profile;
     ub_profile profile;         /* agreed, times relative to the first call's ready */
     ub_fit_result fit;
+    ub_fit_sample *fit_samples; /* what the net was fitted on (the calls', calibration's probes) */
+    size_t n_fit_samples;
 
     /* pattern: what was detected */
     int ready_upstream_calls;   /* calls whose ready time came from the producer's event */

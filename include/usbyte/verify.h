@@ -41,7 +41,16 @@
  * not measured), per slot 1 when measured].  Integers below 2^53: their sum is exact in any
  * order, so every rank reads bit-identical numbers. */
 #define UB_VERIFY_LEN (1 + 2 * UB_VERIFY_SLOTS)
-#define UB_VERIFY_MAX_CANDIDATES 2
+/* The min-reduced vector issued beside it: per block of the candidate (its first UB_VERIFY_BLOCKS),
+ * the least duration of its allreduce over the iterations this rank timed, in seconds, or
+ * UB_VERIFY_NO_BLOCK where it timed none.  The least over the ranks is the link's time (the last
+ * rank to arrive waits for no one), as for the warm-up's calls; the minimum of doubles is one of
+ * them, the same on every rank. */
+#define UB_VERIFY_BLOCKS 64
+#define UB_VERIFY_NO_BLOCK 1e30
+/* The candidates: the chosen plan, a merge-only plan, and the plan planned again on the model
+ * re-fitted with a kept candidate's measured blocks (tried once per check). */
+#define UB_VERIFY_MAX_CANDIDATES 3
 /* Windows one candidate may run in one check: a window whose plan side measured faster but not
  * beyond the noise margin (or with fewer than 3 pairs) is followed by another of the same
  * candidate, judged on the pairs of all of them; only after the last is an inconclusive plan
@@ -97,6 +106,7 @@ typedef struct ub_verify_candidate_report {
     double spread;               /* s */
     int iterations;              /* slots measured */
     int windows;                 /* windows its latest verdict judged together */
+    bool refit;                  /* planned on the model re-fitted with another candidate's blocks */
 } ub_verify_candidate_report;
 
 typedef struct ub_verify_report {

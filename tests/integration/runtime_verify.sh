@@ -69,7 +69,7 @@ for i in $(seq 1 10); do
 assert s.get("predicted_speedup", 0) >= 1.1, "the premise: best predicted %r over wfbp, wanted >= 1.1" % s.get("predicted_speedup")
 assert v is not None and v["checks"] >= 1, "no verdict"
 assert v["candidates"][0]["policy"] == "best", "first candidate %r" % v["candidates"][0]["policy"]
-assert v["kept"] == "best", "kept %r" % v["kept"]
+assert v["kept"] in ("best", "best (re-fitted)"), "kept %r" % v["kept"]  # (re-fitted: best planned again, kept over best)
 assert c["state"] == "schedule", "state"
 # The measured speedup is over the pass-through side measured beside the plan, not the warm-up.
 assert s["measured_pass_through_from"] == "verification", "reference %r" % s["measured_pass_through_from"]
@@ -79,7 +79,7 @@ done
 echo "ok: a plan predicted >= 10% faster is kept in 10 of 10 runs"
 "$BUILD/usbyte-report" "$WORK"/keep-1-[01].json -o "$WORK/keep-page" --quiet --summary >"$WORK/keep.summary" ||
     fail "usbyte-report --summary on a kept plan"
-grep -q '^  verified at call [0-9]*: best: .*kept$' "$WORK/keep.summary" ||
+grep -q '^  verified at call [0-9]*: best: .*\(kept\|best stays\)$' "$WORK/keep.summary" ||
     fail "the summary does not say the plan was kept: $(cat "$WORK/keep.summary")"
 
 # A job that ends inside the first window: no verdict, and the summary says why its times mix both
@@ -173,7 +173,7 @@ verdict stall '
 slots = [x["iteration"] for x in v["slots"] if x["iteration"] is not None]
 typical = sorted(slots)[len(slots) // 2]
 assert max(slots) > 1.8 * typical, "the stall is not in a measured slot: %r" % slots
-assert v["kept"] == "best", "kept %r after a stall" % v["kept"]
+assert v["kept"] in ("best", "best (re-fitted)"), "kept %r after a stall" % v["kept"]
 '
 echo "ok: a rank that stalls during the comparison: every rank decides the same"
 echo "runtime_verify: ok"
