@@ -34,14 +34,17 @@ static void free_calls(ub_calib_rt *k)
 int ub_calib_reserve(ub_comm *c, char *why, size_t len)
 {
     ub_calib_rt *k = &c->calib;
-    if (!ub_cfg.calibrate || k->reserved)
+    if (!ub_cfg.calibrate)
         return 0;
-    int previous = ub_device_enter(c->device);
     bool ok = true;
-    for (int i = 0; i < UB_CALIB_MARKS && ok; i++)
-        ok = k->marks[i] || UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&k->marks[i], cudaEventDefault)) == cudaSuccess;
-    ub_device_leave(previous);
-    ok = ok && ub_coll_buffers(c->device, UB_CALIB_LEN * sizeof(double), &k->host, &k->dev, &k->done);
+    if (!k->reserved) {
+        int previous = ub_device_enter(c->device);
+        for (int i = 0; i < UB_CALIB_MARKS && ok; i++)
+            ok = k->marks[i] || UB_CUDA(ub_cuda.cudaEventCreateWithFlags(&k->marks[i], cudaEventDefault)) == cudaSuccess;
+        ub_device_leave(previous);
+        ok = ok && ub_coll_buffers(c->device, UB_CALIB_LEN * sizeof(double), &k->host, &k->dev, &k->done);
+    }
+    /* A later agreement (a longer period found after a shorter one) has more calls: the tables grow. */
     if (ok && c->n_ar > k->cap_calls) {
         free_calls(k);
         k->bytes = malloc((size_t)c->n_ar * sizeof *k->bytes);

@@ -12,7 +12,8 @@
 # - one re-fitted candidate (its `refit` true), planned again at the call of the first verdict,
 #   decided at the same later call, and the same verification object on both ranks (agreed data);
 #   the log's re-fit line is the same on both ranks, numbers included;
-# - the results are bit-identical to the run without usbyte.
+# - the results are bit-identical to the run without usbyte;
+# - with calibration on, the second agreement finds calibration's tables grown to its 161 calls.
 # (A re-planned plan becomes a candidate only when its blocks differ from the kept plan's.)
 source "$(dirname "$0")/runtime_lib.sh"
 TRAINER=$BUILD/trainers/horovod_like
@@ -51,4 +52,13 @@ assert v["kept"] in ("best", "best (re-fitted)"), v["kept"]
 print("info: candidates %s; kept %s" % ([(k["policy"], round(1e3 * k["predicted_iteration"], 3),
         round(1e3 * (k["measured_iteration"] or 0), 3)) for k in v["candidates"]], v["kept"]))
 PY
+# The same job with calibration on (its default): the second agreement (161 calls, after the first
+# lock's 9) must find calibration's tables grown to its calls, and its probes now fit the staging
+# buffer.  The job completes with a plan, its results exact.
+USBYTE_CALIBRATE=1 LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_REPORT="$WORK/calib-%r.json" "$BUILD/emu/emu-run" -n 2 --timeout 240 -- \
+    "$TRAINER" "${ARGS[@]}" >"$WORK/calib.out" 2>&1 || { tail -30 "$WORK/calib.out"; fail "calib: exit $?"; }
+same_results calib base
+jq -e '.comms[0] | .state == "schedule" and .calls_per_iteration == 161 and (.calibration.agreed // false)' \
+    "$WORK/calib-0.json" >/dev/null \
+    || fail "calib: $(jq -c '.comms[0] | [.state, .state_reason, .calls_per_iteration, .calibration.agreed]' "$WORK/calib-0.json")"
 echo "runtime refit: ok"

@@ -45,7 +45,6 @@ static ncclResult_t check_buf(const void *p, size_t bytes, const char *fn, const
             return r_;                      \
     } while (0)
 
-static ncclResult_t async_error_of(struct ncclComm *comm);
 
 /* USBYTE_EMU_FAIL_COUNT=N: the first allreduce of N elements in each process is refused as after
  * a peer's death, and its communicator keeps that asynchronous error (every later operation is
@@ -87,7 +86,7 @@ static ncclResult_t issue_checked(enum emu_kind kind, const void *send, void *re
 {
     const char *fn = emu_kind_api_name(kind);
     TRY(check_comm(comm, fn));
-    ncclResult_t async = async_error_of(comm);
+    ncclResult_t async = emu_async_error(comm);
     if (async != ncclSuccess)
         return emu_error(async, "%s: communicator %s has an asynchronous error (%s): operation refused", fn,
                          comm->hash, async == ncclRemoteError ? "a peer is gone" : "NCCL error");
@@ -456,55 +455,13 @@ COMM_GETTER(Count, count, nranks)
 COMM_GETTER(UserRank, rank, rank)
 COMM_GETTER(CuDevice, device, device)
 
-/* Whether process pid has ended: gone, or a zombie its parent has not reaped yet. */
-static bool process_gone(pid_t pid)
-{
-    if (kill(pid, 0) != 0)
-        return errno == ESRCH;
-    char path[64], stat[256] = "";
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return true;
-    size_t n = fread(stat, 1, sizeof stat - 1, f);
-    fclose(f);
-    stat[n] = '\0';
-    const char *state = strrchr(stat, ')'); /* the command may hold spaces and parentheses */
-    return state && state[1] == ' ' && state[2] == 'Z';
-}
-
-/* A peer whose process ended without leaving the communicator is every survivor's asynchronous
- * error, as NCCL's socket transport reports a closed connection (ncclRemoteError, within
- * moments of the death); collectives already waiting for it stay stuck, as on a GPU.  The peers
- * are looked at no more than every ASYNC_SCAN_NS (NCCL's proxy thread sets the error on its own
- * time too): an enqueue asks at every call. */
-#define ASYNC_SCAN_NS 2000000ull
-
-static ncclResult_t async_error_of(struct ncclComm *comm)
-{
-    uint64_t now = emu_now_ns(), last = atomic_load(&comm->async_scanned_ns);
-    if (atomic_load(&comm->async_error) != ncclSuccess || now - last < ASYNC_SCAN_NS ||
-        !atomic_compare_exchange_strong(&comm->async_scanned_ns, &last, now))
-        return (ncclResult_t)atomic_load(&comm->async_error);
-    for (int r = 0; r < comm->nranks && atomic_load(&comm->async_error) == ncclSuccess; r++) {
-        const struct emu_rank_area *peer = &comm->ranks[r];
-        if (r == comm->rank || !atomic_load(&peer->present) || atomic_load(&peer->left) || !process_gone(peer->pid))
-            continue;
-        int expected = ncclSuccess;
-        if (atomic_compare_exchange_strong(&comm->async_error, &expected, ncclRemoteError))
-            fprintf(stderr, "usbyte-emu: rank %d: comm %s: rank %d (pid %d) is gone: ncclRemoteError\n", comm->rank,
-                    comm->hash, r, (int)peer->pid);
-    }
-    return (ncclResult_t)atomic_load(&comm->async_error);
-}
-
 EMU_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
 {
     TRY(check_comm(comm, "ncclCommGetAsyncError"));
     if (asyncError == NULL)
         return emu_error(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
     atomic_store(&comm->async_scanned_ns, 0); /* asked explicitly: look now */
-    *asyncError = async_error_of(comm);
+    *asyncError = emu_async_error(comm);
     return ncclSuccess;
 }
 EMU_NCCL_ALIAS(ncclCommGetAsyncError);

@@ -205,6 +205,20 @@ static void describe_wait(char *buf, size_t size, const char *head, const int *m
 }
 
 /* What the ranks must agree on (USBYTE_EMU_CHECK, fixed by the communicator's creator). */
+/* This rank's signature of op, posted for the other ranks to check (the index last). */
+static void post_signature(struct ncclComm *c, const struct emu_coll *op)
+{
+    struct emu_sig *mine = &c->ranks[c->rank].sig[op->index & 1];
+    mine->arrival_ns = emu_now_ns();
+    mine->count = op->count;
+    mine->kind = op->kind;
+    mine->dtype = op->dtype;
+    mine->op = op->op;
+    mine->root = op->root;
+    atomic_store(&mine->index1, op->index + 1);
+    emu_wake(c);
+}
+
 static bool same_signature(const struct ncclComm *c, const struct emu_sig *s, const struct emu_coll *op)
 {
     if (s->kind != (int)op->kind || s->root != op->root)
@@ -212,6 +226,18 @@ static bool same_signature(const struct ncclComm *c, const struct emu_sig *s, co
     if (c->model.check == EMU_CHECK_BYTES)
         return s->count * emu_dtype_size(s->dtype) == op->count * emu_dtype_size(op->dtype);
     return s->count == op->count && s->dtype == op->dtype && s->op == op->op;
+}
+
+void emu_coll_check_posted(struct ncclComm *c, const struct emu_coll *op)
+{
+    int slotno = (int)(op->index & 1);
+    for (int r = 0; r < c->nranks; r++) {
+        struct emu_sig *s = &c->ranks[r].sig[slotno];
+        if (r == c->rank || atomic_load(&s->index1) != op->index + 1 || same_signature(c, s, op))
+            continue;
+        post_signature(c, op); /* the line lists this rank's too, as if the operation had run */
+        coll_mismatch(c, op);
+    }
 }
 
 /* Runs one collective that the stream could begin at `queued`; returns when it released the
@@ -224,15 +250,8 @@ static uint64_t run_collective_on_device(struct ncclComm *c, struct emu_coll *op
     check_buffers(c, op);
 
     const int slotno = (int)(op->index & 1);
-    struct emu_sig *mine = &c->ranks[c->rank].sig[slotno];
-    mine->arrival_ns = emu_now_ns();
-    mine->count = op->count;
-    mine->kind = op->kind;
-    mine->dtype = op->dtype;
-    mine->op = op->op;
-    mine->root = op->root;
-    atomic_store(&mine->index1, op->index + 1);
-    emu_wake(c);
+    const struct emu_sig *mine = &c->ranks[c->rank].sig[slotno];
+    post_signature(c, op);
 
     int *missing = malloc(sizeof(int) * (size_t)c->nranks);
     int last_reported = -1;

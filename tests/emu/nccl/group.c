@@ -318,10 +318,106 @@ static void wait_local_ranks(struct ncclComm *c)
     }
 }
 
+/* NCCL 2.22 and later (NCCL_RUNTIME_CONNECT=1, its default) set up an algorithm's connections at
+ * the first collective that uses it, inside the ncclGroupEnd that launches it (ncclPrepareTasks,
+ * then ncclCollPreconnect): bootstrap exchanges with the peers, so the host blocks there until
+ * every rank of the communicator gets to its own first use of that algorithm.  The emulator does
+ * the same for its algorithms (emu_model_algorithm): before anything of the group is enqueued,
+ * each communicator of the group marks the algorithms its collectives need for the first time
+ * (all of them first: NCCL connects a group's communicators together), then waits until every
+ * rank that has not left has marked them too.  A peer gone or an abort ends the wait with the
+ * error, and nothing of the group is enqueued. */
+#define CONNECT_WAIT_SAY_NS 5000000000ull
+
+static ncclResult_t wait_connected(struct ncclComm *c, uint32_t need, const struct emu_coll *first)
+{
+    uint64_t since = emu_now_ns();
+    bool said = false;
+    for (;;) {
+        uint32_t w = atomic_load(&c->shm->wake);
+        int missing = -1;
+        for (int r = 0; r < c->nranks && missing < 0; r++) {
+            const struct emu_rank_area *peer = &c->ranks[r];
+            if (r != c->rank && !atomic_load(&peer->left) && (atomic_load(&peer->connected) & need) != need)
+                missing = r;
+        }
+        if (missing < 0)
+            return ncclSuccess;
+        /* A peer that posted another collective at this index never comes here: a mismatch. */
+        emu_coll_check_posted(c, first);
+        if (atomic_load(&c->local_abort))
+            return emu_error(ncclInvalidUsage, "comm %s: aborted while its connections were set up", c->hash);
+        ncclResult_t async = emu_async_error(c);
+        if (async != ncclSuccess)
+            return emu_error(async, "comm %s: a peer is gone while the connections of its first %s collective were "
+                             "set up", c->hash, need & (1u << EMU_ALGO_TREE) ? "small" : "large");
+        emu_check_aborted(c);
+        if (!said && emu_now_ns() - since > CONNECT_WAIT_SAY_NS) {
+            fprintf(stderr, "usbyte-emu: rank %d: comm %s: the first %s collective waits for rank %d to set up its "
+                    "connections too (NCCL blocks the host here until every rank gets to its first collective of that "
+                    "algorithm)\n", c->rank, c->hash, need & (1u << EMU_ALGO_TREE) ? "small" : "large", missing);
+            said = true;
+        }
+        emu_wait_change(c, w);
+    }
+}
+
+static ncclResult_t connect_algorithms(void)
+{
+    struct ncclComm **comms = malloc(sizeof *comms * (size_t)(grp.n + 1));
+    uint32_t *need = calloc((size_t)grp.n + 1, sizeof *need);
+    uint64_t *seen = calloc((size_t)grp.n + 1, sizeof *seen);          /* collectives of comms[k] so far */
+    struct emu_coll *first = calloc((size_t)grp.n + 1, sizeof *first); /* its first needing a set-up */
+    int n = 0;
+    if (!comms || !need || !seen || !first) {
+        free(comms);
+        free(need);
+        free(seen);
+        free(first);
+        return emu_error(ncclSystemError, "out of memory");
+    }
+    for (int i = 0; i < grp.n; i++) {
+        const struct emu_coll *op = &grp.ops[i].op;
+        struct ncclComm *c = grp.ops[i].comm;
+        if (op->kind == EMU_SEND || op->kind == EMU_RECV)
+            continue;
+        int k = 0;
+        while (k < n && comms[k] != c)
+            k++;
+        if (k == n)
+            comms[n++] = c;
+        uint64_t index = c->next_coll + seen[k]++; /* as issue_batch numbers it */
+        uint32_t bit = 1u << emu_model_algorithm(&c->model, op->kind, (uint64_t)op->count * emu_dtype_size(op->dtype));
+        struct emu_rank_area *mine = &c->ranks[c->rank];
+        if (atomic_load(&mine->connected) & bit)
+            continue;
+        atomic_fetch_or(&mine->connected, bit);
+        emu_wake(c);
+        if (!need[k]) {
+            first[k] = *op;
+            first[k].index = index;
+        }
+        need[k] |= bit;
+    }
+    ncclResult_t res = ncclSuccess;
+    for (int k = 0; k < n && res == ncclSuccess; k++)
+        if (need[k])
+            res = wait_connected(comms[k], need[k], &first[k]);
+    free(comms);
+    free(need);
+    free(seen);
+    free(first);
+    return res;
+}
+
 static ncclResult_t flush(void)
 {
     ncclResult_t res = ncclSuccess;
     finish_inits();
+    if ((res = connect_algorithms()) != ncclSuccess) {
+        clear_ops();
+        return res;
+    }
     int *idx = malloc(sizeof(int) * (size_t)(grp.n + 1));
     char *taken = calloc((size_t)grp.n + 1, 1);
     struct ncclComm **launched = malloc(sizeof *launched * (size_t)(grp.n + 1));

@@ -71,6 +71,7 @@ void emu_model_from_env(struct emu_model *m, FILE *warn)
     }
     m->jitter_pct = env_double("USBYTE_EMU_JITTER_PCT", 0.0, 99.0, 0.0, warn);
     m->jitter_seed = env_u64("USBYTE_EMU_JITTER_SEED", 0, warn);
+    m->tree_below = env_u64("USBYTE_EMU_TREE_BELOW", 65536, warn);
     s = getenv("USBYTE_EMU_NET");
     if (s != NULL && *s != '\0') {
         if (strlen(s) >= sizeof m->net_file) {
@@ -86,8 +87,13 @@ void emu_model_from_env(struct emu_model *m, FILE *warn)
 int emu_model_same(const struct emu_model *a, const struct emu_model *b)
 {
     return a->alpha_us == b->alpha_us && a->gbps == b->gbps && a->payload == b->payload && a->check == b->check &&
-           a->jitter_pct == b->jitter_pct && a->jitter_seed == b->jitter_seed &&
+           a->jitter_pct == b->jitter_pct && a->jitter_seed == b->jitter_seed && a->tree_below == b->tree_below &&
            strcmp(a->net_file, b->net_file) == 0;
+}
+
+enum emu_algo emu_model_algorithm(const struct emu_model *m, enum emu_kind kind, uint64_t bytes)
+{
+    return kind == EMU_ALLREDUCE && bytes < m->tree_below ? EMU_ALGO_TREE : EMU_ALGO_RING;
 }
 
 /* bytes / (gbps * 1e9 B/s), in microseconds */

@@ -41,6 +41,7 @@ struct emu_model {
     double jitter_pct; /* USBYTE_EMU_JITTER_PCT, in [0, 100) */
     uint64_t jitter_seed;   /* USBYTE_EMU_JITTER_SEED */
     char net_file[512];     /* USBYTE_EMU_NET: "" for the formula, else a table that parsed */
+    uint64_t tree_below;    /* USBYTE_EMU_TREE_BELOW: bytes under which an allreduce uses the tree */
 };
 
 /* USBYTE_EMU_CHECK: strict (default): kind, count, dtype, op and root, all NCCL requires;
@@ -52,6 +53,13 @@ enum emu_check { EMU_CHECK_STRICT, EMU_CHECK_BYTES };
  * value and the default used.  USBYTE_EMU_NET is loaded here (once per process and file: a bad
  * file gets its one line on the first call that names it, and net_file is left empty). */
 void emu_model_from_env(struct emu_model *m, FILE *warn);
+
+/* The algorithm a collective of `bytes` per rank runs with, whose connections NCCL sets up at its
+ * first use (group.c): EMU_ALGO_TREE for an allreduce below tree_below bytes, else EMU_ALGO_RING.
+ * NCCL's tuner decides from the topology; the emulator's rule only makes the first small and the
+ * first large collective each a connection set-up. */
+enum emu_algo { EMU_ALGO_RING, EMU_ALGO_TREE, EMU_ALGO_COUNT };
+enum emu_algo emu_model_algorithm(const struct emu_model *m, enum emu_kind kind, uint64_t bytes);
 
 /* Whether two models time every operation alike (what every rank of a communicator must share). */
 int emu_model_same(const struct emu_model *a, const struct emu_model *b);

@@ -64,6 +64,8 @@ struct emu_rank_area {
     /* Collectives this rank's host has launched (its next collective index after its latest
      * outermost ncclGroupEnd or ungrouped call): ranks of one process wait for each other's. */
     _Atomic uint64_t launched;
+    /* The algorithms whose connections this rank has set up, a bit each (group.c). */
+    _Atomic uint32_t connected;
 };
 
 /* A one-message mailbox from one rank to another, one chunk at a time. */
@@ -165,6 +167,11 @@ struct emu_unit {
     char what[96];
 };
 
+/* ---- peers.c ---- */
+/* The communicator's asynchronous error: ncclRemoteError from the moment a peer's process is
+ * found gone without leaving the communicator (looked for at most every few milliseconds). */
+ncclResult_t emu_async_error(struct ncclComm *comm);
+
 /* ---- shm.c: segments, unique ids, synchronisation ---- */
 uint64_t emu_now_ns(void);
 void emu_sleep_until_ns(uint64_t t);
@@ -191,6 +198,10 @@ void emu_comm_detach(struct ncclComm *c);
 
 /* ---- exec.c: running operations on stream workers ---- */
 void emu_unit_run(void *arg);
+/* Collective op (its index set) against what the other ranks posted for that index: a rank that
+ * posted another signature stops every rank with the mismatch line (EMU_EXIT_MISMATCH), as the
+ * operation's own rendezvous would; returns when none did. */
+void emu_coll_check_posted(struct ncclComm *c, const struct emu_coll *op);
 void emu_unit_release(struct emu_unit *u);
 
 /* ---- errors.c ---- */
