@@ -20,7 +20,7 @@ TRAINER=$BUILD/trainers/horovod_like
 need "$BUILD/libusbyte.so" "$TRAINER" "$BUILD/emu/emu-run"
 export USBYTE_VERIFY=1 USBYTE_CALIBRATE=0 USBYTE_WARMUP=3 USBYTE_LOG=info USBYTE_MODE=schedule
 unset USBYTE_POLICY USBYTE_MIN_GAIN_PCT USBYTE_VERIFY_EVERY
-printf '# source: runtime_refit.sh, made up: flat over the calls'"'"' sizes, steep above them\n# ranks: 2\n# columns: bytes\ttime_us\n1024\t1000\n20480\t1000\n40960\t3000\n81920\t6000\n163840\t12000\n262144\t19000\n' \
+printf '# source: runtime_refit.sh, made up: flat over the calls'"'"' sizes, steep above them\n# ranks: 2\n# columns: bytes\ttime_us\n1024\t1000\n20480\t1000\n40960\t8000\n81920\t16000\n163840\t32000\n262144\t50000\n' \
     >"$WORK/steep.tsv"
 export USBYTE_EMU_NET=$WORK/steep.tsv
 ARGS=(--profile data/profiles/resnet50-v100-b64-barrier.json --fusion-threshold-mb 0 --time-scale 0.05

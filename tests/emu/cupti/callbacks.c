@@ -21,8 +21,10 @@
                       ? (int)CUPTI_DRIVER_TRACE_CBID_SIZE : (int)CUPTI_RUNTIME_TRACE_CBID_SIZE)
 
 struct CUpti_Subscriber_st {
-    CUpti_CallbackFunc callback;
-    void *userdata;
+    /* Atomic: a callback of the previous subscription may still be under way on another thread
+     * while a new one subscribes (real CUPTI serialises them internally). */
+    _Atomic(CUpti_CallbackFunc) callback;
+    _Atomic(void *) userdata;
     char name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN];
     atomic_uchar enabled[CUPTI_CB_DOMAIN_SIZE][MAX_CBID];
 };
@@ -48,7 +50,8 @@ static uint32_t domain_size(int domain)
 static void dispatch(int domain, uint32_t cbid, int site, const char *functionName, const void *params,
                      const void *returnValue, uint32_t correlationId, uint64_t *correlationData)
 {
-    if (!atomic_load_explicit(&subscribed, memory_order_acquire) || subscriber.callback == NULL)
+    CUpti_CallbackFunc callback = atomic_load_explicit(&subscriber.callback, memory_order_acquire);
+    if (!atomic_load_explicit(&subscribed, memory_order_acquire) || callback == NULL)
         return;
     if (domain <= CUPTI_CB_DOMAIN_INVALID || domain >= CUPTI_CB_DOMAIN_SIZE || cbid >= (uint32_t)MAX_CBID ||
         !atomic_load_explicit(&subscriber.enabled[domain][cbid], memory_order_relaxed))
@@ -64,7 +67,7 @@ static void dispatch(int domain, uint32_t cbid, int site, const char *functionNa
     data.contextUid = 1;
     data.correlationData = correlationData;
     data.correlationId = correlationId;
-    subscriber.callback(subscriber.userdata, (CUpti_CallbackDomain)domain, cbid, &data);
+    callback(atomic_load_explicit(&subscriber.userdata, memory_order_acquire), (CUpti_CallbackDomain)domain, cbid, &data);
 }
 
 static CUptiResult subscribe(CUpti_SubscriberHandle *out, CUpti_CallbackFunc callback, void *userdata,
@@ -79,8 +82,8 @@ static CUptiResult subscribe(CUpti_SubscriberHandle *out, CUpti_CallbackFunc cal
         pthread_mutex_unlock(&subscribe_mu);
         return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     }
-    subscriber.callback = callback;
-    subscriber.userdata = userdata;
+    atomic_store_explicit(&subscriber.userdata, userdata, memory_order_release);
+    atomic_store_explicit(&subscriber.callback, callback, memory_order_release);
     /* CUPTI names a subscriber "CUPTI for <subscriberName>" to the tools it turns away. */
     snprintf(subscriber.name, sizeof subscriber.name, "%s%.*s", name ? "CUPTI for " : "", CUPTI_SUBSCRIBER_NAME_MAX_LEN,
              name ? name : "");
