@@ -18,6 +18,7 @@
 #include "capture.h"
 #include "calibrate.h"
 #include "collwait.h"
+#include "cuda_error.h"
 #include "cuda_list.h"
 #include "decide.h"
 #include "defer.h"
@@ -524,7 +525,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how) UB_REQUIRES_UNLOCKS(ub_st
          * pass-through could pair its calls with their blocks. */
         char what[600];
         snprintf(what, sizeof what, "%s (%s)", failure,
-                 ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "CUDA error");
+                 ub_cuda_error_text(e));
         ub_comm_cannot_take_part(c, ncclUnhandledCudaError, what);
         ub_comm_stop_profiling(c);
     } else if (failure)

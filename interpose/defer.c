@@ -6,6 +6,7 @@
 
 #include "capture.h"
 #include "coll_desc.h"
+#include "cuda_error.h"
 #include "cuda_list.h"
 #include "defer.h"
 #include "exec.h"
@@ -289,7 +290,7 @@ static void record_ready(ub_comm *c, int k) UB_REQUIRES(ub_state_mutex)
     if (e != cudaSuccess) {
         char why[160];
         snprintf(why, sizeof why, "cudaEventRecord of the readiness of allreduce %d failed (%s)", k,
-                 ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "CUDA error");
+                 ub_cuda_error_text(e));
         ub_sched_fail(c, ncclUnhandledCudaError, why);
         return;
     }

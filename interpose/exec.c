@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "cuda_error.h"
 #include "cuda_list.h"
 #include "device.h"
 #include "exec.h"
@@ -23,11 +24,6 @@ static size_t nccl_dtype_size(int nccl)
     UB_DTYPE_LIST(X)
 #undef X
     return 1;
-}
-
-static const char *error_text(cudaError_t e)
-{
-    return ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "CUDA error";
 }
 
 int ub_exec_reserve(ub_comm *c, int n_calls, uint64_t staging, char *why, size_t len)
@@ -75,7 +71,7 @@ int ub_exec_reserve(ub_comm *c, int n_calls, uint64_t staging, char *why, size_t
     if (e == cudaSuccess && !s->tm.ok && ub_timing_start(&s->tm, c->device) != 0)
         e = cudaErrorMemoryAllocation;
     if (e != cudaSuccess) {
-        snprintf(why, len, "cannot set up schedule mode's executor (%s; staging %llu bytes)", error_text(e),
+        snprintf(why, len, "cannot set up schedule mode's executor (%s; staging %llu bytes)", ub_cuda_error_text(e),
                  (unsigned long long)staging);
         return -1;
     }
@@ -141,7 +137,7 @@ typedef struct issue_failure {
 
 static ncclResult_t cuda_failed(const issue_failure *f, int b, const char *what, cudaError_t e)
 {
-    snprintf(f->why, f->len, "%s of block %d failed (%s)", what, b, error_text(e));
+    snprintf(f->why, f->len, "%s of block %d failed (%s)", what, b, ub_cuda_error_text(e));
     return ncclUnhandledCudaError;
 }
 

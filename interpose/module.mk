@@ -42,7 +42,7 @@ UNIT_TESTS += $(BUILD)/tests/unit/test_group
 # with fake real CUDA functions.
 $(BUILD)/tests/unit/test_redirect: $(call objs,tests/unit/interpose/test_redirect.c interpose/redirect.c interpose/capture.c \
 		interpose/tables.c interpose/guard.c interpose/log.c interpose/globals.c interpose/config.c \
-		$(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
+		interpose/cuda_error.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lpthread -lm
 

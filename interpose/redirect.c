@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "capture.h"
+#include "cuda_error.h"
 #include "cuda_list.h"
 #include "device.h"
 #include "globals.h"
@@ -67,11 +68,6 @@ static void unlist_stream(cudaStream_t s)
 }
 
 static bool on_issuing_thread(const ub_comm *c) { return c->issuer == (unsigned long)pthread_self(); }
-
-static const char *error_text(cudaError_t e)
-{
-    return ub_cuda.cudaGetErrorString ? ub_cuda.cudaGetErrorString(e) : "CUDA error";
-}
 
 /* ---- the pending list of a communicator, ordered by block value ---- */
 
@@ -160,7 +156,7 @@ static int block_of(const ub_sched_rt *s, uint64_t v)
  * for without a word; this way the application hears of it from its call. */
 static cudaError_t completion_failed(const char *what, cudaError_t e, char *why, size_t len)
 {
-    snprintf(why, len, "%s failed (%s) while completing an event of the application", what, error_text(e));
+    snprintf(why, len, "%s failed (%s) while completing an event of the application", what, ub_cuda_error_text(e));
     return e;
 }
 
@@ -366,7 +362,7 @@ bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaErro
     if (res != cudaSuccess)
         /* Recorded on the stream it would complete before the deferred calls: the error is the truth. */
         ub_error("communicator %d: cannot complete an event recorded on a stream with deferred calls (%s)", c->index,
-                 error_text(res));
+                 ub_cuda_error_text(res));
     *r = res;
     ub_state_unlock();
     return true;
@@ -489,7 +485,7 @@ void ub_redirect_wait_submitted(cudaEvent_t ev, cudaStream_t waiter) UB_REQUIRES
     spare_give(s, progress);
     if (r != cudaSuccess)
         ub_error("communicator %d: cannot wait for the work submitted before a pending event (%s)", c->index,
-                 error_text(r));
+                 ub_cuda_error_text(r));
 }
 
 /* Lock held (released for the question): a host wait on c's deferred work ends when NCCL reports

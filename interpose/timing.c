@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "capture.h"
+#include "cuda_error.h"
 #include "cuda_list.h"
 #include "device.h"
 #include "globals.h"
@@ -60,7 +61,7 @@ int ub_timing_start(ub_timing *t, int device)
     ub_device_leave(previous);
     if (e != cudaSuccess) {
         ub_warn("cannot set up timing events (%s): this communicator is not profiled",
-                ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "?");
+                ub_cuda_error_text(e));
         return -1;
     }
     t->ok = true;

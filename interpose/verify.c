@@ -9,6 +9,7 @@
 
 #include "capture.h"
 #include "collwait.h"
+#include "cuda_error.h"
 #include "cuda_list.h"
 #include "device.h"
 #include "exec.h"
@@ -199,7 +200,7 @@ static ncclResult_t issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_
     if (r == ncclSuccess)
         r = ncclUnhandledCudaError;
     snprintf(v->failure, sizeof v->failure, "%s failed (%s)", what,
-             e != cudaSuccess ? (ub_cuda.cudaGetErrorString ? UB_CUDA(ub_cuda.cudaGetErrorString(e)) : "CUDA error")
+             e != cudaSuccess ? ub_cuda_error_text(e)
                               : ub_nccl_result_name(r));
     v->issued = false; /* nothing of it will land */
     v->on = false;

@@ -32,7 +32,7 @@ TIERS = [
     ("executor, groups, tables, timing, CUPTI, graph captures",
      ["exec.c", "group.c", "tables.c", "timing.c", "collwait.c", "cupti_watch.c", "capture.c"]),
     ("resolution, process globals, logging, guard, configuration",
-     ["resolve.c", "cupti_find.c", "guard.c", "log.c", "globals.c", "config.c"]),
+     ["resolve.c", "cupti_find.c", "guard.c", "log.c", "globals.c", "config.c", "cuda_error.c"]),
 ]
 
 # Circles still to break (sorted tuples of files) and upward uses still to remove ((user, used));
