@@ -395,8 +395,10 @@ bool ub_verify_refit_wanted(ub_comm *c, const ub_plan **plan, double seconds[UB_
 {
     ub_verify_rt *v = &c->verify;
     int i = v->refit_from;
+    if (i < 0) /* every scheduled call asks: nothing written then */
+        return false;
     v->refit_from = -1;
-    if (i < 0 || !v->on || v->kept != i || v->window >= 0)
+    if (!v->on || v->kept != i || v->window >= 0)
         return false;
     *plan = &v->plans[i];
     memcpy(seconds, v->block_seconds, sizeof v->block_seconds);
