@@ -185,11 +185,16 @@ static json_t *fit_json(const ub_comm_report *r)
     if (f->flags & UB_FIT_ONE_SIZE) json_array_append_new(flags, json_string("one-size"));
     if (f->flags & UB_FIT_ALPHA_CLAMPED) json_array_append_new(flags, json_string("alpha-clamped"));
     if (f->flags & UB_FIT_BETA_CLAMPED) json_array_append_new(flags, json_string("beta-clamped"));
-    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:o, s:s}", "alpha", f->alpha, "beta", f->beta,
+    json_t *points = json_array();
+    for (size_t i = 0; i < r->n_fit_samples && r->fit_samples; i++)
+        json_array_append_new(points, json_pack("[f, f]", r->fit_samples[i].bytes, r->fit_samples[i].seconds));
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:o, s:s, s:o, s:s}", "alpha", f->alpha, "beta", f->beta,
                      "rms", f->rms, "rel_rms", f->rel_rms, "max_abs", f->max_abs,
                      "samples", (json_int_t)f->samples, "distinct_sizes", (json_int_t)f->distinct_sizes,
                      "flags", flags, "samples_are",
-                     "per call: fastest collective duration over ranks and warm-up iterations");
+                     "per call: fastest collective duration over ranks and warm-up iterations", "points", points,
+                     "points_are", "[bytes, seconds]: every sample the net was fitted on (the calls', then "
+                     "calibration's probes)");
 }
 
 static json_t *pattern_json(const ub_comm_report *r)

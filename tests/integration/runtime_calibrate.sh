@@ -77,16 +77,30 @@ assert k["agree_call"] == k["probe_call"] + period and k["apply_call"] == k["agr
 assert c["state"] == "schedule" and c["schedule"]["iterations"] >= 1, "the plan did not run: %r" % c["state"]
 assert "calibration" not in u, "USBYTE_CALIBRATE=0 still calibrated"
 assert u["state"] == "schedule", "uncalibrated: %r (%s)" % (u["state"], u.get("state_reason"))
-# The model against what the probes measured, at the probe sizes.
-e_cal = max(abs(cost(c["profile"]["net"], m) / t - 1) for m, t in zip(k["sizes"], k["seconds"]))
-e_unc = max(abs(cost(u["profile"]["net"], m) / t - 1) for m, t in zip(k["sizes"], k["seconds"]))
 # Probe sizes are 4x apart and 1.5x from every call: each is a knot of its own, so the curve passes
-# through its agreed time unless the times fall with size (pooled then); UB_FIT_LINE_TOLERANCE (3%)
-# is the fit's own bound for a sample it follows.
+# through its agreed time unless the times fall with size, where the monotone fit pools it with
+# the samples out of order around it (a noisy series: a smaller size slower, or a larger one
+# faster) and the curve lies between their times; UB_FIT_LINE_TOLERANCE (3%) is the fit's own
+# bound for a sample it follows.
 tol = 0.03
+points = c["fit"]["points"]
+assert len(points) == len(c["profile"]["calls"]) + len(k["sizes"]), "fit points: %d" % len(points)
+def pooled_range(m, t):
+    slower_below = [s for b, s in points if b < m and s > t]
+    faster_above = [s for b, s in points if b > m and s < t]
+    return min([t] + faster_above), max([t] + slower_below)
+# The model against what the probes measured, at the probe sizes.
+def off_range(net, m, t):
+    lo, hi = pooled_range(m, t)
+    x = cost(net, m)
+    return max(0.0, lo / x - 1 if x < lo else x / hi - 1 if x > hi else 0.0)
+e_cal = max(off_range(c["profile"]["net"], m, t) for m, t in zip(k["sizes"], k["seconds"]))
+e_unc = max(off_range(u["profile"]["net"], m, t) for m, t in zip(k["sizes"], k["seconds"]))
 for m, t in zip(k["sizes"], k["seconds"]):
-    print("info: probe %d B: agreed %.1f us; calibrated model %.1f us; uncalibrated model %.1f us" % (
-        m, 1e6 * t, 1e6 * cost(c["profile"]["net"], m), 1e6 * cost(u["profile"]["net"], m)))
+    lo, hi = pooled_range(m, t)
+    print("info: probe %d B: agreed %.1f us%s; calibrated model %.1f us; uncalibrated model %.1f us" % (
+        m, 1e6 * t, "" if lo == hi else " (out of order: pooled with %.1f-%.1f us)" % (1e6 * lo, 1e6 * hi),
+        1e6 * cost(c["profile"]["net"], m), 1e6 * cost(u["profile"]["net"], m)))
 for name, x in (("calibrated", c), ("uncalibrated", u)):
     s = x["schedule"]
     print("info: %s: plan predicted %.3f ms, measured %.3f ms (%+.1f%%)" % (
