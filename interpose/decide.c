@@ -274,19 +274,19 @@ void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         ub_comm_cannot_take_part(c, ncclSystemError, why);
 }
 
-void ub_comm_refit(ub_comm *c)
+/* The plan that the model re-fitted with `measured`'s blocks gives (its policy planned again):
+ * 0 with *out and its prediction when it has other blocks and is predicted to gain
+ * USBYTE_MIN_GAIN_PCT there over the baseline (the measured plan when it was kept, the
+ * application's own order when it was dropped); -1 otherwise.  Lock held; released while planning. */
+static int replan_refitted(ub_comm *c, const ub_plan *measured, const double *seconds, int n_timed,
+                           bool against_pass_through, ub_plan *out) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
-    const ub_plan *measured;
-    double seconds[UB_VERIFY_BLOCKS];
-    int n_timed;
-    if (!ub_verify_refit_wanted(c, &measured, seconds, &n_timed))
-        return;
     ub_comm_report *r = &c->report;
     int id = ub_policy_parse(measured->policy);
     double *per_block = malloc(sizeof *per_block * (measured->n_blocks + 1));
     if (!r->have_profile || !r->fit_samples || id < 0 || !per_block) {
         free(per_block);
-        return;
+        return -1;
     }
     int used = 0;
     for (uint32_t b = 0; b < measured->n_blocks; b++) {
@@ -299,31 +299,54 @@ void ub_comm_refit(ub_comm *c)
                       : -1;
     free(per_block);
     if (rc != 0)
-        return;
-    ub_plan current, replanned;
+        return -1;
+    ub_plan current, baseline;
     ub_plan_init(&current, measured->policy);
     ub_plan_copy(&current, measured);
-    ub_plan_init(&replanned, measured->policy);
+    ub_plan_init(&baseline, ub_policy_name(UB_POLICY_WFBP));
     ub_comm_state during = c->state;
     ub_state_unlock();
     double before = ub_evaluate(&refitted, &current, NULL);
-    rc = ub_policy_run((ub_policy_id)id, &refitted, &replanned);
+    int base_rc = against_pass_through ? ub_policy_run(UB_POLICY_WFBP, &refitted, &baseline) : 0;
+    rc = ub_policy_run((ub_policy_id)id, &refitted, out);
     ub_state_lock();
     char err[256];
-    bool differs = rc == 0 && c->state == during && !atomic_load(&c->ending) &&
-                   !ub_plan_same_blocks(&replanned, &current) && ub_plan_validate(&refitted, &replanned, err, sizeof err) == 0;
-    double after = replanned.iteration;
-    if (differs && before / after >= 1.0 + ub_cfg.min_gain_pct / 100.0) {
-        ub_info("communicator %d: the model re-fitted with %d measured blocks of %s predicts %.3f ms for it and "
+    bool differs = rc == 0 && base_rc == 0 && c->state == during && !atomic_load(&c->ending) &&
+                   !ub_plan_same_blocks(out, &current) && ub_plan_validate(&refitted, out, err, sizeof err) == 0;
+    double after = out->iteration, base = against_pass_through ? baseline.iteration : before;
+    char base_text[96] = "";
+    if (against_pass_through)
+        snprintf(base_text, sizeof base_text, " (measured slower than pass-through), %.3f ms for the application's own "
+                 "order", 1e3 * base);
+    if (differs && base / after >= 1.0 + ub_cfg.min_gain_pct / 100.0) {
+        ub_info("communicator %d: the model re-fitted with %d measured blocks of %s predicts %.3f ms for it%s and "
                 "%.3f ms for %s planned again: that plan is verified next", c->index, used, measured->policy,
-                1e3 * before, 1e3 * after, replanned.policy);
-        ub_verify_add_candidate(c, &replanned, after);
+                1e3 * before, base_text, 1e3 * after, out->policy);
     } else {
-        ub_debug("communicator %d: the model re-fitted with %d measured blocks of %s predicts %.3f ms for it; "
-                 "planned again: %s (%.3f ms)", c->index, used, measured->policy, 1e3 * before,
+        ub_debug("communicator %d: the model re-fitted with %d measured blocks of %s predicts %.3f ms for it%s; "
+                 "planned again: %s (%.3f ms)", c->index, used, measured->policy, 1e3 * before, base_text,
                  differs ? "other blocks, not gaining enough" : "the same blocks", 1e3 * after);
+        rc = -1;
     }
     ub_plan_free(&current);
+    ub_plan_free(&baseline);
+    return rc == 0 ? 0 : -1;
+}
+
+void ub_comm_refit(ub_comm *c)
+{
+    const ub_plan *measured;
+    double seconds[UB_VERIFY_BLOCKS];
+    int n_timed;
+    bool against_pass_through;
+    if (!ub_verify_refit_wanted(c, &measured, seconds, &n_timed, &against_pass_through))
+        return;
+    ub_comm_state during = c->state;
+    ub_plan replanned;
+    ub_plan_init(&replanned, measured->policy);
+    int rc = replan_refitted(c, measured, seconds, n_timed, against_pass_through, &replanned);
+    if (c->state == during && !atomic_load(&c->ending)) /* else ended by another thread meanwhile */
+        ub_verify_refit_result(c, rc == 0 ? &replanned : NULL, replanned.iteration);
     ub_plan_free(&replanned);
 }
 

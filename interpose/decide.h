@@ -17,12 +17,13 @@ bool ub_comm_decide(ub_comm *c, const ub_agreed *a, const ub_call_kinds *calls, 
                     const ub_fit_sample *extra, int n_extra) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Schedule mode: the executor for a schedulable plan that gains enough, or pass-through, saying why. */
 void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex);
-/* At the call where verification kept a plan (lifecycle.c, after the call's handling; lock held,
- * released while planning): when verification asks for it (ub_verify_refit_wanted), the model is
- * fitted again with the plan's measured blocks (agreed) beside the samples it was fitted on, the
- * plan's policy plans again on it, and a plan with other blocks predicted to gain
- * USBYTE_MIN_GAIN_PCT over the kept one there becomes verification's next candidate.  Agreed
- * numbers and pure functions at a fixed call: the same on every rank. */
+/* At the call where verification kept or dropped a plan (lifecycle.c, after the call's handling;
+ * lock held, released while planning): when verification asks for it (ub_verify_refit_wanted), the
+ * model is fitted again with the plan's measured blocks (agreed) beside the samples it was fitted
+ * on, the plan's policy plans again on it, and a plan with other blocks predicted to gain
+ * USBYTE_MIN_GAIN_PCT there over the kept plan, or over the application's own order where the plan
+ * was dropped, becomes verification's next candidate (ub_verify_refit_result).  Agreed numbers and
+ * pure functions at a fixed call: the same on every rank. */
 void ub_comm_refit(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* One line: what the communicator measured and decided. */
 void ub_comm_decision_line(ub_comm *c);

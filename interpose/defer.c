@@ -19,6 +19,7 @@
 #include "tables.h"
 #include "verify.h"
 #include "warmup.h"
+#include "usbyte/io.h"
 
 /* The steady iteration whose blocks are timed for the report: the transition iteration and the
  * one after it warm the caches and the completion streams. */
@@ -508,6 +509,9 @@ json_t *ub_sched_report_json(ub_comm *c)
     json_object_set_new(o, "completion", json_string(s->stream_semantics ? "stream" : "call"));
     if (s->completion_note[0])
         json_object_set_new(o, "completion_note", json_string(s->completion_note));
+    /* Verification loads its candidates into the cursor: the blocks below are the held plan's. */
+    if (c->report.have_plans && !ub_plan_same_blocks(&s->plan, &c->report.plan))
+        json_object_set_new(o, "plan", ub_plan_to_json(&s->plan));
     json_t *blocks = json_array();
     /* The measured iteration's blocks, once all of them are timed (the report at exit does not
      * wait for events still pending: then there are none). */

@@ -49,7 +49,38 @@ static void refit_afresh(ub_verify_rt *v)
     v->refit_from = -1;
     v->refit_tried = false;
     v->kept_before = -1;
+    v->resume = -1;
+    v->judged = 0;
     v->n_block_seconds = 0;
+}
+
+/* The candidate kept from this verdict on: its plan runs until the next check. */
+static void keep_candidate(ub_verify_rt *v, int i)
+{
+    v->kept = v->loaded = i;
+    v->window = -1;
+    v->since_check = 0;
+    snprintf(v->report.kept, sizeof v->report.kept, "%s", v->report.candidates[i].policy);
+}
+
+/* The candidate to try after candidate i was dropped, -1: none (pass-through): after a re-fitted
+ * one, the one its re-fit put off; else the next in order of prediction not decided in this check. */
+static int after_drop(const ub_verify_rt *v, int i)
+{
+    if (v->report.candidates[i].refit && v->resume >= 0)
+        return v->resume;
+    for (int j = i + 1; j < v->n_candidates; j++)
+        if (!(v->judged >> j & 1))
+            return j;
+    return -1;
+}
+
+/* Whether candidate i's measured blocks may re-fit the model: once per check, from a candidate
+ * not itself planned so, with room for the plan it gives. */
+static bool refit_allowed(const ub_verify_rt *v, int i)
+{
+    return !v->refit_tried && !v->report.candidates[i].refit && v->n_candidates < UB_VERIFY_MAX_CANDIDATES &&
+           v->n_block_seconds > 0;
 }
 
 int ub_verify_prepare(ub_comm *c, const ub_plan *first, double predicted_first, const ub_plan *second,
@@ -299,6 +330,7 @@ static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st
         start_window(v, true);
         return window_step(c, v, st, call);
     }
+    v->judged |= 1u << v->trying;
     if (v->kept_before >= 0) {
         /* A re-fitted candidate stays only where it measured faster than the plan kept before it
          * too (both medians agreed, from windows of this check). */
@@ -310,22 +342,15 @@ static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st
             snprintf(why, sizeof why, "%s measured %.3f ms, %s %.3f ms: %s stays", policy, 1e3 * d.plan.median,
                      v->report.candidates[before].policy, 1e3 * was, v->report.candidates[before].policy);
             append_reason(&v->report, why);
-            v->kept = v->loaded = before;
-            v->window = -1;
-            v->since_check = 0;
-            snprintf(v->report.kept, sizeof v->report.kept, "%s", v->report.candidates[before].policy);
+            keep_candidate(v, before);
             return (ub_verify_step){.pass_through = false, .plan = &v->plans[before], .predicted = v->predicted[before]};
         }
     }
     if (d.keep) {
-        v->kept = v->trying;
-        v->window = -1;
-        v->since_check = 0;
-        snprintf(v->report.kept, sizeof v->report.kept, "%s", policy);
-        /* The model fitted again with its measured blocks may plan better (ub_comm_refit): once
-         * per check, from a candidate that was not itself planned so. */
-        if (!v->refit_tried && !v->report.candidates[v->trying].refit && v->n_candidates < UB_VERIFY_MAX_CANDIDATES &&
-            v->n_block_seconds > 0) {
+        keep_candidate(v, v->trying);
+        /* The model fitted again with the kept plan's measured blocks may plan better
+         * (ub_comm_refit, right after this call). */
+        if (refit_allowed(v, v->trying)) {
             v->refit_tried = true;
             v->refit_from = v->trying;
         }
@@ -333,8 +358,21 @@ static ub_verify_step apply_verdict(ub_comm *c, ub_verify_rt *v, cudaStream_t st
     }
     snprintf(v->report.kept, sizeof v->report.kept, "pass-through");
     v->kept = -1;
-    if (v->trying + 1 < v->n_candidates) {
-        v->trying++;
+    int next = after_drop(v, v->trying);
+    v->resume = -1;
+    if (refit_allowed(v, v->trying)) {
+        /* A plan measured slower than the model said: its blocks show the model where it is wrong.
+         * This iteration passes through; right after this call the model is fitted again with them
+         * (ub_comm_refit), and ub_verify_refit_result starts the plan it gives, or `next`. */
+        v->refit_tried = true;
+        v->refit_from = v->trying;
+        v->resume = next;
+        v->window = -1;
+        v->since_check = 0;
+        return (ub_verify_step){.pass_through = true};
+    }
+    if (next >= 0) {
+        v->trying = next;
         start_window(v, false);
         return window_step(c, v, st, call);
     }
@@ -384,6 +422,8 @@ ub_verify_step ub_verify_iteration(ub_comm *c, cudaStream_t st, uint64_t call) U
         v->check_begun = true; /* until its first verdict the report keeps the verdict that holds */
         v->refit_tried = false;
         v->kept_before = -1;
+        v->resume = -1;
+        v->judged = 0;
         start_window(v, false);
     }
     return window_step(c, v, st, call);
@@ -391,36 +431,50 @@ ub_verify_step ub_verify_iteration(ub_comm *c, cudaStream_t st, uint64_t call) U
 
 bool ub_verify_issuing(const ub_comm *c) { return atomic_load(&c->verify.issuing) > 0; }
 
-bool ub_verify_refit_wanted(ub_comm *c, const ub_plan **plan, double seconds[UB_VERIFY_BLOCKS], int *n)
+bool ub_verify_refit_wanted(ub_comm *c, const ub_plan **plan, double seconds[UB_VERIFY_BLOCKS], int *n,
+                            bool *against_pass_through)
 {
     ub_verify_rt *v = &c->verify;
     int i = v->refit_from;
     if (i < 0) /* every scheduled call asks: nothing written then */
         return false;
     v->refit_from = -1;
-    if (!v->on || v->kept != i || v->window >= 0)
+    if (!v->on || (v->kept != i && v->kept != -1) || v->window >= 0)
         return false;
     *plan = &v->plans[i];
     memcpy(seconds, v->block_seconds, sizeof v->block_seconds);
     *n = v->n_block_seconds;
+    *against_pass_through = v->kept < 0;
     return true;
 }
 
-void ub_verify_add_candidate(ub_comm *c, const ub_plan *plan, double predicted)
+void ub_verify_refit_result(ub_comm *c, const ub_plan *plan, double predicted)
 {
     ub_verify_rt *v = &c->verify;
-    if (!v->on || v->n_candidates >= UB_VERIFY_MAX_CANDIDATES || v->kept < 0 || v->window >= 0)
+    int resume = v->resume;
+    v->resume = -1;
+    if (!v->on || v->window >= 0)
         return;
-    int i = v->n_candidates;
-    add_candidate(v, plan, predicted);
-    ub_verify_candidate_report *r = &v->report.candidates[i];
-    snprintf(r->policy, sizeof r->policy, "%.18s (re-fitted)", plan->policy);
-    r->refit = true;
-    v->report.n_candidates = v->n_candidates;
-    /* Its window starts at the next iteration; what was kept runs again if it does not measure faster. */
-    v->kept_before = v->kept;
-    v->trying = i;
-    start_window(v, false);
+    if (plan && v->n_candidates < UB_VERIFY_MAX_CANDIDATES) {
+        int i = v->n_candidates;
+        add_candidate(v, plan, predicted);
+        ub_verify_candidate_report *r = &v->report.candidates[i];
+        snprintf(r->policy, sizeof r->policy, "%.18s (re-fitted)", plan->policy);
+        r->refit = true;
+        v->report.n_candidates = v->n_candidates;
+        /* Its window starts at the next iteration; against pass-through, and after a keep against
+         * the kept plan too, which runs again if it does not measure faster; after a drop, the
+         * candidate the drop put off is tried if it does not pay either. */
+        v->kept_before = v->kept;
+        v->resume = resume;
+        v->trying = i;
+        start_window(v, false);
+        return;
+    }
+    if (resume >= 0) {
+        v->trying = resume;
+        start_window(v, false);
+    }
 }
 
 void ub_verify_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex)

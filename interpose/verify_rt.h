@@ -34,12 +34,15 @@ typedef struct ub_verify_rt {
     atomic_int issuing;      /* the issuing thread enqueues it without the lock right now */
     bool check_begun;        /* a check began: its first verdict replaces the previous check's reason */
     /* The agreed least durations of the judged candidate's blocks (NAN: not timed), for the
-     * re-fit that a keep asks for (refit_from: that candidate, -1: none asked); once per check. */
+     * re-fit that a keep or a drop asks for (refit_from: that candidate, -1: none asked); once per
+     * check. */
     double block_seconds[UB_VERIFY_BLOCKS];
     int n_block_seconds;
     int refit_from;
     bool refit_tried;
     int kept_before;         /* while a re-fitted candidate runs: the candidate kept before it, -1 */
+    int resume;              /* after a drop's re-fit: the candidate to try next, -1: pass-through */
+    unsigned judged;         /* candidates decided in this check (bit i: candidate i) */
     char failure[200];       /* the call that refused the window's collective, and its error */
     ub_verify_verdict earlier;   /* the running candidate's earlier windows of this check (windows 0: none) */
     ub_verify_report report;

@@ -139,7 +139,8 @@ void ub_verify_judge(const double agreed[UB_VERIFY_LEN], const char *policy, con
              "(%.0f standard errors of that median, from the pairs' spread): %s",
              policy, 1e3 * out->plan.median, 1e3 * out->pass.median, np, nq, windows,
              out->gain >= 0 ? "faster" : "slower", 1e3 * fabs(out->gain), nd,
-             out->keep ? "beyond" : "not beyond", 1e3 * out->margin, UB_VERIFY_Z, outcome);
+             out->keep ? "beyond" : out->gain >= 0 ? "not beyond" : "against", 1e3 * out->margin, UB_VERIFY_Z,
+             outcome);
 }
 
 void ub_verify_report_init(ub_verify_report *r)

@@ -46,7 +46,11 @@ typedef struct rp_schedule {
     double origin;           /* the recording's CLOCK_REALTIME origin, NAN: no recording */
     int n_rec;
     rp_rec_iteration *rec;
-    uint32_t plan_blocks;    /* the plan's blocks: each recorded iteration has as many */
+    uint32_t plan_blocks;    /* the held plan's blocks: each recorded iteration has as many */
+    /* The plan schedule mode held at the report when it has other blocks than the chosen plan
+     * (verification's candidate): the measured and recorded blocks are its. */
+    bool has_plan;
+    ub_plan plan;
 } rp_schedule;
 
 /* One candidate plan of schedule mode's verification. */
@@ -54,7 +58,7 @@ typedef struct rp_candidate {
     const char *policy;
     double predicted_iteration, measured_iteration, spread;  /* NAN: not measured */
     long iterations;
-    bool refit;              /* planned again on the model re-fitted with a kept plan's blocks */
+    bool refit;              /* planned again on the model re-fitted with a judged plan's blocks */
 } rp_candidate;
 
 /* The verification of the plan against pass-through (the report's "verification" object; older

@@ -478,8 +478,8 @@ static void verification_table(rp_page *pg, const rp_comm *c, int rank, int pos)
         rp_out(pg, "<tr><th>");
         esc(pg->f, k->policy);
         if (k->refit)
-            rp_out(pg, "<br><span class=\"note\">planned on the model re-fitted with the kept plan's measured "
-                       "blocks</span>");
+            rp_out(pg, "<br><span class=\"note\">planned on the model re-fitted with the measured blocks of a plan "
+                       "judged before it in its check</span>");
         rp_out(pg, "</th>");
         rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, k->predicted_iteration,
                "comms/%d/verification/candidates/%d/predicted_iteration", pos, i);
@@ -704,6 +704,49 @@ static void ready_spread(rp_page *pg, int id, const rp_comm *ref)
 
 /* ---- the plan ---- */
 
+/* A plan's blocks (JSON place comms/POS/WHERE), with schedule mode's measured blocks beside
+ * them when `measured` is given. */
+static void blocks_table(rp_page *pg, const rp_comm *c, const ub_plan *p, const rp_schedule *measured, int rank,
+                         int pos, const char *id, const char *where)
+{
+    int nm = measured ? measured->n_blocks : 0;
+    rp_out(pg, "<table class=\"sortable\" id=\"%s-%d\"><thead><tr><th>block</th><th>start (ms)</th>"
+               "<th>end (ms)</th><th>size (MiB)</th><th>segments [call, offset, length]</th>%s</tr></thead><tbody>\n",
+           id, c->index, nm ? "<th>measured start (ms)</th><th>measured end (ms)</th>" : "");
+    for (uint32_t b = 0; b < p->n_blocks; b++) {
+        const ub_block *blk = &p->blocks[b];
+        uint64_t bytes = 0;
+        for (uint32_t k = 0; k < blk->n_segments; k++)
+            bytes += p->segments[blk->first_segment + k].length;
+        rp_out(pg, "<tr><td class=\"n\">%u</td>", b);
+        rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, blk->start, "comms/%d/%s/blocks/%u/start", pos, where, b);
+        rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, blk->end, "comms/%d/%s/blocks/%u/end", pos, where, b);
+        rp_derived(pg, "td", "class=\"n\"", 1.0 / MIB, 3, (double)bytes);
+        rp_out(pg, "<td>");
+        for (uint32_t k = 0; k < blk->n_segments; k++) {
+            const ub_segment *sg = &p->segments[blk->first_segment + k];
+            rp_out(pg, "%s[%d, %llu, %llu]", k ? " " : "", sg->call, (unsigned long long)sg->offset,
+                   (unsigned long long)sg->length);
+        }
+        rp_out(pg, "</td>");
+        if (nm) {
+            if ((int)b < nm) {
+                rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, measured->blocks[b].start,
+                       "comms/%d/schedule/blocks/%u/start", pos, b);
+                rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, measured->blocks[b].end,
+                       "comms/%d/schedule/blocks/%u/end", pos, b);
+            } else {
+                rp_out(pg, "<td class=\"diff\" colspan=\"2\">not measured</td>");
+            }
+        }
+        rp_out(pg, "</tr>\n");
+    }
+    rp_out(pg, "</tbody></table>\n");
+    /* The runtime measures the blocks it issued; a different count means it did not follow the plan. */
+    if (nm && nm != (int)p->n_blocks)
+        rp_out(pg, "<p class=\"diff\">%d blocks measured, the plan has %u</p>\n", nm, p->n_blocks);
+}
+
 static void plan_table(rp_page *pg, const rp_comm *c, int rank, int pos)
 {
     const ub_plan *p = &c->plan;
@@ -736,43 +779,19 @@ static void plan_table(rp_page *pg, const rp_comm *c, int rank, int pos)
         rp_out(pg, "</code>");
     }
     rp_out(pg, "</p></details>\n");
-    rp_out(pg, "<table class=\"sortable\" id=\"plan-blocks-%d\"><thead><tr><th>block</th><th>start (ms)</th>"
-               "<th>end (ms)</th><th>size (MiB)</th><th>segments [call, offset, length]</th>%s</tr></thead><tbody>\n",
-           c->index, s->n_blocks ? "<th>measured start (ms)</th><th>measured end (ms)</th>" : "");
-    for (uint32_t b = 0; b < p->n_blocks; b++) {
-        const ub_block *blk = &p->blocks[b];
-        uint64_t bytes = 0;
-        for (uint32_t k = 0; k < blk->n_segments; k++)
-            bytes += p->segments[blk->first_segment + k].length;
-        rp_out(pg, "<tr><td class=\"n\">%u</td>", b);
-        rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, blk->start, "comms/%d/plan/blocks/%u/start", pos, b);
-        rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, blk->end, "comms/%d/plan/blocks/%u/end", pos, b);
-        rp_derived(pg, "td", "class=\"n\"", 1.0 / MIB, 3, (double)bytes);
-        rp_out(pg, "<td>");
-        for (uint32_t k = 0; k < blk->n_segments; k++) {
-            const ub_segment *sg = &p->segments[blk->first_segment + k];
-            rp_out(pg, "%s[%d, %llu, %llu]", k ? " " : "", sg->call, (unsigned long long)sg->offset,
-                   (unsigned long long)sg->length);
-        }
-        rp_out(pg, "</td>");
-        if (s->n_blocks) {
-            if ((int)b < s->n_blocks) {
-                rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, s->blocks[b].start, "comms/%d/schedule/blocks/%u/start",
-                       pos, b);
-                rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, s->blocks[b].end, "comms/%d/schedule/blocks/%u/end", pos,
-                       b);
-            } else {
-                rp_out(pg, "<td class=\"diff\" colspan=\"2\">not measured</td>");
-            }
-        }
-        rp_out(pg, "</tr>\n");
-    }
-    rp_out(pg, "</tbody></table>\n");
-    /* The runtime measures the blocks it issued; a different count means it did not follow the plan. */
-    if (s->n_blocks && s->n_blocks != (int)p->n_blocks)
-        rp_out(pg, "<p class=\"diff\">%d blocks measured, the plan has %u</p>\n", s->n_blocks, p->n_blocks);
-    else if (s->present && !s->n_blocks)
+    /* The measured blocks are those of the plan the schedule held: this one unless verification
+     * loaded another (then drawn below with its own). */
+    blocks_table(pg, c, p, s->has_plan ? NULL : s, rank, pos, "plan-blocks", "plan");
+    if (s->has_plan) {
+        rp_out(pg, "<h3>Plan schedule mode ran last: ");
+        esc(pg->f, s->plan.policy);
+        rp_out(pg, "</h3>\n<p>verification's candidate (see Verification) &middot; %u blocks &middot; predicted "
+                   "iteration %.3f ms on the model it was planned on</p>\n",
+               s->plan.n_blocks, 1e3 * s->plan.iteration);
+        blocks_table(pg, c, &s->plan, s, rank, pos, "schedule-plan-blocks", "schedule/plan");
+    } else if (s->present && !s->n_blocks) {
         rp_out(pg, "<p>The report holds no measured blocks.</p>\n");
+    }
 }
 
 static void timeline(rp_page *pg, const rp_comm *c, int rank)

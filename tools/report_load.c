@@ -395,6 +395,33 @@ static int load_recording(ctx *x, const json_t *sj, const char *base, rp_schedul
     return 0;
 }
 
+/* schedule.plan: the plan the schedule held, where verification loaded another than the chosen. */
+static int load_held_plan(ctx *x, const json_t *c, const char *base, rp_comm *out)
+{
+    const json_t *sj = json_object_get(c, "schedule"), *pj;
+    if (!json_is_object(sj))
+        return 0;
+    char b[200], origin[1200], err[1024];
+    snprintf(b, sizeof b, "%s.schedule", base);
+    int rc = member(x, sj, b, "plan", false, K_OBJ, &pj);
+    if (rc)
+        return rc < 0 ? -1 : 0;
+    snprintf(b, sizeof b, "%s.schedule.plan", base);
+    if (!out->have_profile)
+        return fail(x, b, "a plan without a profile");
+    snprintf(origin, sizeof origin, "%s: %s", x->path, b);
+    rp_schedule *s = &out->schedule;
+    if (ub_plan_from_json(pj, origin, &s->plan, err, sizeof err) != 0) {
+        snprintf(x->err, x->errlen, "%s", err);
+        return -1;
+    }
+    s->has_plan = true;
+    if (ub_plan_validate(&out->profile, &s->plan, err, sizeof err) != 0)
+        return fail(x, b, "%s", err);
+    s->plan_blocks = s->plan.n_blocks;
+    return 0;
+}
+
 static int load_schedule(ctx *x, const json_t *c, const char *base, rp_schedule *s)
 {
     const json_t *sj, *blocks = NULL;
@@ -518,7 +545,7 @@ static int load_comm(ctx *x, const json_t *c, int i, rp_comm *out)
         load_plan(x, c, b, out) < 0)
         return -1;
     out->schedule.plan_blocks = out->have_plan ? out->plan.n_blocks : 0;
-    if (load_schedule(x, c, b, &out->schedule) < 0 || load_verification(x, c, b, &out->verification) < 0 ||
+    if (load_held_plan(x, c, b, out) < 0 || load_schedule(x, c, b, &out->schedule) < 0 || load_verification(x, c, b, &out->verification) < 0 ||
         load_local(x, c, b, &out->local) < 0)
         return -1;
     if (out->schedule.present && !out->have_plan)
@@ -682,6 +709,8 @@ void rp_free(rp_report *r)
         for (int k = 0; k < c->schedule.n_rec; k++)
             free(c->schedule.rec[k].blocks);
         free(c->schedule.rec);
+        if (c->schedule.has_plan)
+            ub_plan_free(&c->schedule.plan);
         free(c->verification.candidates);
         free(c->local.ready);
         free(c->local.rec);

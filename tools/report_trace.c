@@ -179,7 +179,7 @@ static void schedule_tracks(json_t *ev, int pid, int base, const rp_comm *c)
     const rp_schedule *s = &c->schedule;
     if (!isfinite(s->origin) || !s->n_rec || !c->have_plan)
         return;
-    const ub_plan *p = &c->plan;
+    const ub_plan *p = s->has_plan ? &s->plan : &c->plan;
     char name[96];
     snprintf(name, sizeof name, "comm %d: scheduled blocks (measured)", c->index);
     meta(ev, pid, base + T_SCHED_BLOCKS, "thread_name", name, base + T_SCHED_BLOCKS);

@@ -15,6 +15,10 @@
 # - the results are bit-identical to the run without usbyte;
 # - with calibration on, the second agreement finds calibration's tables grown to its 161 calls.
 # (A re-planned plan becomes a candidate only when its blocks differ from the kept plan's.)
+# Then the same after a drop: on a table far steeper above 20 KB (200 ms at 40 KB), `best`'s merged
+# blocks make it slower than pass-through; it is dropped, and its measured blocks re-fit the model
+# there, so that `best` planned again on it (smaller blocks) is verified next against pass-through
+# and kept: on both ranks at the same call, the verification objects equal, results exact.
 source "$(dirname "$0")/runtime_lib.sh"
 TRAINER=$BUILD/trainers/horovod_like
 need "$BUILD/libusbyte.so" "$TRAINER" "$BUILD/emu/emu-run"
@@ -61,4 +65,38 @@ same_results calib base
 jq -e '.comms[0] | .state == "schedule" and .calls_per_iteration == 161 and (.calibration.agreed // false)' \
     "$WORK/calib-0.json" >/dev/null \
     || fail "calib: $(jq -c '.comms[0] | [.state, .state_reason, .calls_per_iteration, .calibration.agreed]' "$WORK/calib-0.json")"
+# After a drop.
+printf '# source: runtime_refit.sh, made up: flat over the calls'"'"' sizes, far steeper above them\n# ranks: 2\n# columns: bytes\ttime_us\n1024\t1000\n20480\t1000\n40960\t200000\n262144\t1500000\n' \
+    >"$WORK/cliff.tsv"
+DROP_ARGS=("${ARGS[@]:0:${#ARGS[@]}-1}" 120)
+for name in cliff-base cliff; do
+    pre=""
+    [ $name = cliff ] && pre=$USBYTE_PRELOAD
+    USBYTE_EMU_NET=$WORK/cliff.tsv LD_PRELOAD="$pre" USBYTE_REPORT="$WORK/$name-%r.json" "$BUILD/emu/emu-run" -n 2 \
+        --timeout 240 -- "$TRAINER" "${DROP_ARGS[@]}" >"$WORK/$name.out" 2>&1 || { tail -30 "$WORK/$name.out"; fail "$name: exit $?"; }
+done
+same_results cliff cliff-base
+lines=$(grep -o 'usbyte\[[01]\]: communicator 0: the model re-fitted with .*' "$WORK/cliff.out" | sed 's/usbyte\[[01]\]//' | sort -u)
+[ "$(grep -c 'communicator 0: the model re-fitted with .* (measured slower than pass-through)' "$WORK/cliff.out")" = 2 ] &&
+    [ "$(echo "$lines" | wc -l)" = 1 ] \
+    || { grep 're-fitted\|verification at' "$WORK/cliff.out" | sed 's/^/    | /'; fail "cliff: the re-fit line after the drop is not once on each rank, the same"; }
+echo "info: $lines"
+python3 - "$WORK" <<'PY' || fail "report check after a drop failed"
+import json, sys
+work = sys.argv[1]
+reps = [json.load(open("%s/cliff-%d.json" % (work, r)))["comms"][0] for r in range(2)]
+v = reps[0].get("verification")
+assert v and reps[1].get("verification") == v, "the ranks' verification objects differ"
+c = v["candidates"]
+print("info: cliff: candidates %s; pass-through %.3f ms; kept %s" % ([(k["policy"], round(1e3 * k["predicted_iteration"], 3),
+      round(1e3 * (k["measured_iteration"] or 0), 3)) for k in c], 1e3 * v["pass_through_iteration"], v["kept"]))
+first = c[0]
+assert first["policy"] == "best" and not first["refit"], c
+assert first["measured_iteration"] > v["pass_through_iteration"], "best was not slower than pass-through: %s" % c
+refit = [k for k in c if k["refit"]]
+assert len(refit) == 1 and refit[0]["policy"] == "best (re-fitted)", c
+assert v["kept"] == "best (re-fitted)", "kept %s: %s" % (v["kept"], v["reason"])
+assert refit[0]["measured_iteration"] < v["pass_through_iteration"], c
+assert reps[0]["state"] == "schedule", reps[0]["state"]
+PY
 echo "runtime refit: ok"
