@@ -46,10 +46,10 @@
  * UB_VERIFY_NO_BLOCK where it timed none.  The least over the ranks is the link's time (the last
  * rank to arrive waits for no one), as for the warm-up's calls; the minimum of doubles is one of
  * them, the same on every rank. */
-#define UB_VERIFY_BLOCKS 64
+#define UB_VERIFY_BLOCKS 256
 #define UB_VERIFY_NO_BLOCK 1e30
 /* The candidates: the chosen plan, a merge-only plan, and the plan planned again on the model
- * re-fitted with a kept candidate's measured blocks (tried once per check). */
+ * re-fitted with a kept or dropped candidate's measured blocks (tried once per check). */
 #define UB_VERIFY_MAX_CANDIDATES 3
 /* Windows one candidate may run in one check: a window whose plan side measured faster but not
  * beyond the noise margin (or with fewer than 3 pairs) is followed by another of the same
