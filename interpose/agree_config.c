@@ -129,16 +129,9 @@ static void differences(const ub_cfg_agreed *g, char *buf, size_t len)
 }
 
 /* Every rank stays in pass-through from this call, the whole reason in its report. */
-static void refuse(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)
+static void refuse(ub_comm *c, const char *why) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
-    ub_comm_report *r = &c->report;
-    r->warmup = ub_cfg.warmup;
-    r->schedulable = false;
-    ub_comm_report_clear_reasons(r);
-    ub_comm_report_add_reason(r, "%s", why);
-    ub_comm_stop_profiling(c);
-    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, strlen(why) < sizeof c->reason ? why
-                                               : "the ranks' configurations differ (the verdict says why)");
+    ub_agree_refuse(c, why, "the ranks' configurations differ (the verdict says why)");
     ub_warn("communicator %d: %s: every rank stays in pass-through", c->index, why);
     ub_state_write_reports();
 }

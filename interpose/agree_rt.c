@@ -424,7 +424,6 @@ static void report_warmup(ub_comm *c)
     ub_comm_report *r = &c->report;
     r->calls_per_iteration = c->n_ar;
     r->nccl_calls_per_iteration = c->period;
-    r->warmup = ub_cfg.warmup;
     r->other_calls = c->other_calls;
     r->end_records = c->end_records;
     r->consumers_stream = c->consumers_stream;
@@ -433,17 +432,12 @@ static void report_warmup(ub_comm *c)
     snprintf(r->stream_ordered_example, sizeof r->stream_ordered_example, "%s", c->stream_ordered_example);
 }
 
-/* The agreement failed: pass-through, the whole reason in the verdict. */
-static void refuse(ub_comm *c, const char *failure) UB_REQUIRES(ub_state_mutex)
+void ub_agree_refuse(ub_comm *c, const char *why, const char *short_why)
 {
-    ub_comm_report *r = &c->report;
-    r->schedulable = false;
-    ub_comm_report_clear_reasons(r);
-    ub_comm_report_add_reason(r, "%s", failure);
+    ub_comm_verdict_refused(c, why);
     ub_comm_stop_profiling(c);
     /* The state's reason is short; the verdict's reason holds the whole text. */
-    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, strlen(failure) < sizeof c->reason ? failure
-                                               : "the agreement failed (the verdict says why)");
+    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, strlen(why) < sizeof c->reason ? why : short_why);
 }
 
 /* The agreed numbers: the decision, where the iteration really begins, and PLANNED; false when
@@ -529,7 +523,7 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how) UB_REQUIRES_UNLOCKS(ub_st
         ub_comm_cannot_take_part(c, ncclUnhandledCudaError, what);
         ub_comm_stop_profiling(c);
     } else if (failure)
-        refuse(c, failure);
+        ub_agree_refuse(c, failure, "the agreement failed (the verdict says why)");
     else
         ended = !adopt(c, &agreed);
     free(mismatch);

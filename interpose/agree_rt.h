@@ -30,5 +30,8 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how) UB_REQUIRES_UNLOCKS(ub_st
 void ub_comm_agree_abandon(ub_comm *c);
 /* Some communicator's agreement is issued and not read yet (read without the lock). */
 bool ub_agree_any_unread(void);
+/* Lock held: every rank leaves c in pass-through from this call without a decision, `why` the
+ * verdict's one reason (the state's too, or `short_why` where it does not fit), profiling stopped. */
+void ub_agree_refuse(ub_comm *c, const char *why, const char *short_why) UB_REQUIRES(ub_state_mutex);
 
 #endif

@@ -38,6 +38,12 @@ void ub_cupti_foreign_unsubscribed(CUpti_SubscriberHandle sub) UB_EXCLUDES(ub_st
 typedef void (*ub_cupti_work_fn)(cudaStream_t stream, const char *what, bool compute);
 bool ub_cupti_acquire(ub_cupti_work_fn work, char *detail, size_t len, bool *taken);
 void ub_cupti_release(void);
+/* Lock held: communicator c's warm-up watches (USBYTE_CUPTI=1) or stops watching with CUPTI.
+ * cupti_watch.c is the one writer of c's cupti_held, cupti_taken and report's cupti and
+ * cupti_detail. */
+struct ub_comm;
+void ub_comm_watch_cupti(struct ub_comm *c, ub_cupti_work_fn work) UB_REQUIRES(ub_state_mutex);
+void ub_comm_unwatch_cupti(struct ub_comm *c) UB_REQUIRES(ub_state_mutex);
 /* Compute operations (kernels, host functions) CUPTI saw on any stream while subscribed. */
 extern atomic_ullong ub_work_count;
 

@@ -203,6 +203,26 @@ bool ub_cupti_acquire(ub_cupti_work_fn work, char *detail, size_t len, bool *tak
     return ok;
 }
 
+void ub_comm_watch_cupti(ub_comm *c, ub_cupti_work_fn work)
+{
+    c->report.cupti = false;
+    c->cupti_taken = false;
+    if (ub_cfg.cupti) {
+        c->cupti_held = ub_cupti_acquire(work, c->report.cupti_detail, sizeof c->report.cupti_detail, &c->cupti_taken);
+        c->report.cupti = c->cupti_held;
+    } else {
+        snprintf(c->report.cupti_detail, sizeof c->report.cupti_detail, "disabled by USBYTE_CUPTI=0");
+    }
+}
+
+void ub_comm_unwatch_cupti(ub_comm *c)
+{
+    if (c->cupti_held) {
+        ub_cupti_release();
+        c->cupti_held = false;
+    }
+}
+
 void ub_cupti_release(void)
 {
     if (cupti.holders <= 0 || --cupti.holders > 0)

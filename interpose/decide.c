@@ -92,6 +92,15 @@ static void verdict(ub_comm *c, const ub_agreed *a)
     }
 }
 
+void ub_comm_verdict_refused(ub_comm *c, const char *why)
+{
+    ub_comm_report *r = &c->report;
+    r->schedulable = false;
+    r->have_plans = false;
+    ub_comm_report_clear_reasons(r);
+    ub_comm_report_add_reason(r, "%s", why);
+}
+
 static void fill_pattern(ub_comm *c, const ub_agreed *a)
 {
     ub_comm_report *r = &c->report;
@@ -354,6 +363,7 @@ bool ub_comm_decide(ub_comm *c, const ub_agreed *a, const ub_call_kinds *calls, 
                     const ub_fit_sample *extra, int n_extra)
 {
     ub_comm_report *r = &c->report;
+    r->have_plans = false; /* the previous decision's, if any */
     if (r->have_profile)
         ub_profile_free(&r->profile);
     r->have_profile = false;

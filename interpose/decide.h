@@ -15,6 +15,11 @@ typedef struct ub_call_kinds {
  * thread ended the communicator meanwhile (an abort). */
 bool ub_comm_decide(ub_comm *c, const ub_agreed *a, const ub_call_kinds *calls, bool stream_sem,
                     const ub_fit_sample *extra, int n_extra) UB_REQUIRES_UNLOCKS(ub_state_mutex);
+/* Lock held: the ranks leave the communicator in pass-through without a decision (their
+ * configurations differ, the agreement failed): the verdict is not schedulable with `why` as its
+ * one reason, and no plans.  The verdict (schedulable, reasons) and the plans are written here
+ * only. */
+void ub_comm_verdict_refused(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex);
 /* Schedule mode: the executor for a schedulable plan that gains enough, or pass-through, saying why. */
 void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* At the call where verification kept or dropped a plan (lifecycle.c, after the call's handling;

@@ -226,12 +226,7 @@ static bool reports_doc(json_t **doc) UB_REQUIRES(ub_state_mutex)
         r->iterations_observed = c->iterations_observed;
         r->state = ub_comm_state_name(c->state);
         snprintf(r->state_reason, sizeof r->state_reason, "%s", c->reason);
-        /* Not one with a profile: another thread may be planning it right now (the lock is
-         * released while it plans), and its verdict is already made. */
-        if (!r->have_plans && !r->have_profile && r->n_reasons == 0) {
-            r->schedulable = false;
-            ub_comm_report_add_reason(r, "not profiled yet (state %s)", r->state);
-        }
+        r->profiling = c->state == UB_COMM_DETECT || c->state == UB_COMM_PROFILE;
         reps[i] = r;
     }
     json_t *d = *doc = process_report(reps, n);
@@ -250,11 +245,6 @@ static bool reports_doc(json_t **doc) UB_REQUIRES(ub_state_mutex)
             json_object_set_new(json_array_get(jcomms, (size_t)i), "verification",
                                 ub_verify_report_json(&all[i]->verify.report));
     }
-    /* The "not profiled yet" reason is for this snapshot only. */
-    for (int i = 0; i < n; i++)
-        if (!all[i]->report.have_plans && all[i]->report.n_reasons == 1 &&
-            strncmp(all[i]->report.reasons[0], "not profiled yet", 16) == 0)
-            ub_comm_report_clear_reasons(&all[i]->report);
     free(reps);
     return true;
 }

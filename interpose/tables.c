@@ -185,6 +185,7 @@ static ub_comm *new_record(ncclComm_t handle, int rank, int nranks, int device) 
     c->cur_iter = c->cur_call = -1;
     c->copy_t0 = c->copy_t1 = NAN;
     ub_comm_report_init(&c->report);
+    c->report.warmup = ub_cfg.warmup; /* agreed at the first lock: where the ranks differ, the verdict says so */
     if (atomic_load(&ub_rank) < 0 && c->rank >= 0)
         atomic_store(&ub_rank, c->rank);
     /* The job holds at least every communicator's ranks (WORLD_SIZE unset, or a smaller
@@ -219,7 +220,6 @@ void ub_comm_add_disabled(ncclComm_t handle, int rank, int nranks, const char *w
         return;
     c->nonblocking = true;
     ub_comm_set_state(c, UB_COMM_DISABLED, why);
-    ub_comm_report_add_reason(&c->report, "%s", why);
 }
 
 ub_comm **ub_state_all_comms(int *n)

@@ -74,10 +74,7 @@ static void forget_comm_refs(ub_comm *c) UB_REQUIRES(ub_state_mutex)
 
 void ub_comm_stop_watching(ub_comm *c) UB_REQUIRES(ub_state_mutex)
 {
-    if (c->cupti_held) {
-        ub_cupti_release();
-        c->cupti_held = false;
-    }
+    ub_comm_unwatch_cupti(c);
     if (c->watching) {
         atomic_fetch_sub(&ub_cuda_tracking, 1);
         c->watching = false;
@@ -177,14 +174,7 @@ void ub_warmup_start(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex)
         snprintf(c->local_failure, sizeof c->local_failure, "cannot create the timing events or private streams");
     else
         time_staging_copy(c);
-    c->report.cupti = false;
-    c->cupti_taken = false;
-    if (ub_cfg.cupti) {
-        c->cupti_held = ub_cupti_acquire(stream_work, c->report.cupti_detail, sizeof c->report.cupti_detail, &c->cupti_taken);
-        c->report.cupti = c->cupti_held;
-    } else {
-        snprintf(c->report.cupti_detail, sizeof c->report.cupti_detail, "disabled by USBYTE_CUPTI=0");
-    }
+    ub_comm_watch_cupti(c, stream_work);
     ub_comm_set_state(c, UB_COMM_PROFILE, NULL);
     c->watching = true;
     atomic_fetch_add(&ub_cuda_tracking, 1);
@@ -199,7 +189,6 @@ void ub_comm_redetect(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)
     ub_iterdet_config dc = {.min_span = UB_MIN_SPAN, .min_period = c->min_period};
     c->det = ub_iterdet_new(&dc); /* det_full keeps its evidence: it spans the restarts */
     c->deviations = 0;
-    c->report.have_plans = false;
     if (!c->det) {
         ub_comm_set_state(c, UB_COMM_DISABLED, "out of memory");
         return;
@@ -216,7 +205,6 @@ void ub_warmup_rephase(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex)
     ub_info("communicator %d: %s", c->index, why);
     c->rephased = true;
     c->phase_pos = 0;
-    c->report.have_plans = false;
     ub_warmup_start(c, first);
     if (c->state == UB_COMM_PROFILE)
         ub_comm_set_state(c, UB_COMM_PROFILE, why);

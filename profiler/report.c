@@ -244,14 +244,26 @@ json_t *ub_comm_report_json(const ub_comm_report *r)
     json_t *reasons = json_array();
     for (int i = 0; i < r->n_reasons; i++)
         json_array_append_new(reasons, json_string(r->reasons[i]));
-    json_object_set_new(c, "verdict", json_pack("{s:b, s:o}", "schedulable", r->schedulable, "reasons", reasons));
+    bool plans = r->have_plans && !r->profiling;
+    if (r->n_reasons == 0 && !plans && !r->have_profile) {
+        /* No verdict yet: a disabled record says why, any other is still detecting or profiling. */
+        char text[300];
+        if (r->state && !strcmp(r->state, "disabled") && r->state_reason[0])
+            snprintf(text, sizeof text, "%s", r->state_reason);
+        else
+            snprintf(text, sizeof text, "not profiled yet (state %s)", r->state ? r->state : "unknown");
+        json_array_append_new(reasons, json_string(text));
+    }
+    json_object_set_new(c, "verdict", json_pack("{s:b, s:o}", "schedulable", plans || r->have_profile ? r->schedulable
+                                                                                                      : false,
+                                                 "reasons", reasons));
     json_t *policies = json_array();
-    if (r->have_plans)
+    if (plans)
         for (int id = 0; id < UB_POLICY_COUNT; id++)
             json_array_append_new(policies, json_pack("{s:s, s:f}", "policy", ub_policy_name((ub_policy_id)id),
                                                       "iteration", r->policy_iteration[id]));
     json_object_set_new(c, "policies", policies);
-    json_object_set_new(c, "plan", r->have_plans ? ub_plan_to_json(&r->plan) : json_null());
+    json_object_set_new(c, "plan", plans ? ub_plan_to_json(&r->plan) : json_null());
     json_object_set_new(c, "local", local_json(r));
     return c;
 }

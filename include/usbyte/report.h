@@ -53,6 +53,7 @@ typedef struct ub_comm_report {
                                    are collective over the parent) */
     int rank, nranks;
     const char *state;          /* "detect", "profile", "planned", "pass-through", ... */
+    bool profiling;             /* detect or profile: the plans, if any, are a previous decision's */
     char state_reason[256];     /* why pass-through/disabled (short: the verdict's reasons say the
                                    rest); "" otherwise */
     int calls_per_iteration;    /* allreduces per iteration (the profile's calls); 0 unknown */
@@ -87,7 +88,8 @@ typedef struct ub_comm_report {
 
     bool schedulable;
     int n_reasons;
-    char **reasons;             /* n_reasons texts, each allocated */
+    char **reasons;             /* n_reasons texts, each allocated; none and no profile: the report
+                                   says "not profiled yet", or a disabled record's state_reason */
 
     bool have_plans;
     double policy_iteration[UB_POLICY_COUNT];

@@ -103,6 +103,27 @@ SUB_STRUCTS = [
 # Writes of a sub-struct outside its owners still to move into them, (file, field): printed by
 # every run, and an error once gone.
 KNOWN_SUB_WRITES = []
+# The communicator's report (ub_comm_report, c->report): each part written by one file, through
+# the communicator (c->report.x = ...), through a pointer of its type (ub_comm_report *r; r->x),
+# or through the report's own mutators (the verdict's reasons, the rank-local record).
+REPORT_OWNERS = {
+    "interpose/report_rt.c": ("the report's snapshot of the communicator",
+                              ["index", "rank", "nranks", "iterations_observed", "state", "state_reason", "profiling"]),
+    "interpose/identity.c": ("the communicator's identity", ["id", "children"]),
+    "interpose/tables.c": ("the warm-up's setting", ["warmup"]),
+    "interpose/agree_rt.c": ("the warm-up's record", ["calls_per_iteration", "nccl_calls_per_iteration", "other_calls",
+                                                      "end_records", "consumers_stream", "consumers_host",
+                                                      "consumers_host_other", "stream_ordered_example", "warmup_used",
+                                                      "local"]),
+    "interpose/cupti_watch.c": ("the CUPTI watch", ["cupti", "cupti_detail"]),
+    "interpose/decide.c": ("the decision", ["have_profile", "profile", "fit", "fit_samples", "n_fit_samples",
+                                            "measured_iteration", "ready_upstream_calls", "ready_fallback_calls",
+                                            "merge_barriers", "need_segments", "stream_ordered", "schedulable",
+                                            "n_reasons", "reasons", "have_plans", "policy_iteration", "chosen",
+                                            "plan"]),
+}
+REPORT_MUTATORS = {"ub_comm_report_add_reason": "reasons", "ub_comm_report_clear_reasons": "reasons",
+                   "ub_comm_report_set_local": "local"}
 # The reentrancy guard: raised and lowered only by UB_REAL (guard.h).
 GUARD = ("ub_inside", "interpose/guard.h", "changes the reentrancy guard by hand (UB_REAL does)")
 
@@ -163,6 +184,7 @@ def owned_writes(src):
                         seen.setdefault((f, sub), []).append(str(i))
                     else:
                         errors.append(f"{f}:{i}: writes {what} ({sub}, {ty}), owned by {', '.join(owners)}")
+    errors += report_writes(texts, comm_fields)
     for f, sub in KNOWN_SUB_WRITES:
         if (f, sub) in seen:
             what, owners = next((w, o) for s, _, o, w in SUB_STRUCTS if s == sub)
@@ -170,6 +192,30 @@ def owned_writes(src):
         else:
             errors.append(f"known write of {sub} by {f} is gone: remove it from KNOWN_SUB_WRITES")
     return errors, known
+
+
+def report_writes(texts, comm_fields):
+    """Writes of the communicator's report by a file that does not own the part written."""
+    owner = {field: (f, what) for f, (what, fields) in REPORT_OWNERS.items() for field in fields}
+    errors = []
+    for f, text in texts.items():
+        comms = declared(text, "ub_comm") | comm_fields
+        reports = declared(text, "ub_comm_report", writable_only=True)
+        heads = ([r"\b(?:" + "|".join(sorted(comms)) + r")\s*->\s*report\s*\.\s*"] if comms else []) + \
+                [r"\b" + a + r"\s*->\s*" for a in sorted(reports)]
+        for i, line in enumerate(text.split("\n"), 1):
+            found = {m.group(1) for m in re.finditer(r"\b(" + "|".join(REPORT_MUTATORS) + r")\s*\(", line)}
+            written = {REPORT_MUTATORS[m] for m in found}
+            for head in heads:
+                for m in re.finditer(head + r"(\w+)", line):
+                    if writes(line, re.escape(m.group(0))):
+                        written.add(m.group(1))
+            for field in sorted(written):
+                if field not in owner:
+                    errors.append(f"{f}:{i}: writes the report's {field}, which REPORT_OWNERS gives no owner")
+                elif owner[field][0] != f:
+                    errors.append(f"{f}:{i}: writes the report's {field} ({owner[field][1]}), owned by {owner[field][0]}")
+    return errors
 
 
 def include_graph(src):

@@ -5,8 +5,8 @@
 # config.c into the rest of interpose/, the emulator's cudart/ into its driver), a planted change
 # of the emulator's known circle; and on a copy of the sources where a second file sets a
 # communicator's state or reason through any name, changes the reentrancy guard by hand, or
-# writes a sub-struct of the communicator it does not own (through the communicator or a pointer
-# of the sub-struct's type).
+# writes a sub-struct of the communicator, or a part of its report, it does not own (through the
+# communicator, a pointer of the sub-struct's type, or the report's mutators).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-build}
@@ -107,6 +107,18 @@ restore_src defer.c
 plant_src report_rt.c 'static void planted(ub_comm *c) { memset(&c->tm, 0, sizeof c->tm); }'
 expect_fail "report_rt.c clearing the warm-up's timing" 'interpose/report_rt.c:[0-9]*: writes the warm-up.s timing (tm'
 restore_src report_rt.c
+plant_src warmup.c 'static void planted(ub_comm *c) { c->report.have_plans = false; }'
+expect_fail "warmup.c clearing the report's plans" 'interpose/warmup.c:[0-9]*: writes the report.s have_plans (the decision), owned by interpose/decide.c'
+restore_src warmup.c
+plant_src lifecycle.c 'static void planted(ub_comm *c) { ub_comm_report *rp = &c->report; rp->schedulable = false; }'
+expect_fail "lifecycle.c writing the verdict through a pointer" 'interpose/lifecycle.c:[0-9]*: writes the report.s schedulable (the decision)'
+restore_src lifecycle.c
+plant_src report_rt.c 'static void planted(ub_comm *c) { ub_comm_report_add_reason(&c->report, "planted"); }'
+expect_fail "report_rt.c adding a reason to the verdict" 'interpose/report_rt.c:[0-9]*: writes the report.s reasons (the decision)'
+restore_src report_rt.c
+plant_src warmup.c 'static void planted(ub_comm *c) { snprintf(c->report.cupti_detail, 8, "x"); }'
+expect_fail "warmup.c writing the CUPTI detail" 'interpose/warmup.c:[0-9]*: writes the report.s cupti_detail (the CUPTI watch), owned by interpose/cupti_watch.c'
+restore_src warmup.c
 plant_src redirect.c '/* a comment naming c->state = UB_COMM_PASS_THROUGH is no write */'
 plant_src redirect.c 'static const char *planted = "c->reason[0] = 0";'
 check > "$tmp/out" 2>&1 || { echo "FAIL: a comment or a string counted as a write:"; cat "$tmp/out"; exit 1; }
