@@ -66,13 +66,11 @@ EMU_USES = {
     "tests/emu/nccl": {"tests/emu/cudart"},
     "tests/emu/launcher": {"tests/emu/cudart"},
 }
-# The CUDA runtime stand-in's files still form one circle (stream, queue, event, capture, graph,
-# device, memory, values, work call each other through emu.h); printed by every run until broken.
+# The CUDA runtime stand-in's files still form one circle (stream, queue, queue_check, capture,
+# device, values call each other through emu.h); printed by every run until broken.
 KNOWN_EMU_CIRCLES = [
-    ("tests/emu/cudart/capture.c", "tests/emu/cudart/device.c", "tests/emu/cudart/event.c",
-     "tests/emu/cudart/graph.c", "tests/emu/cudart/memory.c", "tests/emu/cudart/queue.c",
-     "tests/emu/cudart/queue_check.c", "tests/emu/cudart/stream.c", "tests/emu/cudart/values.c",
-     "tests/emu/cudart/work.c"),
+    ("tests/emu/cudart/capture.c", "tests/emu/cudart/device.c", "tests/emu/cudart/queue.c",
+     "tests/emu/cudart/queue_check.c", "tests/emu/cudart/stream.c", "tests/emu/cudart/values.c"),
 ]
 
 

@@ -67,7 +67,7 @@ plant tests/emu/cudart/errors.o emu_queue_begin
 expect_fail "a file joining the emulator's known circle" 'known circle .* is gone or changed'
 copy_objs
 check > "$tmp/out" 2>&1
-grep -q 'known exception: circle of 10 files still to break: tests/emu/cudart/' "$tmp/out" ||
+grep -q 'known exception: circle of [0-9]* files still to break: tests/emu/cudart/' "$tmp/out" ||
     { echo "FAIL: the emulator's known circle is not printed:"; cat "$tmp/out"; exit 1; }
 echo "ok: the emulator's known circle is printed"
 

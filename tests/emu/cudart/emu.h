@@ -322,7 +322,7 @@ struct emu_capture {
 };
 void emu_capture_lock(void);
 void emu_capture_unlock(void);
-/* Lock held: s's capture, or NULL; invalidates c (its streams' next uses fail). */
+/* Lock held: s's capture, or NULL. */
 struct emu_capture *emu_capture_of(struct CUstream_st *s);
 /* Lock held: the live capture of that id, or NULL (ended). */
 struct emu_capture *emu_capture_find(uint64_t id);
@@ -346,6 +346,19 @@ cudaError_t emu_capture_sync_check(struct CUstream_st *s);
 cudaError_t emu_capture_unsafe(void);
 /* cudaDeviceSynchronize: encompasses every capture of the device (whatever the mode). */
 cudaError_t emu_capture_device_sync(void);
+/* cudaStreamIsCapturing / cudaStreamGetCaptureInfo (stream_api.c): s's capture status and the
+ * capture's id; on the legacy stream while a blocking stream captures, the legacy stream's error. */
+cudaError_t emu_capture_status(struct CUstream_st *s, enum cudaStreamCaptureStatus *status, unsigned long long *id);
+/* capture_api.c: c (allocated by the caller, its nodes none yet) begins on s in mode;
+ * cudaErrorIllegalState when s already captures (c is then the caller's to free). */
+cudaError_t emu_capture_begin(struct emu_capture *c, struct CUstream_st *s, enum cudaStreamCaptureMode mode);
+/* capture_api.c: ends s's capture: *out is the capture, out of every stream and of the live
+ * ones, for the caller to free, with cudaSuccess, cudaErrorStreamCaptureInvalidated or
+ * cudaErrorStreamCaptureUnjoined; or *out is NULL with the error (none, not the origin, the
+ * wrong thread). */
+cudaError_t emu_capture_end(struct CUstream_st *s, struct emu_capture **out);
+/* A captured op's arg that will never run goes (its drop, else free). */
+void emu_cnode_drop(struct emu_cnode *n);
 /* graph.c: a graph of captured nodes (takes every node, also when it fails): a new one when
  * into is NULL, else into itself (*out = into), the first node after deps, each next node
  * after the one before; cudaErrorInvalidValue when into or one of deps is gone. */

@@ -27,22 +27,11 @@ struct emu_tmpl {
     struct emu_cnode n;
 };
 
-/* A captured op's arg that will never run. */
-static void cnode_free(struct emu_cnode *n)
-{
-    if (n->kind != EMU_CN_OP)
-        return;
-    if (n->drop)
-        n->drop(n->arg);
-    else
-        free(n->arg);
-}
-
 static void tmpl_release(struct emu_tmpl *t)
 {
     if (t == NULL || atomic_fetch_sub(&t->refs, 1) != 1)
         return;
-    cnode_free(&t->n);
+    emu_cnode_drop(&t->n);
     free(t);
 }
 
@@ -371,7 +360,7 @@ cudaError_t emu_graph_from_capture(struct emu_cnode *nodes, size_t n, cudaGraph_
     pthread_mutex_unlock(&graphs_mu);
     /* Every node is taken: the graph holds those added, the rest go with a failure. */
     for (; i < n; i++)
-        cnode_free(&nodes[i]);
+        emu_cnode_drop(&nodes[i]);
     if (err != cudaSuccess) {
         if (g && !into)
             cudaGraphDestroy(g);

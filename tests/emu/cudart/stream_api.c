@@ -4,8 +4,6 @@
 
 #include "emu.h"
 
-cudaError_t emu_capture_status(struct CUstream_st *s, enum cudaStreamCaptureStatus *status, unsigned long long *id);
-
 static cudaError_t stream_create(cudaStream_t *out, unsigned flags, int priority)
 {
     if (out == NULL || (flags & ~(unsigned)cudaStreamNonBlocking))
