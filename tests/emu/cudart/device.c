@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cupti_runtime_cbid.h>
-
 #include "emu.h"
 
 struct CUctx_st {
@@ -164,20 +162,4 @@ EMU_EXPORT cudaError_t cudaDriverGetVersion(int *driverVersion)
         return emu_result(cudaErrorInvalidValue);
     *driverVersion = 13000;
     return emu_result(cudaSuccess);
-}
-
-static cudaError_t device_sync(void)
-{
-    if (emu_unloading())
-        return cudaErrorCudartUnloading;
-    cudaError_t cap = emu_capture_device_sync();
-    if (cap != cudaSuccess)
-        return cap;
-    emu_device_sync();
-    return cudaSuccess;
-}
-
-EMU_EXPORT cudaError_t cudaDeviceSynchronize(void)
-{
-    EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize", NULL, device_sync());
 }
