@@ -27,6 +27,14 @@
  * process's sticky error when one is set. */
 cudaError_t emu_result(cudaError_t err);
 
+/* ---- text for the dumps (dump_text.c) ---- */
+/* Signal-safe formatting: appends to buf[at..cap-1), returns the new length. */
+size_t emu_put_str(char *buf, size_t at, size_t cap, const char *s);
+size_t emu_put_u64(char *buf, size_t at, size_t cap, unsigned long long v);
+size_t emu_put_hex(char *buf, size_t at, size_t cap, unsigned long long v);
+/* Writes all n bytes to fd (again after EINTR and short writes; gives up on an error). */
+void emu_write_all(int fd, const char *buf, size_t n);
+
 /* ---- operations and streams (stream.c) ---- */
 /* What an operation is, for the hardware-queue model (queue.c): a wait begins when it is
  * satisfied, anything else when its worker starts it; the deadlock analysis (queue_check.c)
@@ -183,11 +191,6 @@ void emu_worker_set_activity(const char *what);
 struct CUstream_st *emu_all_streams(void);
 /* Whether this process runs s's worker (false for objects inherited through fork). */
 bool emu_stream_owned(const struct CUstream_st *s);
-/* Signal-safe formatting for the dumps: appends to buf[at..cap-1), returns the new length. */
-size_t emu_put_str(char *buf, size_t at, size_t cap, const char *s);
-size_t emu_put_u64(char *buf, size_t at, size_t cap, unsigned long long v);
-size_t emu_put_hex(char *buf, size_t at, size_t cap, unsigned long long v);
-void emu_write_all(int fd, const char *buf, size_t n);
 /* The later of two times. */
 struct timespec emu_timespec_max(struct timespec a, struct timespec b);
 
