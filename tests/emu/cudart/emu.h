@@ -174,9 +174,6 @@ cudaError_t emu_stream_destroy(cudaStream_t handle);
 /* The stream's id (as cudaStreamGetId and the hang dump show it). */
 uint64_t emu_stream_id(struct CUstream_st *s);
 
-/* True once the process is exiting and the workers have been stopped. */
-bool emu_unloading(void);
-
 /* Called by an op on its worker: when the stream had got through the previous op in the model
  * (false when not called on a worker), and when this op ends in the model (by default: when its
  * run function returns). */
@@ -187,10 +184,26 @@ void emu_worker_op_ends_at(struct timespec t);
 void emu_worker_op_begun(void);
 /* Sets the calling worker's activity text (no-op outside a worker). */
 void emu_worker_set_activity(const char *what);
+
+/* ---- stream objects (stream_object.c) ---- */
 /* Every stream object ever made (append-only list through all_next). */
 struct CUstream_st *emu_all_streams(void);
-/* Whether this process runs s's worker (false for objects inherited through fork). */
+/* Adds a new object, this process's, to that list. */
+void emu_stream_object_add(struct CUstream_st *s);
+/* Whether this process runs s's worker.  A forked child inherits every object but none of the
+ * threads: an inherited stream would accept work and never run it. */
 bool emu_stream_owned(const struct CUstream_st *s);
+/* In a forked child (with only the calling thread): the objects made so far are its parent's. */
+void emu_stream_objects_forked(void);
+/* Sets s's activity text (its worker only); a consistent copy of it, in a signal handler too
+ * (after a few tries against a busy writer, "(changing)"). */
+void emu_stream_set_activity(struct CUstream_st *s, const char *what);
+void emu_stream_read_activity(struct CUstream_st *s, char out[EMU_ACTIVITY_LEN]);
+
+/* ---- the process's exit (unloading.c) ---- */
+/* True once the process is exiting and the workers are being stopped. */
+bool emu_unloading(void);
+void emu_unloading_begin(void);
 /* The later of two times. */
 struct timespec emu_timespec_max(struct timespec a, struct timespec b);
 

@@ -159,7 +159,7 @@ bool emu_queue_take_turn(struct CUstream_st *s, struct emu_op *op)
     if (q->head != op && !emu_unloading()) {
         char what[EMU_ACTIVITY_LEN];
         snprintf(what, sizeof what, "%s: waiting for its turn in queue %d", op->what, q->index);
-        emu_worker_set_activity(what);
+        emu_stream_set_activity(s, what);
         while (q->head != op && !emu_unloading())
             pthread_cond_wait(&s->turn_cv, &q->mu);
     }
@@ -235,12 +235,4 @@ void emu_queues_fork_child(void)
 EMU_EXPORT int usbyteEmuQueueCount(void)
 {
     return emu_queue_count();
-}
-
-EMU_EXPORT int usbyteEmuStreamQueue(cudaStream_t stream)
-{
-    struct CUstream_st *s;
-    if (emu_stream_resolve(stream, false, &s) != cudaSuccess)
-        return -1;
-    return atomic_load(&s->queue_index);
 }

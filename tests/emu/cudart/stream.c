@@ -13,7 +13,6 @@
 
 static pthread_mutex_t emu_streams_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct CUstream_st *stream_table;            /* uthash by pointer: every object ever made */
-static _Atomic(struct CUstream_st *) all_streams;   /* append-only list, readable in a signal handler */
 static uint64_t next_stream_id = 1;
 static _Atomic(struct CUstream_st *) legacy_stream;   /* this process's; made on first use */
 static pthread_once_t legacy_once = PTHREAD_ONCE_INIT;
@@ -24,44 +23,6 @@ static __thread struct emu_op *tl_op;      /* the op the worker runs */
 static __thread bool tl_op_begun;          /* tl_op has begun (waits: once satisfied) */
 static __thread bool tl_op_end_set;        /* the running op said when it ends in the model */
 static __thread struct timespec tl_op_end;
-static atomic_bool shutting_down;
-/* This process: set at load and in a forked child (fork_child), so that the child never takes
- * an object of its parent for its own.  Read without a lock: it changes only while one thread
- * exists. */
-static pid_t streams_pid;
-
-/* Whether this process runs s's worker.  A forked child inherits every object but none of
- * the threads: an inherited stream would accept work and never run it. */
-static bool owned(const struct CUstream_st *s)
-{
-    return s->owner == streams_pid;
-}
-
-bool emu_stream_owned(const struct CUstream_st *s)
-{
-    return owned(s);
-}
-
-struct CUstream_st *emu_all_streams(void)
-{
-    return atomic_load(&all_streams);
-}
-
-static void set_activity(struct CUstream_st *s, const char *what)
-{
-    char text[EMU_ACTIVITY_LEN];
-    snprintf(text, sizeof text, "%s", what);
-    /* Release stores, so that a reader that sees one of the new characters (acquire) sees the
-     * odd sequence before it too (no fences: ThreadSanitizer does not model them). */
-    unsigned seq = atomic_load_explicit(&s->activity_seq, memory_order_relaxed);
-    atomic_store_explicit(&s->activity_seq, seq + 1, memory_order_relaxed);
-    size_t i = 0;
-    do
-        atomic_store_explicit(&s->activity[i], text[i], memory_order_release);
-    while (text[i++] != '\0');
-    atomic_store_explicit(&s->activity_seq, seq + 2, memory_order_release);
-}
-
 static void *worker_main(void *arg)
 {
     struct CUstream_st *s = arg;
@@ -87,7 +48,7 @@ static void *worker_main(void *arg)
             pthread_mutex_lock(&s->mu);
             break;
         }
-        set_activity(s, op->what);
+        emu_stream_set_activity(s, op->what);
         tl_op = op;
         tl_op_begun = !emu_op_is_wait(op->info.kind);
         tl_op_end_set = false;
@@ -99,7 +60,7 @@ static void *worker_main(void *arg)
         else
             clock_gettime(CLOCK_MONOTONIC, &s->reached);
         free(op);
-        set_activity(s, "idle");
+        emu_stream_set_activity(s, "idle");
 
         pthread_mutex_lock(&s->mu);
         s->running = false;
@@ -114,8 +75,8 @@ static void *worker_main(void *arg)
 /* Takes a dead, drained object for reuse, or makes a new one.  Called with emu_streams_mu. */
 static struct CUstream_st *stream_object(void)
 {
-    for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
-        if (s->alive || s->is_legacy || !owned(s))
+    for (struct CUstream_st *s = emu_all_streams(); s; s = s->all_next) {
+        if (s->alive || s->is_legacy || !emu_stream_owned(s))
             continue;
         pthread_mutex_lock(&s->mu);
         bool idle = s->completed == s->enqueued && !s->stop;
@@ -131,7 +92,7 @@ static struct CUstream_st *stream_object(void)
     pthread_cond_init(&s->done_cv, NULL);
     pthread_cond_init(&s->turn_cv, NULL);
     atomic_init(&s->queue_index, -1);
-    set_activity(s, "idle");
+    emu_stream_set_activity(s, "idle");
     if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
         pthread_cond_destroy(&s->turn_cv);
         pthread_cond_destroy(&s->done_cv);
@@ -149,11 +110,9 @@ static struct CUstream_st *stream_object(void)
         pthread_cond_wait(&s->done_cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
     s->thread_started = true;
-    s->owner = streams_pid;
     s->self = s;
     HASH_ADD_PTR(stream_table, self, s);
-    s->all_next = atomic_load(&all_streams);
-    atomic_store(&all_streams, s);
+    emu_stream_object_add(s);
     return s;
 }
 
@@ -235,11 +194,6 @@ static struct CUstream_st *per_thread_stream(void)
     return tl_per_thread;
 }
 
-bool emu_unloading(void)
-{
-    return atomic_load_explicit(&shutting_down, memory_order_relaxed);
-}
-
 cudaError_t emu_stream_resolve(cudaStream_t handle, bool ptsz, struct CUstream_st **out)
 {
     /* As the real runtime after its teardown: nothing runs any more. */
@@ -309,7 +263,7 @@ void emu_worker_op_begun(void)
 void emu_worker_set_activity(const char *what)
 {
     if (tl_worker != NULL)
-        set_activity(tl_worker, what);
+        emu_stream_set_activity(tl_worker, what);
 }
 
 void emu_worker_op_ends_at(struct timespec t)
@@ -343,7 +297,7 @@ static cudaError_t push_op(struct CUstream_st *s, const struct emu_op_info *info
 {
     /* A stream inherited through fork has no worker here: its work would never run.  CUDA
      * refuses a context used across fork with an initialization error. */
-    if (!owned(s))
+    if (!emu_stream_owned(s))
         return cudaErrorInitializationError;
     struct emu_op *op = malloc(sizeof *op);
     if (op == NULL)
@@ -405,8 +359,8 @@ static cudaError_t legacy_dependencies(struct CUstream_st *s)
         struct CUstream_st *list[256];
         size_t n = 0;
         pthread_mutex_lock(&emu_streams_mu);
-        for (struct CUstream_st *o = atomic_load(&all_streams); o; o = o->all_next) {
-            if (o == s || (o->flags & cudaStreamNonBlocking) || o->is_legacy || !owned(o))
+        for (struct CUstream_st *o = emu_all_streams(); o; o = o->all_next) {
+            if (o == s || (o->flags & cudaStreamNonBlocking) || o->is_legacy || !emu_stream_owned(o))
                 continue;
             if (n == sizeof list / sizeof list[0]) {
                 /* Rare: more blocking streams than the batch; wait for the rest in the next batch. */
@@ -471,8 +425,8 @@ void emu_stream_wait_seq(struct CUstream_st *s, uint64_t seq)
 void emu_device_sync(void)
 {
     legacy();
-    for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
-        if (!owned(s))
+    for (struct CUstream_st *s = emu_all_streams(); s; s = s->all_next) {
+        if (!emu_stream_owned(s))
             continue;
         pthread_mutex_lock(&s->mu);
         uint64_t target = s->enqueued;
@@ -501,7 +455,7 @@ EMU_EXPORT cudaError_t usbyteEmuStreamEnqueue(cudaStream_t stream, usbyteEmuOpFn
 EMU_EXPORT void usbyteEmuSetActivity(const char *what)
 {
     if (tl_worker != NULL)
-        set_activity(tl_worker, what ? what : "");
+        emu_stream_set_activity(tl_worker, what ? what : "");
 }
 
 EMU_EXPORT int usbyteEmuWorkerReachedNs(uint64_t *ns)
@@ -547,30 +501,20 @@ EMU_EXPORT int usbyteEmuStreamCapturing(cudaStream_t stream, int ptsz)
     return c;
 }
 
-/* ---- hang dump: only write(2) and plain reads, so it may run in a signal handler ---- */
-/* A consistent copy of s's activity; after a few tries against a busy writer, says so. */
-static void read_activity(struct CUstream_st *s, char out[EMU_ACTIVITY_LEN])
+EMU_EXPORT int usbyteEmuStreamQueue(cudaStream_t stream)
 {
-    for (int attempt = 0; attempt < 16; attempt++) {
-        unsigned before = atomic_load_explicit(&s->activity_seq, memory_order_acquire);
-        if (before % 2 == 0) {
-            for (size_t i = 0; i < EMU_ACTIVITY_LEN; i++)
-                if ((out[i] = atomic_load_explicit(&s->activity[i], memory_order_acquire)) == '\0')
-                    break;
-            out[EMU_ACTIVITY_LEN - 1] = '\0';
-            if (atomic_load_explicit(&s->activity_seq, memory_order_relaxed) == before)
-                return;
-        }
-    }
-    emu_put_str(out, 0, EMU_ACTIVITY_LEN, "(changing)");
-    out[sizeof "(changing)" - 1] = '\0';
+    struct CUstream_st *s;
+    if (emu_stream_resolve(stream, false, &s) != cudaSuccess)
+        return -1;
+    return atomic_load(&s->queue_index);
 }
 
+/* ---- hang dump: only write(2) and plain reads, so it may run in a signal handler ---- */
 EMU_EXPORT void usbyteEmuDumpStreams(int fd)
 {
-    for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
+    for (struct CUstream_st *s = emu_all_streams(); s; s = s->all_next) {
         unsigned long long depth = atomic_load_explicit(&s->depth, memory_order_relaxed);
-        if ((!s->alive && depth == 0 && !s->is_legacy) || !owned(s))
+        if ((!s->alive && depth == 0 && !s->is_legacy) || !emu_stream_owned(s))
             continue;
         char line[EMU_ACTIVITY_LEN + 112];
         size_t n = 0;
@@ -587,7 +531,7 @@ EMU_EXPORT void usbyteEmuDumpStreams(int fd)
         n = emu_put_u64(line, n, sizeof line, depth);
         n = emu_put_str(line, n, sizeof line, ": ");
         char act[EMU_ACTIVITY_LEN];
-        read_activity(s, act);
+        emu_stream_read_activity(s, act);
         n = emu_put_str(line, n, sizeof line, act);
         line[n++] = '\n';
         emu_write_all(fd, line, n);
@@ -623,7 +567,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-    streams_pid = getpid();
+    emu_stream_objects_forked();
     atomic_store(&legacy_stream, NULL);
     tl_per_thread = NULL;
     emu_queues_fork_child();
@@ -632,7 +576,6 @@ static void fork_child(void)
 
 __attribute__((constructor)) static void emu_streams_init(void)
 {
-    streams_pid = getpid();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     const char *launched = getenv("USBYTE_EMU_LAUNCHED");
     if (launched != NULL && strcmp(launched, "1") == 0) {
@@ -650,12 +593,12 @@ __attribute__((constructor)) static void emu_streams_init(void)
  * left alone: objects are never freed, so it can never touch freed memory. */
 __attribute__((destructor)) static void emu_streams_shutdown(void)
 {
-    atomic_store(&shutting_down, true);
-    emu_queues_wake_all();   /* workers waiting for their turn see shutting_down */
-    for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
+    emu_unloading_begin();
+    emu_queues_wake_all();   /* workers waiting for their turn see emu_unloading() */
+    for (struct CUstream_st *s = emu_all_streams(); s; s = s->all_next) {
         /* A forked child's inherited objects: their threads (and maybe a held lock) are the
          * parent's. */
-        if (!owned(s))
+        if (!emu_stream_owned(s))
             continue;
         pthread_mutex_lock(&s->mu);
         s->stop = true;
