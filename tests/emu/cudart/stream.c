@@ -1,13 +1,9 @@
 /* Streams: one worker thread per stream executing its ops in FIFO order, each op in its turn
  * in the stream's hardware queue (queue.c), the legacy and per-thread default streams with
- * the legacy stream's implicit synchronization, the registry used for handle validation,
- * device-wide synchronization and the hang dump. */
-#include <errno.h>
-#include <signal.h>
+ * the legacy stream's implicit synchronization, the table used for handle validation,
+ * device-wide synchronization, and the private entries that take a stream handle. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "emu.h"
 
@@ -509,47 +505,6 @@ EMU_EXPORT int usbyteEmuStreamQueue(cudaStream_t stream)
     return atomic_load(&s->queue_index);
 }
 
-/* ---- hang dump: only write(2) and plain reads, so it may run in a signal handler ---- */
-EMU_EXPORT void usbyteEmuDumpStreams(int fd)
-{
-    for (struct CUstream_st *s = emu_all_streams(); s; s = s->all_next) {
-        unsigned long long depth = atomic_load_explicit(&s->depth, memory_order_relaxed);
-        if ((!s->alive && depth == 0 && !s->is_legacy) || !emu_stream_owned(s))
-            continue;
-        char line[EMU_ACTIVITY_LEN + 112];
-        size_t n = 0;
-        n = emu_put_str(line, n, sizeof line, "[pid ");
-        n = emu_put_u64(line, n, sizeof line, (unsigned long long)getpid());
-        n = emu_put_str(line, n, sizeof line, "] stream ");
-        n = emu_put_u64(line, n, sizeof line, s->id);
-        n = emu_put_str(line, n, sizeof line,
-                        s->is_legacy ? " legacy" : s->implicit ? " per-thread"
-                        : (s->flags & cudaStreamNonBlocking) ? " non-blocking" : " blocking");
-        n = emu_put_str(line, n, sizeof line, " queue ");
-        n = emu_put_u64(line, n, sizeof line, (unsigned long long)atomic_load(&s->queue_index));
-        n = emu_put_str(line, n, sizeof line, " depth ");
-        n = emu_put_u64(line, n, sizeof line, depth);
-        n = emu_put_str(line, n, sizeof line, ": ");
-        char act[EMU_ACTIVITY_LEN];
-        emu_stream_read_activity(s, act);
-        n = emu_put_str(line, n, sizeof line, act);
-        line[n++] = '\n';
-        emu_write_all(fd, line, n);
-    }
-}
-
-/* The stream lines, then where each queue stands and its deadlocks.  The queue analysis only
- * tries the queue locks (a thread interrupted by the signal may hold one); at a hang nothing
- * holds them for long. */
-static void dump_on_signal(int sig)
-{
-    (void)sig;
-    int saved = errno;
-    usbyteEmuDumpStreams(2);
-    emu_queue_deadlocks(2, true, true);
-    errno = saved;
-}
-
 /* fork: the table's lock is held across it, so that the child never inherits it held by a
  * thread it does not have.  The child then gets its own legacy and per-thread default streams
  * on first use and never recycles, waits for or stops its parent's objects. */
@@ -577,15 +532,6 @@ static void fork_child(void)
 __attribute__((constructor)) static void emu_streams_init(void)
 {
     pthread_atfork(fork_prepare, fork_parent, fork_child);
-    const char *launched = getenv("USBYTE_EMU_LAUNCHED");
-    if (launched != NULL && strcmp(launched, "1") == 0) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = dump_on_signal;
-        sa.sa_flags = SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGUSR2, &sa, NULL);
-    }
 }
 
 /* At exit, pending work is abandoned as when a CUDA context dies.  Idle workers are stopped
