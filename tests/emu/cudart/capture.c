@@ -23,10 +23,18 @@
  *   while the thread has a capture of its own that is not relaxed, or (global mode) while any
  *   thread has a global one: cudaErrorStreamCaptureUnsupported, and those captures are
  *   invalidated. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "emu.h"
+#include "capture.h"
+#include "device.h"
+#include "errors.h"
+#include "export.h"
+#include "op.h"
+#include "stream_object.h"
 
 static pthread_mutex_t cap_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct emu_capture *live;   /* captures begun and not ended */

@@ -4,10 +4,16 @@
  * cuStreamEndCapture come through (usbyteEmuStreamBeginCapture/EndCapture), never through the
  * public (interposable) entry points.  They check the arguments and the stream; the capture's
  * state and its rules are capture.c's, and the graph an ended capture makes is graph.c's. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu.h"
+#include "capture.h"
+#include "errors.h"
+#include "export.h"
+#include "graph.h"
+#include "stream.h"
+#include "stream_object.h"
 
 /* Every edge the emulator models is a default one (cudaGraphDependencyTypeDefault, ports 0):
  * programmatic edges would need programmatic dependent launch, which it does not run. */

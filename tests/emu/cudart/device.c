@@ -1,10 +1,13 @@
 /* Devices, versions and the one emulated context.  Every emulated device shares the host's
  * memory and the same stream machinery; the device number is bookkeeping only. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu.h"
+#include "device.h"
+#include "errors.h"
+#include "export.h"
 
 struct CUctx_st {
     int device;
@@ -24,7 +27,7 @@ int emu_device_count(void)
         if (env != NULL && *env) {
             char *end;
             long v = strtol(env, &end, 10);
-            if (*end || v < 1 || v > 64)
+            if (*end || v < 1 || v > EMU_MAX_DEVICES)
                 fprintf(stderr, "usbyte emulator: USBYTE_EMU_DEVICES=%s is not 1..64, using 8\n", env);
             else
                 n = (int)v;

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "dump_text.h"
 
 size_t emu_put_str(char *buf, size_t at, size_t cap, const char *s)
 {

@@ -10,12 +10,22 @@
  * Handles are checked against the live objects before anything is read through them. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cupti.h>   /* the runtime and driver callback ids and params structs */
 
+#include "capture.h"
+#include "errors.h"
+#include "event.h"
+#include "export.h"
+#include "graph.h"
+#include "interference.h"
+#include "stream.h"
+#include "stream_object.h"
+#include "trace.h"
 #include "work.h"
 
 typedef void (*emu_kernel_fn)(void **args);

@@ -4,11 +4,15 @@
  * reads, so that it may run in a signal handler. */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "dump_text.h"
+#include "export.h"
+#include "queue_check.h"
+#include "stream_object.h"
 
 EMU_EXPORT void usbyteEmuDumpStreams(int fd)
 {

@@ -2,10 +2,24 @@
  * in the stream's hardware queue (queue.c), the legacy and per-thread default streams with
  * the legacy stream's implicit synchronization, the table used for handle validation,
  * device-wide synchronization, and the private entries that take a stream handle. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
-#include "emu.h"
+#include <uthash.h>
+
+#include "capture.h"
+#include "device.h"
+#include "export.h"
+#include "op.h"
+#include "queue.h"
+#include "stream.h"
+#include "stream_object.h"
+#include "unloading.h"
 
 static pthread_mutex_t emu_streams_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct CUstream_st *stream_table;            /* uthash by pointer: every object ever made */
@@ -266,13 +280,6 @@ void emu_worker_op_ends_at(struct timespec t)
 {
     tl_op_end = t;
     tl_op_end_set = true;
-}
-
-struct timespec emu_timespec_max(struct timespec a, struct timespec b)
-{
-    if (a.tv_sec != b.tv_sec)
-        return a.tv_sec > b.tv_sec ? a : b;
-    return a.tv_nsec >= b.tv_nsec ? a : b;
 }
 
 /* ---- waiting for another stream's position (the legacy stream's implicit dependencies) ---- */

@@ -1,8 +1,18 @@
 /* The public stream functions of the runtime API, and cudaDeviceSynchronize (every stream). */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <cupti_runtime_cbid.h>
 #include <generated_cuda_runtime_api_meta.h>
 
-#include "emu.h"
+#include "capture.h"
+#include "errors.h"
+#include "export.h"
+#include "stream.h"
+#include "stream_object.h"
+#include "trace.h"
+#include "unloading.h"
 
 static cudaError_t stream_create(cudaStream_t *out, unsigned flags, int priority)
 {

@@ -3,10 +3,13 @@
  * process runs each one's worker, and the text that says what the worker is doing, written by
  * the worker and readable in a signal handler.  Making, recycling and looking up objects, and
  * their workers, are stream.c's. */
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "dump_text.h"
+#include "stream_object.h"
 
 static _Atomic(struct CUstream_st *) all_streams;   /* append-only list, readable in a signal handler */
 /* This process: set at load and in a forked child (emu_stream_objects_forked), so that the
