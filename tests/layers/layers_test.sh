@@ -3,10 +3,10 @@
 # planted upward call (logging calling the life cycle), a planted circle (order/), planted uses of
 # a folder the folder order forbids (profiler/ and tools/ into interpose/, partition/ into order/,
 # config.c into the rest of interpose/, the emulator's cudart/ into its driver), a planted circle
-# in the emulator's cudart/; and on a copy of the sources where a second file sets a
-# communicator's state or reason through any name, changes the reentrancy guard by hand, or
-# writes a sub-struct of the communicator it does not own (through the communicator or a pointer
-# of the sub-struct's type).
+# and a planted upward call in the emulator's cudart/; and on a copy of the sources where a second
+# file sets a communicator's state or reason through any name, changes the reentrancy guard by
+# hand, or writes a sub-struct of the communicator it does not own (through the communicator or a
+# pointer of the sub-struct's type), or where an include closes a circle (interpose/, cudart/).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-build}
@@ -67,11 +67,18 @@ plant tests/emu/cudart/queue.o emu_stream_resolve
 expect_fail "the emulator's queues calling its streams back" \
     'circle of 2 files: .*tests/emu/cudart/queue.c -> tests/emu/cudart/stream.c (emu_stream_resolve)'
 copy_objs
+plant tests/emu/cudart/errors.o emu_stream_resolve
+expect_fail "the emulator's error state calling its streams" \
+    'tests/emu/cudart/errors.c (.*) uses tests/emu/cudart/stream.c (streams and their workers), a higher tier: emu_stream_resolve'
+copy_objs
 
 root=$(cd "$here/../.." && pwd)
-mkdir -p "$tmp/src"
-for d in order partition profiler tools tests; do ln -s "$root/$d" "$tmp/src/$d"; done
+mkdir -p "$tmp/src/tests/emu"
+for d in order partition profiler tools; do ln -s "$root/$d" "$tmp/src/$d"; done
+for d in "$root"/tests/emu/*; do ln -s "$d" "$tmp/src/tests/emu/"; done
+rm "$tmp/src/tests/emu/cudart"
 cp -r "$root/interpose" "$tmp/src/interpose"
+cp -r "$root/tests/emu/cudart" "$tmp/src/tests/emu/cudart"
 check() { "$here/layers.py" --obj "$tmp/obj" --src "$tmp/src"; }
 # plant_src FILE LINE: FILE (of interpose/) also has LINE; restore_src FILE undoes it.
 plant_src() { printf '%s\n' "$2" >> "$tmp/src/interpose/$1"; }
@@ -113,4 +120,7 @@ sed -i 's/^#include "log.h"$/&\n#include "lifecycle.h"/' "$tmp/src/interpose/log
 expect_fail "log.c including the life cycle's header" \
     'circle of [0-9]* files in the includes .*interpose/log.c:[0-9]* includes interpose/lifecycle.c'
 restore_src log.c
+sed -i 's/^#include "queue.h"$/&\n#include "stream.h"/' "$tmp/src/tests/emu/cudart/queue.c"
+expect_fail "the emulator's queue.c including the streams' header" \
+    'circle of 2 files in the includes (tests/emu/cudart/queue.c tests/emu/cudart/stream.c), one of them: tests/emu/cudart/queue.c:[0-9]* includes tests/emu/cudart/stream.c'
 echo "layers_test: ok"
