@@ -83,7 +83,7 @@ static void *worker_main(void *arg)
 }
 
 /* Takes a dead, drained object for reuse, or makes a new one.  Called with emu_streams_mu. */
-static struct CUstream_st *stream_object(void)
+static struct CUstream_st *take_object(void)
 {
     for (struct CUstream_st *s = emu_all_streams(); s; s = s->all_next) {
         if (s->alive || s->is_legacy || !emu_stream_owned(s))
@@ -128,7 +128,7 @@ static struct CUstream_st *stream_object(void)
 
 static struct CUstream_st *stream_create_locked(unsigned flags, int priority, bool legacy, bool implicit)
 {
-    struct CUstream_st *s = stream_object();
+    struct CUstream_st *s = take_object();
     if (s == NULL)
         return NULL;
     /* Under s->mu too: a recycled object's worker and waiters read these under it. */

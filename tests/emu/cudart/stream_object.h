@@ -33,7 +33,7 @@ struct CUstream_st {
     int device;
     bool is_legacy;
     bool implicit;            /* a per-thread default stream */
-    bool alive;               /* under emu_streams_mu; false once destroyed */
+    bool alive;               /* under stream.c's table lock; false once destroyed */
     /* Graph capture (capture.c, under its lock): the capture this stream records into (NULL:
      * none), the nodes it captured and how many of them were joined back to the origin. */
     struct emu_capture *capture;
@@ -58,7 +58,7 @@ struct CUstream_st {
     uint64_t sim_begun_ops;   /* the deadlock analysis' scratch */
     pthread_t thread;
     bool thread_started;
-    bool worker_ready;        /* under mu: the worker thread runs worker_main (see stream_object) */
+    bool worker_ready;        /* under mu: the worker thread runs worker_main (take_object) */
 
     /* Activity text, written by the worker only, read by the dump (in a signal handler too)
      * without a lock: a sequence lock over atomic characters, so that a reader never sees a
