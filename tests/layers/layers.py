@@ -2,10 +2,11 @@
 """The architecture's guard (docs/design.md, "Layers"): reads the symbols of the objects of
 interpose/, order/, partition/, profiler/ and tools/ and fails on any circle between their files,
 on any dependency of an interpose/ file on a file of a higher tier and on any use of a folder the
-folder order forbids; does the same for the emulator's folders (tests/emu); and reads interpose/'s
-sources for writes of owned state (a communicator's state and reason, the reentrancy guard, the
-communicator's sub-structs) outside their owners; and reads the includes between interpose/
-files and fails on any circle among them.
+folder order forbids; does the same for the emulator's folders (tests/emu), its CUDA runtime
+stand-in (tests/emu/cudart) held to tiers of its own; reads interpose/'s sources for writes of
+owned state (a communicator's state and reason, the reentrancy guard, the communicator's
+sub-structs) outside their owners; and reads the includes between the files of interpose/ and
+of tests/emu/cudart and fails on any circle among them.
 
 File A depends on file B when A's object uses a global symbol (function or data) that B's object
 defines.  Usage: layers.py [--obj DIR] [--src DIR] [--graph]
@@ -66,14 +67,30 @@ EMU_USES = {
     "tests/emu/nccl": {"tests/emu/cudart"},
     "tests/emu/launcher": {"tests/emu/cudart"},
 }
-# The CUDA runtime stand-in's files still form one circle (stream, queue, event, capture, graph,
-# device, memory, values, work call each other through emu.h); printed by every run until broken.
-KNOWN_EMU_CIRCLES = [
-    ("tests/emu/cudart/capture.c", "tests/emu/cudart/device.c", "tests/emu/cudart/event.c",
-     "tests/emu/cudart/graph.c", "tests/emu/cudart/memory.c", "tests/emu/cudart/queue.c",
-     "tests/emu/cudart/queue_check.c", "tests/emu/cudart/stream.c", "tests/emu/cudart/values.c",
-     "tests/emu/cudart/work.c"),
+# tests/emu/cudart/, top to bottom, by the same rule as TIERS; every cudart/*.c in exactly one.
+EMU_CUDART = "tests/emu/cudart"
+EMU_CUDART_TIERS = [
+    ("entry points and the hang dump",
+     ["capture_api.c", "copy_nd.c", "entry_point.c", "hang_dump.c", "launch.c", "stream_api.c"]),
+    ("graphs and stream work",
+     ["graph.c", "work.c"]),
+    ("events, memory, stream memory operations, queue deadlocks",
+     ["event.c", "memory.c", "queue_check.c", "values.c"]),
+    ("streams and their workers",
+     ["stream.c"]),
+    ("hardware queues, capture state",
+     ["capture.c", "queue.c"]),
+    ("stream objects, devices",
+     ["device.c", "stream_object.c"]),
+    ("errors, CUPTI hook, interference, exit, dump text",
+     ["dump_text.c", "errors.c", "interference.c", "trace.c", "unloading.c"]),
 ]
+# Circles among the emulator's files still to break (sorted tuples), printed by every run; the
+# goal is an empty list.
+KNOWN_EMU_CIRCLES = []
+
+# The folders whose includes between their own files are read (include_errors).
+INCLUDE_FOLDERS = ["interpose", EMU_CUDART]
 
 
 # State with one writer, read from interpose/'s sources (comments and strings removed).  A write is
@@ -218,29 +235,36 @@ def report_writes(texts, comm_fields):
     return errors
 
 
-def include_graph(src):
-    """{unit: {unit it includes: [the include lines]}} between interpose/ files, a unit being a
-    file x.c with its header x.h (a header with no .c of its name is a unit of its own)."""
-    d = os.path.join(src, "interpose")
+def include_graph(src, folder):
+    """{unit: {unit it includes: [the include lines]}} between the files of folder, a unit being
+    a file x.c with its header x.h (a header with no .c of its name is a unit of its own)."""
+    d = os.path.join(src, folder)
     names = sorted(n for n in os.listdir(d) if n.endswith((".c", ".h")))
     stems = {n[:-2] for n in names if n.endswith(".c")}
 
     def unit(n):
-        return f"interpose/{n[:-2]}" + (".c" if n[:-2] in stems else ".h")
+        return f"{folder}/{n[:-2]}" + (".c" if n[:-2] in stems else ".h")
 
     graph = {unit(n): {} for n in names}
     for n in names:
         for i, line in enumerate(open(os.path.join(d, n), encoding="utf-8"), 1):
             m = re.match(r'\s*#\s*include\s+"([^"/]+\.h)"', line)
             if m and m.group(1) in names and unit(m.group(1)) != unit(n):
-                graph[unit(n)].setdefault(unit(m.group(1)), []).append(f"interpose/{n}:{i}")
+                graph[unit(n)].setdefault(unit(m.group(1)), []).append(f"{folder}/{n}:{i}")
     return graph
 
 
 def include_errors(src):
-    """The circles of the include graph, as error lines: a file's header is included by the files
-    that call it, so a circle of includes is a circle of calls the objects may not show."""
-    graph = include_graph(src)
+    """The circles of the include graphs of INCLUDE_FOLDERS, as error lines: a file's header is
+    included by the files that call it, so a circle of includes is a circle of calls the objects
+    may not show."""
+    errors = []
+    for folder in INCLUDE_FOLDERS:
+        errors += include_circles(include_graph(src, folder))
+    return errors
+
+
+def include_circles(graph):
     errors = []
     for comp in circles(graph):
         # One shortest circle through the first file, breadth first.
@@ -331,24 +355,31 @@ def circles(graph):
     return sorted(found)
 
 
-def check(graph):
-    """The errors, one line each."""
+def tier_errors(graph, folder, tiers, known_upward=()):
+    """The files of folder that are in no tier or not in the tree, and every use of a file of a
+    higher tier (known_upward aside), as error lines."""
     errors = []
     tier = {}
-    for i, (_, names) in enumerate(TIERS):
+    for i, (_, names) in enumerate(tiers):
         for n in names:
-            tier["interpose/" + n] = i
+            tier[f"{folder}/{n}"] = i
     for f in graph:
-        if f.startswith("interpose/") and f not in tier:
+        if f.startswith(folder + "/") and f not in tier:
             errors.append(f"{f}: in no tier of tests/layers/layers.py (place it in one, and in docs/design.md)")
     for f in tier:
         if f not in graph:
             errors.append(f"{f}: in a tier of tests/layers/layers.py but not in the tree")
     for f, deps in sorted(graph.items()):
         for g, syms in sorted(deps.items()):
-            if f in tier and g in tier and tier[g] < tier[f] and (f, g) not in KNOWN_UPWARD:
-                errors.append(f"{f} ({TIERS[tier[f]][0]}) uses {g} ({TIERS[tier[g]][0]}), a higher tier: "
+            if f in tier and g in tier and tier[g] < tier[f] and (f, g) not in known_upward:
+                errors.append(f"{f} ({tiers[tier[f]][0]}) uses {g} ({tiers[tier[g]][0]}), a higher tier: "
                               + ", ".join(syms[:4]) + (" ..." if len(syms) > 4 else ""))
+    return errors
+
+
+def check(graph):
+    """The errors, one line each."""
+    errors = tier_errors(graph, "interpose", TIERS, KNOWN_UPWARD)
     for comp in circles(graph):
         if comp in KNOWN_CIRCLES:
             continue
@@ -382,8 +413,8 @@ def folder_uses(graph, uses, exception=None, exception_users=()):
 
 
 def check_emu(graph):
-    """(errors, known) of the emulator's files: circles and folder uses."""
-    errors, known = folder_uses(graph, EMU_USES), []
+    """(errors, known) of the emulator's files: circles, folder uses and cudart/'s tiers."""
+    errors, known = folder_uses(graph, EMU_USES) + tier_errors(graph, EMU_CUDART, EMU_CUDART_TIERS), []
     found = circles(graph)
     for comp in found:
         if comp in KNOWN_EMU_CIRCLES:

@@ -2,11 +2,12 @@
 # The layer check's own test: it passes on the built objects and fails on a copy of them with a
 # planted upward call (logging calling the life cycle), a planted circle (order/), planted uses of
 # a folder the folder order forbids (profiler/ and tools/ into interpose/, partition/ into order/,
-# config.c into the rest of interpose/, the emulator's cudart/ into its driver), a planted change
-# of the emulator's known circle; and on a copy of the sources where a second file sets a
-# communicator's state or reason through any name, changes the reentrancy guard by hand, or
-# writes a sub-struct of the communicator, or a part of its report, it does not own (through the
-# communicator, a pointer of the sub-struct's type, or the report's mutators).
+# config.c into the rest of interpose/, the emulator's cudart/ into its driver), a planted circle
+# and a planted upward call in the emulator's cudart/; and on a copy of the sources where a second
+# file sets a communicator's state or reason through any name, changes the reentrancy guard by
+# hand, writes a sub-struct of the communicator, or a part of its report, it does not own (through
+# the communicator, a pointer of the sub-struct's type, or the report's mutators), or where an
+# include closes a circle (interpose/, cudart/).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-build}
@@ -63,18 +64,22 @@ copy_objs
 plant tests/emu/cudart/trace.o cuStreamBeginCapture
 expect_fail "the emulator's cudart/ calling its driver" 'tests/emu/cudart/trace.c (tests/emu/cudart/) uses tests/emu/cuda/capture.c (tests/emu/cuda/), which tests/emu/cudart/ may not use'
 copy_objs
-plant tests/emu/cudart/errors.o emu_queue_begin
-expect_fail "a file joining the emulator's known circle" 'known circle .* is gone or changed'
+plant tests/emu/cudart/queue.o emu_stream_resolve
+expect_fail "the emulator's queues calling its streams back" \
+    'circle of 2 files: .*tests/emu/cudart/queue.c -> tests/emu/cudart/stream.c (emu_stream_resolve)'
 copy_objs
-check > "$tmp/out" 2>&1
-grep -q 'known exception: circle of 10 files still to break: tests/emu/cudart/' "$tmp/out" ||
-    { echo "FAIL: the emulator's known circle is not printed:"; cat "$tmp/out"; exit 1; }
-echo "ok: the emulator's known circle is printed"
+plant tests/emu/cudart/errors.o emu_stream_resolve
+expect_fail "the emulator's error state calling its streams" \
+    'tests/emu/cudart/errors.c (.*) uses tests/emu/cudart/stream.c (streams and their workers), a higher tier: emu_stream_resolve'
+copy_objs
 
 root=$(cd "$here/../.." && pwd)
-mkdir -p "$tmp/src"
-for d in order partition profiler tools tests; do ln -s "$root/$d" "$tmp/src/$d"; done
+mkdir -p "$tmp/src/tests/emu"
+for d in order partition profiler tools; do ln -s "$root/$d" "$tmp/src/$d"; done
+for d in "$root"/tests/emu/*; do ln -s "$d" "$tmp/src/tests/emu/"; done
+rm "$tmp/src/tests/emu/cudart"
 cp -r "$root/interpose" "$tmp/src/interpose"
+cp -r "$root/tests/emu/cudart" "$tmp/src/tests/emu/cudart"
 check() { "$here/layers.py" --obj "$tmp/obj" --src "$tmp/src"; }
 # plant_src FILE LINE: FILE (of interpose/) also has LINE; restore_src FILE undoes it.
 plant_src() { printf '%s\n' "$2" >> "$tmp/src/interpose/$1"; }
@@ -128,4 +133,7 @@ sed -i 's/^#include "log.h"$/&\n#include "lifecycle.h"/' "$tmp/src/interpose/log
 expect_fail "log.c including the life cycle's header" \
     'circle of [0-9]* files in the includes .*interpose/log.c:[0-9]* includes interpose/lifecycle.c'
 restore_src log.c
+sed -i 's/^#include "queue.h"$/&\n#include "stream.h"/' "$tmp/src/tests/emu/cudart/queue.c"
+expect_fail "the emulator's queue.c including the streams' header" \
+    'circle of 2 files in the includes (tests/emu/cudart/queue.c tests/emu/cudart/stream.c), one of them: tests/emu/cudart/queue.c:[0-9]* includes tests/emu/cudart/stream.c'
 echo "layers_test: ok"

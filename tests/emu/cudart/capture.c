@@ -1,14 +1,14 @@
-/* Stream capture, as the CUDA runtime documents it (cuda_runtime_api.h, and the programming
- * guide's "Creating a Graph Using Stream Capture"):
+/* Stream capture's state and rules: the live captures, the capture each stream records into,
+ * and the checks that every enqueue, synchronization and potentially unsafe call makes (the
+ * entry points that begin and end a capture are capture_api.c's).  The rules are those the CUDA
+ * runtime documents (cuda_runtime_api.h, and the programming guide's "Creating a Graph Using
+ * Stream Capture"):
  * - cudaStreamBeginCapture(s, mode) puts s in capture mode: work enqueued on it is recorded as
  *   graph nodes, not run; cudaStreamEndCapture on the origin stream returns the graph (one
  *   node per op, in call order: a topological order), from the same thread unless the mode is
  *   relaxed (cudaErrorStreamCaptureWrongThread).
  * - cudaStreamBeginCaptureToGraph(s, graph, deps, edgeData, n, mode) does the same into an
  *   existing graph: EndCapture returns that graph, the captured nodes appended after deps.
- *   The driver's cuStreamBeginCapture (one argument: global mode), _v2 and ToGraph, and its
- *   cuStreamEndCapture, come here through usbyteEmuStreamBeginCapture/EndCapture, never
- *   through the public (interposable) runtime entry points.
  * - An event recorded in a capture is a captured event; a stream that waits on it joins the
  *   capture (event.c), and must be joined back to the origin (an event recorded on it after
  *   its last node, waited on by the origin) or EndCapture fails with
@@ -23,11 +23,18 @@
  *   while the thread has a capture of its own that is not relaxed, or (global mode) while any
  *   thread has a global one: cudaErrorStreamCaptureUnsupported, and those captures are
  *   invalidated. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "emu.h"
+#include "capture.h"
+#include "device.h"
+#include "errors.h"
+#include "export.h"
+#include "op.h"
+#include "stream_object.h"
 
 static pthread_mutex_t cap_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct emu_capture *live;   /* captures begun and not ended */
@@ -57,7 +64,7 @@ struct emu_capture *emu_capture_find(uint64_t id)
     return NULL;
 }
 
-static void node_drop(struct emu_cnode *n)
+void emu_cnode_drop(struct emu_cnode *n)
 {
     if (n->kind != EMU_CN_OP)
         return;
@@ -180,52 +187,12 @@ cudaError_t emu_capture_device_sync(void)
     return any ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
 }
 
-/* ---- the API ---- */
-
-/* Every edge the emulator models is a default one (cudaGraphDependencyTypeDefault, ports 0):
- * programmatic edges would need programmatic dependent launch, which it does not run. */
-static bool default_edges(const cudaGraphEdgeData *edges, size_t n)
+/* ---- beginning and ending (capture_api.c) ---- */
+cudaError_t emu_capture_begin(struct emu_capture *c, struct CUstream_st *s, enum cudaStreamCaptureMode mode)
 {
-    static const cudaGraphEdgeData zero;
-    for (size_t i = 0; edges && i < n; i++)
-        if (memcmp(&edges[i], &zero, sizeof zero) != 0)
-            return false;
-    return true;
-}
-
-static cudaError_t begin_capture(cudaStream_t stream, enum cudaStreamCaptureMode mode, bool ptsz, cudaGraph_t into,
-                                 const cudaGraphNode_t *deps, const cudaGraphEdgeData *edges, size_t n_deps)
-{
-    if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
-        mode != cudaStreamCaptureModeRelaxed)
-        return cudaErrorInvalidValue;
-    struct CUstream_st *s;
-    cudaError_t err = emu_stream_resolve(stream, ptsz, &s);
-    if (err != cudaSuccess)
-        return err;
-    if (s->is_legacy)
-        return cudaErrorStreamCaptureUnsupported;   /* "may not be initiated if stream is cudaStreamLegacy" */
-    if (into != NULL && (err = emu_graph_check_deps(into, deps, n_deps)) != cudaSuccess)
-        return err;
-    if (into != NULL && !default_edges(edges, n_deps))
-        return cudaErrorNotSupported;
-    struct emu_capture *c = calloc(1, sizeof *c);
-    if (c == NULL)
-        return cudaErrorMemoryAllocation;
-    if (into != NULL && n_deps > 0) {
-        if ((c->deps = malloc(n_deps * sizeof *c->deps)) == NULL) {
-            free(c);
-            return cudaErrorMemoryAllocation;
-        }
-        memcpy(c->deps, deps, n_deps * sizeof *c->deps);
-        c->n_deps = n_deps;
-    }
-    c->into = into;
     pthread_mutex_lock(&cap_mu);
     if (s->capture != NULL) {
         pthread_mutex_unlock(&cap_mu);
-        free(c->deps);
-        free(c);
         return cudaErrorIllegalState;   /* "only if the stream is not already in capture mode" */
     }
     c->id = next_capture_id++;
@@ -240,59 +207,9 @@ static cudaError_t begin_capture(cudaStream_t stream, enum cudaStreamCaptureMode
     return cudaSuccess;
 }
 
-EMU_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+cudaError_t emu_capture_end(struct CUstream_st *s, struct emu_capture **out)
 {
-    return emu_result(begin_capture(stream, mode, false, NULL, NULL, NULL, 0));
-}
-
-EMU_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode)
-{
-    return emu_result(begin_capture(stream, mode, true, NULL, NULL, NULL, 0));
-}
-
-/* "graph - Graph to capture into": a NULL graph is an invalid value, as is any graph that is
- * not live or a dependency that is not one of its nodes. */
-static cudaError_t begin_capture_to_graph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *deps,
-                                          const cudaGraphEdgeData *edges, size_t n_deps,
-                                          enum cudaStreamCaptureMode mode, bool ptsz)
-{
-    if (graph == NULL)
-        return cudaErrorInvalidValue;
-    return begin_capture(stream, mode, ptsz, graph, deps, edges, n_deps);
-}
-
-EMU_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
-                                                     const cudaGraphNode_t *dependencies,
-                                                     const cudaGraphEdgeData *dependencyData, size_t numDependencies,
-                                                     enum cudaStreamCaptureMode mode)
-{
-    return emu_result(begin_capture_to_graph(stream, graph, dependencies, dependencyData, numDependencies, mode, false));
-}
-
-EMU_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
-                                                          const cudaGraphNode_t *dependencies,
-                                                          const cudaGraphEdgeData *dependencyData,
-                                                          size_t numDependencies, enum cudaStreamCaptureMode mode)
-{
-    return emu_result(begin_capture_to_graph(stream, graph, dependencies, dependencyData, numDependencies, mode, true));
-}
-
-EMU_EXPORT cudaError_t usbyteEmuStreamBeginCapture(cudaStream_t stream, int ptsz, enum cudaStreamCaptureMode mode,
-                                                   cudaGraph_t graph, const cudaGraphNode_t *deps,
-                                                   const cudaGraphEdgeData *edges, size_t n_deps)
-{
-    return graph ? begin_capture_to_graph(stream, graph, deps, edges, n_deps, mode, ptsz != 0)
-                 : begin_capture(stream, mode, ptsz != 0, NULL, NULL, NULL, 0);
-}
-
-static cudaError_t end_capture(cudaStream_t stream, cudaGraph_t *graph, bool ptsz)
-{
-    if (graph == NULL)
-        return cudaErrorInvalidValue;
-    struct CUstream_st *s;
-    cudaError_t err = emu_stream_resolve(stream, ptsz, &s);
-    if (err != cudaSuccess)
-        return err;
+    *out = NULL;
     pthread_mutex_lock(&cap_mu);
     struct emu_capture *c = s->capture;
     if (c == NULL) {
@@ -325,35 +242,10 @@ static cudaError_t end_capture(cudaStream_t stream, cudaGraph_t *graph, bool pts
             break;
         }
     pthread_mutex_unlock(&cap_mu);
-    *graph = NULL;
-    if (c->invalidated)
-        err = cudaErrorStreamCaptureInvalidated;
-    else if (unjoined)
-        err = cudaErrorStreamCaptureUnjoined;
-    if (err == cudaSuccess)   /* takes every node */
-        err = emu_graph_from_capture(c->nodes, c->n, c->into, c->deps, c->n_deps, graph);
-    else
-        for (size_t i = 0; i < c->n; i++)
-            node_drop(&c->nodes[i]);
-    free(c->deps);
-    free(c->nodes);
-    free(c);
-    return err;
-}
-
-EMU_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
-{
-    return emu_result(end_capture(stream, pGraph, false));
-}
-
-EMU_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph)
-{
-    return emu_result(end_capture(stream, pGraph, true));
-}
-
-EMU_EXPORT cudaError_t usbyteEmuStreamEndCapture(cudaStream_t stream, int ptsz, cudaGraph_t *graph)
-{
-    return end_capture(stream, graph, ptsz != 0);
+    *out = c;
+    return c->invalidated ? cudaErrorStreamCaptureInvalidated
+           : unjoined     ? cudaErrorStreamCaptureUnjoined
+                          : cudaSuccess;
 }
 
 EMU_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
@@ -367,8 +259,6 @@ EMU_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptur
     return emu_result(cudaSuccess);
 }
 
-/* cudaStreamIsCapturing / cudaStreamGetCaptureInfo (stream_api.c): the status and id. */
-cudaError_t emu_capture_status(struct CUstream_st *s, enum cudaStreamCaptureStatus *status, unsigned long long *id);
 cudaError_t emu_capture_status(struct CUstream_st *s, enum cudaStreamCaptureStatus *status, unsigned long long *id)
 {
     /* On the legacy stream while a blocking stream captures: an error, the capture kept. */

@@ -3,10 +3,17 @@
  * stream operation that reports the driver function it corresponds to; and the private entries
  * the driver stand-in's copies and memsets enqueue through.  The emulator has no CUDA arrays: a
  * copy that names one is refused with cudaErrorNotSupported. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <cupti.h>   /* the runtime and driver callback ids and params structs */
 
+#include "device.h"
+#include "errors.h"
+#include "export.h"
+#include "stream.h"
+#include "trace.h"
 #include "work.h"
 
 static CUmemorytype memory_type(bool device, enum cudaMemcpyKind kind)

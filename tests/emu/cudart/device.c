@@ -1,12 +1,13 @@
 /* Devices, versions and the one emulated context.  Every emulated device shares the host's
  * memory and the same stream machinery; the device number is bookkeeping only. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cupti_runtime_cbid.h>
-
-#include "emu.h"
+#include "device.h"
+#include "errors.h"
+#include "export.h"
 
 struct CUctx_st {
     int device;
@@ -26,7 +27,7 @@ int emu_device_count(void)
         if (env != NULL && *env) {
             char *end;
             long v = strtol(env, &end, 10);
-            if (*end || v < 1 || v > 64)
+            if (*end || v < 1 || v > EMU_MAX_DEVICES)
                 fprintf(stderr, "usbyte emulator: USBYTE_EMU_DEVICES=%s is not 1..64, using 8\n", env);
             else
                 n = (int)v;
@@ -164,20 +165,4 @@ EMU_EXPORT cudaError_t cudaDriverGetVersion(int *driverVersion)
         return emu_result(cudaErrorInvalidValue);
     *driverVersion = 13000;
     return emu_result(cudaSuccess);
-}
-
-static cudaError_t device_sync(void)
-{
-    if (emu_unloading())
-        return cudaErrorCudartUnloading;
-    cudaError_t cap = emu_capture_device_sync();
-    if (cap != cudaSuccess)
-        return cap;
-    emu_device_sync();
-    return cudaSuccess;
-}
-
-EMU_EXPORT cudaError_t cudaDeviceSynchronize(void)
-{
-    EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize", NULL, device_sync());
 }

@@ -6,10 +6,13 @@
  * newer version, is cudaSuccess with *funcPtr NULL and the reason in *driverStatus. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include <cuda.h>
 
-#include "emu.h"
+#include "errors.h"
+#include "export.h"
 
 typedef CUresult (*proc_address_fn)(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                                     CUdriverProcAddressQueryResult *symbolStatus);

@@ -1,5 +1,8 @@
 /* Error state (per-thread last error, process-wide sticky error), error names and strings. */
-#include "emu.h"
+#include <stdatomic.h>
+
+#include "errors.h"
+#include "export.h"
 
 static __thread cudaError_t tl_last_error = cudaSuccess;
 static _Atomic cudaError_t sticky_error = cudaSuccess;

@@ -4,13 +4,29 @@
  * the worker thread happened to run (see CUstream_st.reached).  The event points at its
  * latest instance.  Waits (cudaStreamWaitEvent, cudaEventSynchronize) capture the instance at
  * call time, so later records of the same event cannot affect them, exactly as in CUDA. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <cupti_runtime_cbid.h>
 #include <generated_cuda_runtime_api_meta.h>
+#include <uthash.h>
 
-#include "emu.h"
+#include "capture.h"
+#include "device.h"
+#include "errors.h"
+#include "event.h"
+#include "export.h"
+#include "op.h"
+#include "record.h"
+#include "stream.h"
+#include "stream_object.h"
+#include "trace.h"
+#include "unloading.h"
 
 struct CUevent_st {
     unsigned flags;
@@ -52,12 +68,20 @@ void emu_record_wait(struct emu_record *rec)
     pthread_mutex_unlock(&events_mu);
 }
 
+/* The later of two times. */
+static struct timespec later(struct timespec a, struct timespec b)
+{
+    if (a.tv_sec != b.tv_sec)
+        return a.tv_sec > b.tv_sec ? a : b;
+    return a.tv_nsec >= b.tv_nsec ? a : b;
+}
+
 static void record_run(void *arg)
 {
     struct emu_record *rec = arg;
     struct timespec reached;
     if (emu_worker_reached(&reached)) {
-        rec->when = emu_timespec_max(reached, rec->enqueued);
+        rec->when = later(reached, rec->enqueued);
         emu_worker_op_ends_at(rec->when);   /* a record takes no device time */
     } else {
         clock_gettime(CLOCK_MONOTONIC, &rec->when);   /* completed by the host: nothing to model */
@@ -201,8 +225,7 @@ static cudaError_t event_record(cudaEvent_t handle, cudaStream_t stream, unsigne
     /* An event records work of its own device only (a stream of another device: an invalid
      * handle for that stream's context). */
     struct emu_capture *c = emu_capture_of(s);
-    int stream_device = s->is_legacy || s->implicit ? emu_current_device() : s->device;
-    if (e->device != stream_device) {
+    if (e->device != emu_stream_device(s)) {
         err = cudaErrorInvalidResourceHandle;
     } else if (c != NULL && c->invalidated) {
         err = cudaErrorStreamCaptureInvalidated;

@@ -10,12 +10,22 @@
  * Handles are checked against the live objects before anything is read through them. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cupti.h>   /* the runtime and driver callback ids and params structs */
 
+#include "capture.h"
+#include "errors.h"
+#include "event.h"
+#include "export.h"
+#include "graph.h"
+#include "interference.h"
+#include "stream.h"
+#include "stream_object.h"
+#include "trace.h"
 #include "work.h"
 
 typedef void (*emu_kernel_fn)(void **args);
@@ -27,22 +37,11 @@ struct emu_tmpl {
     struct emu_cnode n;
 };
 
-/* A captured op's arg that will never run. */
-static void cnode_free(struct emu_cnode *n)
-{
-    if (n->kind != EMU_CN_OP)
-        return;
-    if (n->drop)
-        n->drop(n->arg);
-    else
-        free(n->arg);
-}
-
 static void tmpl_release(struct emu_tmpl *t)
 {
     if (t == NULL || atomic_fetch_sub(&t->refs, 1) != 1)
         return;
-    cnode_free(&t->n);
+    emu_cnode_drop(&t->n);
     free(t);
 }
 
@@ -371,7 +370,7 @@ cudaError_t emu_graph_from_capture(struct emu_cnode *nodes, size_t n, cudaGraph_
     pthread_mutex_unlock(&graphs_mu);
     /* Every node is taken: the graph holds those added, the rest go with a failure. */
     for (; i < n; i++)
-        cnode_free(&nodes[i]);
+        emu_cnode_drop(&nodes[i]);
     if (err != cudaSuccess) {
         if (g && !into)
             cudaGraphDestroy(g);

@@ -22,11 +22,14 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "emu.h"
+#include "device.h"
+#include "export.h"
+#include "interference.h"
 
 struct comm_clock {
     pthread_mutex_t mu;

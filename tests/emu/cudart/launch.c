@@ -6,10 +6,16 @@
  * (void fn(void **args)), which the stream's worker calls with the launch's args pointer.
  * Unlike CUDA, the argument values are not copied at launch (their sizes are unknown), so the
  * args array and what it points to must stay valid until the kernel has run. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <cupti.h>   /* the runtime and driver callback ids and params structs */
 
+#include "errors.h"
+#include "export.h"
+#include "stream.h"
+#include "trace.h"
 #include "work.h"
 
 static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, cudaStream_t stream, bool ptsz,

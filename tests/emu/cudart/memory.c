@@ -2,6 +2,9 @@
  * sorted by address, so any pointer can be checked against the allocation containing it.  Each
  * device has a capacity (USBYTE_EMU_DEVICE_MEM_MB, default 80 GiB, as an H100): cudaMalloc past it
  * fails with cudaErrorMemoryAllocation, and cudaMemGetInfo says what is left, as on a GPU. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +12,13 @@
 #include <cupti_runtime_cbid.h>
 #include <generated_cuda_runtime_api_meta.h>
 
-#include "emu.h"
+#include "capture.h"
+#include "device.h"
+#include "errors.h"
+#include "export.h"
+#include "memory.h"
+#include "stream.h"
+#include "trace.h"
 
 enum alloc_kind { ALLOC_DEVICE, ALLOC_HOST };
 

@@ -14,16 +14,25 @@
  * stream's tickets increase along the stream; the queue's mu protects the tickets, the count of
  * tickets begun and the list of ops not yet begun (in ticket order).  When an op begins, the
  * owner of the next ticket is woken through its stream's turn_cv: one wake-up per op. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "device.h"
+#include "export.h"
+#include "op.h"
+#include "queue.h"
+#include "record.h"
+#include "stream_object.h"
+#include "unloading.h"
 
 #define MAX_CONNECTIONS 32
 #define DEFAULT_CONNECTIONS 8
-#define MAX_DEVICES 64
 
 struct queue_set {
     struct queue_set *older;   /* in a forked child: the next set inherited from the parent */
@@ -35,7 +44,7 @@ struct queue_set {
 /* Under queues_mu: the configuration and the sets of this process (see fork_child). */
 static pthread_mutex_t queues_mu = PTHREAD_MUTEX_INITIALIZER;
 static int connections;        /* 0: not read yet in this process */
-static _Atomic(struct queue_set *) sets[MAX_DEVICES];
+static _Atomic(struct queue_set *) sets[EMU_MAX_DEVICES];
 /* In a forked child: its parents' sets, kept reachable and never used. */
 static struct queue_set *inherited;
 
@@ -101,7 +110,7 @@ static struct queue_set *set_of(int device)
 
 struct emu_queue *emu_queue_assign(int device, bool legacy)
 {
-    if (device < 0 || device >= MAX_DEVICES)
+    if (device < 0 || device >= EMU_MAX_DEVICES)
         device = 0;
     pthread_mutex_lock(&queues_mu);
     struct queue_set *set = set_of(device);
@@ -159,7 +168,7 @@ bool emu_queue_take_turn(struct CUstream_st *s, struct emu_op *op)
     if (q->head != op && !emu_unloading()) {
         char what[EMU_ACTIVITY_LEN];
         snprintf(what, sizeof what, "%s: waiting for its turn in queue %d", op->what, q->index);
-        emu_worker_set_activity(what);
+        emu_stream_set_activity(s, what);
         while (q->head != op && !emu_unloading())
             pthread_cond_wait(&s->turn_cv, &q->mu);
     }
@@ -180,7 +189,7 @@ void emu_queue_begin(struct emu_op *op)
 
 void emu_queues_for_each(void (*fn)(struct emu_queue *q, void *ctx), void *ctx)
 {
-    for (int d = 0; d < MAX_DEVICES; d++) {
+    for (int d = 0; d < EMU_MAX_DEVICES; d++) {
         struct queue_set *set = atomic_load(&sets[d]);
         if (set == NULL)
             continue;
@@ -220,7 +229,7 @@ void emu_queues_fork_parent(void)
 void emu_queues_fork_child(void)
 {
     connections = 0;
-    for (int d = 0; d < MAX_DEVICES; d++) {
+    for (int d = 0; d < EMU_MAX_DEVICES; d++) {
         struct queue_set *set = atomic_load(&sets[d]);
         if (set != NULL) {
             set->older = inherited;
@@ -235,12 +244,4 @@ void emu_queues_fork_child(void)
 EMU_EXPORT int usbyteEmuQueueCount(void)
 {
     return emu_queue_count();
-}
-
-EMU_EXPORT int usbyteEmuStreamQueue(cudaStream_t stream)
-{
-    struct CUstream_st *s;
-    if (emu_stream_resolve(stream, false, &s) != cudaSuccess)
-        return -1;
-    return atomic_load(&s->queue_index);
 }

@@ -13,10 +13,21 @@
  * It runs in the SIGUSR2 handler too, so it allocates nothing, uses no stdio, and there only
  * tries the locks (the interrupted thread may hold one). */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "dump_text.h"
+#include "export.h"
+#include "op.h"
+#include "queue.h"
+#include "queue_check.h"
+#include "record.h"
+#include "stream_object.h"
+#include "values.h"
 
 #define MAX_QUEUES (64 * 32)
 

@@ -1,19 +1,28 @@
 /* Streams: one worker thread per stream executing its ops in FIFO order, each op in its turn
  * in the stream's hardware queue (queue.c), the legacy and per-thread default streams with
- * the legacy stream's implicit synchronization, the registry used for handle validation,
- * device-wide synchronization and the hang dump. */
-#include <errno.h>
-#include <signal.h>
+ * the legacy stream's implicit synchronization, the table used for handle validation,
+ * device-wide synchronization, and the private entries that take a stream handle. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
+#include <time.h>
 
-#include "emu.h"
+#include <uthash.h>
+
+#include "capture.h"
+#include "device.h"
+#include "export.h"
+#include "op.h"
+#include "queue.h"
+#include "stream.h"
+#include "stream_object.h"
+#include "unloading.h"
 
 static pthread_mutex_t emu_streams_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct CUstream_st *stream_table;            /* uthash by pointer: every object ever made */
-static _Atomic(struct CUstream_st *) all_streams;   /* append-only list, readable in a signal handler */
 static uint64_t next_stream_id = 1;
 static _Atomic(struct CUstream_st *) legacy_stream;   /* this process's; made on first use */
 static pthread_once_t legacy_once = PTHREAD_ONCE_INIT;
@@ -24,44 +33,6 @@ static __thread struct emu_op *tl_op;      /* the op the worker runs */
 static __thread bool tl_op_begun;          /* tl_op has begun (waits: once satisfied) */
 static __thread bool tl_op_end_set;        /* the running op said when it ends in the model */
 static __thread struct timespec tl_op_end;
-static atomic_bool shutting_down;
-/* This process: set at load and in a forked child (fork_child), so that the child never takes
- * an object of its parent for its own.  Read without a lock: it changes only while one thread
- * exists. */
-static pid_t streams_pid;
-
-/* Whether this process runs s's worker.  A forked child inherits every object but none of
- * the threads: an inherited stream would accept work and never run it. */
-static bool owned(const struct CUstream_st *s)
-{
-    return s->owner == streams_pid;
-}
-
-bool emu_stream_owned(const struct CUstream_st *s)
-{
-    return owned(s);
-}
-
-struct CUstream_st *emu_all_streams(void)
-{
-    return atomic_load(&all_streams);
-}
-
-static void set_activity(struct CUstream_st *s, const char *what)
-{
-    char text[EMU_ACTIVITY_LEN];
-    snprintf(text, sizeof text, "%s", what);
-    /* Release stores, so that a reader that sees one of the new characters (acquire) sees the
-     * odd sequence before it too (no fences: ThreadSanitizer does not model them). */
-    unsigned seq = atomic_load_explicit(&s->activity_seq, memory_order_relaxed);
-    atomic_store_explicit(&s->activity_seq, seq + 1, memory_order_relaxed);
-    size_t i = 0;
-    do
-        atomic_store_explicit(&s->activity[i], text[i], memory_order_release);
-    while (text[i++] != '\0');
-    atomic_store_explicit(&s->activity_seq, seq + 2, memory_order_release);
-}
-
 static void *worker_main(void *arg)
 {
     struct CUstream_st *s = arg;
@@ -87,7 +58,7 @@ static void *worker_main(void *arg)
             pthread_mutex_lock(&s->mu);
             break;
         }
-        set_activity(s, op->what);
+        emu_stream_set_activity(s, op->what);
         tl_op = op;
         tl_op_begun = !emu_op_is_wait(op->info.kind);
         tl_op_end_set = false;
@@ -99,7 +70,7 @@ static void *worker_main(void *arg)
         else
             clock_gettime(CLOCK_MONOTONIC, &s->reached);
         free(op);
-        set_activity(s, "idle");
+        emu_stream_set_activity(s, "idle");
 
         pthread_mutex_lock(&s->mu);
         s->running = false;
@@ -112,10 +83,10 @@ static void *worker_main(void *arg)
 }
 
 /* Takes a dead, drained object for reuse, or makes a new one.  Called with emu_streams_mu. */
-static struct CUstream_st *stream_object(void)
+static struct CUstream_st *take_object(void)
 {
-    for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
-        if (s->alive || s->is_legacy || !owned(s))
+    for (struct CUstream_st *s = emu_all_streams(); s; s = s->all_next) {
+        if (s->alive || s->is_legacy || !emu_stream_owned(s))
             continue;
         pthread_mutex_lock(&s->mu);
         bool idle = s->completed == s->enqueued && !s->stop;
@@ -131,7 +102,7 @@ static struct CUstream_st *stream_object(void)
     pthread_cond_init(&s->done_cv, NULL);
     pthread_cond_init(&s->turn_cv, NULL);
     atomic_init(&s->queue_index, -1);
-    set_activity(s, "idle");
+    emu_stream_set_activity(s, "idle");
     if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
         pthread_cond_destroy(&s->turn_cv);
         pthread_cond_destroy(&s->done_cv);
@@ -149,17 +120,15 @@ static struct CUstream_st *stream_object(void)
         pthread_cond_wait(&s->done_cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
     s->thread_started = true;
-    s->owner = streams_pid;
     s->self = s;
     HASH_ADD_PTR(stream_table, self, s);
-    s->all_next = atomic_load(&all_streams);
-    atomic_store(&all_streams, s);
+    emu_stream_object_add(s);
     return s;
 }
 
 static struct CUstream_st *stream_create_locked(unsigned flags, int priority, bool legacy, bool implicit)
 {
-    struct CUstream_st *s = stream_object();
+    struct CUstream_st *s = take_object();
     if (s == NULL)
         return NULL;
     /* Under s->mu too: a recycled object's worker and waiters read these under it. */
@@ -235,11 +204,6 @@ static struct CUstream_st *per_thread_stream(void)
     return tl_per_thread;
 }
 
-bool emu_unloading(void)
-{
-    return atomic_load_explicit(&shutting_down, memory_order_relaxed);
-}
-
 cudaError_t emu_stream_resolve(cudaStream_t handle, bool ptsz, struct CUstream_st **out)
 {
     /* As the real runtime after its teardown: nothing runs any more. */
@@ -309,20 +273,13 @@ void emu_worker_op_begun(void)
 void emu_worker_set_activity(const char *what)
 {
     if (tl_worker != NULL)
-        set_activity(tl_worker, what);
+        emu_stream_set_activity(tl_worker, what);
 }
 
 void emu_worker_op_ends_at(struct timespec t)
 {
     tl_op_end = t;
     tl_op_end_set = true;
-}
-
-struct timespec emu_timespec_max(struct timespec a, struct timespec b)
-{
-    if (a.tv_sec != b.tv_sec)
-        return a.tv_sec > b.tv_sec ? a : b;
-    return a.tv_nsec >= b.tv_nsec ? a : b;
 }
 
 /* ---- waiting for another stream's position (the legacy stream's implicit dependencies) ---- */
@@ -343,7 +300,7 @@ static cudaError_t push_op(struct CUstream_st *s, const struct emu_op_info *info
 {
     /* A stream inherited through fork has no worker here: its work would never run.  CUDA
      * refuses a context used across fork with an initialization error. */
-    if (!owned(s))
+    if (!emu_stream_owned(s))
         return cudaErrorInitializationError;
     struct emu_op *op = malloc(sizeof *op);
     if (op == NULL)
@@ -405,8 +362,8 @@ static cudaError_t legacy_dependencies(struct CUstream_st *s)
         struct CUstream_st *list[256];
         size_t n = 0;
         pthread_mutex_lock(&emu_streams_mu);
-        for (struct CUstream_st *o = atomic_load(&all_streams); o; o = o->all_next) {
-            if (o == s || (o->flags & cudaStreamNonBlocking) || o->is_legacy || !owned(o))
+        for (struct CUstream_st *o = emu_all_streams(); o; o = o->all_next) {
+            if (o == s || (o->flags & cudaStreamNonBlocking) || o->is_legacy || !emu_stream_owned(o))
                 continue;
             if (n == sizeof list / sizeof list[0]) {
                 /* Rare: more blocking streams than the batch; wait for the rest in the next batch. */
@@ -471,8 +428,8 @@ void emu_stream_wait_seq(struct CUstream_st *s, uint64_t seq)
 void emu_device_sync(void)
 {
     legacy();
-    for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
-        if (!owned(s))
+    for (struct CUstream_st *s = emu_all_streams(); s; s = s->all_next) {
+        if (!emu_stream_owned(s))
             continue;
         pthread_mutex_lock(&s->mu);
         uint64_t target = s->enqueued;
@@ -501,7 +458,7 @@ EMU_EXPORT cudaError_t usbyteEmuStreamEnqueue(cudaStream_t stream, usbyteEmuOpFn
 EMU_EXPORT void usbyteEmuSetActivity(const char *what)
 {
     if (tl_worker != NULL)
-        set_activity(tl_worker, what ? what : "");
+        emu_stream_set_activity(tl_worker, what ? what : "");
 }
 
 EMU_EXPORT int usbyteEmuWorkerReachedNs(uint64_t *ns)
@@ -547,105 +504,12 @@ EMU_EXPORT int usbyteEmuStreamCapturing(cudaStream_t stream, int ptsz)
     return c;
 }
 
-/* ---- hang dump: only write(2) and plain reads, so it may run in a signal handler ---- */
-size_t emu_put_str(char *buf, size_t at, size_t cap, const char *s)
+EMU_EXPORT int usbyteEmuStreamQueue(cudaStream_t stream)
 {
-    while (*s && at + 1 < cap)
-        buf[at++] = *s++;
-    return at;
-}
-
-static size_t put_digits(char *buf, size_t at, size_t cap, unsigned long long v, unsigned base)
-{
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[n++] = "0123456789abcdef"[v % base];
-        v /= base;
-    } while (v);
-    while (n && at + 1 < cap)
-        buf[at++] = tmp[--n];
-    return at;
-}
-
-size_t emu_put_u64(char *buf, size_t at, size_t cap, unsigned long long v)
-{
-    return put_digits(buf, at, cap, v, 10);
-}
-
-size_t emu_put_hex(char *buf, size_t at, size_t cap, unsigned long long v)
-{
-    at = emu_put_str(buf, at, cap, "0x");
-    return put_digits(buf, at, cap, v, 16);
-}
-
-void emu_write_all(int fd, const char *buf, size_t n)
-{
-    for (size_t off = 0; off < n;) {
-        ssize_t w = write(fd, buf + off, n - off);
-        if (w <= 0 && errno != EINTR)
-            break;
-        if (w > 0)
-            off += (size_t)w;
-    }
-}
-
-/* A consistent copy of s's activity; after a few tries against a busy writer, says so. */
-static void read_activity(struct CUstream_st *s, char out[EMU_ACTIVITY_LEN])
-{
-    for (int attempt = 0; attempt < 16; attempt++) {
-        unsigned before = atomic_load_explicit(&s->activity_seq, memory_order_acquire);
-        if (before % 2 == 0) {
-            for (size_t i = 0; i < EMU_ACTIVITY_LEN; i++)
-                if ((out[i] = atomic_load_explicit(&s->activity[i], memory_order_acquire)) == '\0')
-                    break;
-            out[EMU_ACTIVITY_LEN - 1] = '\0';
-            if (atomic_load_explicit(&s->activity_seq, memory_order_relaxed) == before)
-                return;
-        }
-    }
-    emu_put_str(out, 0, EMU_ACTIVITY_LEN, "(changing)");
-    out[sizeof "(changing)" - 1] = '\0';
-}
-
-EMU_EXPORT void usbyteEmuDumpStreams(int fd)
-{
-    for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
-        unsigned long long depth = atomic_load_explicit(&s->depth, memory_order_relaxed);
-        if ((!s->alive && depth == 0 && !s->is_legacy) || !owned(s))
-            continue;
-        char line[EMU_ACTIVITY_LEN + 112];
-        size_t n = 0;
-        n = emu_put_str(line, n, sizeof line, "[pid ");
-        n = emu_put_u64(line, n, sizeof line, (unsigned long long)getpid());
-        n = emu_put_str(line, n, sizeof line, "] stream ");
-        n = emu_put_u64(line, n, sizeof line, s->id);
-        n = emu_put_str(line, n, sizeof line,
-                        s->is_legacy ? " legacy" : s->implicit ? " per-thread"
-                        : (s->flags & cudaStreamNonBlocking) ? " non-blocking" : " blocking");
-        n = emu_put_str(line, n, sizeof line, " queue ");
-        n = emu_put_u64(line, n, sizeof line, (unsigned long long)atomic_load(&s->queue_index));
-        n = emu_put_str(line, n, sizeof line, " depth ");
-        n = emu_put_u64(line, n, sizeof line, depth);
-        n = emu_put_str(line, n, sizeof line, ": ");
-        char act[EMU_ACTIVITY_LEN];
-        read_activity(s, act);
-        n = emu_put_str(line, n, sizeof line, act);
-        line[n++] = '\n';
-        emu_write_all(fd, line, n);
-    }
-}
-
-/* The stream lines, then where each queue stands and its deadlocks.  The queue analysis only
- * tries the queue locks (a thread interrupted by the signal may hold one); at a hang nothing
- * holds them for long. */
-static void dump_on_signal(int sig)
-{
-    (void)sig;
-    int saved = errno;
-    usbyteEmuDumpStreams(2);
-    emu_queue_deadlocks(2, true, true);
-    errno = saved;
+    struct CUstream_st *s;
+    if (emu_stream_resolve(stream, false, &s) != cudaSuccess)
+        return -1;
+    return atomic_load(&s->queue_index);
 }
 
 /* fork: the table's lock is held across it, so that the child never inherits it held by a
@@ -665,7 +529,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-    streams_pid = getpid();
+    emu_stream_objects_forked();
     atomic_store(&legacy_stream, NULL);
     tl_per_thread = NULL;
     emu_queues_fork_child();
@@ -674,17 +538,7 @@ static void fork_child(void)
 
 __attribute__((constructor)) static void emu_streams_init(void)
 {
-    streams_pid = getpid();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
-    const char *launched = getenv("USBYTE_EMU_LAUNCHED");
-    if (launched != NULL && strcmp(launched, "1") == 0) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = dump_on_signal;
-        sa.sa_flags = SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGUSR2, &sa, NULL);
-    }
 }
 
 /* At exit, pending work is abandoned as when a CUDA context dies.  Idle workers are stopped
@@ -692,12 +546,12 @@ __attribute__((constructor)) static void emu_streams_init(void)
  * left alone: objects are never freed, so it can never touch freed memory. */
 __attribute__((destructor)) static void emu_streams_shutdown(void)
 {
-    atomic_store(&shutting_down, true);
-    emu_queues_wake_all();   /* workers waiting for their turn see shutting_down */
-    for (struct CUstream_st *s = atomic_load(&all_streams); s; s = s->all_next) {
+    emu_unloading_begin();
+    emu_queues_wake_all();   /* workers waiting for their turn see emu_unloading() */
+    for (struct CUstream_st *s = emu_all_streams(); s; s = s->all_next) {
         /* A forked child's inherited objects: their threads (and maybe a held lock) are the
          * parent's. */
-        if (!owned(s))
+        if (!emu_stream_owned(s))
             continue;
         pthread_mutex_lock(&s->mu);
         s->stop = true;

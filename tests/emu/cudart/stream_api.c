@@ -1,10 +1,18 @@
-/* The public stream functions of the runtime API. */
+/* The public stream functions of the runtime API, and cudaDeviceSynchronize (every stream). */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <cupti_runtime_cbid.h>
 #include <generated_cuda_runtime_api_meta.h>
 
-#include "emu.h"
-
-cudaError_t emu_capture_status(struct CUstream_st *s, enum cudaStreamCaptureStatus *status, unsigned long long *id);
+#include "capture.h"
+#include "errors.h"
+#include "export.h"
+#include "stream.h"
+#include "stream_object.h"
+#include "trace.h"
+#include "unloading.h"
 
 static cudaError_t stream_create(cudaStream_t *out, unsigned flags, int priority)
 {
@@ -95,6 +103,22 @@ EMU_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
     cudaStreamSynchronize_ptsz_v7000_params p = {stream};
     EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000, "cudaStreamSynchronize_ptsz", &p,
                stream_synchronize(stream, true));
+}
+
+static cudaError_t device_sync(void)
+{
+    if (emu_unloading())
+        return cudaErrorCudartUnloading;
+    cudaError_t cap = emu_capture_device_sync();
+    if (cap != cudaSuccess)
+        return cap;
+    emu_device_sync();
+    return cudaSuccess;
+}
+
+EMU_EXPORT cudaError_t cudaDeviceSynchronize(void)
+{
+    EMU_TRACED(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize", NULL, device_sync());
 }
 
 /* Getters: resolve then read fields that never change while the handle is alive. */

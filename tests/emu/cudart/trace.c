@@ -1,5 +1,11 @@
 /* The hook behind the emulated CUPTI: libcupti.so.13 installs one function here. */
-#include "emu.h"
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <cuda.h>
+
+#include "export.h"
+#include "trace.h"
 
 _Atomic(usbyteEmuApiHookFn) emu_api_hook = NULL;
 static atomic_uint next_correlation_id = 1;
@@ -38,11 +44,7 @@ EMU_EXPORT uint32_t usbyteEmuApiCallback(int domain, uint32_t cbid, int site, co
     return correlationId;
 }
 
-/* ---- driver functions reported inside runtime calls (work.h) ---- */
-#include <cuda.h>
-
-#include "work.h"
-
+/* ---- driver functions reported inside runtime calls (EMU_NESTED) ---- */
 /* The driver's code for a runtime error, as the driver function would have returned it. */
 static CUresult driver_result(cudaError_t err)
 {

@@ -9,12 +9,19 @@
  * a GPU would eventually see host writes to mapped memory); that re-check is only a fallback:
  * no test relies on it. */
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <cuda.h>
 
-#include "emu.h"
+#include "export.h"
+#include "op.h"
+#include "stream.h"
+#include "values.h"
 
 #define FALLBACK_RECHECK_NS 5000000L
 

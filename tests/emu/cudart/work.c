@@ -2,12 +2,23 @@
  * emulated kernels as stream operations (work.h), and the 1D copy, memset, host function and
  * callback entry points.  Arguments are checked at call time, as CUDA does for what it can see.
  * Each traced entry point also reports the driver function it corresponds to (EMU_NESTED). */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cupti.h>   /* the runtime and driver callback ids and params structs */
 
+#include "capture.h"
+#include "device.h"
+#include "errors.h"
+#include "export.h"
+#include "interference.h"
+#include "memory.h"
+#include "stream.h"
+#include "stream_object.h"
+#include "trace.h"
 #include "work.h"
 
 /* ---- copies ---- */

@@ -1,7 +1,6 @@
 /* Stream work shared by the emulated runtime's entry points (work.c, launch.c, copy_nd.c,
  * graph.c) and the private functions the driver stand-in calls: strided copies and memsets,
- * emulated kernels and host functions, each one stream operation; and the driver-domain CUPTI
- * callback a runtime call reports inside its own (trace.c). */
+ * emulated kernels and host functions, each one stream operation (work.c). */
 #ifndef USBYTE_EMU_CUDART_WORK_H
 #define USBYTE_EMU_CUDART_WORK_H
 
@@ -9,7 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "emu.h"
+#include <cuda_runtime_api.h>
+
+struct CUstream_st;
 
 /* A copy of depth slices of height rows of width bytes; 1D copies have height = depth = 1.
  * dst_device/src_device: that side must lie inside one cudaMalloc/cudaMallocHost allocation
@@ -46,44 +47,7 @@ cudaError_t emu_kernel_enqueue(struct CUstream_st *s, const void *func, void **a
 cudaError_t emu_check_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                              bool cooperative);
 
-/* The device whose compute a kernel or host function on s is (interference.c): a created
- * stream's, or the calling thread's current device for the legacy and per-thread streams. */
-static inline int emu_stream_device(const struct CUstream_st *s)
-{
-    return s->is_legacy || s->implicit ? emu_current_device() : s->device;
-}
-
 /* A host function fn(arg) run by the stream's worker in stream order. */
 cudaError_t emu_host_enqueue(struct CUstream_st *s, void (*fn)(void *), void *arg, const char *what);
-
-/* ---- the driver function a runtime call reports (trace.c) ----
- * Real CUPTI reports, inside a runtime API callback, the driver API callbacks of the driver
- * functions the runtime calls on that thread.  EMU_NESTED runs `call` (a cudaError_t
- * expression) between the driver-domain enter and exit callbacks of `name` (a cuXxx function
- * with its CUPTI_DRIVER_TRACE_CBID_ id and params struct), when a subscriber is attached. */
-struct emu_nested {
-    usbyteEmuApiHookFn hook;
-    uint32_t cbid;
-    const char *name;
-    const void *params;
-    uint32_t correlation_id;
-    uint64_t correlation_data;
-};
-void emu_nested_enter(struct emu_nested *n, usbyteEmuApiHookFn hook, uint32_t cbid, const char *name, const void *params);
-cudaError_t emu_nested_exit(struct emu_nested *n, cudaError_t err);
-
-#define EMU_NESTED(cbid, name, params, call)                                                  \
-    __extension__({                                                                           \
-        usbyteEmuApiHookFn nh_ = atomic_load_explicit(&emu_api_hook, memory_order_acquire);   \
-        cudaError_t nr_;                                                                      \
-        if (__builtin_expect(nh_ == NULL, 1)) {                                               \
-            nr_ = (call);                                                                     \
-        } else {                                                                              \
-            struct emu_nested nt_;                                                            \
-            emu_nested_enter(&nt_, nh_, (cbid), (name), (params));                            \
-            nr_ = emu_nested_exit(&nt_, (call));                                              \
-        }                                                                                     \
-        nr_;                                                                                  \
-    })
 
 #endif
