@@ -149,15 +149,23 @@ wfbp = [p["iteration"] for p in c["policies"] if p["policy"] == "wfbp"][0]
 assert wfbp / cand[0]["predicted_iteration"] > 1.02, "the premise: best predicted %r over wfbp" % (
     wfbp / cand[0]["predicted_iteration"])
 assert cand[0]["policy"] == "best", "first candidate %r" % cand[0]["policy"]
-assert cand[0]["measured_iteration"] > v["pass_through_iteration"] or len(cand) > 1, "premise: best not slower"
-assert v["kept"] == "pass-through", "kept %r" % v["kept"]
-assert v["checks"] == len(cand), "%d checks for %d candidates" % (v["checks"], len(cand))
+import re
+first = re.match(r"best: .*?\): (kept|dropped)", v["reason"])
+assert first and first.group(1) == "dropped", "best was not dropped: %s" % v["reason"]
+# What follows the drop: pass-through, or a plan planned again on the model re-fitted with the
+# blocks best was measured with, kept where it measured faster than pass-through beyond the noise.
+if v["kept"] != "pass-through":
+    k = [x for x in cand if x["policy"] == v["kept"]]
+    assert k and k[0]["refit"] and k[0]["measured_iteration"] < v["pass_through_iteration"], "kept %r" % v["kept"]
+judged = [x for x in cand if x["windows"] > 0]
+assert v["checks"] == len(judged), "%d checks for %d candidates judged" % (v["checks"], len(judged))
 '
 # The page shows what was tried, measured and kept, and why (usbyte-report reads the object).
 mkdir -p "$WORK/page"
 "$BUILD/usbyte-report" "$WORK"/notched-[01].json -o "$WORK/page" --quiet || fail "usbyte-report on the notched run"
 grep -q '<table id="verification-0">' "$WORK/page/usbyte-report.html" || fail "the page has no verification table"
-grep -q 'kept: <b>pass-through</b> at call' "$WORK/page/usbyte-report.html" || fail "the page does not say what was kept"
+kept=$(jq -r '.comms[0].verification.kept' "$WORK/notched-0.json")
+grep -qF "kept: <b>$kept</b> at call" "$WORK/page/usbyte-report.html" || fail "the page does not say what was kept ($kept)"
 grep -q 'best: .* dropped' "$WORK/page/usbyte-report.html" || fail "the page does not say why"
 # The plan the schedule held last is the re-fitted candidate, with other blocks than the chosen
 # plan: the report names it, the page draws the measured blocks against it, every number as written.
@@ -171,7 +179,7 @@ python3 tests/integration/tools_report_check.py html "$WORK/page/usbyte-report.h
     fail "usbyte-report --summary on the notched run"
 grep -q '^  verified at call [0-9]*: .*dropped' "$WORK/notched.summary" ||
     fail "the summary does not say what verification decided: $(cat "$WORK/notched.summary")"
-echo "ok: a network cheaper at the job's own sizes: the plans are dropped on every rank at the same call"
+echo "ok: a network cheaper at the job's own sizes: best is dropped on every rank at the same call (then $kept)"
 
 # A stall: rank 1's forwards of iterations 20 and 21 (inside the window's runs, iterations 10-41
 # here: one of them is measured) take 150 ms more, which every rank's iterations show (they wait for
