@@ -313,23 +313,36 @@ static int load_policies(ctx *x, const json_t *c, const char *base, rp_comm *out
     return 0;
 }
 
-static int load_plan(ctx *x, const json_t *c, const char *base, rp_comm *out)
+/* parent's member "plan" (at place `where`) into *plan, checked against the profile: 1 read, 0
+ * absent, -1 refused (x->err says why; *plan holds nothing). */
+static int read_plan(ctx *x, const json_t *parent, const char *where, const rp_comm *out, ub_plan *plan)
 {
     const json_t *pj;
-    int rc = member(x, c, base, "plan", false, K_OBJ, &pj);
+    int rc = member(x, parent, where, "plan", false, K_OBJ, &pj);
     if (rc)
         return rc < 0 ? -1 : 0;
-    char b[64], origin[1200], err[1024];
-    snprintf(b, sizeof b, "%s.plan", base);
+    char b[256], origin[1200], err[1024];
+    place(b, sizeof b, where, "plan");
     if (!out->have_profile)
         return fail(x, b, "a plan without a profile");
     snprintf(origin, sizeof origin, "%s: %s", x->path, b);
-    if (ub_plan_from_json(pj, origin, &out->plan, err, sizeof err) != 0) {
+    if (ub_plan_from_json(pj, origin, plan, err, sizeof err) != 0) {
         snprintf(x->err, x->errlen, "%s", err); /* already names the file and the place */
         return -1;
     }
-    if (ub_plan_validate(&out->profile, &out->plan, err, sizeof err) != 0)
+    if (ub_plan_validate(&out->profile, plan, err, sizeof err) != 0) {
+        ub_plan_free(plan);
         return fail(x, b, "%s", err);
+    }
+    return 1;
+}
+
+static int load_plan(ctx *x, const json_t *c, const char *base, rp_comm *out)
+{
+    int rc = read_plan(x, c, base, out, &out->plan);
+    if (rc <= 0)
+        return rc;
+    const json_t *pj = json_object_get(c, "plan");
     out->plan_reported = out->plan.iteration;
     /* Block times re-evaluated under the profile (the page compares them with the reported
      * iteration); the reported lower bound and planning time are kept as written. */
@@ -398,26 +411,16 @@ static int load_recording(ctx *x, const json_t *sj, const char *base, rp_schedul
 /* schedule.plan: the plan the schedule held, where verification loaded another than the chosen. */
 static int load_held_plan(ctx *x, const json_t *c, const char *base, rp_comm *out)
 {
-    const json_t *sj = json_object_get(c, "schedule"), *pj;
+    const json_t *sj = json_object_get(c, "schedule");
     if (!json_is_object(sj))
         return 0;
-    char b[200], origin[1200], err[1024];
+    char b[200];
     snprintf(b, sizeof b, "%s.schedule", base);
-    int rc = member(x, sj, b, "plan", false, K_OBJ, &pj);
-    if (rc)
-        return rc < 0 ? -1 : 0;
-    snprintf(b, sizeof b, "%s.schedule.plan", base);
-    if (!out->have_profile)
-        return fail(x, b, "a plan without a profile");
-    snprintf(origin, sizeof origin, "%s: %s", x->path, b);
     rp_schedule *s = &out->schedule;
-    if (ub_plan_from_json(pj, origin, &s->plan, err, sizeof err) != 0) {
-        snprintf(x->err, x->errlen, "%s", err);
-        return -1;
-    }
+    int rc = read_plan(x, sj, b, out, &s->plan);
+    if (rc <= 0)
+        return rc;
     s->has_plan = true;
-    if (ub_plan_validate(&out->profile, &s->plan, err, sizeof err) != 0)
-        return fail(x, b, "%s", err);
     s->plan_blocks = s->plan.n_blocks;
     return 0;
 }
