@@ -448,7 +448,7 @@ static bool adopt(ub_comm *c, ub_agreed *agreed) UB_REQUIRES_UNLOCKS(ub_state_mu
     if (ub_log_enabled(UB_LOG_DEBUG))
         for (int k = 0; k < agreed->n_calls; k++)
             ub_debug("communicator %d call %d: ready %.6f need %.6f done %.6f comm %.6f/%.6f%s%s", c->index, k,
-                     agreed->calls[k].ready, agreed->calls[k].need, agreed->calls[k].done, agreed->calls[k].comm_min,
+                     agreed->calls[k].ready, agreed->calls[k].need, agreed->calls[k].done, agreed->calls[k].comm_cost,
                      agreed->calls[k].comm_mean, agreed->calls[k].barrier ? " barrier" : "",
                      agreed->calls[k].fallback ? " fallback" : "");
     c->staging_agreed = agreed->flags.neg_staging < 0 ? (uint64_t)(-agreed->flags.neg_staging) : 0;

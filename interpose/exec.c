@@ -16,6 +16,7 @@
 #include "guard.h"
 #include "log.h"
 #include "nccl_list.h"
+#include "usbyte/median.h"
 #include "usbyte/types.h"
 
 static size_t nccl_dtype_size(int nccl)
@@ -281,12 +282,17 @@ int ub_exec_block_seconds(ub_comm *c, double copy_beta, double *out, int max)
     if (s->measured_iter < 0 || !s->block_start)
         return nb;
     ub_timing_poll(&s->tm);
-    for (int slot = 0; slot < UB_SCHED_TRACED && s->measured_iter + slot < s->n_starts; slot++)
-        for (int b = 0; b < nb; b++) {
-            double d = s->block_end[slot * s->sp.n_blocks + b] - s->block_start[slot * s->sp.n_blocks + b];
-            if (isfinite(d) && d > 0 && !(d >= out[b]))
-                out[b] = d;
+    for (int b = 0; b < nb; b++) {
+        double d[UB_SCHED_TRACED];
+        int n = 0;
+        for (int slot = 0; slot < UB_SCHED_TRACED && s->measured_iter + slot < s->n_starts; slot++) {
+            d[n] = s->block_end[slot * s->sp.n_blocks + b] - s->block_start[slot * s->sp.n_blocks + b];
+            if (isfinite(d[n]) && d[n] > 0)
+                n++;
         }
+        if (n > 0)
+            out[b] = ub_median(d, n);
+    }
     for (int b = 0; b < nb; b++) {
         const ub_block *blk = &s->plan.blocks[b];
         const ub_segment *seg = &s->plan.segments[blk->first_segment];

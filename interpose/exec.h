@@ -28,7 +28,7 @@ int ub_exec_setup(ub_comm *c, char *why, size_t len) UB_REQUIRES(ub_state_mutex)
  * first failure's result (a CUDA failure: ncclUnhandledCudaError) with the call and the error
  * in why; what was enqueued before it stays enqueued. */
 ncclResult_t ub_exec_issue_block(ub_comm *c, ncclComm_t handle, int b, int arrived, int slot, char *why, size_t len);
-/* Lock held: per block of the running plan (the first `max`), the least duration of its allreduce
+/* Lock held: per block of the running plan (the first `max`), the median duration of its allreduce
  * over the timed iterations whose marks have completed (a poll, never a wait), staged blocks less
  * their staging copies at copy_beta seconds per byte (the model's block cost is the link's plus
  * the copies'); NAN where none was timed.  Returns how many blocks were written. */

@@ -67,7 +67,7 @@ void ub_agree_encode(const ub_agree_local *l, double *max_vec, double *sum_vec)
         m[2] = finite_or(k->done, -1.0);
         /* A rank without a duration sample (0: e.g. calls held in a group spanning the end of
          * the warm-up) must not win the min over ranks. */
-        double cmin = finite_or(k->comm_min, 0.0);
+        double cmin = finite_or(k->comm_cost, 0.0);
         m[3] = cmin > 0 ? -cmin : -NO_SAMPLE;
         m[4] = k->barrier ? 1.0 : 0.0;
         m[5] = k->fallback ? 1.0 : 0.0;
@@ -114,7 +114,7 @@ ub_agree_outcome ub_agree_decode(const double *max_vec, const double *sum_vec, u
         k->ready = m[0];
         k->need = m[1];
         k->done = m[2];
-        k->comm_min = -m[3] >= NO_SAMPLE ? 0.0 : -m[3];
+        k->comm_cost = -m[3] >= NO_SAMPLE ? 0.0 : -m[3];
         k->barrier = m[4] > 0.5;
         k->fallback = m[5] > 0.5;
         k->split = m[6] > 0.5;

@@ -2,6 +2,7 @@
 #include <math.h>
 
 #include "usbyte/calibrate.h"
+#include "usbyte/median.h"
 #include "usbyte/fit.h"
 
 double ub_calib_block_bytes(const ub_plan *plan, uint32_t b)
@@ -41,17 +42,17 @@ int ub_calib_probe_sizes(const ub_profile *prof, const ub_plan *plan, uint64_t *
 
 void ub_calib_encode(const double *seconds, int n, int repeats, double out[UB_CALIB_LEN])
 {
-    bool missing = n < 0 || n > UB_CALIB_MAX_PROBES || repeats < 1;
+    bool missing = n < 0 || n > UB_CALIB_MAX_PROBES || repeats < 1 || repeats > UB_CALIB_REPEATS;
     for (int i = 0; i < UB_CALIB_MAX_PROBES; i++) {
-        double least = INFINITY;
+        double t[UB_CALIB_REPEATS];
+        int got = 0;
         for (int r = 0; i < n && r < repeats && !missing; r++) {
-            double t = seconds[r * n + i];
-            if (!(t > 0) || !isfinite(t))
+            t[got] = seconds[r * n + i];
+            if (!(t[got] > 0) || !isfinite(t[got]))
                 missing = true;
-            else if (t < least)
-                least = t;
+            got++;
         }
-        out[i] = i < n && !missing ? -least : 0.0;
+        out[i] = i < n && !missing ? -ub_median(t, got) : 0.0;
     }
     out[UB_CALIB_MAX_PROBES] = missing ? 1.0 : 0.0;
     if (missing)

@@ -20,7 +20,8 @@
  *  - calls nobody waited on before the next iteration belong to the last segment (their buffers
  *    are reused by the next iteration, so they are needed by then at the latest);
  *  - gap = first segment's wait - backward_end (>= 0); forward[last] runs to the iteration's end;
- *  - net: least-squares fit of (bytes, fastest duration over ranks and iterations): the rank that
+ *  - net: fitted on (bytes, cost sample) per call (ub_record_summarize: from where the model
+ *    starts the call to its end, the median over iterations), the least over ranks: the rank that
  *    arrives last at a collective measures the link alone, the others include their wait for it. */
 #include <math.h>
 #include <stdio.h>
@@ -80,7 +81,7 @@ ub_fit_sample *ub_derive_fit_samples(const ub_agreed *a, const uint64_t *bytes, 
     if (!s)
         return NULL;
     for (size_t c = 0; c < calls; c++)
-        s[c] = (ub_fit_sample){(double)bytes[c], a->calls[c].comm_min};
+        s[c] = (ub_fit_sample){(double)bytes[c], a->calls[c].comm_cost};
     for (size_t i = calls; i < m; i++) /* calibration probes: sizes the calls never had */
         s[i] = extra[i - calls];
     *n = m;

@@ -197,7 +197,7 @@ static int by_bytes(const void *a, const void *b)
     return (x->seconds > y->seconds) - (x->seconds < y->seconds);
 }
 
-/* Pools the sizes (bytes rising, each its least time) into bins of sizes within `ratio` of the
+/* Pools the sizes (bytes rising, each its median time) into bins of sizes within `ratio` of the
  * bin's smallest; each bin is one knot at the means of its sizes and times, weighted by its
  * number of sizes.  Returns the number of bins. */
 static int bin_sizes(const ub_fit_sample *size, size_t m, double ratio, ub_fit_knot *knot, double *weight)
@@ -277,11 +277,17 @@ int ub_fit_knots(const ub_fit_sample *s, size_t n, int max_knots, ub_fit_knot *o
         if (valid_sample(&s[i], UB_FIT_RELATIVE))
             size[v++] = s[i];
     qsort(size, v, sizeof *size, by_bytes);
-    /* Each size once, at its least time (sorted: the first of its run). */
+    /* Each size once, at the median of its times (sorted: the middle of its run). */
     size_t m = 0;
-    for (size_t i = 0; i < v; i++)
-        if (m == 0 || size[i].bytes != size[m - 1].bytes)
-            size[m++] = size[i];
+    for (size_t i = 0; i < v;) {
+        size_t j = i;
+        while (j < v && size[j].bytes == size[i].bytes)
+            j++;
+        size_t mid = i + (j - i) / 2;
+        double seconds = (j - i) % 2 ? size[mid].seconds : 0.5 * (size[mid - 1].seconds + size[mid].seconds);
+        size[m++] = (ub_fit_sample){size[i].bytes, seconds};
+        i = j;
+    }
     int k = 0;
     if (m > 0) {
         double ratio = UB_FIT_KNOT_RATIO;

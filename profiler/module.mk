@@ -11,7 +11,7 @@ PROFILER_PURE_TEST_BINS := $(patsubst %,$(BUILD)/tests/unit/%,$(PROFILER_PURE_TE
 $(BUILD)/tests/unit/test_signature: $(call objs,tests/unit/profiler/test_signature.c profiler/signature.c)
 $(BUILD)/tests/unit/test_iteration: $(call objs,tests/unit/profiler/test_iteration.c profiler/iteration.c profiler/signature.c)
 $(BUILD)/tests/unit/test_fit: $(call objs,tests/unit/profiler/test_fit.c profiler/fit.c)
-$(BUILD)/tests/unit/test_verify: $(call objs,tests/unit/profiler/test_verify.c profiler/verify.c)
+$(BUILD)/tests/unit/test_verify: $(call objs,tests/unit/profiler/test_verify.c profiler/verify.c profiler/median.c)
 $(BUILD)/tests/unit/test_net_table: $(call objs,tests/unit/profiler/test_net_table.c profiler/net_table.c profiler/open_regular.c)
 
 $(PROFILER_PURE_TEST_BINS):
@@ -50,7 +50,7 @@ UNIT_TESTS += $(PROFILER_RT_TEST_BINS)
 endif
 
 # Calibration's pure pieces (calibrate.c), with the fit and the planning library they use.
-$(BUILD)/tests/unit/test_calibrate: $(call objs,tests/unit/profiler/test_calibrate.c profiler/calibrate.c \
+$(BUILD)/tests/unit/test_calibrate: $(call objs,tests/unit/profiler/test_calibrate.c profiler/calibrate.c profiler/median.c \
 		profiler/fit_model.c profiler/fit.c) $(PLAN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_CMOCKA) -lm

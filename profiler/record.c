@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "usbyte/median.h"
 #include "usbyte/record.h"
 
 int ub_record_init(ub_record *r, int warmup, int capacity)
@@ -93,6 +94,26 @@ static int vote_phase(const ub_record *r, ub_summary *out)
     return 0;
 }
 
+/* Where the cost model starts each call of iteration it (docs/model.md, rule 1: a block starts at
+ * the later of its ready time and the previous block's end): the later of its ready time and the
+ * latest end of the iteration's earlier calls, never after its own start event.  Its cost sample
+ * runs from there to its end, so that what the timeline loses between one collective's end and
+ * the next one's start (the stream's turn, the wait on the producer's event, the peers' arrival)
+ * is in the cost the model adds, as it is in the iteration the job runs.  out: room for n. */
+static void model_starts(ub_record *r, int it, int n, double *out)
+{
+    double latest_end = -INFINITY;
+    for (int c = 0; c < n; c++) {
+        const ub_rec_call *k = ub_record_at(r, it, c);
+        double from = isfinite(k->ready) ? k->ready : k->start;
+        if (latest_end > from)
+            from = latest_end;
+        out[c] = from < k->start ? from : k->start;
+        if (isfinite(k->end) && k->end > latest_end)
+            latest_end = k->end;
+    }
+}
+
 int ub_record_summarize(const ub_record *r, const bool *settled, ub_summary *out)
 {
     memset(out, 0, sizeof *out);
@@ -122,13 +143,19 @@ int ub_record_summarize(const ub_record *r, const bool *settled, ub_summary *out
         }
     }
     out->iteration = mean_or(&iter, 0.0);
-    if (vote_phase(r, out) < 0) {
+    double *starts = malloc((size_t)r->warmup * (size_t)n * sizeof *starts);
+    double *costs = malloc((size_t)r->warmup * sizeof *costs);
+    if (!starts || !costs || vote_phase(r, out) < 0) {
+        free(starts);
+        free(costs);
         ub_summary_free(out);
         return -1;
     }
+    for (int it = 0; it < r->warmup; it++)
+        model_starts(rr, it, n, &starts[(size_t)it * (size_t)n]);
     for (int c = 0; c < n; c++) {
         mean_acc ready = {0, 0}, need = {0, 0}, done = {0, 0}, comm = {0, 0};
-        double comm_min = INFINITY;
+        int n_costs = 0;
         ub_summary_call *s = &out->calls[c];
         for (int it = 0; it < r->warmup; it++) {
             if (!out->used[it])
@@ -140,11 +167,11 @@ int ub_record_summarize(const ub_record *r, const bool *settled, ub_summary *out
             if (k->needed)
                 acc(&need, k->need - t0);
             double d = k->end - k->start;
-            if (isfinite(d) && d >= 0) {
+            if (isfinite(d) && d >= 0)
                 acc(&comm, d);
-                if (d < comm_min)
-                    comm_min = d;
-            }
+            double cost = k->end - starts[(size_t)it * (size_t)n + (size_t)c];
+            if (isfinite(cost) && cost >= 0)
+                costs[n_costs++] = cost;
             s->barrier |= k->barrier;
             s->split |= k->needed && k->split;
             s->fallback |= !k->upstream;
@@ -157,8 +184,10 @@ int ub_record_summarize(const ub_record *r, const bool *settled, ub_summary *out
             s->need = 0.0;  /* a wait before the first ready, measured with jitter */
         s->done = mean_or(&done, -1.0);
         s->comm_mean = mean_or(&comm, 0.0);
-        s->comm_min = isfinite(comm_min) ? comm_min : 0.0;
+        s->comm_cost = n_costs ? ub_median(costs, n_costs) : 0.0;
     }
+    free(starts);
+    free(costs);
     /* The last call has no "next call" to be merged with: a wait on it is the ordinary end. */
     out->calls[n - 1].barrier = false;
     return 0;

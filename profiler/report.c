@@ -192,7 +192,7 @@ static json_t *fit_json(const ub_comm_report *r)
                      "rms", f->rms, "rel_rms", f->rel_rms, "max_abs", f->max_abs,
                      "samples", (json_int_t)f->samples, "distinct_sizes", (json_int_t)f->distinct_sizes,
                      "flags", flags, "samples_are",
-                     "per call: fastest collective duration over ranks and warm-up iterations", "points", points,
+                     "per call: from where the model starts it to its end, the median over warm-up iterations, the least over ranks", "points", points,
                      "points_are", "[bytes, seconds]: every sample the net was fitted on (the calls', then "
                      "calibration's probes)");
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "usbyte/median.h"
 #include "usbyte/verify.h"
 
 int ub_verify_slot(int w)
@@ -36,20 +37,6 @@ void ub_verify_encode(const double seconds[UB_VERIFY_SLOTS], double out[UB_VERIF
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *v, int n)
-{
-    if (n == 0)
-        return NAN;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* 1.4826 x MAD estimates a normal sample's standard deviation; where more than half the values
  * are equal (MAD 0) the sample standard deviation stands in, so a margin is never zero by
  * accident of rounding while the values differ. */
@@ -60,14 +47,14 @@ static ub_verify_stats stats_of(const double *x, int n)
         return s;
     double v[UB_VERIFY_MAX_PAIRS];
     memcpy(v, x, (size_t)n * sizeof *v);
-    s.median = median_of(v, n);
+    s.median = ub_median(v, n);
     double dev[UB_VERIFY_MAX_PAIRS], mean = 0, ss = 0;
     for (int i = 0; i < n; i++) {
         dev[i] = fabs(x[i] - s.median);
         mean += x[i];
     }
     mean /= n;
-    s.spread = 1.4826 * median_of(dev, n);
+    s.spread = 1.4826 * ub_median(dev, n);
     if (s.spread == 0 && n > 1) {
         for (int i = 0; i < n; i++)
             ss += (x[i] - mean) * (x[i] - mean);

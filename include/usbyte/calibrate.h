@@ -11,12 +11,13 @@
 #include "usbyte/model.h"
 #include "usbyte/plan.h"
 
-/* At most this many probe sizes, each timed UB_CALIB_REPEATS times (the least time counts, as a
- * call's least time over the warm-up's iterations does). */
+/* At most this many probe sizes, each timed UB_CALIB_REPEATS times (the median counts, as a
+ * call's median over the warm-up's iterations does). */
 #define UB_CALIB_MAX_PROBES 8
 #define UB_CALIB_REPEATS 3
 /* The agreed vector: per probe slot minus this rank's time (a max-allreduce gives minus the least
- * over ranks, as the warm-up's comm_min), then 1 when this rank could not time every probe. */
+ * over ranks, as for the warm-up's comm_cost), then 1 when this rank could not time every probe.
+ * At most UB_CALIB_REPEATS repeats. */
 #define UB_CALIB_LEN (UB_CALIB_MAX_PROBES + 1)
 
 /* The bytes of block b of plan (the sum of its segments). */

@@ -61,8 +61,8 @@ int ub_fit_linear(const ub_fit_sample *s, size_t n, ub_fit_weighting w, ub_fit_r
 
 /* The knots of the cost curve (docs/model.md, "Fitting the curve"): a monotone piecewise-linear
  * cost through them follows a network that is not one line.  From the valid samples (bytes and
- * seconds > 0), each distinct size keeps its least time (robust to a slow repetition, as the
- * runtime's minimum over ranks and iterations is); sizes within UB_FIT_KNOT_RATIO of the smallest
+ * seconds > 0), each distinct size keeps the median of its times (robust to a slow repetition, as
+ * the runtime's median over iterations is); sizes within UB_FIT_KNOT_RATIO of the smallest
  * of their bin pool into one knot at the means of their bytes and times (exact on a line, and
  * no chord between two near sizes that noise would tilt); the ratio squares until at most
  * max_knots remain; the knots' times are then made non-decreasing by least squares (pool-

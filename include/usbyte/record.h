@@ -54,7 +54,10 @@ void ub_record_iterations(const ub_record *r, double *out);
  * iteration's first ready time (docs/model.md), -1 when never observed. */
 typedef struct ub_summary_call {
     double ready, need, done;  /* done: completion (end event) */
-    double comm_mean, comm_min;
+    double comm_mean;          /* its duration (start to end event), the mean */
+    double comm_cost;          /* the cost model's sample: the median over the iterations of its
+                                  time from where the model starts it (the later of its ready
+                                  time and the end of the calls before it) to its end */
     bool barrier;
     bool fallback;             /* at least one iteration without an upstream event */
     bool split;                /* its first wait may open a new forward segment (see derive.c) */
@@ -120,7 +123,7 @@ typedef struct ub_agree_settings {
  *   max vector: header [n_calls, period, 4 x 16 bits of the sequence hash, format, and the
  *               settings of UB_AGREE_SETTING_LIST] and
  *               their negations (every rank sent the same header iff max(x) == -max(-x)); then
- *               per call [ready, need, done, -comm_min, barrier, fallback, split] for
+ *               per call [ready, need, done, -comm_cost, barrier, fallback, split] for
  *               UB_AGREE_CAP calls (zeros past n_calls); then the flags, the iteration length and
  *               a rank-local failure flag;
  *   sum vector: per call comm_mean (UB_AGREE_CAP), then 1 (counts ranks), then per call the
@@ -164,7 +167,7 @@ void ub_agree_encode(const ub_agree_local *l, double *max_vec, double *sum_vec);
 typedef struct ub_agreed {
     int n_calls;
     int ranks;                 /* from the sum vector */
-    ub_summary_call *calls;    /* ready/need/done/barrier/fallback: max over ranks; comm_min:
+    ub_summary_call *calls;    /* ready/need/done/barrier/fallback: max over ranks; comm_cost:
                                   min over ranks; comm_mean: mean over ranks */
     double iteration;          /* max over ranks */
     ub_agree_flags flags;
@@ -195,7 +198,7 @@ void ub_agreed_free(ub_agreed *a);
 
 /* Builds the docs/model.md profile from agreed numbers: ready, need segments, forward durations,
  * backward_end and gap (see profiler/derive.c for the rules), net from a least-squares fit of
- * (bytes, comm_min).  bytes/dtype/op: per call.  Returns 0, -1 when out of memory. */
+ * (bytes, comm_cost).  bytes/dtype/op: per call.  Returns 0, -1 when out of memory. */
 int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
                       bool stream_semantics, ub_profile *out, ub_fit_result *fit);
 /* The same with n_extra more measured samples (calibration's probes, agreed) in the fit of the
@@ -203,7 +206,7 @@ int ub_derive_profile(const ub_agreed *a, const uint64_t *bytes, const int *dtyp
 int ub_derive_profile_with(const ub_agreed *a, const uint64_t *bytes, const int *dtype, const int *op,
                            bool stream_semantics, const ub_fit_sample *extra, int n_extra, ub_profile *out,
                            ub_fit_result *fit);
-/* The samples the net is fitted on (ub_derive_profile_with): per call its bytes and comm_min, then
+/* The samples the net is fitted on (ub_derive_profile_with): per call its bytes and comm_cost, then
  * the n_extra more; allocated, *n set; NULL when out of memory. */
 ub_fit_sample *ub_derive_fit_samples(const ub_agreed *a, const uint64_t *bytes, const ub_fit_sample *extra,
                                      int n_extra, size_t *n);

@@ -12,6 +12,7 @@ import argparse
 import json
 import math
 import re
+import statistics
 import sys
 
 POLICIES = ["wfbp", "syncea", "mgwfbp", "mgwfbp-dp", "bytescheduler", "usbyte", "best"]
@@ -386,9 +387,12 @@ def check_fit(a, c0, calls, net, config, used_of):
     want = {"alpha": alpha, "beta": beta}
     against = "the emulator's model"
     if a.emu_oplog:
-        # The runtime fits (bytes, fastest duration over ranks and its warm-up iterations), each
-        # duration from an event just before the call to one just after it on the NCCL stream:
-        # in the emulator, end - queued of the op log.  Which iterations it profiled is not in the
+        # The runtime fits (bytes, cost sample): per rank the median over its warm-up iterations
+        # of the time from where the model starts the call (the later of its ready time and the
+        # previous call's end, at most its start event) to the event just after it, the least over
+        # ranks.  The op log has no ready time: end - queued (the event just before the call) is
+        # the sample where the call did not wait behind the previous one, a few tens of
+        # microseconds under it where it did, inside the tolerance below.  Which iterations it profiled is not in the
         # report, so every window of warmup consecutive iterations (from the third, as the ready
         # check) is a candidate; the report passes with the window whose delivered fit is nearest.
         # Inside a window, each rank's samples are the iterations its report lists as used
@@ -416,15 +420,15 @@ def check_fit(a, c0, calls, net, config, used_of):
             fail("fit: no rank's report lists a used warm-up iteration")
             return
         for s0 in range(2, n_it - w + 1):
-            ys = [min((its[s0 + u][k]["end_ns"] - its[s0 + u][k]["queued_ns"]) * 1e-9
-                      for its, used in zip(per_rank, offsets) for u in used) for k in range(len(xs))]
+            ys = [min(statistics.median((its[s0 + u][k]["end_ns"] - its[s0 + u][k]["queued_ns"]) * 1e-9 for u in used)
+                      for its, used in zip(per_rank, offsets) if used) for k in range(len(xs))]
             da, db = fit_line(xs, ys)
             err = max(abs(fa - da) / max(da, alpha * 1e-3), abs(fb - db) / max(db, beta * 1e-3)) \
                 if isinstance(fa, (int, float)) and isinstance(fb, (int, float)) else float("inf")
             if best is None or err < best[0]:
                 best = (err, s0, da, db)
         _, s0, da, db = best
-        info("fit: the emulated link delivered alpha %.6g s, beta %.6g s/B (fastest of iterations %d-%d of %d; "
+        info("fit: the emulated link delivered alpha %.6g s, beta %.6g s/B (median of iterations %d-%d of %d; "
              "ops ended up to %.3f ms after the model's end, data up to %.3f ms past it)"
              % (da, db, s0, s0 + w - 1, n_it, 1e3 * late, 1e3 * max(slow, 0.0)))
         want = {"alpha": da, "beta": db}

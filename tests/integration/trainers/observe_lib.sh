@@ -30,7 +30,7 @@ PROFILES=$ROOT/data/profiles
 # The emulator's link model for every observe test (see docs/trainers.md for the choice).
 export USBYTE_EMU_ALPHA_US=${USBYTE_EMU_ALPHA_US:-800}
 export USBYTE_EMU_GBPS=${USBYTE_EMU_GBPS:-0.2}
-# Five warm-up iterations: the fit takes the fastest sample per call, so more samples shed more of
+# Five warm-up iterations: the fit takes each call's median over them, so more samples shed more of
 # the scheduling noise of a shared machine.
 export USBYTE_WARMUP=${USBYTE_WARMUP:-5}
 export USBYTE_LOG=${USBYTE_LOG:-info}

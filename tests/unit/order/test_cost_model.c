@@ -202,27 +202,28 @@ static void test_bound_vs_oracle_on_curves(void **state)
 static void test_fit_knots(void **state)
 {
     (void)state;
-    /* On a line, the knots lie on it; a slower repetition of a size is ignored (least time). */
-    ub_fit_sample s[] = {{1000, 1e-5 + 1e-9 * 1000}, {1000, 9e-5}, {8000, 1e-5 + 1e-9 * 8000},
+    /* On a line, the knots lie on it; a size keeps the median of its times: neither a slower
+     * repetition nor a luckier one moves it. */
+    ub_fit_sample s[] = {{1000, 1e-5 + 1e-9 * 1000}, {1000, 9e-5}, {1000, 4e-6}, {8000, 1e-5 + 1e-9 * 8000},
                          {64000, 1e-5 + 1e-9 * 64000}, {70000, 1e-5 + 1e-9 * 70000}, {512000, 1e-5 + 1e-9 * 512000}};
     ub_fit_knot k[8];
     int n = 0;
-    assert_int_equal(ub_fit_knots(s, 6, 8, k, &n), 0);
+    assert_int_equal(ub_fit_knots(s, 7, 8, k, &n), 0);
     assert_int_equal(n, 4); /* 64000 and 70000 pool into one knot */
     for (int i = 0; i < n; i++)
         near(k[i].seconds, 1e-5 + 1e-9 * k[i].bytes, 1e-12);
     near(k[2].bytes, 67000, 1e-15);
     /* Order of the samples does not matter (every rank fits the same agreed numbers). */
-    ub_fit_sample r[6];
-    for (int i = 0; i < 6; i++)
-        r[i] = s[5 - i];
+    ub_fit_sample r[7];
+    for (int i = 0; i < 7; i++)
+        r[i] = s[6 - i];
     ub_fit_knot k2[8];
     int n2 = 0;
-    assert_int_equal(ub_fit_knots(r, 6, 8, k2, &n2), 0);
+    assert_int_equal(ub_fit_knots(r, 7, 8, k2, &n2), 0);
     assert_int_equal(n2, n);
     assert_memory_equal(k, k2, sizeof(ub_fit_knot) * (size_t)n);
     /* At most max_knots: the pooling ratio grows. */
-    assert_int_equal(ub_fit_knots(s, 6, 2, k, &n), 0);
+    assert_int_equal(ub_fit_knots(s, 7, 2, k, &n), 0);
     assert_true(n <= 2 && n >= 1);
     /* A dip is pooled away: the knots never fall. */
     ub_fit_sample d[] = {{100, 5}, {1000, 3}, {10000, 7}};

@@ -107,13 +107,13 @@ static ub_agree_outcome agree2(agreement *g, const ub_agree_local *l0, const ub_
 static void test_data_roundtrip_two_ranks(void **state)
 {
     (void)state;
-    ub_summary_call c0[3] = {{.ready = 0, .need = 0.030, .done = 0.002, .comm_mean = 0.001, .comm_min = 0.0009},
-                             {.ready = 0.010, .need = -1, .done = 0.012, .comm_mean = 0.002, .comm_min = 0.0019, .barrier = true}};
-    ub_summary_call c1[3] = {{.ready = 0, .need = 0.031, .done = 0.0021, .comm_mean = 0.003, .comm_min = 0.0008, .fallback = true},
-                             {.ready = 0.011, .need = -1, .done = 0.0119, .comm_mean = 0.004, .comm_min = 0.0021, .split = true}};
-    /* call 2: rank 0 has no duration sample (comm_min 0), rank 1 does; then neither */
-    c0[2] = (ub_summary_call){.ready = 0.02, .comm_min = 0};
-    c1[2] = (ub_summary_call){.ready = 0.02, .comm_min = 0.003};
+    ub_summary_call c0[3] = {{.ready = 0, .need = 0.030, .done = 0.002, .comm_mean = 0.001, .comm_cost = 0.0009},
+                             {.ready = 0.010, .need = -1, .done = 0.012, .comm_mean = 0.002, .comm_cost = 0.0019, .barrier = true}};
+    ub_summary_call c1[3] = {{.ready = 0, .need = 0.031, .done = 0.0021, .comm_mean = 0.003, .comm_cost = 0.0008, .fallback = true},
+                             {.ready = 0.011, .need = -1, .done = 0.0119, .comm_mean = 0.004, .comm_cost = 0.0021, .split = true}};
+    /* call 2: rank 0 has no duration sample (comm_cost 0), rank 1 does; then neither */
+    c0[2] = (ub_summary_call){.ready = 0.02, .comm_cost = 0};
+    c1[2] = (ub_summary_call){.ready = 0.02, .comm_cost = 0.003};
     ub_summary s0 = {.n_calls = 3, .calls = c0, .iteration = 0.050, .iterations_used = 3}, s1 = {.n_calls = 3, .calls = c1, .iteration = 0.052, .iterations_used = 3};
     ub_agree_local l0 = {3, 3, 0xabcdull, {.policy = 6}, &s0, {.other_calls = 1, .copy_beta = 2e-10}},
                    l1 = {3, 3, 0xabcdull, {.policy = 6}, &s1,
@@ -122,17 +122,17 @@ static void test_data_roundtrip_two_ranks(void **state)
     ub_agreed a;
     assert_int_equal(agree2(&g, &l0, &l1, &a), UB_AGREE_OK);
     assert_int_equal(a.n_calls, 3);
-    assert_double_equal(a.calls[2].comm_min, 0.003, 0);
+    assert_double_equal(a.calls[2].comm_cost, 0.003, 0);
     assert_int_equal(a.ranks, 2);
     assert_double_equal(a.calls[0].need, 0.031, 0);
     assert_double_equal(a.calls[0].done, 0.0021, 0);
-    assert_double_equal(a.calls[0].comm_min, 0.0008, 0);
+    assert_double_equal(a.calls[0].comm_cost, 0.0008, 0);
     assert_double_equal(a.calls[0].comm_mean, 0.002, 1e-15);
     assert_true(a.calls[0].fallback);
     assert_false(a.calls[0].barrier);
     assert_double_equal(a.calls[1].ready, 0.011, 0);
     assert_double_equal(a.calls[1].need, -1, 0);
-    assert_double_equal(a.calls[1].comm_min, 0.0019, 0);
+    assert_double_equal(a.calls[1].comm_cost, 0.0019, 0);
     assert_true(a.calls[1].barrier);
     assert_true(a.calls[1].split);
     assert_double_equal(a.iteration, 0.052, 0);
@@ -143,9 +143,9 @@ static void test_data_roundtrip_two_ranks(void **state)
     assert_double_equal(a.flags.p2p, 1, 0);
     assert_double_equal(a.flags.multi_stream, 0, 0);
     ub_agreed_free(&a);
-    c1[2].comm_min = 0;
+    c1[2].comm_cost = 0;
     assert_int_equal(agree2(&g, &l0, &l1, &a), UB_AGREE_OK);
-    assert_double_equal(a.calls[2].comm_min, 0, 0);
+    assert_double_equal(a.calls[2].comm_cost, 0, 0);
     ub_agreed_free(&a);
 }
 
@@ -214,10 +214,41 @@ static void test_summary_averages_relative_to_first_ready(void **state)
     assert_double_equal(s.calls[0].comm_mean, 0.002, 1e-12);
     assert_double_equal(s.calls[1].ready, 0.011, 1e-12);
     assert_double_equal(s.calls[1].need, -1, 0);
-    assert_double_equal(s.calls[1].comm_min, 0.001, 1e-12);
+    /* From its ready time in iteration 0 (1.010 to 1.012), from its start in iteration 1 (its
+     * ready event came after its start: 1.111 to 1.113); its durations were 1 and 2 ms. */
+    assert_double_equal(s.calls[1].comm_cost, 0.002, 1e-12);
     assert_double_equal(s.calls[1].comm_mean, 0.0015, 1e-12);
     assert_true(s.calls[1].fallback);
     assert_false(s.calls[1].barrier); /* the last call: a wait on it is the ordinary end */
+    ub_summary_free(&s);
+    ub_record_free(&r);
+}
+
+/* The cost sample of a call is its time from where the model starts it (the later of its ready
+ * time and the end of the calls before it) to its end, the median over the iterations: a call
+ * queued behind another costs what the timeline spends from the other's end, the stream's turn
+ * included, and one slow iteration does not move it. */
+static void test_summary_cost_starts_where_the_model_starts(void **state)
+{
+    (void)state;
+    ub_record r;
+    assert_int_equal(ub_record_init(&r, 3, 2), 0);
+    r.n_calls = 2;
+    for (int it = 0; it < 3; it++) {
+        double t = (double)it;
+        ub_rec_call *a = ub_record_at(&r, it, 0), *b = ub_record_at(&r, it, 1);
+        *a = (ub_rec_call){.ready = t, .start = t + 0.001, .end = t + 0.010, .need = NAN, .upstream = true};
+        /* b is ready at 2 ms, long before a ends; it starts 0.5 ms after a's end and lasts 2 ms
+         * (in iteration 2, 7 ms: the slow one). */
+        double dur = it == 2 ? 0.007 : 0.002;
+        *b = (ub_rec_call){.ready = t + 0.002, .start = t + 0.0105, .end = t + 0.0105 + dur, .need = NAN, .upstream = true};
+    }
+    r.end_ready = 3.0;
+    ub_summary s;
+    assert_int_equal(ub_record_summarize(&r, NULL, &s), 0);
+    assert_double_equal(s.calls[0].comm_cost, 0.010, 1e-12);  /* from its ready time */
+    assert_double_equal(s.calls[1].comm_cost, 0.0025, 1e-12); /* from a's end, the median */
+    assert_double_equal(s.calls[1].comm_mean, 0.011 / 3, 1e-12);
     ub_summary_free(&s);
     ub_record_free(&r);
 }
@@ -389,6 +420,7 @@ int main(void)
         cmocka_unit_test(test_data_roundtrip_two_ranks),
         cmocka_unit_test(test_disagreements_decode_alike_everywhere),
         cmocka_unit_test(test_summary_averages_relative_to_first_ready),
+        cmocka_unit_test(test_summary_cost_starts_where_the_model_starts),
         cmocka_unit_test(test_phase_is_voted_by_each_iteration),
         cmocka_unit_test(test_iteration_counts_only_with_its_end),
         cmocka_unit_test(test_config_agreement_names_values_and_ranks),

@@ -24,9 +24,9 @@ static void calls_with_exact_link(ub_summary_call *c, int n)
 {
     for (int k = 0; k < n; k++) {
         c[k].ready = 0.010 * k;
-        c[k].comm_min = 1e-3 + 1e-9 * (double)bytes[k];
-        c[k].comm_mean = c[k].comm_min * 1.1;
-        c[k].done = c[k].ready + c[k].comm_min;
+        c[k].comm_cost = 1e-3 + 1e-9 * (double)bytes[k];
+        c[k].comm_mean = c[k].comm_cost * 1.1;
+        c[k].done = c[k].ready + c[k].comm_cost;
         c[k].split = true;
     }
 }
