@@ -454,7 +454,6 @@ static bool adopt(ub_comm *c, ub_agreed *agreed) UB_REQUIRES_UNLOCKS(ub_state_mu
     c->staging_agreed = agreed->flags.neg_staging < 0 ? (uint64_t)(-agreed->flags.neg_staging) : 0;
     /* Per-call completion only where every call had its own end event on every rank. */
     bool stream_sem = ub_cfg.completion == UB_COMPLETION_STREAM || agreed->flags.missing_own_end > 0;
-    ub_sched_set_stream_semantics(c, stream_sem);
     ub_call_kinds calls = {c->rec.bytes, c->rec.dtype, c->rec.op};
     if (!ub_comm_decide(c, agreed, &calls, stream_sem, NULL, 0))
         return false;

@@ -1,9 +1,9 @@
 /* The decision on the agreed numbers (docs/design.md sections 1 and 6): the agreed profile, the
  * verdict (is the communicator schedulable, and if not, why), every policy's plan, and whether
  * schedule mode runs the chosen one.  What it decides depends only on what every rank agreed,
- * never on this rank's own measurements, so every rank decides the same; it writes the verdict
- * and plans into the communicator's report, the predictions into its schedule, and hands the
- * chosen plan to ub_sched_prepare (defer.c). */
+ * never on this rank's own measurements, so every rank decides the same; it writes the verdict,
+ * the plans and their predictions into the communicator's report and hands the chosen plan with
+ * its predictions to ub_sched_prepare (defer.c). */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -188,16 +188,16 @@ static bool plan_unlocked(ub_comm *c, const ub_agreed *a, const ub_call_kinds *c
     r->have_plans = true; /* a failed chosen policy leaves an empty plan: the validation refuses it */
     (void)rc;
     double predicted = iters[chosen];
-    char note[sizeof c->sched.completion_note] = "";
+    r->other_completion = t_other;
+    r->completion_note[0] = '\0';
     if (ub_cfg.completion == UB_COMPLETION_CALL && stream_sem)
-        snprintf(note, sizeof note,
+        snprintf(r->completion_note, sizeof r->completion_note,
                  "USBYTE_COMPLETION=call refused: some allreduce had no event recorded right after it, so a consumer "
                  "may rely on stream order; stream completion is used");
     else if (stream_sem && t_other < 0.99 * predicted)
-        snprintf(note, sizeof note,
+        snprintf(r->completion_note, sizeof r->completion_note,
                  "USBYTE_COMPLETION=call would predict %.3f ms (%.2fx over this plan): correct only if the framework "
                  "waits on each call's own event before touching its data", 1e3 * t_other, predicted / t_other);
-    ub_sched_set_predictions(c, predicted, iters[UB_POLICY_WFBP], t_other, note);
     return true;
 }
 
@@ -249,7 +249,9 @@ void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
     }
     /* A plan that gains little is not worth deferring every call (its host cost, its risk): the
      * same decision on every rank (agreed numbers, agreed threshold). */
-    double gain = c->sched.predicted_wfbp / c->sched.predicted_iteration;
+    ub_sched_predictions pred = {r->policy_iteration[r->chosen], r->policy_iteration[UB_POLICY_WFBP], r->other_completion,
+                                 r->completion_note};
+    double gain = pred.wfbp / pred.iteration;
     if (!(gain >= 1.0 + ub_cfg.min_gain_pct / 100.0)) {
         snprintf(why, sizeof why, "the plan is predicted %.2fx over wfbp, below USBYTE_MIN_GAIN_PCT=%d%%: "
                  "not re-scheduled", gain, ub_cfg.min_gain_pct);
@@ -263,7 +265,7 @@ void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
         return;
     }
-    if (ub_sched_prepare(c, &r->plan, c->sched.stream_semantics, why, sizeof why) != 0) {
+    if (ub_sched_prepare(c, &r->plan, &pred, r->stream_completion, why, sizeof why) != 0) {
         ub_comm_cannot_take_part(c, ncclSystemError, why);
         return;
     }
@@ -275,7 +277,7 @@ void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
             ub_plan_free(&second);
         return;
     }
-    int rc = ub_verify_prepare(c, &r->plan, c->sched.predicted_iteration, have_second ? &second : NULL,
+    int rc = ub_verify_prepare(c, &r->plan, pred.iteration, have_second ? &second : NULL,
                                predicted_second, why, sizeof why);
     if (have_second)
         ub_plan_free(&second);
@@ -364,6 +366,7 @@ bool ub_comm_decide(ub_comm *c, const ub_agreed *a, const ub_call_kinds *calls, 
 {
     ub_comm_report *r = &c->report;
     r->have_plans = false; /* the previous decision's, if any */
+    r->stream_completion = stream_sem;
     if (r->have_profile)
         ub_profile_free(&r->profile);
     r->have_profile = false;

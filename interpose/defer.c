@@ -25,7 +25,6 @@
  * one after it warm the caches and the completion streams. */
 #define TIMED_ITERATION 3
 
-void ub_sched_set_stream_semantics(ub_comm *c, bool stream_semantics) { c->sched.stream_semantics = stream_semantics; }
 
 void ub_sched_take_period(ub_comm *c, uint64_t *pos_sig, int *pos_call, uint32_t period)
 {
@@ -37,19 +36,15 @@ void ub_sched_take_period(ub_comm *c, uint64_t *pos_sig, int *pos_call, uint32_t
     s->period = period;
 }
 
-void ub_sched_set_predictions(ub_comm *c, double iteration, double wfbp, double other_completion,
-                              const char *completion_note)
+int ub_sched_prepare(ub_comm *c, const ub_plan *plan, const ub_sched_predictions *pred, bool stream_semantics, char *why,
+                     size_t len) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
-    s->predicted_iteration = iteration;
-    s->predicted_wfbp = wfbp;
-    s->predicted_other_completion = other_completion;
-    snprintf(s->completion_note, sizeof s->completion_note, "%s", completion_note);
-}
-
-int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len) UB_REQUIRES(ub_state_mutex)
-{
-    ub_sched_rt *s = &c->sched;
+    s->predicted_iteration = pred->iteration;
+    s->predicted_wfbp = pred->wfbp;
+    s->predicted_other_completion = pred->other_completion;
+    if (pred->completion_note != s->completion_note)
+        snprintf(s->completion_note, sizeof s->completion_note, "%s", pred->completion_note);
     /* A new plan after re-profiling reuses the executor reserved before its agreement (its old
      * work was flushed). */
     s->ready = false;
@@ -314,14 +309,15 @@ static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index) UB_REQU
     if (step.plan) {
         /* At an iteration boundary every block of the previous iteration is issued. */
         char why[300];
-        if (ub_sched_prepare(c, step.plan, s->stream_semantics, why, sizeof why) != 0) {
+        /* The candidate's own prediction; the baseline and the other semantics stay the decision's. */
+        ub_sched_predictions pred = {step.predicted, s->predicted_wfbp, s->predicted_other_completion, s->completion_note};
+        if (ub_sched_prepare(c, step.plan, &pred, s->stream_semantics, why, sizeof why) != 0) {
             /* The other ranks run it from this call: this one cannot follow them. */
             char what[400];
             snprintf(what, sizeof what, "cannot take the verification's next plan (%s)", why);
             ub_sched_fail(c, ncclSystemError, what);
             return false;
         }
-        s->predicted_iteration = step.predicted;
         ub_debug("communicator %d: verification runs %s from call %llu", c->index, step.plan->policy,
                  (unsigned long long)index);
     }

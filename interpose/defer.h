@@ -10,20 +10,22 @@
 #include "lock_contract.h"
 #include "state.h"
 
-/* Lock held, at the agreement: completion follows stream order (else each call's own event). */
-void ub_sched_set_stream_semantics(ub_comm *c, bool stream_semantics);
 /* Lock held, at the agreement: schedule mode takes over the agreed period's tables (position ->
  * portable signature, position -> allreduce index, malloc'd; the caller forgets them), which
  * outlive the warm-up. */
 void ub_sched_take_period(ub_comm *c, uint64_t *pos_sig, int *pos_call, uint32_t period);
-/* Lock held, at the decision: the chosen plan's predicted iteration, wfbp's, the chosen policy's
- * under the other completion semantics (NAN: none), and what that would give or why it was
- * refused (copied; "" for nothing), for the report and the summary. */
-void ub_sched_set_predictions(ub_comm *c, double iteration, double wfbp, double other_completion,
-                              const char *completion_note);
-/* Lock held.  Takes the chosen plan (validated by the caller) and sets up the executor; 0, or -1
- * with the reason in why (rank-local: the caller cannot continue consistently). */
-int ub_sched_prepare(ub_comm *c, const ub_plan *plan, bool stream_semantics, char *why, size_t len) UB_REQUIRES(ub_state_mutex);
+/* What the decision predicts for a plan it hands to schedule mode, for the report and the summary. */
+typedef struct ub_sched_predictions {
+    double iteration;            /* the plan's */
+    double wfbp;                 /* the application's own order */
+    double other_completion;     /* the plan's policy under the other completion semantics; NAN: none */
+    const char *completion_note; /* what that would give or why it was refused; "" for nothing */
+} ub_sched_predictions;
+/* Lock held.  Takes the plan (validated by the caller) and its predictions (copied) and sets up
+ * the executor; 0, or -1 with the reason in why (rank-local: the caller cannot continue
+ * consistently). */
+int ub_sched_prepare(ub_comm *c, const ub_plan *plan, const ub_sched_predictions *pred, bool stream_semantics, char *why,
+                     size_t len) UB_REQUIRES(ub_state_mutex);
 /* Lock held: the communicator starts following the plan at this iteration boundary, call index
  * `call` (agree_at + period, or calibration's apply call). */
 void ub_sched_begin(ub_comm *c, uint64_t call) UB_REQUIRES(ub_state_mutex);

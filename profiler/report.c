@@ -16,6 +16,7 @@ void ub_comm_report_init(ub_comm_report *r)
     memset(r, 0, sizeof *r);
     r->state = "detect";
     r->local.origin = NAN;
+    r->other_completion = NAN;
     ub_plan_init(&r->plan, "");
 }
 

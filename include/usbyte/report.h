@@ -92,9 +92,13 @@ typedef struct ub_comm_report {
                                    says "not profiled yet", or a disabled record's state_reason */
 
     bool have_plans;
+    bool stream_completion;     /* the plans complete calls in stream order (USBYTE_COMPLETION as
+                                   agreed; else each call by its own event) */
     double policy_iteration[UB_POLICY_COUNT];
     int chosen;                 /* ub_policy_id of `plan` */
     ub_plan plan;
+    double other_completion;    /* the chosen policy under the other completion semantics; NAN: none */
+    char completion_note[300];  /* what that would give, or why it was refused; "" for nothing */
 
     ub_rank_local local;
 } ub_comm_report;

@@ -137,7 +137,7 @@ REPORT_OWNERS = {
                                             "measured_iteration", "ready_upstream_calls", "ready_fallback_calls",
                                             "merge_barriers", "need_segments", "stream_ordered", "schedulable",
                                             "n_reasons", "reasons", "have_plans", "policy_iteration", "chosen",
-                                            "plan"]),
+                                            "plan", "stream_completion", "other_completion", "completion_note"]),
 }
 REPORT_MUTATORS = {"ub_comm_report_add_reason": "reasons", "ub_comm_report_clear_reasons": "reasons",
                    "ub_comm_report_set_local": "local"}
