@@ -28,7 +28,7 @@ does by default, on CURVE_RANKS ranks, CURVE_ITERS iterations, CURVE_REPEAT roun
 without usbyte and one with it: predicted (the model's plan and wfbp), the verification's agreed
 measurements of the candidate and of pass-through, what it kept, and the final steady state (the
 trainer's last 10 iterations) against the run without usbyte.  BENCH_PART=links or curves runs one
-part (curves: only its section of the file is rewritten); BENCH_CURVES (a substring of the file name)
+part (each rewrites only its own section of the file); BENCH_CURVES (a substring of the file name)
 selects curves.
 
 Writes the table to docs/bench-schedule.md (or the path given) and prints it.
@@ -165,6 +165,12 @@ def curve_rows(work):
                 "wfbp": median_or_none(r["wfbp"] for r in sched), "chosen": median_or_none(r["chosen"] for r in sched),
                 "measured": median_or_none(c.get("measured_iteration") for c in first),
                 "pass": median_or_none(v.get("pass_through_iteration") for v in vs),
+                # The model against what ran, per run (medians of the runs' ratios): the plan's
+                # prediction over its measured median, wfbp's over the pass-through median.
+                "plan_error": median_or_none(c["predicted_iteration"] / c["measured_iteration"] for c in first
+                                             if c.get("predicted_iteration") and c.get("measured_iteration")),
+                "wfbp_error": median_or_none(r["wfbp"] / r["verification"]["pass_through_iteration"] for r in sched
+                                             if r.get("wfbp") and (r.get("verification") or {}).get("pass_through_iteration")),
                 "kept": "/".join(kept), "n_kept": sum(1 for v in vs if v.get("kept") not in (None, "pass-through")),
                 "base": statistics.median(r["iteration"] for r in base),
                 "schedule": statistics.median(r["iteration"] for r in sched),
@@ -200,7 +206,8 @@ def curve_table(rows, seconds):
         "steps are), on %d ranks, %s with `%s` (profile %s, %d calls), %d iterations per run.  Each row is the "
         "median of %d interleaved pairs of runs (without usbyte, with it).  `wfbp`, `plan`: predicted on the "
         "agreed profile; `measured`, `pass-through`: the verification's agreed medians of the plan's and the "
-        "application's own iterations, side by side; `kept`: its verdict (every run's); `steady`: the trainer's "
+        "application's own iterations, side by side; `plan/measured` and `wfbp/pass-through`: the predictions "
+        "over what ran (the median of the runs' ratios; 1 is a model that follows the network); `kept`: its verdict (every run's); `steady`: the trainer's "
         "mean over its last 10 iterations with usbyte, all after the verification's latest verdict (a run "
         "whose verdict came later runs again with twice the iterations), `base` without; `steady/base` above "
         "1.02 would be a slowdown; `base spread`: the runs without usbyte's spread (1.4826 x their median "
@@ -209,14 +216,15 @@ def curve_table(rows, seconds):
             links.BYTES_SCALE, CURVE_RANKS, CURVE_TRAINER[0], " ".join(CURVE_TRAINER[2]), CURVE_TRAINER[3],
             rows[0]["calls"] if rows else 0, CURVE_ITERS, CURVE_REPEAT, CURVE_REPEAT, worst, seconds),
         "",
-        "| curve | interference 0.2, jitter 5% | wfbp (pred.) | plan (pred.) | measured | pass-through | kept | "
+        "| curve | interference 0.2, jitter 5% | wfbp (pred.) | plan (pred.) | measured | pass-through | "
+        "plan/measured | wfbp/pass-through | kept | "
         "steady | base | steady/base | base spread | s.e. of steady/base | steady after verdict | checksums |",
-        "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in rows:
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f | %.1f%% | %.3f | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f | %.1f%% | %.3f | %s | %s |" % (
             r["curve"], "yes" if r["noisy"] else "no", ms(r["wfbp"]), ms(r["chosen"]), ms(r["measured"]),
-            ms(r["pass"]), r["kept"], ms(r["schedule"]), ms(r["base"]), r["steady_ratio"], 100 * r["base_spread"],
+            ms(r["pass"]), ratio(r["plan_error"]), ratio(r["wfbp_error"]), r["kept"], ms(r["schedule"]), ms(r["base"]), r["steady_ratio"], 100 * r["base_spread"],
             r["ratio_se"], "yes" if r["after_verdict"] else "NO", "equal" if r["checksums"] else "DIFFER"))
     lines += ["", CURVES_END, ""]
     return "\n".join(lines)
@@ -292,12 +300,21 @@ def main():
         started = time.time()
         crows = curve_rows(work)
         table += "\n" + curve_table(crows, time.time() - started)
+    else:
+        # The curve rows (and what is written after them) are another run's: kept as they are.
+        text = open(dest).read() if os.path.exists(dest) else ""
+        if CURVES_BEGIN in text:
+            table += "\n" + text[text.index(CURVES_BEGIN):]
     with open(dest, "w") as f:
         f.write(table)
     print(table)
     bad = [r for r in rows + crows if not r["checksums"]]
     if bad:
         sys.exit("bench-schedule: checksums differ in %d rows" % len(bad))
+
+
+def ratio(x):
+    return "-" if x is None else "%.2f" % x
 
 
 def ms(x):
