@@ -25,7 +25,6 @@
  * one after it warm the caches and the completion streams. */
 #define TIMED_ITERATION 3
 
-
 void ub_sched_take_period(ub_comm *c, uint64_t *pos_sig, int *pos_call, uint32_t period)
 {
     ub_sched_rt *s = &c->sched;
