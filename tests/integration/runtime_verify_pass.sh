@@ -23,10 +23,22 @@ ROUNDS=${ROUNDS:-6}
 # iteration, each through instrumented code), a cost of the instrumentation and not of the plan:
 # the baseline is then the job with usbyte in observe mode (the same interposer, nothing deferred),
 # which keeps what this test is about, the plan's overhead carried into the pass-through side.
-BASE_PRE="" BASE_ENV=()
+# The same instrumented host makes the calls' readiness the bottleneck, so that a plan is mostly
+# predicted to gain nothing over the application's order and no window runs: under a sanitizer
+# the plan runs whatever its prediction (USBYTE_MIN_GAIN_PCT=-100, agreed like the rest), which
+# verification then measures against pass-through as it measures any plan.  What the comparison
+# judges is host cost, which a sanitizer multiplies: schedule mode's cursor follows every call of
+# a pass-through iteration (its signature, the plan's position), observe mode's finished
+# communicator forwards them (under ThreadSanitizer 161 calls cost the pass-through side about
+# 10 ms an iteration more, 15%, in every round; under AddressSanitizer three runs' medians were
+# -1.8, -0.2 and +2.2 ms, against margins of 2.5, 0.4 and 1.5 ms).  So under a
+# sanitizer the rounds, the windows and the results are checked and the difference is printed,
+# not judged: the plain build judges it.
+BASE_PRE="" BASE_ENV=() SCHED_ENV=()
 if [ -n "${SAN:-}" ]; then
-    BASE_PRE=$USBYTE_PRELOAD BASE_ENV=(USBYTE_MODE=observe)
-    echo "info: SAN=$SAN: the baseline is the job in observe mode"
+    BASE_PRE=$USBYTE_PRELOAD BASE_ENV=(USBYTE_MODE=observe) SCHED_ENV=(USBYTE_MIN_GAIN_PCT=-100)
+    echo "info: SAN=$SAN: the baseline is the job in observe mode, the plan runs whatever its predicted gain," \
+         "the difference is printed, not judged"
 fi
 
 run() { # NAME PRELOAD [VAR=VALUE...]
@@ -43,9 +55,9 @@ for i in $(seq 1 $((2 * ROUNDS))); do
     # sides alike instead of always the later one.
     if [ $((i % 2)) = 1 ]; then
         run base-$i "$BASE_PRE" "${BASE_ENV[@]}"
-        run sched-$i "$USBYTE_PRELOAD"
+        run sched-$i "$USBYTE_PRELOAD" "${SCHED_ENV[@]}"
     else
-        run sched-$i "$USBYTE_PRELOAD"
+        run sched-$i "$USBYTE_PRELOAD" "${SCHED_ENV[@]}"
         run base-$i "$BASE_PRE" "${BASE_ENV[@]}"
     fi
     same_results sched-$i base-$i
@@ -61,9 +73,10 @@ if p and base:
 PY
     [ "$(wc -l <"$WORK/rounds.tsv")" -ge "$ROUNDS" ] && break
 done
-python3 - "$WORK/rounds.tsv" <<'PY' || fail "the pass-through side is slower than the job without usbyte beyond its noise"
+python3 - "$WORK/rounds.tsv" "${SAN:-}" <<'PY' || fail "the pass-through side is slower than the job without usbyte beyond its noise"
 import math, statistics, sys
 rows = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+sanitizer = sys.argv[2]
 assert len(rows) >= 4, "only %d rounds ran a verification window" % len(rows)
 d = [p - b for p, b in rows]
 med = statistics.median(d)
@@ -73,7 +86,10 @@ margin = 3 * 1.2533 * s / math.sqrt(len(d))
 print("info: over %d rounds: pass-through side %.2f ms, without usbyte %.2f ms; difference median %+.2f ms, "
       "margin %.2f ms" % (len(d), statistics.median(p for p, _ in rows), statistics.median(b for _, b in rows), med,
                           margin))
-if med > margin:
+if sanitizer:
+    print("info: SAN=%s: not judged (the sanitizer's host cost): difference %+.2f ms, margin %.2f ms" % (
+        sanitizer, med, margin))
+elif med > margin:
     print("FAIL: the pass-through side is %.2f ms slower than the job without usbyte (margin %.2f ms); rounds "
           "(pass-through, without usbyte, ms): %r" % (med, margin, rows))
     sys.exit(1)
