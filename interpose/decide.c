@@ -285,12 +285,15 @@ void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         ub_comm_cannot_take_part(c, ncclSystemError, why);
 }
 
-/* The plan that the model re-fitted with `measured`'s blocks gives (its policy planned again):
- * 0 with *out and its prediction when it has other blocks and is predicted to gain
- * USBYTE_MIN_GAIN_PCT there over the baseline (the measured plan when it was kept, the
- * application's own order when it was dropped); -1 otherwise.  Lock held; released while planning. */
-static int replan_refitted(ub_comm *c, const ub_plan *measured, const double *seconds, int n_timed,
-                           bool against_pass_through, ub_plan *out) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+/* The plan that the model re-fitted with `measured`'s blocks gives (its policy planned again on
+ * the re-fitted link plus the executor's `wait` before each block, docs/model.md): 0 with *out and
+ * its prediction when it has other blocks and is predicted to gain USBYTE_MIN_GAIN_PCT there over
+ * the baseline (the measured plan when it was kept, the application's own order, on the link
+ * alone, when it was dropped); -1 otherwise.  *measured_predicted: what that model predicts for
+ * `measured` itself.  Lock held; released while planning. */
+static int replan_refitted(ub_comm *c, const ub_plan *measured, const double *seconds, int n_timed, double wait,
+                           bool against_pass_through, ub_plan *out, double *measured_predicted)
+    UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     int id = ub_policy_parse(measured->policy);
@@ -304,13 +307,18 @@ static int replan_refitted(ub_comm *c, const ub_plan *measured, const double *se
         per_block[b] = (int)b < n_timed ? seconds[b] : NAN;
         used += isfinite(per_block[b]) ? 1 : 0;
     }
-    ub_profile refitted; /* a shallow copy of the agreed profile with its own net */
-    int rc = used > 0 ? ub_refit_with_blocks(r->fit_samples, r->n_fit_samples, &r->profile, measured, per_block,
-                                             &refitted)
+    /* Shallow copies of the agreed profile with their own nets: the link re-fitted (what the
+     * application's own order pays), and the same with the executor's wait before a block added
+     * (what a plan's blocks pay). */
+    ub_profile link, refitted;
+    int rc = used > 0 ? ub_refit_with_blocks(r->fit_samples, r->n_fit_samples, &r->profile, measured, per_block, &link)
                       : -1;
     free(per_block);
     if (rc != 0)
         return -1;
+    double overhead = isfinite(wait) && wait > 0 ? wait : 0.0;
+    refitted = link;
+    ub_link_add(&refitted, overhead);
     ub_plan current, baseline;
     ub_plan_init(&current, measured->policy);
     ub_plan_copy(&current, measured);
@@ -318,7 +326,8 @@ static int replan_refitted(ub_comm *c, const ub_plan *measured, const double *se
     ub_comm_state during = c->state;
     ub_state_unlock();
     double before = ub_evaluate(&refitted, &current, NULL);
-    int base_rc = against_pass_through ? ub_policy_run(UB_POLICY_WFBP, &refitted, &baseline) : 0;
+    *measured_predicted = before;
+    int base_rc = against_pass_through ? ub_policy_run(UB_POLICY_WFBP, &link, &baseline) : 0;
     rc = ub_policy_run((ub_policy_id)id, &refitted, out);
     ub_state_lock();
     char err[256];
@@ -330,13 +339,14 @@ static int replan_refitted(ub_comm *c, const ub_plan *measured, const double *se
         snprintf(base_text, sizeof base_text, " (measured slower than pass-through), %.3f ms for the application's own "
                  "order", 1e3 * base);
     if (differs && base / after >= 1.0 + ub_cfg.min_gain_pct / 100.0) {
-        ub_info("communicator %d: the model re-fitted with %d measured blocks of %s predicts %.3f ms for it%s and "
-                "%.3f ms for %s planned again: that plan is verified next", c->index, used, measured->policy,
-                1e3 * before, base_text, 1e3 * after, out->policy);
+        ub_info("communicator %d: the model re-fitted with %d measured blocks of %s (%.1f us waited before a "
+                "block) predicts %.3f ms for it%s and %.3f ms for %s planned again: that plan is verified next",
+                c->index, used, measured->policy, 1e6 * overhead, 1e3 * before, base_text, 1e3 * after, out->policy);
     } else {
-        ub_debug("communicator %d: the model re-fitted with %d measured blocks of %s predicts %.3f ms for it%s; "
-                 "planned again: %s (%.3f ms)", c->index, used, measured->policy, 1e3 * before, base_text,
-                 differs ? "other blocks, not gaining enough" : "the same blocks", 1e3 * after);
+        ub_debug("communicator %d: the model re-fitted with %d measured blocks of %s (%.1f us waited before a "
+                 "block) predicts %.3f ms for it%s; planned again: %s (%.3f ms)", c->index, used, measured->policy,
+                 1e6 * overhead, 1e3 * before, base_text, differs ? "other blocks, not gaining enough" : "the same blocks",
+                 1e3 * after);
         rc = -1;
     }
     ub_plan_free(&current);
@@ -347,17 +357,18 @@ static int replan_refitted(ub_comm *c, const ub_plan *measured, const double *se
 void ub_comm_refit(ub_comm *c)
 {
     const ub_plan *measured;
-    double seconds[UB_VERIFY_BLOCKS];
+    double seconds[UB_VERIFY_BLOCKS], wait;
     int n_timed;
     bool against_pass_through;
-    if (!ub_verify_refit_wanted(c, &measured, seconds, &n_timed, &against_pass_through))
+    if (!ub_verify_refit_wanted(c, &measured, seconds, &n_timed, &wait, &against_pass_through))
         return;
     ub_comm_state during = c->state;
     ub_plan replanned;
     ub_plan_init(&replanned, measured->policy);
-    int rc = replan_refitted(c, measured, seconds, n_timed, against_pass_through, &replanned);
+    double measured_predicted = NAN;
+    int rc = replan_refitted(c, measured, seconds, n_timed, wait, against_pass_through, &replanned, &measured_predicted);
     if (c->state == during && !atomic_load(&c->ending)) /* else ended by another thread meanwhile */
-        ub_verify_refit_result(c, rc == 0 ? &replanned : NULL, replanned.iteration);
+        ub_verify_refit_result(c, rc == 0 ? &replanned : NULL, replanned.iteration, measured_predicted);
     ub_plan_free(&replanned);
 }
 

@@ -18,6 +18,7 @@
 #include "nccl_list.h"
 #include "usbyte/median.h"
 #include "usbyte/types.h"
+#include "usbyte/verify.h"
 
 static size_t nccl_dtype_size(int nccl)
 {
@@ -306,6 +307,36 @@ int ub_exec_block_seconds(ub_comm *c, double copy_beta, double *out, int max)
             out[b] = NAN;
     }
     return nb;
+}
+
+double ub_exec_block_wait(ub_comm *c, const ub_profile *agreed, int max)
+{
+    ub_sched_rt *s = &c->sched;
+    int nb = s->sp.n_blocks < max ? s->sp.n_blocks : max;
+    if (nb <= 0 || s->measured_iter < 0 || !s->block_start)
+        return NAN;
+    double *ready = malloc(sizeof *ready * (size_t)nb);
+    if (!ready)
+        return NAN;
+    for (int b = 0; b < nb; b++) {
+        const ub_block *blk = &s->plan.blocks[b];
+        const ub_segment *seg = &s->plan.segments[blk->first_segment];
+        ready[b] = 0;
+        for (uint32_t i = 0; i < blk->n_segments; i++) {
+            if (seg[i].call < 0 || seg[i].call >= agreed->n_calls) {
+                ready[b] = NAN;
+                break;
+            }
+            double r = agreed->calls[seg[i].call].ready;
+            ready[b] = r > ready[b] ? r : ready[b];
+        }
+    }
+    ub_timing_poll(&s->tm);
+    int slots = s->n_starts - s->measured_iter < UB_SCHED_TRACED ? s->n_starts - s->measured_iter : UB_SCHED_TRACED;
+    double wait = ub_verify_executor_wait(ready, nb, s->sp.n_blocks, &s->iter_start[s->measured_iter], s->block_start,
+                                          s->block_end, slots);
+    free(ready);
+    return wait;
 }
 
 void ub_exec_drain(ub_comm *c)

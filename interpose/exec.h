@@ -33,6 +33,10 @@ ncclResult_t ub_exec_issue_block(ub_comm *c, ncclComm_t handle, int b, int arriv
  * their staging copies at copy_beta seconds per byte (the model's block cost is the link's plus
  * the copies'); NAN where none was timed.  Returns how many blocks were written. */
 int ub_exec_block_seconds(ub_comm *c, double copy_beta, double *out, int max) UB_REQUIRES(ub_state_mutex);
+/* Lock held: the executor's own wait before a block of the running plan (its first `max`), over
+ * the timed iterations whose marks have completed (ub_verify_executor_wait, with the blocks'
+ * ready times from the agreed profile); NAN where nothing was timed. */
+double ub_exec_block_wait(ub_comm *c, const ub_profile *agreed, int max) UB_REQUIRES(ub_state_mutex);
 /* Waits (without the lock) for the blocks issued so far: their times can then be read. */
 void ub_exec_drain(ub_comm *c);
 /* Releases the executor (the communicator ends).  wait: synchronise its stream first (destroy);

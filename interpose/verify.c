@@ -38,7 +38,7 @@ static void add_candidate(ub_verify_rt *v, const ub_plan *plan, double predicted
     ub_verify_candidate_report *r = &v->report.candidates[i];
     snprintf(r->policy, sizeof r->policy, "%s", plan->policy);
     r->predicted_iteration = predicted;
-    r->measured_iteration = r->spread = NAN;
+    r->measured_iteration = r->spread = r->refit_predicted_iteration = NAN;
     r->iterations = 0;
     r->refit = false;
 }
@@ -119,7 +119,7 @@ int ub_verify_reserve(ub_comm *c, char *why, size_t len)
         snprintf(why, len, "cannot set up the verification's timing events");
         return -1;
     }
-    if (!v->host && !ub_coll_buffers(c->device, (UB_VERIFY_LEN + UB_VERIFY_BLOCKS) * sizeof(double), &v->host, &v->dev,
+    if (!v->host && !ub_coll_buffers(c->device, (UB_VERIFY_LEN + UB_VERIFY_MIN_LEN) * sizeof(double), &v->host, &v->dev,
                                      &v->done)) {
         snprintf(why, len, "cannot allocate the verification's buffers");
         return -1;
@@ -183,6 +183,7 @@ static ncclResult_t issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_
     /* The running candidate's blocks, beside its iterations: the model's re-fit once it is kept. */
     double blocks[UB_VERIFY_BLOCKS];
     int n_blocks = ub_exec_block_seconds(c, c->report.profile.copy_beta, blocks, UB_VERIFY_BLOCKS);
+    double wait = ub_exec_block_wait(c, &c->report.profile, UB_VERIFY_BLOCKS);
     cudaStream_t p = c->sched.priv;
     cudaEvent_t done = v->done;
     double *host = v->host;
@@ -202,9 +203,10 @@ static ncclResult_t issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_
     ub_verify_encode(seconds, host);
     for (int b = 0; b < UB_VERIFY_BLOCKS; b++)
         host[UB_VERIFY_LEN + b] = b < n_blocks && isfinite(blocks[b]) ? blocks[b] : UB_VERIFY_NO_BLOCK;
+    host[UB_VERIFY_LEN + UB_VERIFY_BLOCKS] = isfinite(wait) ? wait : UB_VERIFY_NO_BLOCK;
     if (depth > 0)
         ub_group_split_begin(depth);
-    size_t bytes = (UB_VERIFY_LEN + UB_VERIFY_BLOCKS) * sizeof(double);
+    size_t bytes = (UB_VERIFY_LEN + UB_VERIFY_MIN_LEN) * sizeof(double);
     const char *what = NULL;
     cudaError_t e = cudaSuccess;
     ncclResult_t r = ncclSuccess;
@@ -215,7 +217,7 @@ static ncclResult_t issue_measurements(ub_comm *c, ub_verify_rt *v) UB_REQUIRES_
                  ncclSuccess)
             what = "ncclAllReduce of the verification's measurements";
         else if ((r = UB_NCCL(ub_nccl.AllReduce((double *)dev + UB_VERIFY_LEN, (double *)dev + UB_VERIFY_LEN,
-                                                UB_VERIFY_BLOCKS, ncclFloat64, ncclMin, handle, p))) != ncclSuccess)
+                                                UB_VERIFY_MIN_LEN, ncclFloat64, ncclMin, handle, p))) != ncclSuccess)
             what = "ncclAllReduce of the verification's block times";
         else if ((e = UB_CUDA(ub_cuda.cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, p))) != cudaSuccess)
             what = "the copy of the agreed measurements back to the host";
@@ -303,6 +305,8 @@ static void agreed_blocks(ub_verify_rt *v)
         v->block_seconds[b] = t > 0 && t < 0.5 * UB_VERIFY_NO_BLOCK ? t : NAN;
     }
     v->n_block_seconds = n;
+    double w = v->host[UB_VERIFY_LEN + UB_VERIFY_BLOCKS];
+    v->block_wait = w >= 0 && w < 0.5 * UB_VERIFY_NO_BLOCK ? w : NAN;
 }
 
 /* The verdict of the window at its apply iteration: kept, the next candidate's window, or
@@ -432,7 +436,7 @@ ub_verify_step ub_verify_iteration(ub_comm *c, cudaStream_t st, uint64_t call) U
 bool ub_verify_issuing(const ub_comm *c) { return atomic_load(&c->verify.issuing) > 0; }
 
 bool ub_verify_refit_wanted(ub_comm *c, const ub_plan **plan, double seconds[UB_VERIFY_BLOCKS], int *n,
-                            bool *against_pass_through)
+                            double *wait, bool *against_pass_through)
 {
     ub_verify_rt *v = &c->verify;
     int i = v->refit_from;
@@ -441,20 +445,24 @@ bool ub_verify_refit_wanted(ub_comm *c, const ub_plan **plan, double seconds[UB_
     v->refit_from = -1;
     if (!v->on || (v->kept != i && v->kept != -1) || v->window >= 0)
         return false;
+    v->refit_of = i;
     *plan = &v->plans[i];
     memcpy(seconds, v->block_seconds, sizeof v->block_seconds);
     *n = v->n_block_seconds;
+    *wait = v->block_wait;
     *against_pass_through = v->kept < 0;
     return true;
 }
 
-void ub_verify_refit_result(ub_comm *c, const ub_plan *plan, double predicted)
+void ub_verify_refit_result(ub_comm *c, const ub_plan *plan, double predicted, double measured_predicted)
 {
     ub_verify_rt *v = &c->verify;
     int resume = v->resume;
     v->resume = -1;
     if (!v->on || v->window >= 0)
         return;
+    if (v->refit_of >= 0 && v->refit_of < v->n_candidates)
+        v->report.candidates[v->refit_of].refit_predicted_iteration = measured_predicted;
     if (plan && v->n_candidates < UB_VERIFY_MAX_CANDIDATES) {
         int i = v->n_candidates;
         add_candidate(v, plan, predicted);

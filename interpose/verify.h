@@ -55,16 +55,20 @@ void ub_verify_spoil(struct ub_comm *c) UB_REQUIRES(ub_state_mutex);
 void ub_verify_end(struct ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held, right after the call whose verdict kept or dropped a candidate: true (once) when
  * that candidate's agreed block times are there for a re-fit, with its plan (valid until the
- * candidates change), its first *n blocks' least durations (NAN: not timed), and whether it was
+ * candidates change), its first *n blocks' durations (NAN: not timed), the executor's wait before
+ * a block (ub_verify_executor_wait, agreed; NAN: none timed), and whether it was
  * dropped (then the re-planned plan must gain over pass-through, else over it). */
 bool ub_verify_refit_wanted(struct ub_comm *c, const ub_plan **plan, double seconds[UB_VERIFY_BLOCKS], int *n,
-                            bool *against_pass_through) UB_REQUIRES(ub_state_mutex);
-/* Lock held, after ub_verify_refit_wanted said true: `plan` (NULL: none) planned again on the
- * re-fitted model (predicted: its iteration there) runs in a window from the next iteration on,
+                            double *wait, bool *against_pass_through) UB_REQUIRES(ub_state_mutex);
+/* Lock held, after ub_verify_refit_wanted said true: measured_predicted is what the re-fitted model
+ * predicts for the candidate whose blocks it was fitted with (NAN: no re-fit), for the report.
+ * `plan` (NULL: none) planned again on the re-fitted model (predicted: its iteration there) runs
+ * in a window from the next iteration on,
  * against pass-through; after a keep it stays only where it also measures faster than the plan
  * kept before, which runs again otherwise.  With no plan, or no room, a drop's next candidate
  * (if any) starts its window instead. */
-void ub_verify_refit_result(struct ub_comm *c, const ub_plan *plan, double predicted) UB_REQUIRES(ub_state_mutex);
+void ub_verify_refit_result(struct ub_comm *c, const ub_plan *plan, double predicted, double measured_predicted)
+    UB_REQUIRES(ub_state_mutex);
 /* Whether the issuing thread is enqueueing the window's collective (without the lock) right now. */
 bool ub_verify_issuing(const struct ub_comm *c);
 

@@ -33,12 +33,14 @@ typedef struct ub_verify_rt {
     bool issued;             /* this window's collective is out and not read */
     atomic_int issuing;      /* the issuing thread enqueues it without the lock right now */
     bool check_begun;        /* a check began: its first verdict replaces the previous check's reason */
-    /* The agreed least durations of the judged candidate's blocks (NAN: not timed), for the
+    /* The agreed durations of the judged candidate's blocks (NAN: not timed), for the
      * re-fit that a keep or a drop asks for (refit_from: that candidate, -1: none asked); once per
      * check. */
     double block_seconds[UB_VERIFY_BLOCKS];
     int n_block_seconds;
+    double block_wait;       /* the agreed executor's wait before a block (NAN: none timed) */
     int refit_from;
+    int refit_of;            /* the candidate whose blocks the re-fit under way uses */
     bool refit_tried;
     int kept_before;         /* while a re-fitted candidate runs: the candidate kept before it, -1 */
     int resume;              /* after a drop's re-fit: the candidate to try next, -1: pass-through */

@@ -31,6 +31,13 @@ double ub_link_cost(const ub_profile *prof, double bytes)
     return s->alpha + s->beta * bytes;
 }
 
+void ub_link_add(ub_profile *prof, double seconds)
+{
+    prof->alpha += seconds;
+    for (int i = 0; i < prof->curve.n; i++)
+        prof->curve.seg[i].alpha += seconds;
+}
+
 void ub_link_local(const ub_profile *prof, double bytes, double *alpha, double *beta)
 {
     const ub_net_curve *c = &prof->curve;

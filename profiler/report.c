@@ -133,9 +133,11 @@ json_t *ub_verify_report_json(const ub_verify_report *v)
     json_t *cands = json_array();
     for (int i = 0; i < v->n_candidates && i < UB_VERIFY_MAX_CANDIDATES; i++) {
         const ub_verify_candidate_report *c = &v->candidates[i];
-        json_array_append_new(cands, json_pack("{s:s, s:o, s:o, s:i, s:i, s:o, s:b}", "policy", c->policy,
+        json_array_append_new(cands, json_pack("{s:s, s:o, s:o, s:o, s:i, s:i, s:o, s:b}", "policy", c->policy,
                                                "predicted_iteration", number_or_null(c->predicted_iteration),
                                                "measured_iteration", number_or_null(c->measured_iteration),
+                                               "refit_predicted_iteration",
+                                               number_or_null(c->refit_predicted_iteration),
                                                "iterations", c->iterations, "windows", c->windows,
                                                "spread", number_or_null(c->spread), "refit", c->refit));
     }

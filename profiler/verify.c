@@ -130,6 +130,30 @@ void ub_verify_judge(const double agreed[UB_VERIFY_LEN], const char *policy, con
              outcome);
 }
 
+double ub_verify_executor_wait(const double *ready, int n_blocks, int stride, const double *t0, const double *start,
+                               const double *end, int n_slots)
+{
+    if (n_blocks <= 0 || n_slots <= 0)
+        return NAN;
+    double *w = malloc(sizeof *w * (size_t)n_blocks * (size_t)n_slots);
+    if (!w)
+        return NAN;
+    int n = 0;
+    for (int slot = 0; slot < n_slots; slot++)
+        for (int b = 0; b < n_blocks; b++) {
+            double at = start[slot * stride + b];
+            if (!isfinite(t0[slot]) || !isfinite(ready[b]) || !isfinite(at))
+                continue;
+            double from = t0[slot] + ready[b], before = b > 0 ? end[slot * stride + b - 1] : NAN;
+            if (isfinite(before) && before > from)
+                from = before;
+            w[n++] = at > from ? at - from : 0.0;
+        }
+    double m = n > 0 ? ub_median(w, n) : NAN;
+    free(w);
+    return m;
+}
+
 void ub_verify_report_init(ub_verify_report *r)
 {
     memset(r, 0, sizeof *r);

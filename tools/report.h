@@ -57,6 +57,7 @@ typedef struct rp_schedule {
 typedef struct rp_candidate {
     const char *policy;
     double predicted_iteration, measured_iteration, spread;  /* NAN: not measured */
+    double refit_predicted_iteration;  /* the model re-fitted with its own blocks; NAN: not re-fitted */
     long iterations;
     bool refit;              /* planned again on the model re-fitted with a judged plan's blocks */
 } rp_candidate;

@@ -472,7 +472,7 @@ static void verification_table(rp_page *pg, const rp_comm *c, int rank, int pos)
     rp_out(pg, "<h3>Verification against pass-through</h3>\n<p class=\"note\">The candidate plans and the "
                "application's own order ran in alternating iterations; the numbers are agreed by every rank.</p>\n"
                "<table id=\"verification-%d\"><tr><th>runs</th><th>predicted (ms)</th><th>measured (ms)</th>"
-               "<th>spread (ms)</th><th>iterations</th></tr>\n", c->index);
+               "<th>re-fitted prediction (ms)</th><th>spread (ms)</th><th>iterations</th></tr>\n", c->index);
     for (int i = 0; i < v->n_candidates; i++) {
         const rp_candidate *k = &v->candidates[i];
         rp_out(pg, "<tr><th>");
@@ -485,12 +485,15 @@ static void verification_table(rp_page *pg, const rp_comm *c, int rank, int pos)
                "comms/%d/verification/candidates/%d/predicted_iteration", pos, i);
         rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, k->measured_iteration,
                "comms/%d/verification/candidates/%d/measured_iteration", pos, i);
+        rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, k->refit_predicted_iteration,
+               "comms/%d/verification/candidates/%d/refit_predicted_iteration", pos, i);
         rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, k->spread, "comms/%d/verification/candidates/%d/spread", pos, i);
         rp_out(pg, "<td class=\"n\">%ld</td></tr>\n", k->iterations);
     }
     rp_out(pg, "<tr><th>pass-through</th><td class=\"n\">&ndash;</td>");
     rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, v->pass_through_iteration,
            "comms/%d/verification/pass_through_iteration", pos);
+    rp_out(pg, "<td class=\"n\">&ndash;</td>");
     rp_num(pg, "td", "class=\"n\"", rank, 1e3, 3, v->pass_through_spread, "comms/%d/verification/pass_through_spread",
            pos);
     rp_out(pg, "<td class=\"n\">%ld</td></tr></table>\n<p>kept: <b>", v->pass_through_iterations);

@@ -494,10 +494,11 @@ static int load_verification(ctx *x, const json_t *c, const char *base, rp_verif
             return -1;
         snprintf(p, sizeof p, "%s[%zu]", where, i);
         rp_candidate *k = &v->candidates[v->n_candidates++];
-        k->measured_iteration = k->spread = NAN;
+        k->measured_iteration = k->spread = k->refit_predicted_iteration = NAN;
         if (get_str(x, e, p, "policy", true, &k->policy) < 0 ||
             get_num(x, e, p, "predicted_iteration", true, &k->predicted_iteration) < 0 ||
             get_num(x, e, p, "measured_iteration", false, &k->measured_iteration) < 0 ||
+            get_num(x, e, p, "refit_predicted_iteration", false, &k->refit_predicted_iteration) < 0 ||
             get_num(x, e, p, "spread", false, &k->spread) < 0 ||
             get_int(x, e, p, "iterations", false, &k->iterations) < 0)
             return -1;

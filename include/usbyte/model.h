@@ -59,6 +59,10 @@ double ub_block_cost(const ub_profile *prof, double bytes, int staged);
  * one allreduce of `bytes`: the profile's curve when it has one, else alpha + beta * bytes. */
 double ub_link_cost(const ub_profile *prof, double bytes);
 
+/* Adds `seconds` to the cost of every allreduce (the line's startup and every segment's): a cost
+ * per block that does not depend on its size, such as the executor's own (ub_refit_with_blocks). */
+void ub_link_add(ub_profile *prof, double seconds);
+
 /* The line that gives the cost at `bytes` (the segment holding it): what the policies that reason
  * with one startup alpha and one per-byte beta use at the size in question. */
 void ub_link_local(const ub_profile *prof, double bytes, double *alpha, double *beta);

@@ -42,11 +42,13 @@
  * order, so every rank reads bit-identical numbers. */
 #define UB_VERIFY_LEN (1 + 2 * UB_VERIFY_SLOTS)
 /* The min-reduced vector issued beside it: per block of the candidate (its first UB_VERIFY_BLOCKS),
- * the least duration of its allreduce over the iterations this rank timed, in seconds, or
- * UB_VERIFY_NO_BLOCK where it timed none.  The least over the ranks is the link's time (the last
- * rank to arrive waits for no one), as for the warm-up's calls; the minimum of doubles is one of
- * them, the same on every rank. */
+ * the median duration of its allreduce over the iterations this rank timed, in seconds, or
+ * UB_VERIFY_NO_BLOCK where it timed none, then the executor's wait before a block
+ * (ub_verify_executor_wait; UB_VERIFY_NO_BLOCK: none timed).  The least over the ranks is the
+ * link's time (the last rank to arrive waits for no one), as for the warm-up's calls; the minimum
+ * of doubles is one of them, the same on every rank. */
 #define UB_VERIFY_BLOCKS 256
+#define UB_VERIFY_MIN_LEN (UB_VERIFY_BLOCKS + 1)
 #define UB_VERIFY_NO_BLOCK 1e30
 /* The candidates: the chosen plan, a merge-only plan, and the plan planned again on the model
  * re-fitted with a kept or dropped candidate's measured blocks (tried once per check). */
@@ -98,12 +100,26 @@ typedef struct ub_verify_verdict {
 void ub_verify_judge(const double agreed[UB_VERIFY_LEN], const char *policy, const ub_verify_verdict *earlier,
                      ub_verify_verdict *out);
 
+/* The executor's own wait before a block, beyond the model's rule 1 (docs/model.md): over the
+ * n_slots timed iterations (t0[slot]: the iteration's start mark) and the first n_blocks blocks
+ * (marks start/end[slot * stride + b], seconds, NAN: not timed; ready[b]: the latest agreed ready
+ * time of its calls from the iteration's start, NAN: unknown), the median of the time from where
+ * rule 1 starts block b (the later of t0 + ready[b] and the end of block b - 1) to when the
+ * private stream began it, 0 where it began earlier.  That wait is what the executor pays per
+ * block (the wait across streams on its readiness, a hardware queue shared with the application's
+ * stream), which the link's cost (start to end) does not hold.  NAN when no block was timed. */
+double ub_verify_executor_wait(const double *ready, int n_blocks, int stride, const double *t0, const double *start,
+                               const double *end, int n_slots);
+
 /* The report's comms[].verification (written by profiler/report.c). */
 typedef struct ub_verify_candidate_report {
     char policy[32];
     double predicted_iteration;  /* s, the model's */
     double measured_iteration;   /* s, median of its agreed slots in the latest window that ran it; NAN */
     double spread;               /* s */
+    /* s: what the model re-fitted with this candidate's own measured blocks predicts for it (the
+     * re-fit after its verdict); NAN when it was not re-fitted */
+    double refit_predicted_iteration;
     int iterations;              /* slots measured */
     int windows;                 /* windows its latest verdict judged together */
     bool refit;                  /* planned on the model re-fitted with another candidate's blocks */

@@ -169,6 +169,10 @@ def curve_rows(work):
                 # prediction over its measured median, wfbp's over the pass-through median.
                 "plan_error": median_or_none(c["predicted_iteration"] / c["measured_iteration"] for c in first
                                              if c.get("predicted_iteration") and c.get("measured_iteration")),
+                # The same plan under the model re-fitted with its own measured blocks (the
+                # executor's cost per block known): its prediction over its measured median.
+                "refit_error": median_or_none(c["refit_predicted_iteration"] / c["measured_iteration"] for c in first
+                                              if c.get("refit_predicted_iteration") and c.get("measured_iteration")),
                 "wfbp_error": median_or_none(r["wfbp"] / r["verification"]["pass_through_iteration"] for r in sched
                                              if r.get("wfbp") and (r.get("verification") or {}).get("pass_through_iteration")),
                 "kept": "/".join(kept), "n_kept": sum(1 for v in vs if v.get("kept") not in (None, "pass-through")),
@@ -207,7 +211,9 @@ def curve_table(rows, seconds):
         "median of %d interleaved pairs of runs (without usbyte, with it).  `wfbp`, `plan`: predicted on the "
         "agreed profile; `measured`, `pass-through`: the verification's agreed medians of the plan's and the "
         "application's own iterations, side by side; `plan/measured` and `wfbp/pass-through`: the predictions "
-        "over what ran (the median of the runs' ratios; 1 is a model that follows the network); `kept`: its verdict (every run's); `steady`: the trainer's "
+        "over what ran (the median of the runs' ratios; 1 is a model that follows the network); `re-fitted/measured`: "
+        "the same plan predicted by the model re-fitted with its own measured blocks (the executor's cost per block "
+        "known) over what it measured; `kept`: its verdict (every run's); `steady`: the trainer's "
         "mean over its last 10 iterations with usbyte, all after the verification's latest verdict (a run "
         "whose verdict came later runs again with twice the iterations), `base` without; `steady/base` above "
         "1.02 would be a slowdown; `base spread`: the runs without usbyte's spread (1.4826 x their median "
@@ -217,14 +223,14 @@ def curve_table(rows, seconds):
             rows[0]["calls"] if rows else 0, CURVE_ITERS, CURVE_REPEAT, CURVE_REPEAT, worst, seconds),
         "",
         "| curve | interference 0.2, jitter 5% | wfbp (pred.) | plan (pred.) | measured | pass-through | "
-        "plan/measured | wfbp/pass-through | kept | "
+        "plan/measured | re-fitted/measured | wfbp/pass-through | kept | "
         "steady | base | steady/base | base spread | s.e. of steady/base | steady after verdict | checksums |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in rows:
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f | %.1f%% | %.3f | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f | %.1f%% | %.3f | %s | %s |" % (
             r["curve"], "yes" if r["noisy"] else "no", ms(r["wfbp"]), ms(r["chosen"]), ms(r["measured"]),
-            ms(r["pass"]), ratio(r["plan_error"]), ratio(r["wfbp_error"]), r["kept"], ms(r["schedule"]), ms(r["base"]), r["steady_ratio"], 100 * r["base_spread"],
+            ms(r["pass"]), ratio(r["plan_error"]), ratio(r["refit_error"]), ratio(r["wfbp_error"]), r["kept"], ms(r["schedule"]), ms(r["base"]), r["steady_ratio"], 100 * r["base_spread"],
             r["ratio_se"], "yes" if r["after_verdict"] else "NO", "equal" if r["checksums"] else "DIFFER"))
     lines += ["", CURVES_END, ""]
     return "\n".join(lines)

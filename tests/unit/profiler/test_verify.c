@@ -261,6 +261,33 @@ static void test_mean_over_ranks_that_measured(void **state)
     assert_true(d.keep);
 }
 
+/* The executor's wait before a block is measured from where rule 1 starts it: on a link-bound
+ * chain the previous block's end, on a ready-bound block its ready time after the iteration's start
+ * mark; a block begun before that point waited 0; an untimed mark or an unknown ready time is left
+ * out; the statistic is the median over blocks and iterations, so one late wake-up moves nothing. */
+static void test_executor_wait(void **state)
+{
+    (void)state;
+    /* 2 iterations (start marks 10 and 20 s), 3 blocks; ready 0, 0 and 0.5 s after the start. */
+    double ready[3] = {0, 0, 0.5}, t0[2] = {10, 20};
+    /* Iteration 0: block 0 begins 0.1 after its ready time, block 1 0.1 after block 0's end
+     * (link-bound), block 2 0.1 after its ready time (10.5; block 1 ended at 10.35).
+     * Iteration 1: the same, but block 1 begins 3 s late (one stall) and block 2 before its
+     * ready time by the model (an early ready: waited 0). */
+    double start[2 * 3] = {10.1, 10.3, 10.6, 20.1, 23.3, 20.45}, end[2 * 3] = {10.2, 10.35, 10.7, 20.2, 23.35, 20.6};
+    double w = ub_verify_executor_wait(ready, 3, 3, t0, start, end, 2);
+    /* Waits: 0.1, 0.1, 0.1 | 0.1, 3.1, 0 -> median 0.1. */
+    assert_true(fabs(w - 0.1) < 1e-9);
+    /* A stride wider than the blocks used (the plan's first blocks only), untimed marks and an
+     * unknown ready time are skipped. */
+    double start4[2 * 4] = {10.1, NAN, 10.6, 0, 20.3, 20.5, NAN, 0}, end4[2 * 4] = {10.2, NAN, 10.7, 0, 20.4, 20.6, 20.7, 0};
+    double ready4[3] = {0, NAN, 0.4};
+    /* Kept: (0,0) 0.1; (0,2) from max(10.4, end NAN of block 1) = 10.4 -> 0.2; (1,0) 0.3. */
+    w = ub_verify_executor_wait(ready4, 3, 4, t0, start4, end4, 2);
+    assert_true(fabs(w - 0.2) < 1e-9);
+    assert_true(isnan(ub_verify_executor_wait(ready, 3, 3, t0, start, end, 0)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -272,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_stall_is_an_outlier),
         cmocka_unit_test(test_too_few_pairs_dropped),
         cmocka_unit_test(test_mean_over_ranks_that_measured),
+        cmocka_unit_test(test_executor_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
