@@ -60,6 +60,14 @@ static void test_curve_values(void **state)
     p.copy_beta = 0.5;
     near(ub_block_cost(&p, 150, 1), 15.0 + 75.0, 1e-15);
     near(ub_block_cost(&p, 150, 0), 15.0, 1e-15);
+    /* A cost per block (the executor's wait) adds to every size, the curve and its line alike,
+     * and the curve stays well formed. */
+    ub_profile w = p;
+    ub_link_add(&w, 3.0);
+    for (double m = 1; m <= 4000; m *= 3)
+        near(ub_link_cost(&w, m), ub_link_cost(&p, m) + 3.0, 1e-12);
+    near(w.alpha, p.alpha + 3.0, 1e-15);
+    assert_int_equal(ub_net_curve_check(&w.curve, true, err, sizeof err), 0);
 
     /* Chords: the first and last chords run on outside the points. */
     ub_profile q = line_profile(0, 0);
