@@ -83,7 +83,7 @@ INTEGRATION_TESTS :=   # executable scripts, run by tests/run with BUILD exporte
 DEMO_DEPS :=
 
 # The pure planning code, linked by the tools, the tests and the interposer.
-PLAN_SRCS := $(wildcard partition/*.c) $(wildcard order/*.c) $(wildcard profiler/profile_io*.c profiler/plan_io*.c) profiler/net_table.c profiler/open_regular.c
+PLAN_SRCS := $(wildcard partition/*.c) $(wildcard order/*.c) $(wildcard profiler/profile_io*.c profiler/plan_io*.c) profiler/net_table.c profiler/open_regular.c profiler/median.c
 PLAN_LIB := $(BUILD)/libusbyte_plan.a
 $(PLAN_LIB): $(call objs,$(PLAN_SRCS))
 	@mkdir -p $(@D)

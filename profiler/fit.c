@@ -1,5 +1,6 @@
 /* Constrained least-squares fit of duration = alpha + beta * bytes (see usbyte/fit.h). */
 #include "usbyte/fit.h"
+#include "usbyte/median.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -277,15 +278,15 @@ int ub_fit_knots(const ub_fit_sample *s, size_t n, int max_knots, ub_fit_knot *o
         if (valid_sample(&s[i], UB_FIT_RELATIVE))
             size[v++] = s[i];
     qsort(size, v, sizeof *size, by_bytes);
-    /* Each size once, at the median of its times (sorted: the middle of its run). */
+    /* Each size once, at the median of its times (`weight` is free until the bins). */
     size_t m = 0;
     for (size_t i = 0; i < v;) {
         size_t j = i;
-        while (j < v && size[j].bytes == size[i].bytes)
+        while (j < v && size[j].bytes == size[i].bytes) {
+            weight[j - i] = size[j].seconds;
             j++;
-        size_t mid = i + (j - i) / 2;
-        double seconds = (j - i) % 2 ? size[mid].seconds : 0.5 * (size[mid - 1].seconds + size[mid].seconds);
-        size[m++] = (ub_fit_sample){size[i].bytes, seconds};
+        }
+        size[m++] = (ub_fit_sample){size[i].bytes, ub_median(weight, (int)(j - i))};
         i = j;
     }
     int k = 0;

@@ -10,7 +10,7 @@ PROFILER_PURE_TEST_BINS := $(patsubst %,$(BUILD)/tests/unit/%,$(PROFILER_PURE_TE
 
 $(BUILD)/tests/unit/test_signature: $(call objs,tests/unit/profiler/test_signature.c profiler/signature.c)
 $(BUILD)/tests/unit/test_iteration: $(call objs,tests/unit/profiler/test_iteration.c profiler/iteration.c profiler/signature.c)
-$(BUILD)/tests/unit/test_fit: $(call objs,tests/unit/profiler/test_fit.c profiler/fit.c)
+$(BUILD)/tests/unit/test_fit: $(call objs,tests/unit/profiler/test_fit.c profiler/fit.c profiler/median.c)
 $(BUILD)/tests/unit/test_verify: $(call objs,tests/unit/profiler/test_verify.c profiler/verify.c profiler/median.c)
 $(BUILD)/tests/unit/test_net_table: $(call objs,tests/unit/profiler/test_net_table.c profiler/net_table.c profiler/open_regular.c)
 
