@@ -2,13 +2,17 @@
 # Schedule mode's verification measures the application's own order as it runs without usbyte
 # (docs/runtime.md, "Verification"): on a measured curve (08-aws-p5-efa), the Horovod-like trainer
 # with fusion off (one allreduce per tensor, ResNet-50's 161 calls) on 2 emulated ranks, the
-# verification's pass-through median is within its measured noise of the same job without usbyte.
+# verification's pass-through median is within 2% and its measured noise of the same job without
+# usbyte.
 #
 # Rounds of a run without usbyte and one with it, interleaved, in alternating order (the machine's
 # load drifts between rounds and within one); per round the verification's pass-through median minus the plain
 # run's iteration (the trainer's mean over its last 10).  The median difference must stay within
-# 3 standard errors of that median (1.2533 x 1.4826 x MAD / sqrt(n)), from the differences' own
-# spread.  A pass-through side that carried the plan's overhead (its records on a stream that had
+# 2% of the job without usbyte plus 3 standard errors of that median (1.2533 x 1.4826 x MAD /
+# sqrt(n)), from the differences' own spread.  The 2% is the bound every steady state is held to
+# (docs/bench-schedule.md: steady/base above 1.02 is a slowdown): schedule mode interposes each call of a pass-through iteration too (the cursor, the
+# hooks' table lookups), which on a quiet machine resolves at about 0.4 ms of 24.6 (1.8%; six
+# rounds, differences +0.21 to +0.76 ms, one -1.83).  A pass-through side that carried the plan's overhead (its records on a stream that had
 # deferred calls going through the completion stream while the host is iterations ahead) came out
 # 10-15 ms above 27-32 ms iterations here, with a spread of 2-4 ms.  A round where no plan ran (the
 # plan predicted no gain over the application's order) has no window: it is skipped.  Every rank's
@@ -82,7 +86,8 @@ d = [p - b for p, b in rows]
 med = statistics.median(d)
 mad = statistics.median(abs(x - med) for x in d)
 s = 1.4826 * mad if mad > 0 else statistics.stdev(d)
-margin = 3 * 1.2533 * s / math.sqrt(len(d))
+noise = 3 * 1.2533 * s / math.sqrt(len(d))
+margin = 0.02 * statistics.median(b for _, b in rows) + noise
 print("info: over %d rounds: pass-through side %.2f ms, without usbyte %.2f ms; difference median %+.2f ms, "
       "margin %.2f ms" % (len(d), statistics.median(p for p, _ in rows), statistics.median(b for _, b in rows), med,
                           margin))
