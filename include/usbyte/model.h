@@ -60,7 +60,8 @@ double ub_block_cost(const ub_profile *prof, double bytes, int staged);
 double ub_link_cost(const ub_profile *prof, double bytes);
 
 /* Adds `seconds` to the cost of every allreduce (the line's startup and every segment's): a cost
- * per block that does not depend on its size, such as the executor's own (ub_refit_with_blocks). */
+ * per block that does not depend on its size, such as the executor's wait before a block that
+ * verification measures (ub_verify_executor_wait; the re-fit in interpose/decide.c plans with it). */
 void ub_link_add(ub_profile *prof, double seconds);
 
 /* The line that gives the cost at `bytes` (the segment holding it): what the policies that reason

@@ -10,10 +10,12 @@
 # run's iteration (the trainer's mean over its last 10).  The median difference must stay within
 # 2% of the job without usbyte plus 3 standard errors of that median (1.2533 x 1.4826 x MAD /
 # sqrt(n)), from the differences' own spread.  The 2% is the bound every steady state is held to
-# (docs/bench-schedule.md: steady/base above 1.02 is a slowdown): schedule mode interposes each call of a pass-through iteration too (the cursor, the
-# hooks' table lookups), which on a quiet machine resolves at about 0.4 ms of 24.6 (1.8%; six
-# rounds, differences +0.21 to +0.76 ms, one -1.83).  A pass-through side that carried the plan's overhead (its records on a stream that had
-# deferred calls going through the completion stream while the host is iterations ahead) came out
+# (docs/bench-schedule.md: steady/base above 1.02 is a slowdown): schedule mode interposes each
+# call of a pass-through iteration too (the cursor's signature and position, the hooks' table
+# lookups), which on a quiet machine resolves at about 0.4 ms of 24.8 (1.8%; six rounds,
+# differences +0.21 to +0.76 ms, one -1.83).  A pass-through side that carried the plan's
+# overhead (its records on a stream that had deferred calls going through the completion stream
+# while the host is iterations ahead) came out
 # 10-15 ms above 27-32 ms iterations here, with a spread of 2-4 ms.  A round where no plan ran (the
 # plan predicted no gain over the application's order) has no window: it is skipped.  Every rank's
 # results are bit-identical to the run without usbyte.
@@ -31,13 +33,12 @@ ROUNDS=${ROUNDS:-6}
 # predicted to gain nothing over the application's order and no window runs: under a sanitizer
 # the plan runs whatever its prediction (USBYTE_MIN_GAIN_PCT=-100, agreed like the rest), which
 # verification then measures against pass-through as it measures any plan.  What the comparison
-# judges is host cost, which a sanitizer multiplies: schedule mode's cursor follows every call of
-# a pass-through iteration (its signature, the plan's position), observe mode's finished
-# communicator forwards them (under ThreadSanitizer 161 calls cost the pass-through side about
+# judges is that per-call host cost (above), which a sanitizer multiplies, while observe mode's
+# finished communicator forwards its calls (under ThreadSanitizer the pass-through side ran about
 # 10 ms an iteration more, 15%, in every round; under AddressSanitizer three runs' medians were
-# -1.8, -0.2 and +2.2 ms, against margins of 2.5, 0.4 and 1.5 ms).  So under a
-# sanitizer the rounds, the windows and the results are checked and the difference is printed,
-# not judged: the plain build judges it.
+# -1.8, -0.2 and +2.2 ms, against margins of 2.5, 0.4 and 1.5 ms).  So under a sanitizer the
+# rounds, the windows and the results are checked and the difference is printed, not judged: the
+# plain build judges it.
 BASE_PRE="" BASE_ENV=() SCHED_ENV=()
 if [ -n "${SAN:-}" ]; then
     BASE_PRE=$USBYTE_PRELOAD BASE_ENV=(USBYTE_MODE=observe) SCHED_ENV=(USBYTE_MIN_GAIN_PCT=-100)
