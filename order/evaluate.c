@@ -1,5 +1,6 @@
 /* The docs/model.md timeline, exactly: a serial link, blocks in plan order, forward segments gated
- * by the completion of the calls they need.  Everything that judges a plan calls this. */
+ * by the completion of the calls they need, compute slowed beside the link.  Everything that
+ * judges a plan calls this. */
 #include <float.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,10 +11,65 @@
 #include "usbyte/alloc.h"
 #include "usbyte/model.h"
 
-/* Runs rules 1-5.  block_start/block_end may be NULL. */
+/* The compute's clock under rule 7: `work` seconds of compute begun at wall time t end at the
+ * returned wall time, slowed by (1 + f) inside the link's busy intervals [start[j], end[j]) (the
+ * blocks so far, in plan order: sorted and disjoint on a serial link).  *j is a cursor: the first
+ * interval that may still end after t; it only moves forward, so a walk of increasing times costs
+ * one pass over the intervals. */
+static double compute_until(double t, double work, double f, const double *start, const double *end, uint32_t n,
+                            uint32_t *j)
+{
+    while (*j < n && end[*j] <= t)
+        ++*j;
+    for (; work > 0.0 && *j < n; ++*j) {
+        if (start[*j] > t) {
+            double idle = start[*j] - t;
+            if (work <= idle)
+                return t + work;
+            work -= idle;
+            t = start[*j];
+        }
+        double room = (end[*j] - t) / (1.0 + f);
+        if (work <= room)
+            return t + work * (1.0 + f);
+        work -= room;
+        t = end[*j];
+    }
+    return t + work;
+}
+
+/* The backward's compute as it stands at its own second `tau` (a call's ready time, the
+ * backward's end): its wall time over the first n blocks, which are all the link has run before
+ * it (a later block starts after its own calls are ready, so after every time asked before it).
+ * Asked in increasing tau it resumes where it stopped; an earlier tau (a plan that reorders)
+ * walks from the start. */
+typedef struct compute_clock {
+    double tau, wall;
+    uint32_t j;
+} compute_clock;
+
+static double compute_wall(compute_clock *k, double tau, double f, const double *start, const double *end, uint32_t n)
+{
+    if (tau < k->tau)
+        *k = (compute_clock){0.0, 0.0, 0};
+    k->wall = compute_until(k->wall, tau - k->tau, f, start, end, n, &k->j);
+    k->tau = tau;
+    return k->wall;
+}
+
+/* Runs rules 1-7.  block_start/block_end may be NULL. */
 static double timeline(const ub_profile *prof, const ub_plan *plan, double *block_start,
                        double *block_end, double *call_completion)
 {
+    /* Rule 7 reads the busy intervals back: kept here when the caller does not want them. */
+    double f = prof->interference;
+    double *own = NULL;
+    if (f > 0.0 && (!block_start || !block_end)) {
+        own = ub_xrealloc(NULL, sizeof(double) * 2 * (plan->n_blocks ? plan->n_blocks : 1), "evaluating a plan");
+        block_start = own;
+        block_end = own + plan->n_blocks;
+    }
+    compute_clock backward = {0.0, 0.0, 0};
     double small[64];
     double *done = call_completion;
     double *heap = NULL;
@@ -36,6 +92,8 @@ static double timeline(const ub_profile *prof, const ub_plan *plan, double *bloc
         bool staged = ub_segments_staged(seg, blk->n_segments, NULL);
         for (uint32_t i = 0; i < blk->n_segments; i++) {
             double r = prof->calls[seg[i].call].ready;
+            if (f > 0.0)
+                r = compute_wall(&backward, r, f, block_start, block_end, b);
             if (r > start)
                 start = r;
             bytes += (double)seg[i].length;
@@ -53,6 +111,9 @@ static double timeline(const ub_profile *prof, const ub_plan *plan, double *bloc
 
     /* Forward: segment s waits for every call whose need is s. */
     double t = prof->backward_end + prof->gap;
+    uint32_t j = 0;
+    if (f > 0.0)
+        t = compute_wall(&backward, t, f, block_start, block_end, plan->n_blocks);
     int s_count = prof->n_forward;
     double gate_small[64];
     double *gate =
@@ -67,11 +128,13 @@ static double timeline(const ub_profile *prof, const ub_plan *plan, double *bloc
     for (int s = 0; s < s_count; s++) {
         if (gate[s] > t)
             t = gate[s];
-        t += prof->forward[s];
+        t = f > 0.0 ? compute_until(t, prof->forward[s], f, block_start, block_end, plan->n_blocks, &j)
+                    : t + prof->forward[s];
     }
     if (gate != gate_small)
         free(gate);
     free(heap);
+    free(own);
     return t;
 }
 

@@ -239,6 +239,13 @@ int ub_profile_from_json(const json_t *root, const char *origin, ub_profile *out
         goto bad;
     if ((f = json_object_get(root, "gap")) && want_finite(&c, f, "gap", 0.0, &out->gap))
         goto bad;
+    if ((f = json_object_get(root, "interference")) &&
+        (want_finite(&c, f, "interference", 0.0, &out->interference) || out->interference > UB_INTERFERENCE_MAX)) {
+        if (out->interference > UB_INTERFERENCE_MAX)
+            ub_io_fail(&c, "interference: must be at most %g (compute at half speed beside the link), got %g",
+                       UB_INTERFERENCE_MAX, out->interference);
+        goto bad;
+    }
 
     f = json_object_get(root, "forward");
     if (f) {
@@ -400,6 +407,8 @@ json_t *ub_profile_to_json(const ub_profile *p)
             bad |= put(root, "staging_max", json_integer((json_int_t)p->staging_max));
         bad |= put(root, "backward_end", json_real(p->backward_end));
         bad |= put(root, "gap", json_real(p->gap));
+        if (p->interference > 0.0)
+            bad |= put(root, "interference", json_real(p->interference));
         for (int s = 0; s < p->n_forward; s++)
             bad |= json_array_append_new(fwd, json_real(p->forward[s]));
         for (int k = 0; k < p->n_calls && !bad; k++) {

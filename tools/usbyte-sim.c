@@ -39,6 +39,7 @@ typedef struct options {
     const char *net_table;      /* --net-table FILE */
     sim_model_kind model;       /* --model fit|line */
     int model_error;            /* --model-error */
+    double interference;        /* --interference F (0: not given) */
 } options;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -60,7 +61,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: usbyte-sim PROFILE.json [--policy NAME|all] [--ranks P --net PRESET | --alpha S --beta S_PER_BYTE]\n"
             "                  [--copy-beta S_PER_BYTE] [--json] [--plan-out FILE] [--svg FILE]\n"
-            "                  [--sweep ranks=P1,P2,... --net PRESET]\n"
+            "                  [--sweep ranks=P1,P2,... --net PRESET] [--interference F]\n"
             "       usbyte-sim PROFILE.json --eval PLAN.json [--json]\n"
             "       usbyte-sim --synthetic N,SEED[,layerwise][,hard] ...   (a generated profile instead of a file)\n"
             "       usbyte-sim --list-nets [--json]   (the presets' a0, b0 and sources)\n"
@@ -70,6 +71,8 @@ static void usage(FILE *f)
             "the reference policies' settings (defaults as the frameworks'):\n"
             "  --ddp-first-bucket-mb MB (1)  --ddp-bucket-cap-mb MB (25)   DDP's caps, MiB as DDP counts them\n"
             "  --horovod-cycle-ms MS (1)     --horovod-fusion-threshold BYTES (134217728)\n"
+            "--interference F: compute runs 1 + F times slower while a block runs (0 <= F <= 1); the profile's times\n"
+            "  were measured under its own calls (as the runtime measures them) and are taken apart first\n"
             "PROFILE.json may also be a usbyte report: its first planned communicator's profile, or --comm N\n"
             "policies: ");
     for (int i = 0; i < UB_POLICY_COUNT; i++)
@@ -220,6 +223,11 @@ static void parse_args(int argc, char **argv, options *o)
                 o->model = SIM_MODEL_LINE;
             else
                 die("--model: expected fit or line, got \"%s\"", m);
+        } else if (!strcmp(a, "--interference")) {
+            o->interference = parse_seconds(a, VALUE());
+            if (o->interference > UB_INTERFERENCE_MAX)
+                die("--interference: must be at most %g (compute at half speed beside the link), got %g",
+                    UB_INTERFERENCE_MAX, o->interference);
         } else if (!strcmp(a, "--model-error")) {
             o->model_error = 1;
         } else if (!strcmp(a, "--list-nets")) {
@@ -253,6 +261,8 @@ static void parse_args(int argc, char **argv, options *o)
     if (o->net_table && (o->net || o->alpha >= 0 || o->beta >= 0 || o->eval || o->n_sweep || o->svg || o->plan_out))
         die("--net-table gives the network: it does not combine with --net, --alpha, --beta, --eval, --sweep, "
             "--svg or --plan-out");
+    if (o->interference > 0 && (o->net_table || o->n_sweep))
+        die("--interference does not combine with --net-table or --sweep");
     if (o->model_error && !o->net_table)
         die("--model-error needs --net-table FILE");
 }
@@ -676,6 +686,8 @@ int main(int argc, char **argv)
     }
     apply_net(&o, &prof, origin, 0);
     check_finite(&prof, origin);
+    if (o.interference > 0 && ub_profile_unstretch(&prof, o.interference) != 0)
+        die("%s: --interference: the profile carries interference %g already", origin, prof.interference);
     if (o.eval) {
         do_eval(&o, &prof);
         ub_profile_free(&prof);

@@ -41,6 +41,19 @@ bool ub_meets_bound(double iteration, double lower_bound);
 /* The same timeline, without touching the plan (for searches that evaluate candidates). */
 double ub_evaluate_const(const ub_profile *prof, const ub_plan *plan, double *call_completion);
 
+/* The most interference a profile may carry (rule 7): compute at half its own speed beside the
+ * link. */
+#define UB_INTERFERENCE_MAX 1.0
+
+/* Takes rule 7's stretch out of a profile measured under the application's own calls (each
+ * issued when ready and the link free: the wfbp plan, as the warm-up runs them): its ready
+ * times, backward_end, gap and forward become the compute's own seconds, slowed by (1 + f)
+ * wherever that plan's timeline has the link busy, and prof->interference = f.  Then the wfbp
+ * plan evaluates to the same timeline as before, and a plan that overlaps less runs its compute
+ * faster (order/interference.c).  0, or -1 when f is outside [0, UB_INTERFERENCE_MAX] or the
+ * profile carries interference already. */
+int ub_profile_unstretch(ub_profile *prof, double f);
+
 /* Rule 6 of docs/model.md: max(B + g + sum(forward), max over s of E_s + sum(forward[s:])), E_s the
  * earliest the link alone can finish the calls with need <= s (a DP over their ready order).
  * O(n log n + sum over the distinct needs s of |{need <= s}|), usually far less (pruned). */

@@ -53,6 +53,11 @@ typedef struct ub_profile {
     uint64_t staging_max;
     double backward_end;
     double gap;
+    /* Compute beside communication (docs/model.md rule 7): while a block runs, compute advances
+     * at 1 / (1 + interference) of its own speed.  0: compute is unaffected (the times above are
+     * then wall times); > 0: ready, backward_end, gap and forward are the compute's own seconds,
+     * which the timeline stretches wherever the link is busy. */
+    double interference;
     int n_forward;         /* >= 1 */
     double *forward;       /* n_forward seconds */
     int n_calls;

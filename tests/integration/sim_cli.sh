@@ -281,6 +281,17 @@ expect_bad "--net-table, no rows" "^usbyte-sim: $tmp/empty.tsv: no rows" "$SIM" 
 expect_bad "--net-table, unreadable" "^usbyte-sim: $tmp/none.tsv: cannot read" "$SIM" "$tmp/small.json" --net-table "$tmp/none.tsv"
 expect_bad "--net-table with --net" "--net-table gives the network" "$SIM" "$tmp/small.json" --net-table "$tmp/curve.tsv" --net 10gbe --ranks 8
 expect_bad "--model-error without a table" "--model-error needs --net-table" "$SIM" "$tmp/small.json" --model-error
+# --interference: the small profile's compute ran beside its own blocks (busy from 0 to 3 s) at
+# half speed (F = 1): its own seconds are half its wall ones, so wfbp replays at 3 s and syncea's
+# one block, which nothing overlaps, starts at 0.1 s instead of 0.2 s.
+"$SIM" "$tmp/small.json" --interference 1 --json > "$tmp/if.jsonl" || fail "--interference failed"
+jq -se 'map(select(.policy == "wfbp"))[0].iteration | . > 2.999999 and . < 3.000001' "$tmp/if.jsonl" >/dev/null ||
+    fail "--interference: wfbp does not replay at 3 s: $(cat "$tmp/if.jsonl")"
+jq -se 'map(select(.policy == "syncea"))[0].iteration | . > 1.099999 and . < 1.100001' "$tmp/if.jsonl" >/dev/null ||
+    fail "--interference: syncea not at 1.1 s: $(cat "$tmp/if.jsonl")"
+expect_bad "--interference above 1" "^usbyte-sim: --interference: must be at most 1" "$SIM" "$tmp/small.json" --interference 1.5
+expect_bad "--interference with --net-table" "--interference does not combine" \
+    "$SIM" "$tmp/small.json" --interference 0.2 --net-table "$tmp/curve.tsv"
 expect_bad "--model unknown" "--model: expected fit or line" "$SIM" "$tmp/small.json" --model quadratic
 
 # Outputs are written like the runtime's report (ub_write_file_atomic): never through a link, never

@@ -452,10 +452,81 @@ static void test_validator_shared_segments(void **state)
     ub_plan_free(&plan);
 }
 
+/* Rule 7 by hand: compute at half speed (f = 1) while a block runs.  Two calls ready at the
+ * compute's own 0 and 1 s, blocks of 1 s, backward end at 2, one forward segment of 1. */
+static void test_rule_7_interference(void **state)
+{
+    (void)state;
+    fixture f;
+    const uint64_t bytes[] = {10, 10};
+    const double ready[] = {0.0, 1.0}, fwd[] = {1.0};
+    setup_profile(&f, 2, bytes, ready, NULL, 1.0, 0.0, 2.0, 1, fwd);
+    ub_plan plan;
+    const int order[] = {0, 1};
+    whole_blocks(&plan, &f.p, 2, order);
+    near(ub_evaluate(&f.p, &plan, NULL), 3.0); /* without interference: [0,1] [1,2], forward 2..3 */
+    f.p.interference = 1.0;
+    /* Call 1: half a second of compute beside block 0 ([0,1]), the other half alone: ready at
+     * 1.5, block 1 [1.5, 2.5]; the backward's last second: half beside block 1 (1 s of wall),
+     * the rest alone: ends at 3; the forward 3..4. */
+    near(ub_evaluate(&f.p, &plan, NULL), 4.0);
+    near(plan.blocks[1].start, 1.5);
+    near(plan.blocks[1].end, 2.5);
+    /* One block of both at 1 (nothing ran before it), [1, 2]: the backward's last second takes
+     * 1.5; the forward 2.5..3.5.  The evaluation without the caller's block arrays agrees. */
+    set_plan(&plan, "0:0+10 1:0+10");
+    near(ub_evaluate(&f.p, &plan, NULL), 3.5);
+    near(ub_evaluate_const(&f.p, &plan, NULL), 3.5);
+    /* A block the backward's compute reaches only after its end: nothing overlaps. */
+    f.p.calls[1].ready = 2.0;
+    near(ub_evaluate(&f.p, &plan, NULL), 4.0);
+    ub_plan_free(&plan);
+}
+
+/* ub_profile_unstretch: the profile measured under its own calls keeps the wfbp timeline
+ * exactly, and a plan that overlaps less runs its compute faster. */
+static void test_unstretch(void **state)
+{
+    (void)state;
+    fixture f;
+    const uint64_t bytes[] = {10, 10};
+    const double ready[] = {0.0, 1.0}, fwd[] = {1.0};
+    setup_profile(&f, 2, bytes, ready, NULL, 1.0, 0.0, 2.0, 1, fwd);
+    ub_plan wfbp, one;
+    const int order[] = {0, 1};
+    whole_blocks(&wfbp, &f.p, 2, order);
+    ub_plan_init(&one, "test");
+    set_plan(&one, "0:0+10 1:0+10");
+    near(ub_evaluate(&f.p, &one, NULL), 3.0);
+    assert_int_equal(ub_profile_unstretch(&f.p, 1.0), 0);
+    /* Measured: block 0 [0,1] beside call 1's compute, block 1 [1,2] beside the backward's
+     * last second: each wall second there was half a second of compute. */
+    near(f.p.calls[0].ready, 0.0);
+    near(f.p.calls[1].ready, 0.5);
+    near(f.p.backward_end, 1.0);
+    near(f.p.gap, 0.0);
+    near(f.p.forward[0], 1.0);
+    near(f.p.interference, 1.0);
+    near(ub_evaluate(&f.p, &wfbp, NULL), 3.0);
+    near(wfbp.blocks[1].start, 1.0);
+    /* One block at 0.5 ([0.5, 1.5]): the backward's last half second takes 1 s, ends at 1.5. */
+    near(ub_evaluate(&f.p, &one, NULL), 2.5);
+    /* Twice, or out of range: refused, the profile unchanged. */
+    assert_int_equal(ub_profile_unstretch(&f.p, 0.5), -1);
+    f.p.interference = 0.0;
+    assert_int_equal(ub_profile_unstretch(&f.p, 1.5), -1);
+    assert_int_equal(ub_profile_unstretch(&f.p, -0.1), -1);
+    near(f.p.calls[1].ready, 0.5);
+    ub_plan_free(&wfbp);
+    ub_plan_free(&one);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules_1_to_5_wfbp),
+        cmocka_unit_test(test_rule_7_interference),
+        cmocka_unit_test(test_unstretch),
         cmocka_unit_test(test_link_is_serial_in_plan_order),
         cmocka_unit_test(test_staging_cost),
         cmocka_unit_test(test_partial_split_completion),

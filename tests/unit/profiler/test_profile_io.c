@@ -65,7 +65,7 @@ static void test_minimal_profile_gets_defaults(void **state)
     assert_int_equal(p.ranks, 0);
     assert_false(p.has_net);
     assert_true(p.align == 0 && p.staging_max == 0);
-    assert_true(p.gap == 0.0);
+    assert_true(p.gap == 0.0 && p.interference == 0.0);
     assert_int_equal(p.n_forward, 1);
     assert_true(p.forward[0] == 0.0);
     assert_int_equal(p.n_calls, 1);
@@ -84,7 +84,7 @@ static const char *full_profile =
     "{\"usbyte_profile\": 1, \"name\": \"n\", \"source\": \"s\", \"ranks\": 8,"
     " \"net\": {\"alpha\": 1.4e-4, \"beta\": 2.0e-10, \"copy_beta\": 1e-11},"
     " \"align\": 256, \"staging_max\": 67108864,"
-    " \"backward_end\": 0.1234, \"gap\": 0.001, \"forward\": [0.002, 0.001], \"future_key\": [1, 2],"
+    " \"backward_end\": 0.1234, \"gap\": 0.001, \"interference\": 0.25, \"forward\": [0.002, 0.001], \"future_key\": [1, 2],"
     " \"calls\": ["
     "  {\"name\": \"fc.weight\", \"bytes\": 8192000, \"ready\": 0.0021, \"need\": 1, \"dtype\": \"bfloat16\","
     "   \"op\": \"max\", \"merge\": false, \"measured_comm\": 0.003, \"extra\": {}},"
@@ -103,7 +103,7 @@ static void test_full_profile(void **state)
     assert_true(p.has_net);
     assert_true(p.alpha == 1.4e-4 && p.beta == 2.0e-10 && p.copy_beta == 1e-11);
     assert_true(p.align == 256 && p.staging_max == 67108864);
-    assert_true(p.backward_end == 0.1234 && p.gap == 0.001);
+    assert_true(p.backward_end == 0.1234 && p.gap == 0.001 && p.interference == 0.25);
     assert_int_equal(p.n_forward, 2);
     assert_true(p.forward[1] == 0.001);
     assert_int_equal(p.n_calls, 2);
@@ -127,7 +127,7 @@ static void assert_same_profile(const ub_profile *a, const ub_profile *b)
     assert_int_equal(a->has_net, b->has_net);
     assert_true(a->alpha == b->alpha && a->beta == b->beta && a->copy_beta == b->copy_beta);
     assert_true(a->align == b->align && a->staging_max == b->staging_max);
-    assert_true(a->backward_end == b->backward_end && a->gap == b->gap);
+    assert_true(a->backward_end == b->backward_end && a->gap == b->gap && a->interference == b->interference);
     assert_int_equal(a->n_forward, b->n_forward);
     for (int s = 0; s < a->n_forward; s++)
         assert_true(a->forward[s] == b->forward[s]);
@@ -220,6 +220,10 @@ static void test_bad_profiles(void **state)
     expect_error(HEAD "\"forward\": [0.1, -2], " CALL1 "}",
                  "t.json: forward[1]: must be a finite number >= 0, got -2");
     expect_error(HEAD "\"gap\": \"x\", " CALL1 "}", "t.json: gap: must be a number, got \"x\"");
+    expect_error(HEAD "\"interference\": -0.5, " CALL1 "}",
+                 "t.json: interference: must be a finite number >= 0, got -0.5");
+    expect_error(HEAD "\"interference\": 1.5, " CALL1 "}",
+                 "t.json: interference: must be at most 1 (compute at half speed beside the link), got 1.5");
     expect_error("{\"usbyte_profile\": 1, " CALL1 "}",
                  "t.json: backward_end: missing (seconds from backward start to its end)");
     expect_error(HEAD "\"net\": {\"alpha\": 1e-4}, " CALL1 "}", "t.json: net.beta: missing (seconds per byte)");
