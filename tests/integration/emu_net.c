@@ -11,6 +11,11 @@
  *                                 device beside it, each 5 times; prints
  *                                 "compute KIND OP_INDEX EVENT_MS FN_START_NS FN_END_NS" (OP_INDEX:
  *                                 the allreduce beside it, -1 for none)
+ *   emu_net small-ops COUNT US    COUNT host functions of US microseconds each on a compute stream,
+ *                                 all beside one long allreduce of the communicator; prints
+ *                                 "small OP_INDEX EVENT_MS SUM_FN_MS FIRST_START_NS LAST_END_NS"
+ *                                 (the stream time between events around them all, and the time
+ *                                 the functions themselves ran)
  * The curve mode checks each result. */
 #include <stdint.h>
 
@@ -156,15 +161,58 @@ static void interference(double ms, ncclComm_t comm)
     CUDA_OK(cudaFree(sync));
 }
 
+/* Many short layers beside one collective: what the emulator adds must be F times their overlap,
+ * not a sleep's granularity per layer. */
+static void small_ops(int count, double us, ncclComm_t comm)
+{
+    cudaStream_t comm_stream, compute;
+    CUDA_OK(cudaStreamCreate(&comm_stream));
+    CUDA_OK(cudaStreamCreate(&compute));
+    const size_t n = 1024;
+    float *buf, *sync;
+    CUDA_OK(cudaMalloc((void **)&buf, n * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&sync, sizeof(float)));
+    CUDA_OK(cudaMemset(buf, 0, n * sizeof(float)));
+    struct compute *c = calloc((size_t)count, sizeof *c);
+    EXPECT(c != NULL, "out of memory");
+    line_up(comm, sync, comm_stream);
+    NCCL_OK(ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm, comm_stream));
+    long long index = op_index++;
+    cudaEvent_t start, end;
+    CUDA_OK(cudaEventCreate(&start));
+    CUDA_OK(cudaEventCreate(&end));
+    CUDA_OK(cudaEventRecord(start, compute));
+    for (int i = 0; i < count; i++) {
+        c[i].ms = us / 1000.0;
+        CUDA_OK(cudaLaunchHostFunc(compute, host_compute, &c[i]));
+    }
+    CUDA_OK(cudaEventRecord(end, compute));
+    CUDA_OK(cudaEventSynchronize(end));
+    CUDA_OK(cudaStreamSynchronize(comm_stream));
+    float got;
+    CUDA_OK(cudaEventElapsedTime(&got, start, end));
+    double fn_ms = 0.0;
+    for (int i = 0; i < count; i++)
+        fn_ms += (double)(c[i].end_ns - c[i].start_ns) / 1e6;
+    printf("small %lld %.6f %.6f %lld %lld\n", index, got, fn_ms, c[0].start_ns, c[count - 1].end_ns);
+    free(c);
+    CUDA_OK(cudaEventDestroy(start));
+    CUDA_OK(cudaEventDestroy(end));
+    CUDA_OK(cudaFree(buf));
+    CUDA_OK(cudaFree(sync));
+}
+
 int main(int argc, char **argv)
 {
-    EXPECT(argc >= 3, "usage: emu_net curve BYTES[:i]... | emu_net interference MS");
+    EXPECT(argc >= 3, "usage: emu_net curve BYTES[:i]... | emu_net interference MS | emu_net small-ops COUNT US");
     int rank, p;
     ncclComm_t comm = world_comm(&rank, &p);
     if (strcmp(argv[1], "curve") == 0)
         curve(argc - 2, argv + 2, comm, rank, p);
     else if (strcmp(argv[1], "interference") == 0)
         interference(atof(argv[2]), comm);
+    else if (strcmp(argv[1], "small-ops") == 0 && argc >= 4)
+        small_ops(atoi(argv[2]), atof(argv[3]), comm);
     else
         EXPECT(0, "unknown mode %s", argv[1]);
     NCCL_OK(ncclCommDestroy(comm));

@@ -8,6 +8,8 @@
 #  - a bad table: one line per process naming the file and the line, and the formula's times;
 #  - USBYTE_EMU_JITTER_PCT: every factor (modelled / table) within the band, the same in a
 #    second run, others with another seed, different across ranks;
+#  - USBYTE_EMU_INTERFERENCE: many short host functions beside one allreduce take F x their
+#    run, not a sleep's granularity each;
 #  - USBYTE_EMU_INTERFERENCE: a host function and a kernel beside an allreduce of their device
 #    take F x the overlap (from the op log's arrival and end of the allreduce and the function's
 #    own clock) longer than the function ran, beyond the extra a function alone shows (the
@@ -43,6 +45,10 @@ USBYTE_EMU_NET="$WORK/net.tsv" USBYTE_EMU_JITTER_PCT=20 USBYTE_EMU_JITTER_SEED=7
 # allreduces of 2 x 25 ms on 2 ranks (the formula) beside 80 ms of compute
 USBYTE_EMU_ALPHA_US=25000 USBYTE_EMU_INTERFERENCE=0.5 run interference 2 interference 80
 USBYTE_EMU_ALPHA_US=25000 run no-interference 2 interference 80
+# 100 host functions of 50 us beside one allreduce of 50 ms: F x their time, not a sleep's
+# granularity (~50 us) per function
+USBYTE_EMU_ALPHA_US=25000 USBYTE_EMU_INTERFERENCE=0.1 run small-beside 2 small-ops 100 50
+USBYTE_EMU_ALPHA_US=25000 run small-alone 2 small-ops 100 50
 
 python3 - "$WORK" <<'EOF'
 import glob, os, re, sys
@@ -189,6 +195,30 @@ def compute(name, factor):
 
 compute("interference", 0.5)
 compute("no-interference", 0.0)
+
+# Many short functions: what the stream held beyond the functions' own run, less what it held
+# without interference (the worker's dispatch between them), is 0.5 x their run inside the
+# allreduce.
+def small(name):
+    log = oplog(name)
+    out = {}
+    for rank, f in lines(name, "small"):
+        index, ev_ms, fn_ms, first, last = int(f[0]), float(f[1]), float(f[2]), int(f[3]), int(f[4])
+        r = log[rank][index]
+        # The functions are alike: the part of their span inside the allreduce is the part of
+        # their run beside it.
+        inside = pos(min(last, r[6]) - max(first, r[2])) / max(last - first, 1)
+        out[rank] = (ev_ms - fn_ms, fn_ms, inside)
+    return out
+
+beside, alone = small("small-beside"), small("small-alone")
+for rank in sorted(beside):
+    held, fn_ms, inside = beside[rank]
+    want = 0.1 * fn_ms * inside
+    added = held - alone[rank][0]
+    check(inside > 0.8 and -(0.5 * want + 2.0) <= added - want <= 0.5 * want + 2.0,
+          "small rank %d: 100 functions (%.3f ms, %.0f%% beside an allreduce): %.3f ms added, want %.3f" % (
+              rank, fn_ms, 100 * inside, added, want))
 if failed:
     sys.exit("%d check(s) failed" % len(failed))
 print("ok")

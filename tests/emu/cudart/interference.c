@@ -6,8 +6,9 @@
  * release of the stream), and every compute op of that device (an emulated kernel, a host
  * function, a graph's kernel and host nodes) is held F times the time such an operation ran
  * beside it, after its function returns: work that took d with o of it overlapped takes
- * d + F*o.  The added time is not itself stretched; copies, memsets and event work are not
- * compute and are never stretched.
+ * d + F*o (small additions are slept together, below, so that the OS's sleep granularity does
+ * not inflate them).  The added time is not itself stretched; copies, memsets and event work are
+ * not compute and are never stretched.
  *
  * The overlap is exact, from a per-device "communication clock": the total time during which at
  * least one NCCL operation occupied the device.  A compute op reads it when its function starts
@@ -128,6 +129,14 @@ static uint64_t comm_clock_read(int device)
 /* The time added after compute ops on this thread (a stream's worker), in total. */
 static __thread uint64_t tl_stretch_ns;
 
+/* Added time not yet slept (negative: slept beyond it).  A sleep overshoots its target by the
+ * OS's timer slack and wake-up (~50 us here); a layer of 10 us beside a collective owes 2 us at
+ * F = 0.2, so sleeping each op's extra alone would add the overshoot instead, several times what F
+ * says, to every small op.  The extra is slept once at least EMU_STRETCH_SLEEP_MIN_NS are owed, and what a
+ * sleep took beyond the debt is taken off the next: the total added is F times the overlap. */
+#define EMU_STRETCH_SLEEP_MIN_NS 200000
+static __thread int64_t tl_debt_ns;
+
 EMU_EXPORT uint64_t usbyteEmuComputeStretchNs(void) { return tl_stretch_ns; }
 
 void emu_compute_run(int device, void (*fn)(void *), void *arg)
@@ -144,11 +153,16 @@ void emu_compute_run(int device, void (*fn)(void *), void *arg)
     if (extra == 0)
         return;
     tl_stretch_ns += extra;
+    tl_debt_ns += (int64_t)extra;
+    if (tl_debt_ns < EMU_STRETCH_SLEEP_MIN_NS)
+        return;
+    uint64_t from = now_ns();
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
-    uint64_t ns = (uint64_t)until.tv_nsec + extra;
+    uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)tl_debt_ns;
     until.tv_sec += (time_t)(ns / 1000000000ull);
     until.tv_nsec = (long)(ns % 1000000000ull);
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
     }
+    tl_debt_ns -= (int64_t)(now_ns() - from);
 }
