@@ -134,16 +134,22 @@ static void measure(const char *kind, int as_kernel, int beside, double ms, nccl
     CUDA_OK(cudaSetDevice(dev));
 }
 
+/* A communicator's stream, a compute stream, an allreduce buffer of n floats and a sync float. */
+static void beside_setup(cudaStream_t *comm_stream, cudaStream_t *compute, float **buf, size_t n, float **sync)
+{
+    CUDA_OK(cudaStreamCreate(comm_stream));
+    CUDA_OK(cudaStreamCreate(compute));
+    CUDA_OK(cudaMalloc((void **)buf, n * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)sync, sizeof(float)));
+    CUDA_OK(cudaMemset(*buf, 0, n * sizeof(float)));
+}
+
 static void interference(double ms, ncclComm_t comm)
 {
     cudaStream_t comm_stream, compute, other;
-    CUDA_OK(cudaStreamCreate(&comm_stream));
-    CUDA_OK(cudaStreamCreate(&compute));
     const size_t n = 1024;
     float *buf, *sync;
-    CUDA_OK(cudaMalloc((void **)&buf, n * sizeof(float)));
-    CUDA_OK(cudaMalloc((void **)&sync, sizeof(float)));
-    CUDA_OK(cudaMemset(buf, 0, n * sizeof(float)));
+    beside_setup(&comm_stream, &compute, &buf, n, &sync);
     int dev, count;
     CUDA_OK(cudaGetDevice(&dev));
     CUDA_OK(cudaGetDeviceCount(&count));
@@ -166,13 +172,9 @@ static void interference(double ms, ncclComm_t comm)
 static void small_ops(int count, double us, ncclComm_t comm)
 {
     cudaStream_t comm_stream, compute;
-    CUDA_OK(cudaStreamCreate(&comm_stream));
-    CUDA_OK(cudaStreamCreate(&compute));
     const size_t n = 1024;
     float *buf, *sync;
-    CUDA_OK(cudaMalloc((void **)&buf, n * sizeof(float)));
-    CUDA_OK(cudaMalloc((void **)&sync, sizeof(float)));
-    CUDA_OK(cudaMemset(buf, 0, n * sizeof(float)));
+    beside_setup(&comm_stream, &compute, &buf, n, &sync);
     struct compute *c = calloc((size_t)count, sizeof *c);
     EXPECT(c != NULL, "out of memory");
     line_up(comm, sync, comm_stream);
