@@ -57,6 +57,17 @@ static double compute_wall(compute_clock *k, double tau, double f, const double 
     return k->wall;
 }
 
+void ub_forward_gates(const ub_profile *prof, const double *done, double *gate)
+{
+    for (int s = 0; s < prof->n_forward; s++)
+        gate[s] = -DBL_MAX;
+    for (int k = 0; k < prof->n_calls; k++) {
+        int s = prof->calls[k].need;
+        if (done[k] > gate[s])
+            gate[s] = done[k];
+    }
+}
+
 /* Runs rules 1-7.  block_start/block_end may be NULL. */
 static double timeline(const ub_profile *prof, const ub_plan *plan, double *block_start,
                        double *block_end, double *call_completion)
@@ -118,13 +129,7 @@ static double timeline(const ub_profile *prof, const ub_plan *plan, double *bloc
     double gate_small[64];
     double *gate =
         s_count <= 64 ? gate_small : ub_xrealloc(NULL, sizeof(double) * (size_t)s_count, "evaluating a plan");
-    for (int s = 0; s < s_count; s++)
-        gate[s] = -DBL_MAX;
-    for (int k = 0; k < prof->n_calls; k++) {
-        int s = prof->calls[k].need;
-        if (done[k] > gate[s])
-            gate[s] = done[k];
-    }
+    ub_forward_gates(prof, done, gate);
     for (int s = 0; s < s_count; s++) {
         if (gate[s] > t)
             t = gate[s];

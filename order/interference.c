@@ -36,13 +36,7 @@ int ub_profile_unstretch(ub_profile *prof, double f)
     /* Inside a busy interval a wall second held 1 / (1 + f) of the compute's own. */
     double a = f / (1.0 + f);
     double *gate = ub_xrealloc(NULL, sizeof(double) * (size_t)prof->n_forward, "taking the interference out");
-    for (int s = 0; s < prof->n_forward; s++)
-        gate[s] = -INFINITY;
-    for (int k = 0; k < prof->n_calls; k++) {
-        int s = prof->calls[k].need;
-        if (done[k] > gate[s])
-            gate[s] = done[k];
-    }
+    ub_forward_gates(prof, done, gate);
     /* Rule 4 at the measured times, each forward segment's wall time held against the link. */
     double t = prof->backward_end + prof->gap;
     for (int s = 0; s < prof->n_forward; s++) {

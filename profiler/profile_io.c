@@ -239,11 +239,11 @@ int ub_profile_from_json(const json_t *root, const char *origin, ub_profile *out
         goto bad;
     if ((f = json_object_get(root, "gap")) && want_finite(&c, f, "gap", 0.0, &out->gap))
         goto bad;
-    if ((f = json_object_get(root, "interference")) &&
-        (want_finite(&c, f, "interference", 0.0, &out->interference) || out->interference > UB_INTERFERENCE_MAX)) {
-        if (out->interference > UB_INTERFERENCE_MAX)
-            ub_io_fail(&c, "interference: must be at most %g (compute at half speed beside the link), got %g",
-                       UB_INTERFERENCE_MAX, out->interference);
+    if ((f = json_object_get(root, "interference")) && want_finite(&c, f, "interference", 0.0, &out->interference))
+        goto bad;
+    if (out->interference > UB_INTERFERENCE_MAX) {
+        ub_io_fail(&c, "interference: must be at most %g (compute at half speed beside the link), got %g",
+                   UB_INTERFERENCE_MAX, out->interference);
         goto bad;
     }
 

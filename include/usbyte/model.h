@@ -41,6 +41,10 @@ bool ub_meets_bound(double iteration, double lower_bound);
 /* The same timeline, without touching the plan (for searches that evaluate candidates). */
 double ub_evaluate_const(const ub_profile *prof, const ub_plan *plan, double *call_completion);
 
+/* Rule 4's gates: gate[s] (n_forward of them) the latest completion done[k] of the calls whose
+ * need is s, -DBL_MAX where none needs it. */
+void ub_forward_gates(const ub_profile *prof, const double *done, double *gate);
+
 /* The most interference a profile may carry (rule 7): compute at half its own speed beside the
  * link. */
 #define UB_INTERFERENCE_MAX 1.0

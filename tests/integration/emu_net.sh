@@ -197,7 +197,7 @@ compute("interference", 0.5)
 compute("no-interference", 0.0)
 
 # Many short functions: what the stream held beyond the functions' own run, less what it held
-# without interference (the worker's dispatch between them), is 0.5 x their run inside the
+# without interference (the worker's dispatch between them), is F = 0.1 x their run inside the
 # allreduce.
 def small(name):
     log = oplog(name)

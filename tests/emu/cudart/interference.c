@@ -156,12 +156,8 @@ void emu_compute_run(int device, void (*fn)(void *), void *arg)
     tl_debt_ns += (int64_t)extra;
     if (tl_debt_ns < EMU_STRETCH_SLEEP_MIN_NS)
         return;
-    uint64_t from = now_ns();
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)tl_debt_ns;
-    until.tv_sec += (time_t)(ns / 1000000000ull);
-    until.tv_nsec = (long)(ns % 1000000000ull);
+    uint64_t from = now_ns(), to = from + (uint64_t)tl_debt_ns;
+    struct timespec until = {(time_t)(to / 1000000000ull), (long)(to % 1000000000ull)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
     }
     tl_debt_ns -= (int64_t)(now_ns() - from);
