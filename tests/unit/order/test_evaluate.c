@@ -452,18 +452,23 @@ static void test_validator_shared_segments(void **state)
     ub_plan_free(&plan);
 }
 
-/* Rule 7 by hand: compute at half speed (f = 1) while a block runs.  Two calls ready at the
- * compute's own 0 and 1 s, blocks of 1 s, backward end at 2, one forward segment of 1. */
+/* Rule 7's profile: two calls ready at 0 and 1 s, blocks of 1 s, backward end at 2, one forward
+ * segment of 1; *wfbp: one block per call. */
+static void two_calls_of_a_second(fixture *f, ub_plan *wfbp)
+{
+    const uint64_t bytes[] = {10, 10};
+    const double ready[] = {0.0, 1.0}, fwd[] = {1.0};
+    setup_profile(f, 2, bytes, ready, NULL, 1.0, 0.0, 2.0, 1, fwd);
+    whole_blocks(wfbp, &f->p, 2, (int[]){0, 1});
+}
+
+/* Rule 7 by hand: compute at half speed (f = 1) while a block runs. */
 static void test_rule_7_interference(void **state)
 {
     (void)state;
     fixture f;
-    const uint64_t bytes[] = {10, 10};
-    const double ready[] = {0.0, 1.0}, fwd[] = {1.0};
-    setup_profile(&f, 2, bytes, ready, NULL, 1.0, 0.0, 2.0, 1, fwd);
     ub_plan plan;
-    const int order[] = {0, 1};
-    whole_blocks(&plan, &f.p, 2, order);
+    two_calls_of_a_second(&f, &plan);
     near(ub_evaluate(&f.p, &plan, NULL), 3.0); /* without interference: [0,1] [1,2], forward 2..3 */
     f.p.interference = 1.0;
     /* Call 1: half a second of compute beside block 0 ([0,1]), the other half alone: ready at
@@ -489,12 +494,8 @@ static void test_unstretch(void **state)
 {
     (void)state;
     fixture f;
-    const uint64_t bytes[] = {10, 10};
-    const double ready[] = {0.0, 1.0}, fwd[] = {1.0};
-    setup_profile(&f, 2, bytes, ready, NULL, 1.0, 0.0, 2.0, 1, fwd);
     ub_plan wfbp, one;
-    const int order[] = {0, 1};
-    whole_blocks(&wfbp, &f.p, 2, order);
+    two_calls_of_a_second(&f, &wfbp);
     ub_plan_init(&one, "test");
     set_plan(&one, "0:0+10 1:0+10");
     near(ub_evaluate(&f.p, &one, NULL), 3.0);
