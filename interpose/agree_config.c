@@ -21,7 +21,6 @@
 #include "guard.h"
 #include "log.h"
 #include "nccl_list.h"
-#include "report_rt.h"
 #include "tables.h"
 #include "warmup.h"
 #include "usbyte/config_agree.h"
@@ -128,19 +127,11 @@ static void differences(const ub_cfg_agreed *g, char *buf, size_t len)
     }
 }
 
-/* Every rank stays in pass-through from this call, the whole reason in its report. */
-static void refuse(ub_comm *c, const char *why) UB_REQUIRES_UNLOCKS(ub_state_mutex)
-{
-    ub_agree_refuse(c, why, "the ranks' configurations differ (the verdict says why)");
-    ub_warn("communicator %d: %s: every rank stays in pass-through", c->index, why);
-    ub_state_write_reports();
-}
-
-void ub_cfg_agree_read(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+ub_transition ub_cfg_agree_read(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_cfg_agreement *a = &c->cfg_agree;
     if (!a->issued || a->read)
-        return;
+        return ub_stay();
     a->read = true;
     if (a->copy_pending) /* the group that holds it was launched without our seeing its end */
         ub_cfg_agree_copy_back(c);
@@ -150,7 +141,7 @@ void ub_cfg_agree_read(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
                                       "the warm-up needs it");
     ub_state_lock();
     if (atomic_load(&c->ending) || atomic_load(&c->peer_error) != ncclSuccess || c->state != UB_COMM_PROFILE)
-        return;
+        return ub_stay();
     ub_cfg_agreed agreed[UB_CFG_AGREE_COUNT];
     char why[400];
     if (e != cudaSuccess)
@@ -160,11 +151,13 @@ void ub_cfg_agree_read(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
                  "(a rank running another usbyte version?)");
     else
         differences(agreed, why, sizeof why);
-    if (why[0]) {
-        char line[600];
-        snprintf(line, sizeof line, "%s (every rank must run with the same value: docs/runtime.md)", why);
-        refuse(c, line);
-    }
+    if (!why[0])
+        return ub_stay();
+    /* Every rank stays in pass-through from this call, the whole reason in its report. */
+    char line[600];
+    snprintf(line, sizeof line, "%s (every rank must run with the same value: docs/runtime.md)", why);
+    ub_warn("communicator %d: %s: every rank stays in pass-through", c->index, line);
+    return ub_agree_refused(c, line, "the ranks' configurations differ (the verdict says why)");
 }
 
 void ub_cfg_agree_release(ub_comm *c, bool abort)

@@ -1,5 +1,6 @@
 /* The agreement at the first call after the warm-up (docs/design.md sections 1 and 5); what is
- * decided on the agreed numbers is decide.c's, the report report_rt.c's.  The collectives issued
+ * decided on the agreed numbers is decide.c's, the report report_rt.c's, the move of the state the
+ * life cycle's (the issue and the read return it).  The collectives issued
  * here depend only on the call sequence: they are issued at the same call index on every rank,
  * inside an NCCL group or not, and their sizes are constants (UB_AGREE_MAX_LEN,
  * UB_AGREE_SUM_LEN), whatever each rank measured.  Nothing waits for them where they are issued;
@@ -15,8 +16,8 @@
 #include <unistd.h>
 
 #include "agree_rt.h"
-#include "capture.h"
 #include "calibrate.h"
+#include "capture.h"
 #include "collwait.h"
 #include "cuda_error.h"
 #include "cuda_list.h"
@@ -235,9 +236,8 @@ static ncclResult_t issue_vectors(ub_comm *c, const char **cuda_failed)
     return r;
 }
 
-void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+ub_transition ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
-    ub_comm_set_state(c, UB_COMM_AGREE, NULL);
     if (!c->local_failure[0])
         ub_comm_file_ready(c);
     /* The CUDA hooks skip a communicator that is not in PROFILE: the recorder is ours alone now
@@ -257,7 +257,7 @@ void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         ub_state_lock();
         c->issuing_agreement = false;
         ub_comm_stop_profiling(c);
-        return;
+        return ub_stay();
     }
 
     if (ub_log_enabled(UB_LOG_DEBUG) && !c->local_failure[0])
@@ -301,12 +301,12 @@ void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         /* Aborted while the collectives went out without the lock: nothing will read them, and
          * the abort left the warm-up's resources to this thread. */
         ub_comm_stop_profiling(c);
-        return;
+        return ub_stay();
     }
     if (cuda_failed) {
         ub_comm_cannot_take_part(c, refused, cuda_failed);
         ub_comm_stop_profiling(c);
-        return;
+        return ub_stay();
     }
     if (refused != ncclSuccess) {
         /* NCCL refuses the communicator (after a peer's death every operation returns its
@@ -316,9 +316,8 @@ void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
         snprintf(why, sizeof why, "NCCL refused the agreement's collectives (%s)", ub_nccl_result_name(refused));
         ub_error("communicator %d: %s: pass-through from now on; the call returns the error", c->index, why);
         atomic_store(&c->peer_error, (int)refused);
-        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
         ub_comm_stop_profiling(c);
-        return;
+        return ub_move(UB_COMM_PASS_THROUGH, why);
     }
     c->agree_issued = true;
     atomic_fetch_add(&agree_unread, 1);
@@ -337,6 +336,7 @@ void ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
     } else {
         ub_comm_agree_copy_back(c);
     }
+    return ub_stay();
 }
 
 void ub_comm_agree_copy_back(ub_comm *c)
@@ -432,17 +432,17 @@ static void report_warmup(ub_comm *c)
     snprintf(r->stream_ordered_example, sizeof r->stream_ordered_example, "%s", c->stream_ordered_example);
 }
 
-void ub_agree_refuse(ub_comm *c, const char *why, const char *short_why)
+ub_transition ub_agree_refused(ub_comm *c, const char *why, const char *short_why)
 {
     ub_comm_verdict_refused(c, why);
     ub_comm_stop_profiling(c);
     /* The state's reason is short; the verdict's reason holds the whole text. */
-    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, strlen(why) < sizeof c->reason ? why : short_why);
+    return ub_move(UB_COMM_PASS_THROUGH, strlen(why) < sizeof c->reason ? why : short_why);
 }
 
-/* The agreed numbers: the decision, where the iteration really begins, and PLANNED; false when
- * another thread ended the communicator while it planned (an abort). */
-static bool adopt(ub_comm *c, ub_agreed *agreed) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+/* The agreed numbers: the decision and where the iteration really begins; false when another
+ * thread ended the communicator while it planned (an abort). */
+static bool adopt(ub_comm *c, ub_agreed *agreed, bool *stream_sem) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     if (ub_log_enabled(UB_LOG_DEBUG))
@@ -453,9 +453,9 @@ static bool adopt(ub_comm *c, ub_agreed *agreed) UB_REQUIRES_UNLOCKS(ub_state_mu
                      agreed->calls[k].fallback ? " fallback" : "");
     c->staging_agreed = agreed->flags.neg_staging < 0 ? (uint64_t)(-agreed->flags.neg_staging) : 0;
     /* Per-call completion only where every call had its own end event on every rank. */
-    bool stream_sem = ub_cfg.completion == UB_COMPLETION_STREAM || agreed->flags.missing_own_end > 0;
+    *stream_sem = ub_cfg.completion == UB_COMPLETION_STREAM || agreed->flags.missing_own_end > 0;
     ub_call_kinds calls = {c->rec.bytes, c->rec.dtype, c->rec.op};
-    if (!ub_comm_decide(c, agreed, &calls, stream_sem, NULL, 0))
+    if (!ub_comm_decide(c, agreed, &calls, *stream_sem, NULL, 0))
         return false;
     /* Locked mid-backward (after a re-detection the lock falls anywhere): most of the ranks'
      * profiled iterations say where the iteration really begins; it is profiled again from there. */
@@ -471,19 +471,17 @@ static bool adopt(ub_comm *c, ub_agreed *agreed) UB_REQUIRES_UNLOCKS(ub_state_mu
     c->pos_sig = NULL;
     c->pos_call = NULL;
     ub_comm_stop_profiling(c);
-    ub_comm_set_state(c, UB_COMM_PLANNED, NULL);
     c->refuted = agreed->flags.period_refuted > 0;
     c->addr_period = agreed->flags.addr_period == -agreed->flags.neg_addr_period ? (uint32_t)agreed->flags.addr_period
                                                                                  : 0;
-    /* Where the plan issues sizes the calls do not show, calibration runs first and decides (it
-     * holds the agreed numbers for its re-plan). */
-    if (ub_cfg.mode == UB_MODE_SCHEDULE && !c->refuted && c->phase_pos == 0 && !ub_calib_hold(c, agreed, stream_sem))
-        ub_comm_decide_schedule(c);
     return true;
 }
 
-void ub_comm_agree_read(ub_comm *c, ub_agree_wait how) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+void ub_comm_agree_read(ub_comm *c, ub_agree_wait how, ub_agree_result *out) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
+    memset(out, 0, sizeof *out);
+    out->kind = UB_AGREE_UNREAD;
+    out->next = ub_stay();
     if (c->state != UB_COMM_AGREE || !c->agree_issued || c->agree_copy_pending)
         return;
     cudaError_t e;
@@ -507,11 +505,12 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how) UB_REQUIRES_UNLOCKS(ub_st
         c->agree_again = true;
         snprintf(why, sizeof why, "no warm-up iteration had completed on some rank when the agreement was issued: "
                  "issued again one iteration later (try %d)", c->agree_tries + 1);
-        ub_comm_set_state(c, UB_COMM_PLANNED, why);
+        out->kind = UB_AGREE_REISSUE;
+        out->next = ub_move(UB_COMM_PLANNED, why);
         return;
     }
     report_warmup(c);
-    bool ended = false;
+    out->kind = UB_AGREE_DECLINED;
     if (failure && e != cudaSuccess && e != cudaErrorNotReady && atomic_load(&c->peer_error) == ncclSuccess &&
         how != UB_AGREE_WAIT_OR_GIVE_UP) {
         /* This rank alone cannot know what the others decided (a CUDA error here, theirs read):
@@ -519,18 +518,19 @@ void ub_comm_agree_read(ub_comm *c, ub_agree_wait how) UB_REQUIRES_UNLOCKS(ub_st
         char what[600];
         snprintf(what, sizeof what, "%s (%s)", failure,
                  ub_cuda_error_text(e));
-        ub_comm_cannot_take_part(c, ncclUnhandledCudaError, what);
         ub_comm_stop_profiling(c);
-    } else if (failure)
-        ub_agree_refuse(c, failure, "the agreement failed (the verdict says why)");
-    else
-        ended = !adopt(c, &agreed);
+        out->next = ub_fail(ncclUnhandledCudaError, what);
+    } else if (failure) {
+        out->next = ub_agree_refused(c, failure, "the agreement failed (the verdict says why)");
+    } else if (adopt(c, &agreed, &out->stream_sem)) {
+        out->kind = UB_AGREE_ADOPTED;
+        out->next = ub_move(UB_COMM_PLANNED, NULL);
+        out->agreed = agreed; /* the caller's now */
+        decoded = false;
+    } else {
+        out->kind = UB_AGREE_UNREAD; /* ended by another thread (an abort) while planning */
+    }
     free(mismatch);
     if (decoded)
         ub_agreed_free(&agreed);
-    if (ended)
-        return; /* ended by another thread (an abort) while planning */
-    ub_comm_decision_line(c);
-    ub_state_write_reports();
 }
-

@@ -16,7 +16,6 @@
 #include "guard.h"
 #include "log.h"
 #include "nccl_list.h"
-#include "report_rt.h"
 #include "state.h"
 #include "tables.h"
 #include "usbyte/policy.h"
@@ -61,7 +60,7 @@ int ub_calib_reserve(ub_comm *c, char *why, size_t len)
     return 0;
 }
 
-bool ub_calib_hold(ub_comm *c, ub_agreed *agreed, bool stream_sem)
+bool ub_calib_hold(ub_comm *c, ub_agreed *agreed, bool stream_sem, ub_transition *failed)
 {
     ub_calib_rt *k = &c->calib;
     ub_comm_report *r = &c->report;
@@ -77,8 +76,8 @@ bool ub_calib_hold(ub_comm *c, ub_agreed *agreed, bool stream_sem)
     /* The calls' kinds for the re-plan, in the tables reserved before the agreement (the agreed
      * calls are this rank's warm-up calls: the sequence hash matched). */
     if (!k->reserved || r->profile.n_calls > k->cap_calls) {
-        ub_comm_cannot_take_part(c, ncclInternalError, "calibration's tables are missing");
-        return true; /* nothing more is decided: the communicator failed */
+        *failed = ub_fail(ncclInternalError, "calibration's tables are missing");
+        return true; /* nothing more is decided: the communicator fails */
     }
     for (int i = 0; i < r->profile.n_calls; i++) {
         k->bytes[i] = r->profile.calls[i].bytes;
@@ -235,9 +234,9 @@ static void issue_vector(ub_comm *c, ub_calib_rt *k) UB_REQUIRES_UNLOCKS(ub_stat
                      (unsigned long long)k->sizes[j % n], j / n, seconds[j]);
 }
 
-/* The agreed times (polled for without the lock), the re-plan on the calls' samples and the
- * probes', and the schedule decision. */
-static void replan(ub_comm *c, ub_calib_rt *k) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+/* The agreed times (polled for without the lock) and the re-plan on the calls' samples and the
+ * probes'; false when the communicator ended meanwhile. */
+static bool replan(ub_comm *c, ub_calib_rt *k) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     cudaEvent_t done = k->done;
     ub_state_unlock();
@@ -245,7 +244,7 @@ static void replan(ub_comm *c, ub_calib_rt *k) UB_REQUIRES_UNLOCKS(ub_state_mute
     ub_state_lock();
     k->in_flight = false;
     if (atomic_load(&c->ending) || c->state != UB_COMM_PLANNED)
-        return;
+        return false;
     ub_calib_report *rep = &k->report;
     double seconds[UB_CALIB_MAX_PROBES];
     /* A vector that cannot be read here is a peer gone or an abort (the caller returns that). */
@@ -266,7 +265,7 @@ static void replan(ub_comm *c, ub_calib_rt *k) UB_REQUIRES_UNLOCKS(ub_state_mute
         ub_agreed_free(&held);
         if (ended) {
             ub_plan_free(&before);
-            return;
+            return false;
         }
         ub_comm_decision_line(c);
     } else {
@@ -277,8 +276,7 @@ static void replan(ub_comm *c, ub_calib_rt *k) UB_REQUIRES_UNLOCKS(ub_state_mute
     rep->plan_changed = !ub_plan_same_blocks(&before, &c->report.plan);
     rep->predicted_after = c->report.policy_iteration[c->report.chosen];
     ub_plan_free(&before);
-    ub_comm_decide_schedule(c);
-    ub_state_write_reports();
+    return true;
 }
 
 bool ub_calib_step(ub_comm *c, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex)
@@ -301,8 +299,7 @@ bool ub_calib_step(ub_comm *c, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex
     case UB_CALIB_AGREEING:
         k->report.apply_call = (int64_t)call;
         k->stage = UB_CALIB_IDLE;
-        replan(c, k);
-        return true;
+        return replan(c, k);
     default:
         return false;
     }

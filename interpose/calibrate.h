@@ -15,6 +15,7 @@
 
 #include "calibrate_rt.h"
 #include "lock_contract.h"
+#include "transition.h"
 #include "usbyte/calibrate.h"
 #include "usbyte/record.h"
 
@@ -25,13 +26,17 @@ struct ub_comm;
 int ub_calib_reserve(struct ub_comm *c, char *why, size_t len);
 /* Lock held, schedule mode, the agreement adopted and planned: true when the chosen plan issues
  * sizes the calls do not show, so calibration runs first (from call agree_at + period); it then
- * takes *agreed (left empty) for the re-plan.  False: the switch is at agree_at + period. */
-bool ub_calib_hold(struct ub_comm *c, ub_agreed *agreed, bool stream_sem) UB_REQUIRES(ub_state_mutex);
+ * takes *agreed (left empty) for the re-plan.  Also true, with *failed set, when this rank cannot
+ * calibrate as every rank does.  False: the schedule is decided now, the switch at agree_at +
+ * period. */
+bool ub_calib_hold(struct ub_comm *c, ub_agreed *agreed, bool stream_sem, ub_transition *failed)
+    UB_REQUIRES(ub_state_mutex);
 /* A calibration step is due at this call. */
 bool ub_calib_due(const struct ub_comm *c, uint64_t call);
 /* Lock held on entry and return (released while work is enqueued or waited for).  The step due
- * at `call`: the probes, the vector, or the re-plan.  True when the plan is decided at this call
- * (the caller switches to it here when the decision schedules). */
+ * at `call`: the probes, the vector, or the re-plan.  True when the re-plan is done at this call:
+ * the caller decides the schedule (ub_comm_decide_schedule) and switches to it here when it
+ * schedules. */
 bool ub_calib_step(struct ub_comm *c, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held on entry and return: the communicator ends (abort: nothing waits for device work,
  * nothing is freed that device work may still touch). */

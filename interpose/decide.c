@@ -2,8 +2,9 @@
  * verdict (is the communicator schedulable, and if not, why), every policy's plan, and whether
  * schedule mode runs the chosen one.  What it decides depends only on what every rank agreed,
  * never on this rank's own measurements, so every rank decides the same; it writes the verdict,
- * the plans and their predictions into the communicator's report and hands the chosen plan with
- * its predictions to ub_sched_prepare (defer.c). */
+ * the plans and their predictions into the communicator's report, hands the chosen plan with
+ * its predictions to ub_sched_prepare (defer.c), and returns where the communicator goes to the
+ * life cycle, which moves it. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -234,18 +235,17 @@ static bool second_candidate(ub_comm *c, ub_plan *out, double *predicted) UB_REQ
 }
 
 /* Schedule mode: a schedulable communicator gets its executor now (the plan runs from call
- * agree_at + period); any other stays in pass-through, saying why.  Both outcomes are the same
+ * agree_at + period); any other goes to pass-through, saying why.  Both outcomes are the same
  * on every rank (agreed numbers, a pure planner); a rank that cannot set up the executor cannot
- * follow the others: its communicator fails (ub_comm_cannot_take_part). */
-void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+ * follow the others: it fails. */
+ub_transition ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_comm_report *r = &c->report;
     char why[300];
     if (!r->have_plans || !r->schedulable) {
         /* The reasons are the verdict's (each said once, in full): the state only points there. */
-        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, r->have_plans ? "not schedulable (the verdict says why)"
-                                                                   : "not schedulable: no plan");
-        return;
+        return ub_move(UB_COMM_PASS_THROUGH, r->have_plans ? "not schedulable (the verdict says why)"
+                                                           : "not schedulable: no plan");
     }
     /* A plan that gains little is not worth deferring every call (its host cost, its risk): the
      * same decision on every rank (agreed numbers, agreed threshold). */
@@ -255,34 +255,29 @@ void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
     if (!(gain >= 1.0 + ub_cfg.min_gain_pct / 100.0)) {
         snprintf(why, sizeof why, "the plan is predicted %.2fx over wfbp, below USBYTE_MIN_GAIN_PCT=%d%%: "
                  "not re-scheduled", gain, ub_cfg.min_gain_pct);
-        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
-        return;
+        return ub_move(UB_COMM_PASS_THROUGH, why);
     }
     char err[256];
     if (ub_plan_validate(&r->profile, &r->plan, err, sizeof err) != 0) {
         snprintf(why, sizeof why, "the chosen plan is invalid (a planner bug): %s", err);
         ub_error("communicator %d: %s", c->index, why);
-        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, why);
-        return;
+        return ub_move(UB_COMM_PASS_THROUGH, why);
     }
-    if (ub_sched_prepare(c, &r->plan, &pred, r->stream_completion, why, sizeof why) != 0) {
-        ub_comm_cannot_take_part(c, ncclSystemError, why);
-        return;
-    }
+    if (ub_sched_prepare(c, &r->plan, &pred, r->stream_completion, why, sizeof why) != 0)
+        return ub_fail(ncclSystemError, why);
     ub_plan second;
     double predicted_second = NAN;
     bool have_second = ub_cfg.verify && second_candidate(c, &second, &predicted_second);
     if (c->state != UB_COMM_PLANNED) { /* ended by another thread while the lock was released */
         if (have_second)
             ub_plan_free(&second);
-        return;
+        return ub_stay();
     }
     int rc = ub_verify_prepare(c, &r->plan, pred.iteration, have_second ? &second : NULL,
                                predicted_second, why, sizeof why);
     if (have_second)
         ub_plan_free(&second);
-    if (rc != 0)
-        ub_comm_cannot_take_part(c, ncclSystemError, why);
+    return rc != 0 ? ub_fail(ncclSystemError, why) : ub_stay();
 }
 
 /* The plan that the model re-fitted with `measured`'s blocks gives (its policy planned again on

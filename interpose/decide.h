@@ -4,6 +4,7 @@
 
 #include "lock_contract.h"
 #include "state.h"
+#include "transition.h"
 
 /* Per call of the iteration: its bytes, dtype and op (the warm-up's record, or a copy of it). */
 typedef struct ub_call_kinds {
@@ -20,8 +21,10 @@ bool ub_comm_decide(ub_comm *c, const ub_agreed *a, const ub_call_kinds *calls, 
  * one reason, and no plans.  The verdict (schedulable, reasons) and the plans are written here
  * only. */
 void ub_comm_verdict_refused(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex);
-/* Schedule mode: the executor for a schedulable plan that gains enough, or pass-through, saying why. */
-void ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex);
+/* Schedule mode, the communicator PLANNED: the executor for a schedulable plan that gains enough
+ * (the state stays), or pass-through, saying why; a failure where this rank cannot set the executor
+ * up.  The life cycle applies what it returns. */
+ub_transition ub_comm_decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* At the call where verification kept or dropped a plan (lifecycle.c, after the call's handling;
  * lock held, released while planning): when verification asks for it (ub_verify_refit_wanted), the
  * model is fitted again with the plan's measured blocks (agreed) beside the samples it was fitted

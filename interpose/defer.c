@@ -77,7 +77,6 @@ void ub_sched_begin(ub_comm *c, uint64_t call) UB_REQUIRES(ub_state_mutex)
     s->next_call = call;
     s->run++;
     ub_verify_begin(c);
-    ub_comm_set_state(c, UB_COMM_SCHEDULE, NULL);
     /* Counted until the communicator ends, not only while it schedules: after a return to the
      * warm-up its streams' records must still be redirected until the flushed calls complete. */
     if (!s->counting) {

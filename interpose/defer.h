@@ -26,8 +26,8 @@ typedef struct ub_sched_predictions {
  * consistently). */
 int ub_sched_prepare(ub_comm *c, const ub_plan *plan, const ub_sched_predictions *pred, bool stream_semantics, char *why,
                      size_t len) UB_REQUIRES(ub_state_mutex);
-/* Lock held: the communicator starts following the plan at this iteration boundary, call index
- * `call` (agree_at + period, or calibration's apply call). */
+/* Lock held: the plan's cursor starts at this iteration boundary, call index `call` (agree_at +
+ * period, or calibration's apply call); the life cycle moves the communicator to SCHEDULE. */
 void ub_sched_begin(ub_comm *c, uint64_t call) UB_REQUIRES(ub_state_mutex);
 /* Lock held on entry and exit (released while blocks are issued).  A call on a communicator in
  * SCHEDULE; sig is its portable signature.  Returns true when the call is deferred (the wrapper

@@ -1,8 +1,9 @@
 /* The life cycle of a communicator (state.h): creation, every NCCL call (detection, warm-up,
  * agreement, the switch to the plan at agree_at + period, schedule mode), groups, destroy and
- * abort, and the reports at exit.  It decides at which call each transition happens; the files
- * it calls for the warm-up, the agreement, the decision and the deferral make it through
- * ub_comm_set_state (tables.c), the state's only writer. */
+ * abort, and the reports at exit.  It decides at which call each transition happens and applies
+ * what the agreements, the decision and calibration return (transition.h) through
+ * ub_comm_set_state (tables.c), the state's only writer; only the warm-up's own restarts
+ * (warmup.c) move the state elsewhere. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include "report_rt.h"
 #include "state.h"
 #include "tables.h"
+#include "transition.h"
 #include "verify.h"
 #include "warmup.h"
 #include "usbyte/clock.h"
@@ -129,6 +131,51 @@ static void let_issue_return(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
     }
 }
 
+/* What a step decided (the agreements' reads, the schedule decision, calibration's set-up),
+ * applied: the one place where those decisions move the state (tables.c writes it). */
+static void apply(ub_comm *c, const ub_transition *t) UB_REQUIRES(ub_state_mutex)
+{
+    if (t->kind == UB_MOVE)
+        ub_comm_set_state(c, t->to, t->why[0] ? t->why : NULL);
+    else if (t->kind == UB_FAIL)
+        ub_comm_cannot_take_part(c, t->error, t->why);
+}
+
+/* Schedule mode on a PLANNED communicator whose plan is decided: the executor, or pass-through. */
+static void decide_schedule(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    ub_transition next = ub_comm_decide_schedule(c);
+    apply(c, &next);
+}
+
+/* The agreement's result, read as `how` says, and what it decided: the ways out of AGREE (and,
+ * in schedule mode, whether the plan runs or calibration comes first), the decision's line and
+ * the reports. */
+static void read_agreement(ub_comm *c, ub_agree_wait how) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    ub_agree_result res;
+    ub_comm_agree_read(c, how, &res);
+    if (res.kind == UB_AGREE_UNREAD)
+        return;
+    apply(c, &res.next);
+    if (res.kind == UB_AGREE_REISSUE)
+        return;
+    if (res.kind == UB_AGREE_ADOPTED) {
+        /* Where the plan issues sizes the calls do not show, calibration runs first and decides
+         * (it holds the agreed numbers for its re-plan). */
+        ub_transition failed = ub_stay();
+        if (ub_cfg.mode == UB_MODE_SCHEDULE && !c->refuted && c->phase_pos == 0) {
+            if (ub_calib_hold(c, &res.agreed, res.stream_sem, &failed))
+                apply(c, &failed);
+            else
+                decide_schedule(c);
+        }
+        ub_agreed_free(&res.agreed);
+    }
+    ub_comm_decision_line(c);
+    ub_state_write_reports();
+}
+
 void ub_comm_ending(ncclComm_t handle, int id)
 {
     /* Abort (a watchdog after a peer died) never waits for device work: the agreement is not
@@ -152,7 +199,7 @@ void ub_comm_ending(ncclComm_t handle, int id)
                 if (!abort && c->agree_copy_pending)
                     ub_comm_agree_copy_back(c);
                 if (!abort)
-                    ub_comm_agree_read(c, UB_AGREE_WAIT_OR_GIVE_UP);
+                    read_agreement(c, UB_AGREE_WAIT_OR_GIVE_UP);
                 if (c->state == UB_COMM_AGREE) {
                     ub_comm_set_state(c, UB_COMM_PASS_THROUGH, abort ? "aborted before the agreement was read"
                                                                    : "destroyed before the agreement could be read");
@@ -205,7 +252,7 @@ ncclResult_t ub_group_ended(ncclResult_t r)
     for (ub_comm *c = ub_state_live_comms(), *next; c; c = next) {
         next = c->hh.next;
         if (c->state == UB_COMM_AGREE && c->issuer == self)
-            ub_comm_agree_read(c, UB_AGREE_POLL);
+            read_agreement(c, UB_AGREE_POLL);
     }
     ub_state_unlock();
     return r;
@@ -258,7 +305,7 @@ static void read_agreement_at_switch(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mu
     if (split && c->agree_copy_pending) /* the copy back queued for after the launch finds nothing left */
         ub_comm_agree_copy_back(c);
     if (c->state == UB_COMM_AGREE) /* not aborted while the lock was released */
-        ub_comm_agree_read(c, UB_AGREE_WAIT);
+        read_agreement(c, UB_AGREE_WAIT);
     group_reopen(split);
 }
 
@@ -268,8 +315,12 @@ static void read_config_agreement(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex
     int split = launch_own_group(c->cfg_agree.copy_pending, c->cfg_agree.thread);
     if (split && c->cfg_agree.copy_pending)
         ub_cfg_agree_copy_back(c);
-    if (c->state == UB_COMM_PROFILE)
-        ub_cfg_agree_read(c);
+    if (c->state == UB_COMM_PROFILE) {
+        ub_transition next = ub_cfg_agree_read(c);
+        apply(c, &next);
+        if (next.kind != UB_STAY)
+            ub_state_write_reports();
+    }
     group_reopen(split);
 }
 
@@ -378,7 +429,10 @@ static void issue_agreement(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     if (c->refusal[0] && !c->local_failure[0])
         snprintf(c->local_failure, sizeof c->local_failure, "%s", c->refusal);
-    ub_comm_agree_issue(c);
+    /* AGREE from here: the CUDA hooks leave the warm-up's record alone while it is encoded. */
+    ub_comm_set_state(c, UB_COMM_AGREE, NULL);
+    ub_transition next = ub_comm_agree_issue(c);
+    apply(c, &next);
 }
 
 /* A failure of this rank's own work on the communicator (ub_comm_set_failed: a block, the
@@ -521,6 +575,16 @@ static void restart_refuted(ub_comm *c) UB_REQUIRES(ub_state_mutex)
     }
 }
 
+/* PLANNED with the executor ready, at the call where the plan takes effect on every rank: schedule
+ * mode from this call, which is the plan's first. */
+static bool begin_schedule(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res,
+                           ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    ub_sched_begin(c, res->index);
+    ub_comm_set_state(c, UB_COMM_SCHEDULE, NULL);
+    return sched_call(c, d, sig, t);
+}
+
 /* A call of calibration's (calibrate.c: the probes at agree_at + period, their agreed times one
  * iteration later, the re-plan one more iteration later): where the plan is decided, a plan that
  * schedules starts at this call on every rank. */
@@ -528,12 +592,14 @@ static bool at_calibration(ub_comm *c, const ub_coll_desc *d, uint64_t sig, cons
                            ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     bool decided = ub_calib_step(c, res->index);
+    if (decided) {
+        decide_schedule(c);
+        ub_state_write_reports();
+    }
     if (aborted_while_waiting(c, res->index, "for calibration", t))
         return true;
-    if (decided && c->state == UB_COMM_PLANNED && c->sched.ready) {
-        ub_sched_begin(c, res->index);
-        return sched_call(c, d, sig, t);
-    }
+    if (decided && c->state == UB_COMM_PLANNED && c->sched.ready)
+        return begin_schedule(c, d, sig, res, t);
     return false;
 }
 
@@ -565,8 +631,7 @@ static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_
     } else if (ub_calib_due(c, res->index)) {
         return at_calibration(c, d, sig, res, t);
     } else if (c->sched.ready) {
-        ub_sched_begin(c, res->index);
-        return sched_call(c, d, sig, t);
+        return begin_schedule(c, d, sig, res, t);
     }
     return false;
 }
@@ -582,7 +647,7 @@ static bool on_agreed(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_
     if (c->state == UB_COMM_AGREE && ub_thread_group_depth() == 0) {
         /* Reading the result early changes nothing that is issued: the plan takes effect at call
          * agree_at + period, read or not. */
-        ub_comm_agree_read(c, UB_AGREE_POLL);
+        read_agreement(c, UB_AGREE_POLL);
         /* The read plans and writes the report without the global lock. */
         if (aborted_while_waiting(c, res->index, "while the agreement was read", t))
             return true;

@@ -5,7 +5,8 @@ on any dependency of an interpose/ file on a file of a higher tier and on any us
 folder order forbids; does the same for the emulator's folders (tests/emu), its CUDA runtime
 stand-in (tests/emu/cudart) held to tiers of its own; reads interpose/'s sources for writes of
 owned state (a communicator's state and reason, the reentrancy guard, the communicator's
-sub-structs) outside their owners; and reads the includes between the files of interpose/ and
+sub-structs) outside their owners and for moves of a communicator's state outside the life cycle
+and the warm-up; and reads the includes between the files of interpose/ and
 of tests/emu/cudart and fails on any circle among them.
 
 File A depends on file B when A's object uses a global symbol (function or data) that B's object
@@ -141,6 +142,11 @@ REPORT_OWNERS = {
 }
 REPORT_MUTATORS = {"ub_comm_report_add_reason": "reasons", "ub_comm_report_clear_reasons": "reasons",
                    "ub_comm_report_set_local": "local"}
+# The files that move a communicator's state (call ub_comm_set_state): the life cycle, for every
+# state's ways out, and the warm-up, for its own restarts (detection again, profiling again), which
+# the life cycle and the deferral's deviations ask for.  The agreements, the decision and the
+# calibration return what they decided (interpose/transition.h) and the life cycle applies it.
+STATE_MOVERS = {"interpose/tables.c", "interpose/lifecycle.c", "interpose/warmup.c"}
 # The reentrancy guard: raised and lowered only by UB_REAL (guard.h).
 GUARD = ("ub_inside", "interpose/guard.h", "changes the reentrancy guard by hand (UB_REAL does)")
 
@@ -187,6 +193,9 @@ def owned_writes(src):
         for i, line in enumerate(text.split("\n"), 1):
             if f != GUARD[1] and writes(line, r"\b" + GUARD[0] + r"\b"):
                 errors.append(f"{f}:{i}: {GUARD[2]}")
+            if f.endswith(".c") and f not in STATE_MOVERS and re.search(r"\bub_comm_set_state\s*\(", line):
+                errors.append(f"{f}:{i}: moves a communicator's state (return a ub_transition to the life cycle, "
+                              "lifecycle.c, which applies it)")
             if comm is None:
                 continue
             for field, owner, what in COMM_FIELDS:

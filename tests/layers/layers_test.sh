@@ -4,7 +4,8 @@
 # a folder the folder order forbids (profiler/ and tools/ into interpose/, partition/ into order/,
 # config.c into the rest of interpose/, the emulator's cudart/ into its driver), a planted circle
 # and a planted upward call in the emulator's cudart/; and on a copy of the sources where a second
-# file sets a communicator's state or reason through any name, changes the reentrancy guard by
+# file sets a communicator's state or reason through any name, a file other than the life cycle
+# and the warm-up moves the state (ub_comm_set_state), changes the reentrancy guard by
 # hand, writes a sub-struct of the communicator, or a part of its report, it does not own (through
 # the communicator, a pointer of the sub-struct's type, or the report's mutators), or where an
 # include closes a circle (interpose/, cudart/).
@@ -94,6 +95,9 @@ restore_src defer.c
 plant_src warmup.c 'static void planted(ub_comm *x) { snprintf(x->reason, sizeof x->reason, "planted"); }'
 expect_fail "warmup.c writing a communicator's reason" 'interpose/warmup.c:[0-9]*: writes a communicator.s reason'
 restore_src warmup.c
+plant_src decide.c 'static void planted(ub_comm *c) { ub_comm_set_state(c, UB_COMM_PASS_THROUGH, "planted"); }'
+expect_fail "decide.c moving a communicator's state" 'interpose/decide.c:[0-9]*: moves a communicator.s state'
+restore_src decide.c
 plant_src exec.c 'static void planted(void) { ub_inside++; }'
 expect_fail "exec.c raising the guard by hand" 'interpose/exec.c:[0-9]*: changes the reentrancy guard by hand'
 restore_src exec.c
