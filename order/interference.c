@@ -1,6 +1,7 @@
 /* A measured profile's compute with the stretch that its own communication put on it taken out
  * (docs/model.md rule 7): what the timeline needs to predict a plan that overlaps differently. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "usbyte/alloc.h"
@@ -16,9 +17,18 @@ static double busy_before(const ub_plan *p, double t)
     return busy;
 }
 
+int ub_interference_check(double f, char *why, size_t len)
+{
+    if (f >= 0.0 && f <= UB_INTERFERENCE_MAX)
+        return 0;
+    snprintf(why, len, "must be from 0 to %g (compute at half speed beside the link), got %g", UB_INTERFERENCE_MAX, f);
+    return -1;
+}
+
 int ub_profile_unstretch(ub_profile *prof, double f)
 {
-    if (!(f >= 0.0 && f <= UB_INTERFERENCE_MAX) || prof->interference != 0.0 || prof->n_calls <= 0)
+    char why[120];
+    if (ub_interference_check(f, why, sizeof why) != 0 || prof->interference != 0.0 || prof->n_calls <= 0)
         return -1;
     if (f == 0.0)
         return 0;

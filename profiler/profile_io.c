@@ -241,9 +241,9 @@ int ub_profile_from_json(const json_t *root, const char *origin, ub_profile *out
         goto bad;
     if ((f = json_object_get(root, "interference")) && want_finite(&c, f, "interference", 0.0, &out->interference))
         goto bad;
-    if (out->interference > UB_INTERFERENCE_MAX) {
-        ub_io_fail(&c, "interference: must be at most %g (compute at half speed beside the link), got %g",
-                   UB_INTERFERENCE_MAX, out->interference);
+    char why[120];
+    if (ub_interference_check(out->interference, why, sizeof why) != 0) {
+        ub_io_fail(&c, "interference: %s", why);
         goto bad;
     }
 

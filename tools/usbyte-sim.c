@@ -225,9 +225,9 @@ static void parse_args(int argc, char **argv, options *o)
                 die("--model: expected fit or line, got \"%s\"", m);
         } else if (!strcmp(a, "--interference")) {
             o->interference = parse_seconds(a, VALUE());
-            if (o->interference > UB_INTERFERENCE_MAX)
-                die("--interference: must be at most %g (compute at half speed beside the link), got %g",
-                    UB_INTERFERENCE_MAX, o->interference);
+            char why[120];
+            if (ub_interference_check(o->interference, why, sizeof why) != 0)
+                die("--interference: %s", why);
         } else if (!strcmp(a, "--model-error")) {
             o->model_error = 1;
         } else if (!strcmp(a, "--list-nets")) {

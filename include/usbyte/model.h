@@ -48,6 +48,9 @@ void ub_forward_gates(const ub_profile *prof, const double *done, double *gate);
 /* The most interference a profile may carry (rule 7): compute at half its own speed beside the
  * link. */
 #define UB_INTERFERENCE_MAX 1.0
+/* 0 when f is an interference a profile may carry (0..UB_INTERFERENCE_MAX); -1 with why ("must
+ * be ..., got ...", for the caller to prefix with where f came from) otherwise. */
+int ub_interference_check(double f, char *why, size_t len);
 
 /* Takes rule 7's stretch out of a profile measured under the application's own calls (each
  * issued when ready and the link free: the wfbp plan, as the warm-up runs them): its ready

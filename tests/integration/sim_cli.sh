@@ -289,7 +289,7 @@ jq -se 'map(select(.policy == "wfbp"))[0].iteration | . > 2.999999 and . < 3.000
     fail "--interference: wfbp does not replay at 3 s: $(cat "$tmp/if.jsonl")"
 jq -se 'map(select(.policy == "syncea"))[0].iteration | . > 1.099999 and . < 1.100001' "$tmp/if.jsonl" >/dev/null ||
     fail "--interference: syncea not at 1.1 s: $(cat "$tmp/if.jsonl")"
-expect_bad "--interference above 1" "^usbyte-sim: --interference: must be at most 1" "$SIM" "$tmp/small.json" --interference 1.5
+expect_bad "--interference above 1" "^usbyte-sim: --interference: must be from 0 to 1" "$SIM" "$tmp/small.json" --interference 1.5
 expect_bad "--interference with --net-table" "--interference does not combine" \
     "$SIM" "$tmp/small.json" --interference 0.2 --net-table "$tmp/curve.tsv"
 expect_bad "--model unknown" "--model: expected fit or line" "$SIM" "$tmp/small.json" --model quadratic

@@ -223,7 +223,7 @@ static void test_bad_profiles(void **state)
     expect_error(HEAD "\"interference\": -0.5, " CALL1 "}",
                  "t.json: interference: must be a finite number >= 0, got -0.5");
     expect_error(HEAD "\"interference\": 1.5, " CALL1 "}",
-                 "t.json: interference: must be at most 1 (compute at half speed beside the link), got 1.5");
+                 "t.json: interference: must be from 0 to 1 (compute at half speed beside the link), got 1.5");
     expect_error("{\"usbyte_profile\": 1, " CALL1 "}",
                  "t.json: backward_end: missing (seconds from backward start to its end)");
     expect_error(HEAD "\"net\": {\"alpha\": 1e-4}, " CALL1 "}", "t.json: net.beta: missing (seconds per byte)");
