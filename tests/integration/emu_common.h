@@ -1,5 +1,6 @@
-/* Shared helpers of the multi-rank emulator tests (tests/integration/emu_*.c).  Each test is an
- * ordinary CUDA + NCCL program started by emu-run: it reads RANK and WORLD_SIZE like a torchrun
+/* Shared helpers of the multi-rank test programs (the emulator's, tests/emu/integration/emu_NAME.c;
+ * the runtime's, tests/integration/; gpu/).
+ * Each is an ordinary CUDA + NCCL program started by emu-run: it reads RANK and WORLD_SIZE like a torchrun
  * program, gets the communicator id from ncclGetUniqueId on every rank (the emulator derives it
  * from the launch) or, where TRAINER_NCCL_ID_FILE names a file, from rank 0 through that file (as
  * real NCCL needs: the GPU kit's launcher sets it), and fails with a message and a non-zero exit. */

@@ -38,14 +38,14 @@ $(BUILD)/tests/unit/test_emu_net: $(call objs,tests/emu/nccl/unit/test_emu_net.c
 UNIT_TESTS += $(BUILD)/tests/unit/test_emu_net
 
 # Multi-rank test programs: ordinary CUDA/NCCL programs linked against the stand-ins.
-EMU_IT_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(wildcard tests/integration/emu_*.c))
-EMU_IT_SCRIPTS := $(wildcard tests/integration/emu_*.sh)
+EMU_IT_PROGS := $(patsubst tests/emu/integration/%.c,$(BUILD)/tests/emu/integration/%,$(wildcard tests/emu/integration/emu_*.c))
+EMU_IT_SCRIPTS := $(wildcard tests/emu/integration/emu_*.sh)
 
 ifneq ($(wildcard tests/emu/module.mk),)
-$(EMU_IT_PROGS): $(BUILD)/tests/integration/%: $(BUILD)/obj/tests/integration/%.o $(EMU_NCCL_LIB) $(BUILD)/emu/libnccl.so $(EMU_CUDART_LIB)
+$(EMU_IT_PROGS): $(BUILD)/tests/emu/integration/%: $(BUILD)/obj/tests/emu/integration/%.o $(EMU_NCCL_LIB) $(BUILD)/emu/libnccl.so $(EMU_CUDART_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< -L$(BUILD)/emu -lnccl -l:libcudart.so.13 -ldl -lpthread -lm
-.SECONDARY: $(call objs,$(wildcard tests/integration/emu_*.c))
+.SECONDARY: $(call objs,$(wildcard tests/emu/integration/emu_*.c))
 
 ALL += $(EMU_IT_PROGS)
 INTEGRATION_TESTS += $(EMU_IT_SCRIPTS)

@@ -5,11 +5,11 @@
 # machine only delays both), and a later small one returns while the other rank has not called
 # (it waits for rank 0's file first: a call that blocked would never return).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 B=${BUILD:-build}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-out=$(FLAGS=$work "$B/emu/emu-run" -n 2 --timeout 60 -- "$B/tests/integration/emu_connect" 2>&1)
+out=$(FLAGS=$work "$B/emu/emu-run" -n 2 --timeout 60 -- "$B/tests/emu/integration/emu_connect" 2>&1)
 rc=$?
 fail() { echo "FAIL: $*"; echo "$out" | tail -20; exit 1; }
 [ $rc -eq 0 ] || fail "exit status $rc"

@@ -3,10 +3,10 @@
 # (the emulator once gave it the parent's recycled stream object, without a worker: a hang),
 # with and without libusbyte.so preloaded; the parents finish and report as usual.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 BUILD=${BUILD:-build}
 source tests/integration/preload-env.sh
-PROG=$BUILD/tests/integration/emu_fork_streams
+PROG=$BUILD/tests/emu/integration/emu_fork_streams
 for f in "$PROG" "$BUILD/emu/emu-run" "$BUILD/libusbyte.so"; do
     [ -e "$f" ] || { echo "missing $f: build it first (make)"; exit 1; }
 done

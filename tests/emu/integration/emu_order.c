@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "emu_common.h"
+#include "../../integration/emu_common.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;

@@ -4,7 +4,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 
-#include "emu_common.h"
+#include "../../integration/emu_common.h"
 
 static int32_t pattern(int rank, size_t i)
 {

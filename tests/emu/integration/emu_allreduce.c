@@ -11,7 +11,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "emu_common.h"
+#include "../../integration/emu_common.h"
 
 static const ncclDataType_t types[] = {ncclInt8, ncclUint8, ncclInt32, ncclUint32, ncclInt64,
                                        ncclUint64, ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16};

@@ -19,7 +19,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "emu_common.h"
+#include "../../integration/emu_common.h"
 
 #define REPS 5
 

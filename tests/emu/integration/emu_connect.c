@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "emu_common.h"
+#include "../../integration/emu_common.h"
 
 static double realtime_s(void)
 {

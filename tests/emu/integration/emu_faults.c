@@ -16,7 +16,7 @@
  * Each must never print "faults: finished" (dtype: unless USBYTE_EMU_CHECK=bytes). */
 #include <unistd.h>
 
-#include "emu_common.h"
+#include "../../integration/emu_common.h"
 
 int main(int argc, char **argv)
 {

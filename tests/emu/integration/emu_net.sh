@@ -18,11 +18,11 @@
 #    workers by milliseconds is outvoted), within 10% + 2 ms, and the added time may exceed that
 #    by the lateness with which the function's own sleep woke (measured: the machine's load).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 B=${BUILD:-build}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-PROG="$B/tests/integration/emu_net"
+PROG="$B/tests/emu/integration/emu_net"
 SIZES=(4096 4096:i 524288 2097152:i 8388608 8388608:i)
 printf '# source: emu_net.sh\n# columns: bytes\tus\tin_place_us\n65536\t20000\t10000\n1048576\t40000\t30000\n4194304\t60000\t50000\n' >"$WORK/net.tsv"
 printf '# a row out of order\n65536\t20000\n1024\t30000\n' >"$WORK/bad.tsv"

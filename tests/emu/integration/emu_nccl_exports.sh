@@ -3,7 +3,7 @@
 # WEAK function at the same address as its GLOBAL pncclXxx, no symbol versions; it imports no
 # public CUDA runtime/driver function.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 B=${BUILD:-build}
 lib=$B/emu/libnccl.so.2
 fail() { echo "FAIL: $*"; exit 1; }

@@ -4,7 +4,7 @@
 # and every rank's signature.  USBYTE_EMU_CHECK=bytes compares only kind, bytes and root: a dtype
 # difference of equal bytes then runs to the end (as on real NCCL), any other difference still stops.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 B=${BUILD:-build}
 fail() { echo "FAIL: $*"; echo "$out"; exit 1; }
 
@@ -14,7 +14,7 @@ expect_mismatch() {
     local n=$1 want=$2
     shift 2
     local start=$SECONDS
-    out=$("$B/emu/emu-run" -n "$n" --timeout 60 -- "$B/tests/integration/emu_faults" "$@" 2>&1)
+    out=$("$B/emu/emu-run" -n "$n" --timeout 60 -- "$B/tests/emu/integration/emu_faults" "$@" 2>&1)
     local rc=$? took=$((SECONDS - start))
     [ $rc -eq 3 ] || fail "emu_faults $*: exit status $rc, want 3"
     [ $took -le 20 ] || fail "emu_faults $*: took $took s to stop"
@@ -29,12 +29,12 @@ expect_mismatch 2 "rank0 send #0 count=1000 float32 to rank1; rank1 recv #0 coun
 expect_mismatch 2 "op #3: rank0 allreduce count=1024 float32 sum; rank1 allreduce count=1024 int32 sum" dtype 3
 USBYTE_EMU_CHECK=bytes expect_mismatch 2 "op #1: rank0 allreduce count=1024 float32 sum; rank1 allreduce count=2048 float32 sum" count 1
 USBYTE_EMU_CHECK=bytes expect_mismatch 3 "op #2: rank0 allreduce count=1024 float32 sum; rank1 broadcast count=1024 float32 root=0" kind 2
-out=$(USBYTE_EMU_CHECK=bytes "$B/emu/emu-run" -n 2 --timeout 60 -- "$B/tests/integration/emu_faults" dtype 3 2>&1) ||
+out=$(USBYTE_EMU_CHECK=bytes "$B/emu/emu-run" -n 2 --timeout 60 -- "$B/tests/emu/integration/emu_faults" dtype 3 2>&1) ||
     fail "dtype 3 under USBYTE_EMU_CHECK=bytes: exit status $?, want 0"
 [ "$(grep -c 'faults: finished' <<<"$out")" -eq 2 ] || fail "dtype 3 under USBYTE_EMU_CHECK=bytes: not every rank finished"
-out=$(USBYTE_EMU_CHECK=loose "$B/emu/emu-run" -n 2 --timeout 60 -- "$B/tests/integration/emu_faults" dtype 3 2>&1)
+out=$(USBYTE_EMU_CHECK=loose "$B/emu/emu-run" -n 2 --timeout 60 -- "$B/tests/emu/integration/emu_faults" dtype 3 2>&1)
 [ $? -eq 3 ] || fail "USBYTE_EMU_CHECK=loose must fall back to strict"
 grep -q "USBYTE_EMU_CHECK='loose' is not strict or bytes; using the default strict" <<<"$out" || fail "no warning for USBYTE_EMU_CHECK=loose"
 grep -qE 'signature mismatch on comm [0-9a-f]{8} ' <<<"$(
-    "$B/emu/emu-run" -n 2 -- "$B/tests/integration/emu_faults" count 0 2>&1)" || { echo "FAIL: comm not named"; exit 1; }
+    "$B/emu/emu-run" -n 2 -- "$B/tests/emu/integration/emu_faults" count 0 2>&1)" || { echo "FAIL: comm not named"; exit 1; }
 echo ok

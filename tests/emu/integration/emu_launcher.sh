@@ -2,7 +2,7 @@
 # emu-run with plain programs: rank environment, LD_LIBRARY_PATH/LD_PRELOAD, prefixed output,
 # fail-fast with the failing status, signals, timeout, argument errors, shm cleanup.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 B=${BUILD:-build}
 run=$B/emu/emu-run
 emu_dir=$(cd "$B/emu" && pwd -P)

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "emu_common.h"
+#include "../../integration/emu_common.h"
 
 static void set_flag(void *arg)
 {

@@ -19,7 +19,7 @@
  * The curve mode checks each result. */
 #include <stdint.h>
 
-#include "emu_common.h"
+#include "../../integration/emu_common.h"
 
 #define INTERFERENCE_REPS 5   /* each measurement, so that two a busy machine delayed are outvoted */
 
