@@ -12,6 +12,7 @@
 #include "capture.h"
 #include "cuda_hooks.h"
 #include "defer.h"
+#include "lifecycle.h"
 #include "redirect.h"
 #include "state.h"
 #include "tables.h"
@@ -83,7 +84,7 @@ static void capture_begins(cudaStream_t stream, const char *why, const char *wha
 {
     ub_comm *c = ub_redirect_stream_unissued(stream);
     if (c && issuing_thread(c))
-        ub_sched_deviation(c, why);
+        ub_comm_deviates(c, why);
     if (c)
         ub_redirect_wait_stream(stream, what);
     char failure[300];

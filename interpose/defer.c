@@ -18,7 +18,6 @@
 #include "redirect.h"
 #include "tables.h"
 #include "verify.h"
-#include "warmup.h"
 #include "usbyte/io.h"
 
 /* The steady iteration whose blocks are timed for the report: the transition iteration and the
@@ -181,37 +180,31 @@ static void flush(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
     s->next_block = 0;
 }
 
-/* One more deviation in a row; after USBYTE_MAX_DEVIATIONS of them the communicator is profiled
- * again. */
-static void count_deviation(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)
+/* One more deviation in a row; true after USBYTE_MAX_DEVIATIONS of them: the communicator is to
+ * be profiled again. */
+static bool count_deviation(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     s->deviations++;
     s->consecutive_deviations++;
     ub_debug("communicator %d: deviation from the plan (%s): pass-through until the next iteration start",
              c->index, why);
-    if (s->consecutive_deviations > ub_cfg.max_deviations) {
-        char reason[200];
-        snprintf(reason, sizeof reason, "%d deviations from the plan in a row (USBYTE_MAX_DEVIATIONS=%d): profiling again",
-                 s->consecutive_deviations, ub_cfg.max_deviations);
-        ub_info("communicator %d: %s", c->index, reason);
-        ub_comm_redetect(c, reason);
-    }
+    return s->consecutive_deviations > ub_cfg.max_deviations;
 }
 
-void ub_sched_deviation(ub_comm *c, const char *why) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+bool ub_sched_deviation(ub_comm *c, const char *why) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     if (!s->active)
-        return;
+        return false;
     flush(c);
     if (c->failed != ncclSuccess) /* pass-through for good: no more deviations to count */
-        return;
+        return false;
     s->active = false;
     s->run++;
     s->idle_calls = 0;
     ub_verify_spoil(c);
-    count_deviation(c, why);
+    return count_deviation(c, why);
 }
 
 void ub_sched_unexpected_wait(ub_comm *c, const char *what, int call)
@@ -331,7 +324,7 @@ static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index) UB_REQU
     return true;
 }
 
-bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, bool *profile_again) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     uint64_t index = s->next_call++;
@@ -344,7 +337,7 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig) UB_REQUIRES_
         if (capture || sig != s->pos_sig[0]) {
             if (++s->idle_calls >= s->period) {
                 s->idle_calls = 0;
-                count_deviation(c, "a whole period of calls without the call that starts the plan's iteration");
+                *profile_again = count_deviation(c, "a whole period of calls without the call that starts the plan's iteration");
             }
             return false;
         }
@@ -354,7 +347,7 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig) UB_REQUIRES_
         s->run++;
     }
     if (capture || sig != s->pos_sig[s->pos]) {
-        ub_sched_deviation(c, capture ? "a call on a capturing stream" : "another call than the plan expected");
+        *profile_again = ub_sched_deviation(c, capture ? "a call on a capturing stream" : "another call than the plan expected");
         return false;
     }
     if (s->pos == 0 && !iteration_start(c, d->stream, index))

@@ -32,11 +32,14 @@ void ub_sched_begin(ub_comm *c, uint64_t call) UB_REQUIRES(ub_state_mutex);
 /* Lock held on entry and exit (released while blocks are issued).  A call on a communicator in
  * SCHEDULE; sig is its portable signature.  Returns true when the call is deferred (the wrapper
  * returns ncclSuccess without forwarding it), or answered with the failure of the block issue it
- * triggered (c->failed, ub_comm_set_failed). */
-bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig) UB_REQUIRES_UNLOCKS(ub_state_mutex);
-/* Lock held: a deviation that is not a call of the sequence (ncclCommDestroy, ncclCommFinalize,
- * graph capture on a stream with deferred calls): flushes what arrived. */
-void ub_sched_deviation(ub_comm *c, const char *why) UB_REQUIRES_UNLOCKS(ub_state_mutex);
+ * triggered (c->failed, ub_comm_set_failed).  *profile_again is set true where the call is the
+ * deviation after USBYTE_MAX_DEVIATIONS in a row (the life cycle then profiles again) and left
+ * as it is otherwise. */
+bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, bool *profile_again) UB_REQUIRES_UNLOCKS(ub_state_mutex);
+/* Lock held: a deviation that is not a call of the sequence (a graph capture begins on a stream
+ * with deferred calls): flushes what arrived; true where it is the one after
+ * USBYTE_MAX_DEVIATIONS in a row (the life cycle then profiles again, ub_comm_deviates). */
+bool ub_sched_deviation(ub_comm *c, const char *why) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: a wait of the thread that issues c's calls (`what`: the CUDA call) on deferred
  * call `call` of this iteration (-1: every call so far), whose block is not issued.  The warm-up did not see it (a wait it
  * saw is a merge barrier, whose blocks go out at the call's arrival), so it may be made on some

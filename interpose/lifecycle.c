@@ -464,13 +464,34 @@ static bool aborted_meanwhile(ub_comm *c, uint64_t index, ub_coll_token *t) UB_R
     return true;
 }
 
+/* SCHEDULE: the cursor counted USBYTE_MAX_DEVIATIONS deviations in a row: the communicator is
+ * profiled again, from detection (a new phase of training, a new plan). */
+static void redetect_after_deviations(ub_comm *c) UB_REQUIRES(ub_state_mutex)
+{
+    char why[200];
+    snprintf(why, sizeof why, "%d deviations from the plan in a row (USBYTE_MAX_DEVIATIONS=%d): profiling again",
+             c->sched.consecutive_deviations, ub_cfg.max_deviations);
+    ub_info("communicator %d: %s", c->index, why);
+    ub_transition again = ub_warmup_redetect(c, why);
+    apply(c, &again);
+}
+
+void ub_comm_deviates(ub_comm *c, const char *why)
+{
+    if (ub_sched_deviation(c, why))
+        redetect_after_deviations(c);
+}
+
 /* SCHEDULE: the call goes to the plan's cursor (defer.c); a block issue it triggered that failed
  * is answered with the failure (the call is not forwarded: the communicator is in pass-through
  * from now on). */
 static bool sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     uint64_t index = c->sched.next_call;
-    bool held = ub_sched_call(c, d, sig);
+    bool profile_again = false;
+    bool held = ub_sched_call(c, d, sig, &profile_again);
+    if (profile_again)
+        redetect_after_deviations(c);
     if (failure_answered(c, t) || (!held && aborted_meanwhile(c, index, t)))
         return true;
     /* Verification kept a plan at this call: the model may be fitted again with its blocks. */
@@ -499,7 +520,8 @@ static bool on_detect(ub_comm *c, const ub_coll_desc *d, const ub_iter_result *r
         uint64_t next = res->index + (res->period - res->position);
         c->iterations_observed = 0;
         c->rephased = false; /* a new lock may start mid-iteration again: one move each */
-        ub_warmup_start(c, next);
+        ub_transition profiling = ub_warmup_start(c, next);
+        apply(c, &profiling);
         if (!ub_comm_agree_buffers(c) && !c->local_failure[0])
             snprintf(c->local_failure, sizeof c->local_failure, "cannot allocate the agreement buffers");
         ub_stream_get(d->stream, c); /* its next upstream waits are the first profiled call's */
@@ -518,7 +540,8 @@ static bool on_detect(ub_comm *c, const ub_coll_desc *d, const ub_iter_result *r
 static bool on_profile(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     if (res->event != UB_ITER_IN_PHASE) {
-        ub_warmup_restart(c, res->event == UB_ITER_DEVIATION ? "the call sequence deviated" : "the lock was lost");
+        ub_transition again = ub_warmup_restart(c, res->event == UB_ITER_DEVIATION ? "the call sequence deviated" : "the lock was lost");
+        apply(c, &again);
         if (c->state == UB_COMM_DETECT)
             return on_detect(c, d, res);
         return false;
@@ -571,7 +594,8 @@ static void restart_refuted(ub_comm *c) UB_REQUIRES(ub_state_mutex)
     } else {
         c->min_period = next;
         ub_debug("communicator %d: %s; looking for a period of at least %u calls", c->index, why, next);
-        ub_comm_redetect(c, why);
+        ub_transition again = ub_warmup_redetect(c, why);
+        apply(c, &again);
     }
 }
 
@@ -626,7 +650,8 @@ static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_
     } else if (c->phase_pos > 0) {
         /* Agreed: the iteration begins phase_pos calls later.  Every rank profiles again from
          * that same call, with the same period. */
-        ub_warmup_rephase(c, res->index + c->phase_pos);
+        ub_transition again = ub_warmup_rephase(c, res->index + c->phase_pos);
+        apply(c, &again);
         ub_stream_get(d->stream, c); /* as at a lock: its next upstream waits count */
     } else if (ub_calib_due(c, res->index)) {
         return at_calibration(c, d, sig, res, t);

@@ -9,6 +9,7 @@
 
 #include "coll_desc.h"
 #include "lock_contract.h"
+#include "state.h"
 
 /* True when the call was taken over: deferred (schedule mode: result ncclSuccess), or refused
  * (its communicator was aborted while the call waited); the wrapper returns t->result without
@@ -20,6 +21,10 @@ void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r
 /* After it: what the application's ncclGroupEnd returns (r, the real one's result, or a failure
  * of what usbyte issued inside the group). */
 ncclResult_t ub_group_ended(ncclResult_t r) UB_EXCLUDES(ub_state_mutex);
+/* Lock held: a deviation from the plan outside an NCCL call (a graph capture begins on a stream
+ * with deferred calls): the cursor flushes what arrived (ub_sched_deviation), and after
+ * USBYTE_MAX_DEVIATIONS in a row the communicator is profiled again. */
+void ub_comm_deviates(ub_comm *c, const char *why) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* After a communicator's creation; parent: the communicator it was split or shrunk from. */
 void ub_comm_created(ncclComm_t *out, int n, const ncclConfig_t *config, ncclComm_t parent, ncclResult_t r) UB_EXCLUDES(ub_state_mutex);
 void ub_comm_ending(ncclComm_t comm, int id) UB_EXCLUDES(ub_state_mutex);

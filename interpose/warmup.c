@@ -141,7 +141,7 @@ double ub_comm_copy_beta(const ub_comm *c)
 /* Failures here are rank-local, so they must not change what this rank issues: the
  * communicator still goes to PROFILE and takes part in the agreement at agree_at, with
  * local_failure set (every rank then stays in pass-through, saying why). */
-void ub_warmup_start(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex)
+ub_transition ub_warmup_start(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex)
 {
     c->profile_start = first;
     c->agree_at = first + (uint64_t)ub_cfg.warmup * c->period;
@@ -175,28 +175,26 @@ void ub_warmup_start(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex)
     else
         time_staging_copy(c);
     ub_comm_watch_cupti(c, stream_work);
-    ub_comm_set_state(c, UB_COMM_PROFILE, NULL);
     c->watching = true;
     atomic_fetch_add(&ub_cuda_tracking, 1);
     if (c->local_failure[0])
         ub_warn("communicator %d: %s: this rank takes part in the agreement without numbers, and every "
                 "rank will stay in pass-through", c->index, c->local_failure);
+    return ub_move(UB_COMM_PROFILE, NULL);
 }
 
-void ub_comm_redetect(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)
+ub_transition ub_warmup_redetect(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)
 {
     ub_iterdet_free(c->det);
     ub_iterdet_config dc = {.min_span = UB_MIN_SPAN, .min_period = c->min_period};
     c->det = ub_iterdet_new(&dc); /* det_full keeps its evidence: it spans the restarts */
     c->deviations = 0;
-    if (!c->det) {
-        ub_comm_set_state(c, UB_COMM_DISABLED, "out of memory");
-        return;
-    }
-    ub_comm_set_state(c, UB_COMM_DETECT, why);
+    if (!c->det)
+        return ub_move(UB_COMM_DISABLED, "out of memory");
+    return ub_move(UB_COMM_DETECT, why);
 }
 
-void ub_warmup_rephase(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex)
+ub_transition ub_warmup_rephase(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex)
 {
     char why[200];
     snprintf(why, sizeof why, "the profiled iterations did not begin where an iteration does (the widest gap "
@@ -206,20 +204,17 @@ void ub_warmup_rephase(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex)
     c->rephased = true;
     c->phase_pos = 0;
     ub_warmup_start(c, first);
-    if (c->state == UB_COMM_PROFILE)
-        ub_comm_set_state(c, UB_COMM_PROFILE, why);
+    return ub_move(UB_COMM_PROFILE, why);
 }
 
-void ub_warmup_restart(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)
+ub_transition ub_warmup_restart(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex)
 {
     ub_comm_stop_profiling(c);
     c->deviations++;
-    if (c->deviations > 8) {
-        ub_comm_set_state(c, UB_COMM_PASS_THROUGH, "the call sequence keeps changing during the warm-up");
-        return;
-    }
+    if (c->deviations > 8)
+        return ub_move(UB_COMM_PASS_THROUGH, "the call sequence keeps changing during the warm-up");
     ub_debug("communicator %d: %s; looking for the period again", c->index, why);
-    ub_comm_set_state(c, UB_COMM_DETECT, NULL);
+    return ub_move(UB_COMM_DETECT, NULL);
 }
 
 void ub_comm_file_ready(ub_comm *c) UB_REQUIRES(ub_state_mutex)

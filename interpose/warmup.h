@@ -8,16 +8,19 @@
 #include "coll_desc.h"
 #include "lock_contract.h"
 #include "state.h"
+#include "transition.h"
 
 /* Nonzero while some stream or event is involved: the CUDA wrappers' fast path reads only this. */
 extern atomic_int ub_cuda_tracking;
 
-void ub_warmup_start(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex);     /* profile from call `first` */
-void ub_warmup_restart(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex);  /* a deviation during the warm-up */
+/* The warm-up's restarts set up what the next state needs and return the move to it, which the
+ * life cycle applies (lifecycle.c). */
+ub_transition ub_warmup_start(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex);     /* profile from call `first` */
+ub_transition ub_warmup_restart(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex);  /* a deviation during the warm-up */
 /* The agreed profile began mid-iteration (phase_pos): the warm-up again from call `first`. */
-void ub_warmup_rephase(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex);
-/* Restarts detection of the period (schedule mode after too many deviations, a refuted period). */
-void ub_comm_redetect(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex);
+ub_transition ub_warmup_rephase(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_mutex);
+/* Detection of the period again (schedule mode after too many deviations, a refuted period). */
+ub_transition ub_warmup_redetect(ub_comm *c, const char *why) UB_REQUIRES(ub_state_mutex);
 /* Records call `pos` of profiled iteration `it`; returns its allreduce index or -1. */
 int ub_warmup_record_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, uint64_t it, uint32_t pos) UB_REQUIRES(ub_state_mutex);
 /* The call after the warm-up (at agree_at): when it is the first allreduce of an iteration, its

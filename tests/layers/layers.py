@@ -143,10 +143,11 @@ REPORT_OWNERS = {
 REPORT_MUTATORS = {"ub_comm_report_add_reason": "reasons", "ub_comm_report_clear_reasons": "reasons",
                    "ub_comm_report_set_local": "local"}
 # The files that move a communicator's state (call ub_comm_set_state): the life cycle, for every
-# state's ways out, and the warm-up, for its own restarts (detection again, profiling again), which
-# the life cycle and the deferral's deviations ask for.  The agreements, the decision and the
-# calibration return what they decided (interpose/transition.h) and the life cycle applies it.
-STATE_MOVERS = {"interpose/tables.c", "interpose/lifecycle.c", "interpose/warmup.c"}
+# state's ways out, and the tables (the setter itself, and the failure of this rank).  The
+# agreements, the decision, the calibration and the warm-up's restarts return what they decided
+# (interpose/transition.h), the cursor whether its deviations ask for a new profile, and the life
+# cycle applies it.
+STATE_MOVERS = {"interpose/tables.c", "interpose/lifecycle.c"}
 # The reentrancy guard: raised and lowered only by UB_REAL (guard.h).
 GUARD = ("ub_inside", "interpose/guard.h", "changes the reentrancy guard by hand (UB_REAL does)")
 
