@@ -31,20 +31,25 @@ void ub_cupti_yield(void) UB_EXCLUDES(ub_state_mutex);
 void ub_cupti_foreign_subscribed(bool ok, CUpti_SubscriberHandle sub) UB_EXCLUDES(ub_state_mutex);
 void ub_cupti_foreign_unsubscribed(CUpti_SubscriberHandle sub) UB_EXCLUDES(ub_state_mutex);
 
-/* CUPTI (cupti_watch.c): reference-counted subscription while some communicator profiles.
- * false: unavailable, detail says why; *taken: because another subscriber holds CUPTI.  `work`
- * is called by the CUPTI callback for stream-ordered work on `stream` (global lock not held):
- * compute (a kernel, graph, host function or stream callback) or a copy, memset or write. */
-typedef void (*ub_cupti_work_fn)(cudaStream_t stream, const char *what, bool compute);
-bool ub_cupti_acquire(ub_cupti_work_fn work, char *detail, size_t len, bool *taken);
+/* CUPTI's way into the runtime (cupti_wrap.c): the callback of usbyte's subscription, at the top
+ * like the wrappers, which hands the warm-up the stream-ordered work of each watched call
+ * (ub_warmup_stream_work) and is set at the runtime's start (ub_cupti_set_callback). */
+void CUPTIAPI ub_cupti_callback(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data);
+
+/* CUPTI (cupti_watch.c): reference-counted subscription while some communicator profiles, with
+ * the callback set once (NULL: none, no subscription).  false: unavailable, detail says why;
+ * *taken: because another subscriber holds CUPTI. */
+void ub_cupti_set_callback(CUpti_CallbackFunc fn);
+bool ub_cupti_acquire(char *detail, size_t len, bool *taken);
+/* The subscription's number, new at each subscription (a callback's per-thread state is kept
+ * within one). */
+unsigned ub_cupti_generation(void);
 void ub_cupti_release(void);
 /* Lock held: communicator c's warm-up watches (USBYTE_CUPTI=1) or stops watching with CUPTI.
  * cupti_watch.c is the one writer of c's cupti_held, cupti_taken and report's cupti and
  * cupti_detail. */
 struct ub_comm;
-void ub_comm_watch_cupti(struct ub_comm *c, ub_cupti_work_fn work) UB_REQUIRES(ub_state_mutex);
+void ub_comm_watch_cupti(struct ub_comm *c) UB_REQUIRES(ub_state_mutex);
 void ub_comm_unwatch_cupti(struct ub_comm *c) UB_REQUIRES(ub_state_mutex);
-/* Compute operations (kernels, host functions) CUPTI saw on any stream while subscribed. */
-extern atomic_ullong ub_work_count;
 
 #endif

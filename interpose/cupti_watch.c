@@ -23,11 +23,9 @@ typedef CUptiResult (*unsubscribe_fn)(CUpti_SubscriberHandle);
 typedef CUptiResult (*enable_callback_fn)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
 typedef CUptiResult (*result_string_fn)(CUptiResult, const char **);
 
-atomic_ullong ub_work_count;
-
-/* The warm-up's observer of stream-ordered work, given at each acquire (read by the callback
- * without the lock). */
-static _Atomic(ub_cupti_work_fn) on_work;
+/* The function CUPTI calls (cupti_wrap.c's, set at the runtime's start): CUPTI calls into the
+ * runtime at its top, like a wrapper, never into this file. */
+static CUpti_CallbackFunc callback;
 
 /* Under the global lock. */
 static struct {
@@ -50,8 +48,10 @@ static struct {
 /* Each subscription's number: a thread's runtime-call depth counts only within the subscription
  * it was counted in (a call entered before a release leaves no depth behind). */
 static atomic_uint generation;
-static _Thread_local unsigned tl_generation;
-static _Thread_local int tl_runtime_depth;
+
+unsigned ub_cupti_generation(void) { return atomic_load_explicit(&generation, memory_order_relaxed); }
+
+void ub_cupti_set_callback(CUpti_CallbackFunc fn) { callback = fn; }
 
 static const struct {
     CUpti_CallbackDomain domain;
@@ -63,43 +63,6 @@ static const struct {
 #undef UB_RT
 #undef UB_DRV
 };
-
-static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
-{
-    (void)user;
-    const CUpti_CallbackData *cb = data;
-    if ((domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) || !cb)
-        return;
-    unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
-    if (tl_generation != gen) {
-        tl_generation = gen;
-        tl_runtime_depth = 0;
-    }
-    /* The driver call a runtime call goes through is that call, counted at the runtime's. */
-    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cb->callbackSite == CUPTI_API_EXIT) {
-        if (tl_runtime_depth > 0)
-            tl_runtime_depth--;
-        return;
-    }
-    if (cb->callbackSite != CUPTI_API_ENTER)
-        return;
-    bool nested = domain == CUPTI_CB_DOMAIN_DRIVER_API && tl_runtime_depth > 0;
-    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
-        tl_runtime_depth++;
-    if (nested || ub_inside)
-        return;
-    ub_work_kind kind;
-    cudaStream_t s = ub_cupti_work_stream(domain, cbid, cb->functionParams, &kind);
-    if (kind == UB_WORK_NONE)
-        return;
-    /* Compute (kernels, host functions) separates forward segments; copies do not (DDP copies
-     * each bucket back right after waiting for it). */
-    if (kind == UB_WORK_COMPUTE)
-        atomic_fetch_add_explicit(&ub_work_count, 1, memory_order_relaxed);
-    ub_cupti_work_fn fn = atomic_load_explicit(&on_work, memory_order_acquire);
-    if (fn)
-        fn(s, cb->functionName ? cb->functionName : "?", kind == UB_WORK_COMPUTE);
-}
 
 static const char *result_text(CUptiResult r)
 {
@@ -133,10 +96,10 @@ static CUptiResult subscribe(char *holder, size_t len)
 {
     holder[0] = '\0';
     if (!cupti.subscribe_v2)
-        return cupti.subscribe(&cupti.sub, on_callback, NULL);
+        return cupti.subscribe(&cupti.sub, callback, NULL);
     char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
     CUpti_SubscriberParams p = {CUpti_SubscriberParams_STRUCT_SIZE, "usbyte", old, sizeof old - 1};
-    CUptiResult r = cupti.subscribe_v2(&cupti.sub, on_callback, NULL, &p);
+    CUptiResult r = cupti.subscribe_v2(&cupti.sub, callback, NULL, &p);
     snprintf(holder, len, "%s", old);
     return r;
 }
@@ -165,10 +128,9 @@ static bool enable_all(char *detail, size_t len)
 static const char detail_held[] = "runtime and driver API callbacks during the warm-up";
 
 /* Called with the state lock held. */
-bool ub_cupti_acquire(ub_cupti_work_fn work, char *detail, size_t len, bool *taken)
+bool ub_cupti_acquire(char *detail, size_t len, bool *taken)
 {
     *taken = false;
-    atomic_store_explicit(&on_work, work, memory_order_release);
     if (cupti.holders > 0) {
         cupti.holders++;
         snprintf(detail, len, "%s", detail_held);
@@ -178,6 +140,8 @@ bool ub_cupti_acquire(ub_cupti_work_fn work, char *detail, size_t len, bool *tak
     if (cupti.foreign) {
         *taken = true;
         snprintf(detail, len, "another CUPTI subscriber (the application's cuptiSubscribe) holds CUPTI");
+    } else if (!callback) {
+        snprintf(detail, len, "no CUPTI callback (the runtime did not start)");
     } else if (!UB_REAL(load())) {
         snprintf(detail, len, "libcupti not found: %s", cupti.why);
     } else {
@@ -203,12 +167,12 @@ bool ub_cupti_acquire(ub_cupti_work_fn work, char *detail, size_t len, bool *tak
     return ok;
 }
 
-void ub_comm_watch_cupti(ub_comm *c, ub_cupti_work_fn work)
+void ub_comm_watch_cupti(ub_comm *c)
 {
     c->report.cupti = false;
     c->cupti_taken = false;
     if (ub_cfg.cupti) {
-        c->cupti_held = ub_cupti_acquire(work, c->report.cupti_detail, sizeof c->report.cupti_detail, &c->cupti_taken);
+        c->cupti_held = ub_cupti_acquire(c->report.cupti_detail, sizeof c->report.cupti_detail, &c->cupti_taken);
         c->report.cupti = c->cupti_held;
     } else {
         snprintf(c->report.cupti_detail, sizeof c->report.cupti_detail, "disabled by USBYTE_CUPTI=0");

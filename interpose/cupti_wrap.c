@@ -1,4 +1,11 @@
-/* The application's own CUPTI subscription (torch.profiler, a tool of its own): CUPTI takes one
+/* CUPTI's ways into the runtime: the callback of usbyte's own subscription, and the application's
+ * own subscription (torch.profiler, a tool of its own).
+ *
+ * The callback: every runtime and driver call that puts work on a stream (cupti_work.h) while a
+ * warm-up watches, handed to the warm-up (warmup.c); usbyte's own calls (ub_inside) and the
+ * driver call a runtime call goes through are not.
+ *
+ * The application's subscription: CUPTI takes one
  * subscriber per process, so while usbyte watches a warm-up, the application's cuptiSubscribe
  * would fail and its profiler would see nothing.  These wrappers (exported under CUPTI's version
  * node, like the CUDA runtime's: cuptiSubscribe@@libcupti.so.13, and @libcupti.so.12 for a
@@ -10,9 +17,48 @@
 #include <cupti.h>
 
 #include "cupti.h"
+#include "cupti_work.h"
 #include "globals.h"
+#include "warmup.h"
 
 #define UB_EXPORT __attribute__((visibility("default")))
+
+/* Each subscription's number (ub_cupti_generation): a thread's runtime-call depth counts only
+ * within the subscription it was counted in (a call entered before a release leaves no depth
+ * behind). */
+static _Thread_local unsigned tl_generation;
+static _Thread_local int tl_runtime_depth;
+
+void CUPTIAPI ub_cupti_callback(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
+{
+    (void)user;
+    const CUpti_CallbackData *cb = data;
+    if ((domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) || !cb)
+        return;
+    unsigned gen = ub_cupti_generation();
+    if (tl_generation != gen) {
+        tl_generation = gen;
+        tl_runtime_depth = 0;
+    }
+    /* The driver call a runtime call goes through is that call, counted at the runtime's. */
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cb->callbackSite == CUPTI_API_EXIT) {
+        if (tl_runtime_depth > 0)
+            tl_runtime_depth--;
+        return;
+    }
+    if (cb->callbackSite != CUPTI_API_ENTER)
+        return;
+    bool nested = domain == CUPTI_CB_DOMAIN_DRIVER_API && tl_runtime_depth > 0;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+        tl_runtime_depth++;
+    if (nested || ub_inside)
+        return;
+    ub_work_kind kind;
+    cudaStream_t s = ub_cupti_work_stream(domain, cbid, cb->functionParams, &kind);
+    if (kind == UB_WORK_NONE)
+        return;
+    ub_warmup_stream_work(s, cb->functionName ? cb->functionName : "?", kind == UB_WORK_COMPUTE);
+}
 
 /* The application's libcupti's function (the one loaded in the process; else the next one in
  * the lookup order), never this library's own. */

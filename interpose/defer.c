@@ -287,10 +287,11 @@ static void record_ready(ub_comm *c, int k) UB_REQUIRES(ub_state_mutex)
 /* The first call of an iteration: what verification says it runs (the plan or the application's
  * own order), and the plan it loads.  Lock held; false when the communicator ended meanwhile
  * (verification released the lock). */
-static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index, ub_sched_asks *asks) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     ub_verify_step step = ub_verify_iteration(c, st, index);
+    asks->refit = step.refit;
     if (atomic_load(&c->ending) || c->state != UB_COMM_SCHEDULE)
         return false;
     if (step.failed != ncclSuccess) {
@@ -324,7 +325,7 @@ static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index) UB_REQU
     return true;
 }
 
-bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, bool *profile_again) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_sched_asks *asks) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     uint64_t index = s->next_call++;
@@ -337,7 +338,7 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, bool *profil
         if (capture || sig != s->pos_sig[0]) {
             if (++s->idle_calls >= s->period) {
                 s->idle_calls = 0;
-                *profile_again = count_deviation(c, "a whole period of calls without the call that starts the plan's iteration");
+                asks->profile_again = count_deviation(c, "a whole period of calls without the call that starts the plan's iteration");
             }
             return false;
         }
@@ -347,10 +348,10 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, bool *profil
         s->run++;
     }
     if (capture || sig != s->pos_sig[s->pos]) {
-        *profile_again = ub_sched_deviation(c, capture ? "a call on a capturing stream" : "another call than the plan expected");
+        asks->profile_again = ub_sched_deviation(c, capture ? "a call on a capturing stream" : "another call than the plan expected");
         return false;
     }
-    if (s->pos == 0 && !iteration_start(c, d->stream, index))
+    if (s->pos == 0 && !iteration_start(c, d->stream, index, asks))
         return false;
     int k = s->pos_call[s->pos];
     s->pos++;

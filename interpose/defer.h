@@ -29,13 +29,16 @@ int ub_sched_prepare(ub_comm *c, const ub_plan *plan, const ub_sched_predictions
 /* Lock held: the plan's cursor starts at this iteration boundary, call index `call` (agree_at +
  * period, or calibration's apply call); the life cycle moves the communicator to SCHEDULE. */
 void ub_sched_begin(ub_comm *c, uint64_t call) UB_REQUIRES(ub_state_mutex);
+/* What a call on the cursor asks the life cycle to do after it (each left false unless asked). */
+typedef struct ub_sched_asks {
+    bool profile_again; /* the call is the deviation after USBYTE_MAX_DEVIATIONS in a row */
+    bool refit;         /* verification's verdict at this call: the model fitted again (ub_comm_refit) */
+} ub_sched_asks;
 /* Lock held on entry and exit (released while blocks are issued).  A call on a communicator in
  * SCHEDULE; sig is its portable signature.  Returns true when the call is deferred (the wrapper
  * returns ncclSuccess without forwarding it), or answered with the failure of the block issue it
- * triggered (c->failed, ub_comm_set_failed).  *profile_again is set true where the call is the
- * deviation after USBYTE_MAX_DEVIATIONS in a row (the life cycle then profiles again) and left
- * as it is otherwise. */
-bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, bool *profile_again) UB_REQUIRES_UNLOCKS(ub_state_mutex);
+ * triggered (c->failed, ub_comm_set_failed); asks says what the life cycle does next. */
+bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_sched_asks *asks) UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: a deviation that is not a call of the sequence (a graph capture begins on a stream
  * with deferred calls): flushes what arrived; true where it is the one after
  * USBYTE_MAX_DEVIATIONS in a row (the life cycle then profiles again, ub_comm_deviates). */

@@ -9,16 +9,8 @@
 #include "nccl_list.h"
 #include "state.h"
 
-#define MAX_AFTER_LAUNCH 64
-#define AFTER_LAUNCH_DATA 48
-
-typedef struct after_launch {
-    ub_after_launch_fn fn;
-    unsigned char data[AFTER_LAUNCH_DATA];
-} after_launch;
-
 static _Thread_local int group_depth;
-static _Thread_local after_launch queue[MAX_AFTER_LAUNCH];
+static _Thread_local ub_after_launch queue[UB_MAX_AFTER_LAUNCH];
 static _Thread_local int n_queue;
 /* A failure of what usbyte issued while this thread's group was open (the group ended early, a
  * block of the plan): NCCL would have failed the whole group, so its outermost end returns it. */
@@ -39,7 +31,7 @@ bool ub_group_pending(void) { return n_queue > 0; }
 
 bool ub_group_after_launch(ub_after_launch_fn fn, const void *data, size_t size)
 {
-    if (n_queue == MAX_AFTER_LAUNCH || size > AFTER_LAUNCH_DATA)
+    if (n_queue == UB_MAX_AFTER_LAUNCH || size > UB_AFTER_LAUNCH_DATA)
         return false;
     queue[n_queue].fn = fn;
     memcpy(queue[n_queue].data, data, size);
@@ -47,13 +39,12 @@ bool ub_group_after_launch(ub_after_launch_fn fn, const void *data, size_t size)
     return true;
 }
 
-void ub_group_run_after_launch(void)
+int ub_group_take_after_launch(ub_after_launch *out)
 {
-    /* An action may queue another (it runs outside any group now, so it will not). */
     int n = n_queue;
     n_queue = 0;
-    for (int i = 0; i < n; i++)
-        queue[i].fn(queue[i].data);
+    memcpy(out, queue, (size_t)n * sizeof *out);
+    return n;
 }
 
 ncclResult_t ub_group_split_begin(int depth)

@@ -247,7 +247,10 @@ ncclResult_t ub_group_ended(ncclResult_t r)
         (!ub_group_pending() && !ub_agree_any_unread()))
         return r;
     ub_state_lock();
-    ub_group_run_after_launch();
+    /* An action may queue another (it runs outside any group now, so it will not). */
+    ub_after_launch queued[UB_MAX_AFTER_LAUNCH];
+    for (int i = 0, n = ub_group_take_after_launch(queued); i < n; i++)
+        queued[i].fn(queued[i].data);
     unsigned long self = (unsigned long)pthread_self();
     for (ub_comm *c = ub_state_live_comms(), *next; c; c = next) {
         next = c->hh.next;
@@ -488,14 +491,16 @@ void ub_comm_deviates(ub_comm *c, const char *why)
 static bool sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     uint64_t index = c->sched.next_call;
-    bool profile_again = false;
-    bool held = ub_sched_call(c, d, sig, &profile_again);
-    if (profile_again)
+    ub_sched_asks asks = {0};
+    bool held = ub_sched_call(c, d, sig, &asks);
+    if (asks.profile_again)
         redetect_after_deviations(c);
     if (failure_answered(c, t) || (!held && aborted_meanwhile(c, index, t)))
         return true;
-    /* Verification kept a plan at this call: the model may be fitted again with its blocks. */
-    ub_comm_refit(c);
+    /* Verification kept or dropped a plan at this call: the model may be fitted again with its
+     * blocks. */
+    if (asks.refit)
+        ub_comm_refit(c);
     return held;
 }
 

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cupti.h"
 #include "globals.h"
 #include "guard.h"
 #include "lifecycle.h"
@@ -110,6 +111,7 @@ static int init(void)
     if (ub_cfg.mode != UB_MODE_OFF)
         check_report_dir();
     pthread_atfork(NULL, NULL, fork_child);
+    ub_cupti_set_callback(ub_cupti_callback);
     /* USBYTE_MODE=off too follows each communicator's calls to its first lock: it takes part in the
      * configuration agreement there (agree_config.c), as every rank must, then passes through. */
     atomic_store(&ub_passthrough_all, false);

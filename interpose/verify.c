@@ -411,7 +411,7 @@ static ub_verify_step window_step(ub_comm *c, ub_verify_rt *v, cudaStream_t st, 
     return step;
 }
 
-ub_verify_step ub_verify_iteration(ub_comm *c, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+static ub_verify_step iteration_step(ub_comm *c, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_verify_rt *v = &c->verify;
     if (!v->on)
@@ -433,6 +433,13 @@ ub_verify_step ub_verify_iteration(ub_comm *c, cudaStream_t st, uint64_t call) U
     return window_step(c, v, st, call);
 }
 
+ub_verify_step ub_verify_iteration(ub_comm *c, cudaStream_t st, uint64_t call) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+{
+    ub_verify_step step = iteration_step(c, st, call);
+    step.refit = c->verify.refit_from >= 0;
+    return step;
+}
+
 bool ub_verify_issuing(const ub_comm *c) { return atomic_load(&c->verify.issuing) > 0; }
 
 bool ub_verify_refit_wanted(ub_comm *c, const ub_plan **plan, double seconds[UB_VERIFY_BLOCKS], int *n,
@@ -440,7 +447,7 @@ bool ub_verify_refit_wanted(ub_comm *c, const ub_plan **plan, double seconds[UB_
 {
     ub_verify_rt *v = &c->verify;
     int i = v->refit_from;
-    if (i < 0) /* every scheduled call asks: nothing written then */
+    if (i < 0)
         return false;
     v->refit_from = -1;
     if (!v->on || (v->kept != i && v->kept != -1) || v->window >= 0)

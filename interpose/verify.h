@@ -29,6 +29,9 @@ typedef struct ub_verify_step {
      * call and why, verification is off, and the caller ends schedule mode with the error. */
     ncclResult_t failed;
     const char *failure;
+    /* Verification kept or dropped a plan here and its blocks may show the model where it is
+     * wrong: the life cycle fits the model again right after this call (ub_comm_refit). */
+    bool refit;
 } ub_verify_step;
 
 /* Before the agreement, beside the executor's reservation (agree_rt.c, without the lock, the

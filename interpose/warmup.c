@@ -22,8 +22,9 @@
 #include "warmup.h"
 #include "usbyte/types.h"
 
-/* CUPTI's report of stream-ordered work on a stream (given to ub_cupti_acquire). */
-static void stream_work(cudaStream_t stream, const char *what, bool compute) UB_EXCLUDES(ub_state_mutex);
+/* Compute operations (kernels, host functions) CUPTI saw on any stream while subscribed
+ * (ub_warmup_stream_work): a wait with none since the previous one is in the same segment. */
+static atomic_ullong work_count;
 
 /* Bytes of the device-to-device copy timed in the warm-up (staging's copy_beta). */
 #define COPY_PROBE_BYTES (2u << 20)
@@ -174,7 +175,7 @@ ub_transition ub_warmup_start(ub_comm *c, uint64_t first) UB_REQUIRES(ub_state_m
         snprintf(c->local_failure, sizeof c->local_failure, "cannot create the timing events or private streams");
     else
         time_staging_copy(c);
-    ub_comm_watch_cupti(c, stream_work);
+    ub_comm_watch_cupti(c);
     c->watching = true;
     atomic_fetch_add(&ub_cuda_tracking, 1);
     if (c->local_failure[0])
@@ -382,7 +383,7 @@ static void need_range(ub_comm *c, int it, int from, int to, cudaStream_t stream
     ub_rec_call *first = ub_record_at(&c->rec, it, from);
     /* Structure, where CUPTI lets us see it: a stream wait right after the previous one on the
      * same stream, with no work enqueued anywhere in between, belongs to the same segment. */
-    unsigned long long work = atomic_load(&ub_work_count);
+    unsigned long long work = atomic_load(&work_count);
     bool split = !(stream && c->cupti_held && stream == c->last_need_stream && work == c->last_need_work);
     c->last_need_stream = stream;
     c->last_need_work = work;
@@ -518,8 +519,12 @@ void ub_warmup_device_wait(void)
     ub_state_unlock();
 }
 
-static void stream_work(cudaStream_t stream, const char *what, bool compute)
+void ub_warmup_stream_work(cudaStream_t stream, const char *what, bool compute)
 {
+    /* Compute (kernels, host functions) separates forward segments; copies do not (DDP copies
+     * each bucket back right after waiting for it). */
+    if (compute)
+        atomic_fetch_add_explicit(&work_count, 1, memory_order_relaxed);
     if (ub_state_in_child())
         return;
     ub_state_lock();

@@ -43,5 +43,8 @@ void ub_warmup_stream_wait(cudaStream_t stream, cudaEvent_t event) UB_EXCLUDES(u
 void ub_warmup_event_host_wait(cudaEvent_t event, bool poll) UB_EXCLUDES(ub_state_mutex);
 void ub_warmup_stream_host_wait(cudaStream_t stream, bool poll) UB_EXCLUDES(ub_state_mutex);
 void ub_warmup_device_wait(void) UB_EXCLUDES(ub_state_mutex);
+/* CUPTI saw work put on `stream` (cupti_wrap.c's callback; the lock not held): compute (a
+ * kernel, graph, host function or stream callback) or a copy, memset or write. */
+void ub_warmup_stream_work(cudaStream_t stream, const char *what, bool compute) UB_EXCLUDES(ub_state_mutex);
 
 #endif
