@@ -54,4 +54,47 @@ trace ddp-group ddp_like --profile data/profiles/resnet50-v100-b64-barrier.json 
     --bucket-cap-mb 1 --first-bucket-mb 0.25 --group-rank 1
 USBYTE_COMPLETION=call trace per-layer per_layer --profile data/profiles/vgg16-v100-b64.json --iters 70 "${SCALE[@]}"
 [ "$fails" -eq 0 ] || { echo "way: $fails of the runs call up a tier or into a file on their stack"; exit 1; }
+
+# Planted faults: traces written by hand from the library's own functions (their offsets from nm),
+# each a top-level ncclAllReduce whose calls go as FUNCTIONS say (a nested list), read by way.py.
+# planted NAME EXPECT(0: passes, else the line it must print) CALLS
+planted() {
+    local name=$1 expect=$2 calls=$3
+    python3 - "$TRACE/libusbyte.so" "$WORK/planted-$name" "$calls" <<'PY'
+import ast, struct, subprocess, sys
+lib, out, calls = sys.argv[1], sys.argv[2], ast.literal_eval(sys.argv[3])
+sym = {}
+for line in subprocess.run(["nm", lib], capture_output=True, text=True, check=True).stdout.splitlines():
+    parts = line.split()
+    if len(parts) == 3 and parts[1] in "tT":
+        sym[parts[2]] = int(parts[0], 16)
+events = []
+def emit(node):
+    fn, children = node[0], node[1:]
+    events.append((sym[fn], 1, 1))
+    for ch in children:
+        emit(ch)
+    events.append((sym[fn], 1, 0))
+emit(calls)
+with open(out, "wb") as f:
+    f.write(struct.pack("<Q", 0))
+    for e in events:
+        f.write(struct.pack("<QII", *e))
+PY
+    local got rc=0
+    got=$(python3 tests/layers/way.py "$TRACE/libusbyte.so" "$TRACE/libusbyte.link-map" "$WORK/planted-$name") || rc=$?
+    if [ "$expect" = 0 ]; then
+        [ "$rc" -eq 0 ] || { echo "FAIL: planted $name: a legal way is refused:"; echo "$got"; exit 1; }
+    elif [ "$rc" -eq 0 ] || ! grep -qF -- "$expect" <<<"$got"; then
+        echo "FAIL: planted $name: way.py did not report \"$expect\" (exit $rc):"; echo "$got"; exit 1
+    fi
+    echo "ok: planted $name"
+}
+planted legal 0 "['ncclAllReduce', ['ub_coll_before', ['ub_state_lock'], ['ub_sched_call', ['ub_redirect_deferred']]]]"
+# The real library calling a wrapper back through the PLT (NCCL's launch calling the CUDA runtime).
+planted through-library 0 "['ncclAllReduce', ['ub_coll_before', ['ub_sched_call', ['cudaEventRecord']]]]"
+planted callback-upward "upward call: interpose/group.c:ub_group_take_after_launch" \
+    "['ncclAllReduce', ['ub_coll_before', ['ub_group_take_after_launch', ['ub_warmup_stream_work']]]]"
+planted circle "circle: interpose/defer.c:ub_sched_call entered from interpose/redirect.c:ub_redirect_deferred" \
+    "['ncclAllReduce', ['ub_coll_before', ['ub_sched_call', ['ub_redirect_deferred', ['ub_sched_call']]]]]"
 echo "way: ok"
