@@ -61,13 +61,14 @@ LDLIBS_THREAD := -lpthread -ldl -lrt -lm
 .DEFAULT_GOAL := all
 .PHONY: all test unit-tests deps demo clean FORCE
 
-# Every object depends on the flag set it was built with, so changing SAN/OPT rebuilds.  No
+# Every object depends on the flag set it was built with, so changing SAN/OPT rebuilds (and so does
+# a change of what a fragment adds to some objects alone, which it names in FLAGS_STAMP_EXTRA).  No
 # nccl.h anywhere stops every compilation here, with where it was looked for.
 FLAGS_STAMP := $(BUILD)/.flags
 $(FLAGS_STAMP): FORCE
 	@$(if $(NCCL_INCDIR),true,echo 'nccl.h not found: $(wordlist 3,99,$(USBYTE_NCCL_FOUND)); set NCCL_HOME to an NCCL with include/nccl.h (or install the nvidia-nccl-cu13 wheel)' >&2; false)
 	@mkdir -p $(@D)
-	@echo '$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)' > $@
+	@echo '$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(FLAGS_STAMP_EXTRA)' | cmp -s - $@ || echo '$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(FLAGS_STAMP_EXTRA)' > $@
 
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
@@ -78,6 +79,7 @@ objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 # Fragments append to these.
 ALL :=
+FLAGS_STAMP_EXTRA :=
 UNIT_TESTS :=          # cmocka binaries, run by tests/run
 INTEGRATION_TESTS :=   # executable scripts, run by tests/run with BUILD exported
 DEMO_DEPS :=

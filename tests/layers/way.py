@@ -2,7 +2,8 @@
 """The way of the runtime's calls, read from a run (tests/layers/way.sh makes one): the entries and
 exits of every interpose/ and profiler/ function of a libusbyte.so built with TRACE_CALLS=1
 (tests/layers/call_tracer.c), each function placed in its file by the link map and each file in its
-tier by layers.py's TIERS (profiler/ below them all).
+tier by layers.py's TIERS (profiler/ below them all, with the one interpose/ file layers.py lets
+it use, the configuration).
 
     way.py LIB LINK_MAP TRACE... [--entry ncclAllReduce] [--last N] [--show] [--tree]
 
@@ -24,15 +25,17 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from layers import TIERS  # noqa: E402
+from layers import BELOW_RUNTIME_MAY_USE, TIERS  # noqa: E402
 
-PROFILER_TIER = len(TIERS)  # profiler/ is below every interpose/ tier
-TIER_NAMES = [name for name, _ in TIERS] + ["profiler/ (the pure pieces)"]
+# profiler/ is below every interpose/ tier, and so is the configuration, which it may use
+# (layers.py holds config.c to using no other interpose/ file).
+PROFILER_TIER = len(TIERS)
+TIER_NAMES = [name for name, _ in TIERS] + [f"profiler/ (the pure pieces) and {BELOW_RUNTIME_MAY_USE}"]
 
 
 def tier_of(path):
     folder, name = path.split("/", 1)
-    if folder == "profiler":
+    if folder == "profiler" or path == BELOW_RUNTIME_MAY_USE:
         return PROFILER_TIER
     for i, (_, names) in enumerate(TIERS):
         if name in names:
