@@ -741,10 +741,9 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     t->comm = NULL;
     t->call = -1;
     t->result = ncclSuccess;
-    if (ub_state_in_child())
+    ub_comm *c;
+    if (!ub_state_lock_comm(d->comm, &c))
         return false;
-    ub_state_lock();
-    ub_comm *c = ub_comm_get(d->comm);
     if (!c) { /* not seen at its creation */
         ub_state_unlock();
         int rank, nranks, device;

@@ -159,6 +159,15 @@ ub_comm *ub_comm_get(ncclComm_t handle)
     return c;
 }
 
+bool ub_state_lock_comm(ncclComm_t handle, ub_comm **c)
+{
+    if (in_child)
+        return false;
+    ub_state_lock();
+    *c = ub_comm_get(handle);
+    return true;
+}
+
 /* A record in the live table and in every communicator's list (the report), index its creation
  * order. */
 static ub_comm *new_record(ncclComm_t handle, int rank, int nranks, int device) UB_REQUIRES(ub_state_mutex)
