@@ -65,10 +65,11 @@ LDLIBS_THREAD := -lpthread -ldl -lrt -lm
 # a change of what a fragment adds to some objects alone, which it names in FLAGS_STAMP_EXTRA).  No
 # nccl.h anywhere stops every compilation here, with where it was looked for.
 FLAGS_STAMP := $(BUILD)/.flags
+FLAGS_STAMP_TEXT = $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(FLAGS_STAMP_EXTRA)
 $(FLAGS_STAMP): FORCE
 	@$(if $(NCCL_INCDIR),true,echo 'nccl.h not found: $(wordlist 3,99,$(USBYTE_NCCL_FOUND)); set NCCL_HOME to an NCCL with include/nccl.h (or install the nvidia-nccl-cu13 wheel)' >&2; false)
 	@mkdir -p $(@D)
-	@echo '$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(FLAGS_STAMP_EXTRA)' | cmp -s - $@ || echo '$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(FLAGS_STAMP_EXTRA)' > $@
+	@echo '$(FLAGS_STAMP_TEXT)' | cmp -s - $@ || echo '$(FLAGS_STAMP_TEXT)' > $@
 
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
