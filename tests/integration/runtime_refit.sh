@@ -65,17 +65,31 @@ same_results calib base
 jq -e '.comms[0] | .state == "schedule" and .calls_per_iteration == 161 and (.calibration.agreed // false)' \
     "$WORK/calib-0.json" >/dev/null \
     || fail "calib: $(jq -c '.comms[0] | [.state, .state_reason, .calls_per_iteration, .calibration.agreed]' "$WORK/calib-0.json")"
-# After a drop.
+# After a drop.  Whether `best`'s first plan reaches the cliff depends on the warm-up's samples:
+# three iterations on a loaded host can tilt the calls' flat cost into a slope, and `best` then
+# cuts blocks that all stay in the flat region (22 blocks of at most 20 KB, measured 31 ms against
+# pass-through's 182 ms under ASan).  Such a plan pays and must be kept; the run then shows nothing
+# of a drop, so it is checked as a keep and the job runs again, at most three times in all.
 printf '# source: runtime_refit.sh, made up: flat over the calls'"'"' sizes, far steeper above them\n# ranks: 2\n# columns: bytes\ttime_us\n1024\t1000\n20480\t1000\n40960\t200000\n262144\t1500000\n' \
     >"$WORK/cliff.tsv"
+FLAT_BYTES=20480 # the table's last row of the flat region
 DROP_ARGS=("${ARGS[@]:0:${#ARGS[@]}-1}" 120)
-for name in cliff-base cliff; do
-    pre=""
-    [ $name = cliff ] && pre=$USBYTE_PRELOAD
-    USBYTE_EMU_NET=$WORK/cliff.tsv LD_PRELOAD="$pre" USBYTE_REPORT="$WORK/$name-%r.json" "$BUILD/emu/emu-run" -n 2 \
-        --timeout 240 -- "$TRAINER" "${DROP_ARGS[@]}" >"$WORK/$name.out" 2>&1 || { tail -30 "$WORK/$name.out"; fail "$name: exit $?"; }
+USBYTE_EMU_NET=$WORK/cliff.tsv "$BUILD/emu/emu-run" -n 2 --timeout 240 -- "$TRAINER" "${DROP_ARGS[@]}" \
+    >"$WORK/cliff-base.out" 2>&1 || { tail -30 "$WORK/cliff-base.out"; fail "cliff-base: exit $?"; }
+crossed=""
+for attempt in 1 2 3; do
+    USBYTE_EMU_NET=$WORK/cliff.tsv LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_REPORT="$WORK/cliff-%r.json" "$BUILD/emu/emu-run" \
+        -n 2 --timeout 240 -- "$TRAINER" "${DROP_ARGS[@]}" >"$WORK/cliff.out" 2>&1 \
+        || { tail -30 "$WORK/cliff.out"; fail "cliff: exit $?"; }
+    same_results cliff cliff-base
+    largest=$(jq '[.comms[0].plan.blocks[] | [.segments[][2]] | add] | max' "$WORK/cliff-0.json")
+    [ "$largest" -gt "$FLAT_BYTES" ] && { crossed=yes; break; }
+    jq -e '.comms[0].verification | .candidates[0].policy == "best" and .candidates[0].measured_iteration < .pass_through_iteration
+           and (.kept | startswith("best"))' "$WORK/cliff-0.json" >/dev/null \
+        || fail "cliff: best's first plan stays in the flat region (largest block $largest bytes) and was not kept: $(jq -c '.comms[0].verification | [.kept, .reason]' "$WORK/cliff-0.json")"
+    echo "info: cliff, run $attempt: best's first plan stays in the flat region (largest block $largest bytes) and was kept; again"
 done
-same_results cliff cliff-base
+[ -n "$crossed" ] || fail "cliff: in 3 runs best's first plan never reached the cliff: the drop was not exercised"
 lines=$(grep -o 'usbyte\[[01]\]: communicator 0: the model re-fitted with .*' "$WORK/cliff.out" | sed 's/usbyte\[[01]\]//' | sort -u || true)
 [ "$(grep -c 'communicator 0: the model re-fitted with .* (measured slower than pass-through)' "$WORK/cliff.out")" = 2 ] &&
     [ "$(echo "$lines" | wc -l)" = 1 ] \
