@@ -710,8 +710,10 @@ static bool call_before(ub_comm *c, const ub_coll_desc *d, ub_coll_token *t) UB_
      * application hears of it here, at every call. */
     if (failure_answered(c, t))
         return true;
-    if (c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH)
+    if (c->state == UB_COMM_DISABLED || c->state == UB_COMM_PASS_THROUGH) {
+        ub_state_note_passing_through(c);
         return false;
+    }
     if (c->issuer != (unsigned long)pthread_self()) {
         c->issuer = (unsigned long)pthread_self();
         note_shared_issuer(c);
@@ -742,7 +744,7 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     t->call = -1;
     t->result = ncclSuccess;
     ub_comm *c;
-    if (!ub_state_lock_comm(d->comm, &c))
+    if (ub_state_passes_through(d->comm) || !ub_state_lock_comm(d->comm, &c))
         return false;
     if (!c) { /* not seen at its creation */
         ub_state_unlock();

@@ -5,6 +5,7 @@
  * constructors and, to release a stream or event record, the real CUDA runtime. */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,6 +28,16 @@ static int n_all UB_GUARDED_BY(ub_state_mutex), cap_all UB_GUARDED_BY(ub_state_m
 static ub_stream *streams UB_GUARDED_BY(ub_state_mutex);
 static ub_event *events UB_GUARDED_BY(ub_state_mutex);
 static bool in_child;
+/* Bumped, under the lock, by every change that can end a communicator's passing its calls through
+ * (a new or forgotten record, a state moved, a failure): a thread's note that a communicator
+ * passes through holds while the count it saw stays. */
+static atomic_uint_fast64_t passing_epoch;
+static _Thread_local struct {
+    ncclComm_t handle;
+    uint_fast64_t epoch;
+} passing_note;
+
+static void passing_changed(void) { atomic_fetch_add_explicit(&passing_epoch, 1, memory_order_release); }
 
 /* The wrappers of the mutex are what the analysis trusts (lock_contract.h). */
 void ub_state_lock(void) UB_NO_LOCK_ANALYSIS
@@ -80,6 +91,7 @@ void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason)
                  reason ? ": " : "", reason ? reason : "");
     c->state = s;
     snprintf(c->reason, sizeof c->reason, "%s", reason ? reason : "");
+    passing_changed();
 }
 
 void ub_comm_set_failed(ub_comm *c, ncclResult_t r, const char *what)
@@ -87,6 +99,7 @@ void ub_comm_set_failed(ub_comm *c, ncclResult_t r, const char *what)
     if (c->failed != ncclSuccess)
         return;
     c->failed = r;
+    passing_changed();
     ub_error("communicator %d: %s; this rank issues nothing more on it: this call and every later one on it "
              "return %s", c->index, what, ub_nccl_result_name(r));
     ub_comm_set_state(c, UB_COMM_PASS_THROUGH, what);
@@ -159,6 +172,18 @@ ub_comm *ub_comm_get(ncclComm_t handle)
     return c;
 }
 
+void ub_state_note_passing_through(const ub_comm *c)
+{
+    passing_note.handle = c->handle;
+    passing_note.epoch = atomic_load_explicit(&passing_epoch, memory_order_relaxed);
+}
+
+bool ub_state_passes_through(ncclComm_t handle)
+{
+    return handle && passing_note.handle == handle &&
+           passing_note.epoch == atomic_load_explicit(&passing_epoch, memory_order_acquire);
+}
+
 bool ub_state_lock_comm(ncclComm_t handle, ub_comm **c)
 {
     if (in_child)
@@ -202,6 +227,7 @@ static ub_comm *new_record(ncclComm_t handle, int rank, int nranks, int device) 
     if (c->nranks > atomic_load(&ub_world))
         atomic_store(&ub_world, c->nranks);
     HASH_ADD_PTR(comms, handle, c);
+    passing_changed();
     return c;
 }
 
@@ -220,7 +246,11 @@ ub_comm *ub_comm_create(ncclComm_t handle, int rank, int nranks, int device)
     return c;
 }
 
-void ub_comm_forget(ub_comm *c) { HASH_DEL(comms, c); }
+void ub_comm_forget(ub_comm *c)
+{
+    HASH_DEL(comms, c);
+    passing_changed();
+}
 
 void ub_comm_add_disabled(ncclComm_t handle, int rank, int nranks, const char *why)
 {

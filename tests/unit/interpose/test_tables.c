@@ -1,0 +1,104 @@
+/* The tables' note that a communicator passes its calls through (interpose/tables.c), which lets
+ * a collective on it skip the lock: it holds for the thread that noted it, for that communicator,
+ * until anything in the tables changes (a state moved, a failure, a record created or
+ * forgotten), and never for a communicator whose record a new one reuses. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "../../../interpose/cuda_list.h"
+#include "../../../interpose/guard.h"
+#include "../../../interpose/nccl_list.h"
+#include "../../../interpose/state.h"
+#include "../../../interpose/tables.h"
+
+ub_cuda_real ub_cuda; /* resolve.c's tables: unused here */
+ub_nccl_real ub_nccl;
+
+#define H(x) ((ncclComm_t)(uintptr_t)(x))
+
+/* A record in pass-through, noted by this thread. */
+static ub_comm *passing(ncclComm_t handle)
+{
+    ub_comm *c = ub_comm_create(handle, 0, 2, 0);
+    assert_non_null(c);
+    ub_comm_set_state(c, UB_COMM_PASS_THROUGH, "test");
+    ub_state_note_passing_through(c);
+    return c;
+}
+
+static void test_holds_until_a_change(void **state)
+{
+    (void)state;
+    ub_state_lock();
+    ub_comm *b = ub_comm_create(H(0xb0), 0, 2, 0), *a = passing(H(0xa0));
+    assert_true(ub_state_passes_through(H(0xa0)));
+    assert_false(ub_state_passes_through(H(0xb0))); /* another communicator */
+    assert_false(ub_state_passes_through(NULL));
+    ub_comm_set_state(b, UB_COMM_PROFILE, "another record moved");
+    assert_false(ub_state_passes_through(H(0xa0)));
+    ub_state_note_passing_through(a);
+    assert_true(ub_state_passes_through(H(0xa0)));
+    ub_comm_set_failed(a, ncclSystemError, "a failure to answer");
+    assert_false(ub_state_passes_through(H(0xa0)));
+    ub_state_note_passing_through(a);
+    ub_comm_create(H(0xc0), 0, 2, 0);
+    assert_false(ub_state_passes_through(H(0xa0))); /* a new record */
+    ub_state_unlock();
+}
+
+static void test_forgotten_handle_reused(void **state)
+{
+    (void)state;
+    ub_state_lock();
+    ub_comm *d = passing(H(0xd0));
+    assert_true(ub_state_passes_through(H(0xd0)));
+    ub_comm_forget(d);
+    assert_false(ub_state_passes_through(H(0xd0)));
+    ub_comm *again = ub_comm_create(H(0xd0), 0, 2, 0); /* NCCL gave the address to a new communicator */
+    assert_int_equal(again->state, UB_COMM_DETECT);
+    assert_false(ub_state_passes_through(H(0xd0)));
+    ub_state_unlock();
+}
+
+static void *other_thread(void *arg)
+{
+    return (void *)(uintptr_t)ub_state_passes_through((ncclComm_t)arg);
+}
+
+static void test_per_thread(void **state)
+{
+    (void)state;
+    ub_state_lock();
+    passing(H(0xe0));
+    ub_state_unlock();
+    assert_true(ub_state_passes_through(H(0xe0)));
+    pthread_t t;
+    void *seen = (void *)1;
+    assert_int_equal(pthread_create(&t, NULL, other_thread, H(0xe0)), 0);
+    assert_int_equal(pthread_join(t, &seen), 0);
+    assert_null(seen);
+}
+
+/* A failed check leaves its test at once: the lock must not stay held for the next one. */
+static int unlock_if_held(void **state)
+{
+    (void)state;
+    if (ub_holds_state_lock)
+        ub_state_unlock();
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_holds_until_a_change, unlock_if_held),
+        cmocka_unit_test_teardown(test_forgotten_handle_reused, unlock_if_held),
+        cmocka_unit_test_teardown(test_per_thread, unlock_if_held),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
