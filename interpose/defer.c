@@ -372,13 +372,11 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_sched_ask
             ub_sched_fail(c, ncclSystemError, "out of memory for a stream record");
         if (c->failed != ncclSuccess) /* the call is answered with the error */
             return true;
-        ub_redirect_deferred(c, st, k, ub_sched_done_value(&s->sp, s->base, k, true),
-                             ub_sched_done_value(&s->sp, s->base, k, false));
+        ub_sched_arrival at = ub_sched_arrive(&s->sp, s->base, s->next_block, k);
+        ub_redirect_deferred(c, st, k, at.stream_value, at.call_value);
         s->arrived = k + 1;
-        int first, end;
-        ub_sched_issue(&s->sp, s->next_block, k, &first, &end);
-        if (first < end)
-            issue(c, first, end, s->arrived);
+        if (at.first < at.end)
+            issue(c, at.first, at.end, s->arrived);
         held = true;
     }
     if (s->active && s->pos == s->period) {

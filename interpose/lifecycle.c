@@ -744,7 +744,7 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     t->call = -1;
     t->result = ncclSuccess;
     ub_comm *c;
-    if (ub_state_passes_through(d->comm) || !ub_state_lock_comm(d->comm, &c))
+    if (!ub_state_lock_comm(d->comm, &c))
         return false;
     if (!c) { /* not seen at its creation */
         ub_state_unlock();

@@ -178,7 +178,7 @@ void ub_state_note_passing_through(const ub_comm *c)
     passing_note.epoch = atomic_load_explicit(&passing_epoch, memory_order_relaxed);
 }
 
-bool ub_state_passes_through(ncclComm_t handle)
+static bool passes_through(ncclComm_t handle)
 {
     return handle && passing_note.handle == handle &&
            passing_note.epoch == atomic_load_explicit(&passing_epoch, memory_order_acquire);
@@ -186,7 +186,7 @@ bool ub_state_passes_through(ncclComm_t handle)
 
 bool ub_state_lock_comm(ncclComm_t handle, ub_comm **c)
 {
-    if (in_child)
+    if (in_child || passes_through(handle))
         return false;
     ub_state_lock();
     *c = ub_comm_get(handle);

@@ -24,14 +24,15 @@ void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason) UB_REQUI
 void ub_comm_set_failed(ub_comm *c, ncclResult_t r, const char *what) UB_REQUIRES(ub_state_mutex);
 /* The communicator's record (NULL: unknown). */
 ub_comm *ub_comm_get(ncclComm_t handle) UB_REQUIRES(ub_state_mutex);
-/* A collective's way in: false in a forked child (nothing locked; the runtime stays out of the
- * child's calls), else the lock taken and *c the communicator's record (NULL: unknown). */
+/* A collective's way in: false when the runtime stays out of the call, nothing locked (in a
+ * forked child; on a communicator this thread noted passing its calls through, while nothing
+ * changed in the tables since), else the lock taken and *c the communicator's record (NULL:
+ * unknown). */
 bool ub_state_lock_comm(ncclComm_t handle, ub_comm **c) UB_TRY_ACQUIRE(true, ub_state_mutex);
 /* A communicator that passes its calls through (pass-through, disabled, no failure to answer):
  * noted by the calling thread under the lock, so that its next calls go through without it while
  * nothing changed in the tables (any record's state, failure, creation or end). */
 void ub_state_note_passing_through(const ub_comm *c) UB_REQUIRES(ub_state_mutex);
-bool ub_state_passes_through(ncclComm_t handle);
 /* NCCL's asynchronous error of a communicator (a peer gone: ncclRemoteError), asked without the
  * lock; ncclSuccess while none (or in progress). */
 ncclResult_t ub_comm_async_error(ncclComm_t handle) UB_EXCLUDES(ub_state_mutex);

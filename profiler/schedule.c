@@ -68,19 +68,21 @@ bad:
     return -1;
 }
 
-void ub_sched_issue(const ub_sched *s, int next, int k, int *first, int *end)
-{
-    *first = next;
-    int b = next;
-    while (b < s->n_blocks && s->issue_at[b] <= k)
-        b++;
-    *end = b;
-}
-
 uint64_t ub_sched_done_value(const ub_sched *s, uint64_t base, int k, bool stream_semantics)
 {
     int b = stream_semantics ? s->prefix_block[k] : s->last_block[k];
     return base + (uint64_t)b + 1;
+}
+
+ub_sched_arrival ub_sched_arrive(const ub_sched *s, uint64_t base, int next, int k)
+{
+    int b = next;
+    while (b < s->n_blocks && s->issue_at[b] <= k)
+        b++;
+    return (ub_sched_arrival){.stream_value = ub_sched_done_value(s, base, k, true),
+                              .call_value = ub_sched_done_value(s, base, k, false),
+                              .first = next,
+                              .end = b};
 }
 
 uint32_t ub_sched_flush_segments(const ub_plan *plan, uint32_t b, int arrived, bool *keep)

@@ -41,12 +41,18 @@ typedef struct ub_sched {
 int ub_sched_build(const ub_plan *plan, int n_calls, ub_sched *out);
 void ub_sched_free(ub_sched *s);
 
-/* The blocks [*first, *end) that the arrival of call k issues, given that blocks before `next`
- * went out already. */
-void ub_sched_issue(const ub_sched *s, int next, int k, int *first, int *end);
-
 /* The block value at which call k of the iteration with base `base` is complete. */
 uint64_t ub_sched_done_value(const ub_sched *s, uint64_t base, int k, bool stream_semantics);
+
+/* What the arrival of call k of the iteration with base `base` does, in one look at the plan: the
+ * block values at which the call is complete (ub_sched_done_value, in stream and in call
+ * semantics) and the blocks [first, end) it issues, given that the blocks before `next` went out
+ * already. */
+typedef struct ub_sched_arrival {
+    uint64_t stream_value, call_value;
+    int first, end;
+} ub_sched_arrival;
+ub_sched_arrival ub_sched_arrive(const ub_sched *s, uint64_t base, int next, int k);
 
 /* The segments of block b that a flush after `arrived` calls issues: fills `keep` (one flag per
  * segment of the block) and returns how many are kept. */

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,7 +22,7 @@ ub_nccl_real ub_nccl;
 
 #define H(x) ((ncclComm_t)(uintptr_t)(x))
 
-/* A record in pass-through, noted by this thread. */
+/* A record in pass-through, noted by this thread (lock held). */
 static ub_comm *passing(ncclComm_t handle)
 {
     ub_comm *c = ub_comm_create(handle, 0, 2, 0);
@@ -31,24 +32,42 @@ static ub_comm *passing(ncclComm_t handle)
     return c;
 }
 
+/* A collective's way in (lock not held): true when it goes through without the lock. */
+static bool passes(ncclComm_t handle)
+{
+    ub_comm *c;
+    if (!ub_state_lock_comm(handle, &c))
+        return true;
+    ub_state_unlock();
+    return false;
+}
+
 static void test_holds_until_a_change(void **state)
 {
     (void)state;
     ub_state_lock();
     ub_comm *b = ub_comm_create(H(0xb0), 0, 2, 0), *a = passing(H(0xa0));
-    assert_true(ub_state_passes_through(H(0xa0)));
-    assert_false(ub_state_passes_through(H(0xb0))); /* another communicator */
-    assert_false(ub_state_passes_through(NULL));
+    ub_state_unlock();
+    assert_true(passes(H(0xa0)));
+    assert_false(passes(H(0xb0))); /* another communicator */
+    assert_false(passes(NULL));
+    ub_state_lock();
     ub_comm_set_state(b, UB_COMM_PROFILE, "another record moved");
-    assert_false(ub_state_passes_through(H(0xa0)));
+    ub_state_unlock();
+    assert_false(passes(H(0xa0)));
+    ub_state_lock();
     ub_state_note_passing_through(a);
-    assert_true(ub_state_passes_through(H(0xa0)));
+    ub_state_unlock();
+    assert_true(passes(H(0xa0)));
+    ub_state_lock();
     ub_comm_set_failed(a, ncclSystemError, "a failure to answer");
-    assert_false(ub_state_passes_through(H(0xa0)));
+    ub_state_unlock();
+    assert_false(passes(H(0xa0)));
+    ub_state_lock();
     ub_state_note_passing_through(a);
     ub_comm_create(H(0xc0), 0, 2, 0);
-    assert_false(ub_state_passes_through(H(0xa0))); /* a new record */
     ub_state_unlock();
+    assert_false(passes(H(0xa0))); /* a new record */
 }
 
 static void test_forgotten_handle_reused(void **state)
@@ -56,18 +75,22 @@ static void test_forgotten_handle_reused(void **state)
     (void)state;
     ub_state_lock();
     ub_comm *d = passing(H(0xd0));
-    assert_true(ub_state_passes_through(H(0xd0)));
+    ub_state_unlock();
+    assert_true(passes(H(0xd0)));
+    ub_state_lock();
     ub_comm_forget(d);
-    assert_false(ub_state_passes_through(H(0xd0)));
+    ub_state_unlock();
+    assert_false(passes(H(0xd0)));
+    ub_state_lock();
     ub_comm *again = ub_comm_create(H(0xd0), 0, 2, 0); /* NCCL gave the address to a new communicator */
     assert_int_equal(again->state, UB_COMM_DETECT);
-    assert_false(ub_state_passes_through(H(0xd0)));
     ub_state_unlock();
+    assert_false(passes(H(0xd0)));
 }
 
 static void *other_thread(void *arg)
 {
-    return (void *)(uintptr_t)ub_state_passes_through((ncclComm_t)arg);
+    return (void *)(uintptr_t)passes((ncclComm_t)arg);
 }
 
 static void test_per_thread(void **state)
@@ -76,7 +99,7 @@ static void test_per_thread(void **state)
     ub_state_lock();
     passing(H(0xe0));
     ub_state_unlock();
-    assert_true(ub_state_passes_through(H(0xe0)));
+    assert_true(passes(H(0xe0)));
     pthread_t t;
     void *seen = (void *)1;
     assert_int_equal(pthread_create(&t, NULL, other_thread, H(0xe0)), 0);

@@ -50,18 +50,17 @@ static void test_cursor(void **state)
     int expect_issue_at[4] = {1, 2, 3, 3};
     for (int b = 0; b < 4; b++)
         assert_int_equal(s.issue_at[b], expect_issue_at[b]);
-    int first, end;
-    ub_sched_issue(&s, 0, 0, &first, &end);
-    assert_int_equal(end - first, 0);         /* call 0 alone issues nothing */
-    ub_sched_issue(&s, 0, 1, &first, &end);
-    assert_int_equal(first, 0);
-    assert_int_equal(end, 1);
-    ub_sched_issue(&s, 1, 2, &first, &end);
-    assert_int_equal(first, 1);
-    assert_int_equal(end, 2);
-    ub_sched_issue(&s, 2, 3, &first, &end);
-    assert_int_equal(first, 2);
-    assert_int_equal(end, 4);                 /* both halves of call 3 */
+    ub_sched_arrival a = ub_sched_arrive(&s, 0, 0, 0);
+    assert_int_equal(a.end - a.first, 0); /* call 0 alone issues nothing */
+    a = ub_sched_arrive(&s, 0, 0, 1);
+    assert_int_equal(a.first, 0);
+    assert_int_equal(a.end, 1);
+    a = ub_sched_arrive(&s, 0, 1, 2);
+    assert_int_equal(a.first, 1);
+    assert_int_equal(a.end, 2);
+    a = ub_sched_arrive(&s, 0, 2, 3);
+    assert_int_equal(a.first, 2);
+    assert_int_equal(a.end, 4); /* both halves of call 3 */
     assert_true(s.staged[1]);
     assert_false(s.staged[0] || s.staged[2] || s.staged[3]);
     assert_int_equal(s.staging_bytes, 120);
@@ -72,7 +71,6 @@ static void test_cursor(void **state)
     ub_plan_free(&p);
 }
 
-/* A block that must wait for a later block's call keeps the plan's order: blocks never overtake. */
 /* A block of one call's segments with a gap between them goes through staging too, and sizes the
  * buffer (its two ranges are one allreduce only there); adjacent ones are one range in place. */
 static void test_staging_of_one_call(void **state)
@@ -90,6 +88,7 @@ static void test_staging_of_one_call(void **state)
     ub_plan_free(&p);
 }
 
+/* A block that must wait for a later block's call keeps the plan's order: blocks never overtake. */
 static void test_cursor_keeps_plan_order(void **state)
 {
     (void)state;
@@ -99,11 +98,10 @@ static void test_cursor_keeps_plan_order(void **state)
     assert_int_equal(ub_sched_build(&p, 3, &s), 0);
     for (int b = 0; b < 3; b++)
         assert_int_equal(s.issue_at[b], 2);
-    int first, end;
-    ub_sched_issue(&s, 0, 1, &first, &end);
-    assert_int_equal(end - first, 0);
-    ub_sched_issue(&s, 0, 2, &first, &end);
-    assert_int_equal(end - first, 3);
+    ub_sched_arrival a = ub_sched_arrive(&s, 0, 0, 1);
+    assert_int_equal(a.end - a.first, 0);
+    a = ub_sched_arrive(&s, 0, 0, 2);
+    assert_int_equal(a.end - a.first, 3);
     ub_sched_free(&s);
     ub_plan_free(&p);
 }
@@ -126,6 +124,12 @@ static void test_counter_values(void **state)
     assert_int_equal(ub_sched_done_value(&s, base, 1, true), base + 2);
     assert_int_equal(ub_sched_done_value(&s, base, 2, true), base + 2);
     assert_int_equal(ub_sched_done_value(&s, base, 3, true), base + 4);
+    /* an arrival carries both */
+    for (int k = 0; k < 4; k++) {
+        ub_sched_arrival a = ub_sched_arrive(&s, base, 0, k);
+        assert_int_equal(a.stream_value, ub_sched_done_value(&s, base, k, true));
+        assert_int_equal(a.call_value, ub_sched_done_value(&s, base, k, false));
+    }
     ub_sched_free(&s);
     ub_plan_free(&p);
 }
