@@ -29,8 +29,8 @@ static ub_stream *streams UB_GUARDED_BY(ub_state_mutex);
 static ub_event *events UB_GUARDED_BY(ub_state_mutex);
 static bool in_child;
 /* Bumped, under the lock, by every change that can end a communicator's passing its calls through
- * (a new or forgotten record, a state moved, a failure): a thread's note that a communicator
- * passes through holds while the count it saw stays. */
+ * (a new or forgotten record, a state moved: a failure moves it too, ub_comm_set_failed): a
+ * thread's note that a communicator passes through holds while the count it saw stays. */
 static atomic_uint_fast64_t passing_epoch;
 static _Thread_local struct {
     ncclComm_t handle;
@@ -99,7 +99,6 @@ void ub_comm_set_failed(ub_comm *c, ncclResult_t r, const char *what)
     if (c->failed != ncclSuccess)
         return;
     c->failed = r;
-    passing_changed();
     ub_error("communicator %d: %s; this rank issues nothing more on it: this call and every later one on it "
              "return %s", c->index, what, ub_nccl_result_name(r));
     ub_comm_set_state(c, UB_COMM_PASS_THROUGH, what);
