@@ -236,13 +236,14 @@ uint64_t ub_sched_unissued(const ub_comm *c)
 }
 
 /* Every capture begun through the runtime, the driver or a looked-up driver function is seen
- * (cuda_wrap.c, driver_wrap.c) and needs no query.  One begun where no wrapper can see it (a
- * driver function found with dlsym on libcuda's own handle) is asked for once per iteration and
- * stream: at the iteration's first call and where the stream changes, so that such a capture of a
- * whole step, the way steps are captured, is found before any of its calls is deferred. */
-static bool capturing(ub_sched_rt *s, cudaStream_t st)
+ * (cuda_wrap.c, driver_wrap.c) and needs no query: seen_capturing, the tables' answer on the
+ * call's way in.  One begun where no wrapper can see it (a driver function found with dlsym on
+ * libcuda's own handle) is asked for once per iteration and stream: at the iteration's first call
+ * and where the stream changes, so that such a capture of a whole step, the way steps are
+ * captured, is found before any of its calls is deferred. */
+static bool capturing(ub_sched_rt *s, cudaStream_t st, bool seen_capturing)
 {
-    if (ub_capture_stream(st))
+    if (seen_capturing)
         return true;
     if (s->active && s->pos != 0 && st == s->asked)
         return false;
@@ -325,11 +326,13 @@ static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index, ub_sche
     return true;
 }
 
-bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_sched_asks *asks) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_call_lookup *at, ub_sched_asks *asks)
+    UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     uint64_t index = s->next_call++;
-    bool capture = capturing(s, d->stream);
+    ub_stream *st = at ? at->stream : NULL;
+    bool capture = capturing(s, d->stream, at ? at->capturing : ub_capture_stream(d->stream));
     if (!s->active) {
         /* Pass-through since a deviation: the plan resumes at a call that starts an iteration.
          * That call may never come again (the sequence changed for good there, or the plan's
@@ -351,8 +354,11 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_sched_ask
         asks->profile_again = ub_sched_deviation(c, capture ? "a call on a capturing stream" : "another call than the plan expected");
         return false;
     }
-    if (s->pos == 0 && !iteration_start(c, d->stream, index, asks))
-        return false;
+    if (s->pos == 0) {
+        if (!iteration_start(c, d->stream, index, asks))
+            return false;
+        st = NULL; /* verification may have released the lock: the record is looked up again */
+    }
     int k = s->pos_call[s->pos];
     s->pos++;
     bool held = false;
@@ -367,7 +373,8 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_sched_ask
             record_ready(c, k);
         if (k == 0)
             mark_iteration_start(c, d->stream);
-        ub_stream *st = ub_stream_get(d->stream, c);
+        if (!st)
+            st = ub_stream_get(d->stream, c);
         if (!st)
             ub_sched_fail(c, ncclSystemError, "out of memory for a stream record");
         if (c->failed != ncclSuccess) /* the call is answered with the error */

@@ -9,6 +9,7 @@
 #include "coll_desc.h"
 #include "lock_contract.h"
 #include "state.h"
+#include "tables.h"
 
 /* Lock held, at the agreement: schedule mode takes over the agreed period's tables (position ->
  * portable signature, position -> allreduce index, malloc'd; the caller forgets them), which
@@ -35,10 +36,13 @@ typedef struct ub_sched_asks {
     bool refit;         /* verification's verdict at this call: the model fitted again (ub_comm_refit) */
 } ub_sched_asks;
 /* Lock held on entry and exit (released while blocks are issued).  A call on a communicator in
- * SCHEDULE; sig is its portable signature.  Returns true when the call is deferred (the wrapper
+ * SCHEDULE; sig is its portable signature, at what the tables answered on its way in
+ * (ub_state_lock_call: the stream's record, a capture on it; NULL where the communicator entered
+ * schedule mode at this call, after the way in: asked here).  Returns true when the call is deferred (the wrapper
  * returns ncclSuccess without forwarding it), or answered with the failure of the block issue it
  * triggered (c->failed, ub_comm_set_failed); asks says what the life cycle does next. */
-bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_sched_asks *asks) UB_REQUIRES_UNLOCKS(ub_state_mutex);
+bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_call_lookup *at, ub_sched_asks *asks)
+    UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: a deviation that is not a call of the sequence (a graph capture begins on a stream
  * with deferred calls): flushes what arrived; true where it is the one after
  * USBYTE_MAX_DEVIATIONS in a row (the life cycle then profiles again, ub_comm_deviates). */

@@ -488,11 +488,11 @@ void ub_comm_deviates(ub_comm *c, const char *why)
 /* SCHEDULE: the call goes to the plan's cursor (defer.c); a block issue it triggered that failed
  * is answered with the failure (the call is not forwarded: the communicator is in pass-through
  * from now on). */
-static bool sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+static bool sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_call_lookup *at, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     uint64_t index = c->sched.next_call;
     ub_sched_asks asks = {0};
-    bool held = ub_sched_call(c, d, sig, &asks);
+    bool held = ub_sched_call(c, d, sig, at, &asks);
     if (asks.profile_again)
         redetect_after_deviations(c);
     if (failure_answered(c, t) || (!held && aborted_meanwhile(c, index, t)))
@@ -611,7 +611,7 @@ static bool begin_schedule(ub_comm *c, const ub_coll_desc *d, uint64_t sig, cons
 {
     ub_sched_begin(c, res->index);
     ub_comm_set_state(c, UB_COMM_SCHEDULE, NULL);
-    return sched_call(c, d, sig, t);
+    return sched_call(c, d, sig, NULL, t); /* the way in answered for another state */
 }
 
 /* A call of calibration's (calibrate.c: the probes at agree_at + period, their agreed times one
@@ -704,7 +704,7 @@ static void detect_feed(ub_comm *c, const ub_coll_desc *d, const ub_call_sig *cs
 
 /* The call at the communicator's state (lock held): true when taken over, as ub_coll_before
  * returns. */
-static bool call_before(ub_comm *c, const ub_coll_desc *d, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+static bool call_before(ub_comm *c, const ub_coll_desc *d, const ub_call_lookup *at, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     /* This rank's own work failed (since the last call too: a host wait flushed blocks): the
      * application hears of it here, at every call. */
@@ -722,7 +722,7 @@ static bool call_before(ub_comm *c, const ub_coll_desc *d, ub_coll_token *t) UB_
     ub_call_sig cs = {.kind = portable_kind(d->id), .count = d->count, .dtype = d->dtype, .op = portable_op(d->op), .peer = d->root};
     uint64_t sig = ub_sig_portable(&cs);
     if (c->state == UB_COMM_SCHEDULE)
-        return sched_call(c, d, sig, t);
+        return sched_call(c, d, sig, at, t);
     ub_iter_result res;
     detect_feed(c, d, &cs, sig, &res);
     bool taken = false;
@@ -743,18 +743,16 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     t->comm = NULL;
     t->call = -1;
     t->result = ncclSuccess;
-    ub_comm *c;
-    if (!ub_state_lock_comm(d->comm, &c))
+    ub_call_lookup at;
+    if (!ub_state_lock_call(d->comm, d->stream, &at))
         return false;
-    if (!c) { /* not seen at its creation */
+    if (!at.comm) { /* not seen at its creation: NCCL is asked who it is, without the lock */
         ub_state_unlock();
         int rank, nranks, device;
         comm_identity(d->comm, &rank, &nranks, &device);
-        ub_state_lock();
-        if (!(c = ub_comm_get(d->comm)))
-            c = ub_comm_create(d->comm, rank, nranks, device);
+        at.comm = ub_state_lock_adopted(d->comm, rank, nranks, device);
     }
-    bool taken = c && call_before(c, d, t);
+    bool taken = at.comm && call_before(at.comm, d, &at, t);
     ub_state_unlock();
     return taken;
 }

@@ -47,9 +47,10 @@ $(BUILD)/tests/unit/test_redirect: $(call objs,tests/unit/interpose/test_redirec
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lpthread -lm
 
 UNIT_TESTS += $(BUILD)/tests/unit/test_redirect
-# The tables' note of a communicator that passes its calls through (tables.c), with the bottom
-# tier and the profiler pieces a record uses.
-$(BUILD)/tests/unit/test_tables: $(call objs,tests/unit/interpose/test_tables.c interpose/tables.c interpose/guard.c \
+# The tables' note of a communicator that passes its calls through and their answer on a
+# collective's way in (tables.c), with the capture table, the bottom tier and the profiler pieces a
+# record uses.
+$(BUILD)/tests/unit/test_tables: $(call objs,tests/unit/interpose/test_tables.c interpose/tables.c interpose/capture.c interpose/guard.c \
 		interpose/log.c interpose/globals.c interpose/config.c interpose/cuda_error.c $(RUNTIME_PROFILER_SRCS)) $(PLAN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(PLAN_LIB) $(LDLIBS_JSON) $(LDLIBS_CMOCKA) -lpthread -lm

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "capture.h"
 #include "cuda_list.h"
 #include "globals.h"
 #include "guard.h"
@@ -183,13 +184,26 @@ static bool passes_through(ncclComm_t handle)
            passing_note.epoch == atomic_load_explicit(&passing_epoch, memory_order_acquire);
 }
 
-bool ub_state_lock_comm(ncclComm_t handle, ub_comm **c)
+bool ub_state_lock_call(ncclComm_t handle, cudaStream_t stream, ub_call_lookup *at)
 {
     if (in_child || passes_through(handle))
         return false;
     ub_state_lock();
-    *c = ub_comm_get(handle);
+    at->comm = ub_comm_get(handle);
+    at->stream = NULL;
+    at->capturing = false;
+    if (at->comm && at->comm->state == UB_COMM_SCHEDULE) {
+        HASH_FIND_PTR(streams, &stream, at->stream);
+        at->capturing = ub_capture_stream(stream);
+    }
     return true;
+}
+
+ub_comm *ub_state_lock_adopted(ncclComm_t handle, int rank, int nranks, int device)
+{
+    ub_state_lock();
+    ub_comm *c = ub_comm_get(handle);
+    return c ? c : ub_comm_create(handle, rank, nranks, device);
 }
 
 /* A record in the live table and in every communicator's list (the report), index its creation

@@ -24,11 +24,21 @@ void ub_comm_set_state(ub_comm *c, ub_comm_state s, const char *reason) UB_REQUI
 void ub_comm_set_failed(ub_comm *c, ncclResult_t r, const char *what) UB_REQUIRES(ub_state_mutex);
 /* The communicator's record (NULL: unknown). */
 ub_comm *ub_comm_get(ncclComm_t handle) UB_REQUIRES(ub_state_mutex);
+/* What the tables know of one collective call on its way in.  In schedule mode the cursor needs
+ * the call's stream too, so it is answered here rather than asked for again. */
+typedef struct {
+    ub_comm *comm;     /* the communicator's record; NULL: unknown (not seen at its creation) */
+    ub_stream *stream; /* schedule mode: the stream's record (NULL: none yet) */
+    bool capturing;    /* schedule mode: a capture that the wrappers saw holds the stream */
+} ub_call_lookup;
 /* A collective's way in: false when the runtime stays out of the call, nothing locked (in a
  * forked child; on a communicator this thread noted passing its calls through, while nothing
- * changed in the tables since), else the lock taken and *c the communicator's record (NULL:
- * unknown). */
-bool ub_state_lock_comm(ncclComm_t handle, ub_comm **c) UB_TRY_ACQUIRE(true, ub_state_mutex);
+ * changed in the tables since), else the lock taken and *at what the tables know of the call. */
+bool ub_state_lock_call(ncclComm_t handle, cudaStream_t stream, ub_call_lookup *at) UB_TRY_ACQUIRE(true, ub_state_mutex);
+/* A communicator the way in did not know (created where usbyte could not see it): the lock taken
+ * and its record, made from rank, nranks and device (asked of NCCL without the lock) unless
+ * another thread made it meanwhile; NULL when out of memory. */
+ub_comm *ub_state_lock_adopted(ncclComm_t handle, int rank, int nranks, int device) UB_ACQUIRE(ub_state_mutex);
 /* A communicator that passes its calls through (pass-through, disabled, no failure to answer):
  * noted by the calling thread under the lock, so that its next calls go through without it while
  * nothing changed in the tables (any record's state, failure, creation or end). */

@@ -1,7 +1,8 @@
 /* The tables' note that a communicator passes its calls through (interpose/tables.c), which lets
  * a collective on it skip the lock: it holds for the thread that noted it, for that communicator,
  * until anything in the tables changes (a state moved, a failure, a record created or
- * forgotten), and never for a communicator whose record a new one reuses. */
+ * forgotten), and never for a communicator whose record a new one reuses.  And what the way in
+ * answers of a call: in schedule mode, its stream's record and whether a capture holds it. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "../../../interpose/capture.h"
 #include "../../../interpose/cuda_list.h"
 #include "../../../interpose/guard.h"
 #include "../../../interpose/nccl_list.h"
@@ -35,8 +37,8 @@ static ub_comm *passing(ncclComm_t handle)
 /* A collective's way in (lock not held): true when it goes through without the lock. */
 static bool passes(ncclComm_t handle)
 {
-    ub_comm *c;
-    if (!ub_state_lock_comm(handle, &c))
+    ub_call_lookup at;
+    if (!ub_state_lock_call(handle, NULL, &at))
         return true;
     ub_state_unlock();
     return false;
@@ -107,6 +109,45 @@ static void test_per_thread(void **state)
     assert_null(seen);
 }
 
+#define S(x) ((cudaStream_t)(uintptr_t)(x))
+
+/* A scheduled call's way in answers its stream's record and the capture on it; other states
+ * neither (their calls ask where they need them). */
+static void test_way_in_answers_the_stream(void **state)
+{
+    (void)state;
+    ub_state_lock();
+    ub_comm *c = ub_comm_create(H(0xf0), 0, 2, 0);
+    ub_stream *st = ub_stream_get(S(0x51), c);
+    ub_state_unlock();
+    ub_call_lookup at;
+    assert_true(ub_state_lock_call(H(0xf0), S(0x51), &at));
+    assert_ptr_equal(at.comm, c);
+    assert_null(at.stream); /* detecting */
+    ub_comm_set_state(c, UB_COMM_SCHEDULE, "test");
+    ub_state_unlock();
+    assert_true(ub_state_lock_call(H(0xf0), S(0x51), &at));
+    assert_ptr_equal(at.stream, st);
+    assert_false(at.capturing);
+    ub_state_unlock();
+    assert_true(ub_state_lock_call(H(0xf0), S(0x52), &at));
+    assert_null(at.stream); /* a stream without a record yet */
+    ub_state_unlock();
+    ub_capture_begun(S(0x51));
+    assert_true(ub_state_lock_call(H(0xf0), S(0x51), &at));
+    assert_true(at.capturing);
+    ub_state_unlock();
+    assert_true(ub_state_lock_call(H(0xf1), S(0x51), &at));
+    assert_null(at.comm);
+    ub_state_unlock();
+    ub_comm *adopted = ub_state_lock_adopted(H(0xf1), 1, 2, 0);
+    assert_non_null(adopted);
+    assert_int_equal(adopted->rank, 1);
+    ub_state_unlock();
+    assert_ptr_equal(ub_state_lock_adopted(H(0xf1), 0, 2, 0), adopted); /* made meanwhile: kept */
+    ub_state_unlock();
+}
+
 /* A failed check leaves its test at once: the lock must not stay held for the next one. */
 static int unlock_if_held(void **state)
 {
@@ -122,6 +163,7 @@ int main(void)
         cmocka_unit_test_teardown(test_holds_until_a_change, unlock_if_held),
         cmocka_unit_test_teardown(test_forgotten_handle_reused, unlock_if_held),
         cmocka_unit_test_teardown(test_per_thread, unlock_if_held),
+        cmocka_unit_test_teardown(test_way_in_answers_the_stream, unlock_if_held),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
