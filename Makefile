@@ -38,13 +38,6 @@ CC ?= cc
 OPT ?= -O2
 CPPFLAGS := -D_GNU_SOURCE -Iinclude $(addprefix -I,$(filter-out $(CUDA_HOME)/include,$(NCCL_INCDIR))) -I$(CUDA_HOME)/include
 CFLAGS := -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror -fvisibility=hidden -MMD -MP
-# Thread-locals through TLS descriptors: in a library loaded at start (LD_PRELOAD) a descriptor
-# resolves to the variable's fixed offset, where the default dialect calls __tls_get_addr at each
-# access (the guard's and the pass-through note's, on every wrapped call); a library opened later
-# with dlopen still works.  aarch64 uses descriptors already.
-ifeq ($(shell uname -m),x86_64)
-CFLAGS += -mtls-dialect=gnu2
-endif
 # Installed, the library and the tools find the shared libraries that `make install` carries
 # (lib/usbyte/: jansson, libelf) through their RUNPATH: $ORIGIN/../lib/usbyte is PREFIX/lib/usbyte
 # from PREFIX/lib and from PREFIX/bin alike.  In the build tree it names nothing, and the system's

@@ -4,6 +4,7 @@
 #ifndef USBYTE_COLL_DESC_H
 #define USBYTE_COLL_DESC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <cuda_runtime_api.h>
@@ -28,6 +29,7 @@ typedef struct ub_coll_token {
     void *comm;  /* ub_comm being observed, NULL: nothing to do after the call */
     int call;    /* allreduce index within the iteration, -1 when not profiled */
     unsigned long long iteration;
+    bool stream_work_noted; /* the forwarded call's work on its stream is noted (schedule mode's completion) */
 } ub_coll_token;
 
 #endif

@@ -743,6 +743,7 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     t->comm = NULL;
     t->call = -1;
     t->result = ncclSuccess;
+    t->stream_work_noted = false;
     ub_call_lookup at;
     if (!ub_state_lock_call(d->comm, d->stream, &at))
         return false;
@@ -753,21 +754,23 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         at.comm = ub_state_lock_adopted(d->comm, rank, nranks, device);
     }
     bool taken = at.comm && call_before(at.comm, d, &at, t);
+    if (!taken && atomic_load_explicit(&ub_sched_live, memory_order_relaxed)) {
+        ub_redirect_stream_work_locked(d->stream); /* forwarded next, by this thread */
+        t->stream_work_noted = true;
+    }
     ub_state_unlock();
     return taken;
 }
 
-void ub_coll_forwarded(const ub_coll_desc *d)
+void ub_coll_forwarded(const ub_coll_desc *d, const ub_coll_token *t)
 {
-    if (atomic_load_explicit(&ub_sched_live, memory_order_relaxed) && !ub_state_in_child())
+    if (!t->stream_work_noted && atomic_load_explicit(&ub_sched_live, memory_order_relaxed) && !ub_state_in_child())
         ub_redirect_stream_work(d->stream);
 }
 
 void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r)
 {
     (void)r;
-    if (!t->comm)
-        return;
     ub_state_lock();
     ub_comm *c = t->comm;
     if (c->state == UB_COMM_PROFILE)

@@ -44,9 +44,10 @@ static ncclResult_t missing(ub_nccl_id id)
         ub_coll_token t;                                   \
         if (ub_coll_before(&d, &t))                        \
             return t.result;                               \
-        ub_coll_forwarded(&d);                             \
+        ub_coll_forwarded(&d, &t);                         \
         ncclResult_t r = REAL(name, args);                \
-        ub_coll_after(&d, &t, r);                          \
+        if (t.comm)                                        \
+            ub_coll_after(&d, &t, r);                      \
         return r;                                          \
     }
 #define WRAP_P2P WRAP_COLL
