@@ -193,7 +193,7 @@ bool ub_state_lock_call(ncclComm_t handle, cudaStream_t stream, ub_call_lookup *
     at->stream = NULL;
     at->capturing = false;
     if (at->comm && at->comm->state == UB_COMM_SCHEDULE) {
-        HASH_FIND_PTR(streams, &stream, at->stream);
+        at->stream = ub_stream_get(stream, NULL);
         at->capturing = ub_capture_stream(stream);
     }
     return true;
