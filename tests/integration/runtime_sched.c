@@ -34,6 +34,8 @@
  *                                        (cudaEventSynchronize of an event recorded after call C)
  *                                        or stream-wait (the compute stream waits on that event)
  *   --destroy-at IT / --exit-at IT       ncclCommDestroy / exit(0) after half of iteration IT
+ *   --exit-barrier DIR                   with --exit-at: no rank exits before every rank got
+ *                                        there (a file per rank in DIR)
  *   --capture-at IT                      call M/2 of iteration IT captured into a CUDA graph on its
  *                                        stream (calls before it deferred), a captured event joining
  *                                        the compute stream into the capture and back; the graph is
@@ -69,7 +71,7 @@
 
 typedef struct opts {
     int iters, calls, elems;
-    const char *consumer, *capture_via, *capture_on, *nccl_stream, *sync_kind;
+    const char *consumer, *capture_via, *capture_on, *nccl_stream, *sync_kind, *exit_barrier;
     bool mixed, two_comms, second_thread, repeat_sizes, freeze_odd;
     int size_change_at, barrier_at, destroy_at, exit_at, capture_at, capture_call, p2p_at, fork_at, freeze_at;
     int sync_at, sync_after, sync_rank;
@@ -398,6 +400,26 @@ static void fill_device(job *j)
     fprintf(stderr, "rank %d: the device has %zu bytes left\n", j->rank, free_bytes);
 }
 
+/* Every rank of the launch reaches this point before any goes on: a file per rank in dir. */
+static void host_barrier(const char *dir, int rank, int world)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank-%d", dir, rank);
+    FILE *f = fopen(path, "w");
+    EXPECT(f && fclose(f) == 0, "%s: cannot create it", path);
+    for (int tries = 0;; tries++) {
+        int there = 0;
+        for (int r = 0; r < world; r++) {
+            snprintf(path, sizeof path, "%s/rank-%d", dir, r);
+            there += access(path, F_OK) == 0;
+        }
+        if (there == world)
+            return;
+        EXPECT(tries < 60000, "%s: %d of %d ranks arrived within 60 s", dir, there, world);
+        usleep(1000);
+    }
+}
+
 static void iteration(job *j, int it)
 {
     if (it == j->o.fill_at && j->rank == j->o.fill_rank)
@@ -428,6 +450,10 @@ static void iteration(job *j, int it)
                 issue(j, m, c, it);
     }
     if (it == j->o.exit_at) {
+        /* A rank still issuing this iteration when a peer is gone sees NCCL's asynchronous error
+         * from its next call instead (as it should), so the others wait for it first. */
+        if (j->o.exit_barrier)
+            host_barrier(j->o.exit_barrier, j->rank, j->world);
         printf("rank %d: exiting with calls pending in iteration %d\n", j->rank, it);
         fflush(stdout);
         exit(0);
@@ -491,6 +517,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--nccl-stream") && i + 1 < argc) o->nccl_stream = argv[++i];
         else if (!strcmp(a, "--destroy-at")) o->destroy_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--exit-at")) o->exit_at = opt_int(argc, argv, &i);
+        else if (!strcmp(a, "--exit-barrier") && i + 1 < argc) o->exit_barrier = argv[++i];
         else if (!strcmp(a, "--capture-at")) o->capture_at = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--capture-call")) o->capture_call = opt_int(argc, argv, &i);
         else if (!strcmp(a, "--capture-via") && i + 1 < argc) o->capture_via = argv[++i];

@@ -201,7 +201,8 @@ else
 fi
 run destroy ok --iters 20 --destroy-at 16
 report destroy 'assert c["state"] == "schedule" and s["flushes"] == 1 and s["ended_mid_iteration"], "destroy did not flush"'
-run exit any --iters 20 --exit-at 16
+mkdir -p "$WORK/exit-barrier"
+run exit any --iters 20 --exit-at 16 --exit-barrier "$WORK/exit-barrier"
 [ "$(grep -c 'exiting with calls pending' "$WORK/exit.out")" -eq $N ] || fail "exit: not every rank exited mid-iteration"
 [ "$LAST_RC" -eq 0 ] || { sed 's/^/    | /' "$WORK/exit.out" | tail -20; fail "exit with calls pending: exit $LAST_RC"; }
 report exit 'assert c["state"] == "schedule" and s["iterations"] >= 4, "exit"'
