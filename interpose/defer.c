@@ -288,7 +288,8 @@ static void record_ready(ub_comm *c, int k) UB_REQUIRES(ub_state_mutex)
 /* The first call of an iteration: what verification says it runs (the plan or the application's
  * own order), and the plan it loads.  Lock held; false when the communicator ended meanwhile
  * (verification released the lock). */
-static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index, ub_sched_asks *asks) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index, ub_sched_asks *asks, bool *new_plan)
+    UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     ub_verify_step step = ub_verify_iteration(c, st, index);
@@ -313,6 +314,7 @@ static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index, ub_sche
         }
         ub_debug("communicator %d: verification runs %s from call %llu", c->index, step.plan->policy,
                  (unsigned long long)index);
+        *new_plan = true;
     }
     if (step.pass_through != s->bypass) {
         s->bypass = step.pass_through;
@@ -326,40 +328,60 @@ static bool iteration_start(ub_comm *c, cudaStream_t st, uint64_t index, ub_sche
     return true;
 }
 
-bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_call_lookup *at, ub_sched_asks *asks)
+/* A call the cursor does not hold is forwarded next by this thread: its work on the stream is
+ * noted for the completion of the application's events (redirect.c), on the stream's record where
+ * the lock stayed held since it was found (else it is looked up). */
+static bool forwarded(cudaStream_t stream, ub_stream *st, ub_sched_asks *asks) UB_REQUIRES(ub_state_mutex)
+{
+    if (st)
+        ub_redirect_stream_work_on(st);
+    else
+        ub_redirect_stream_work_locked(stream);
+    asks->stream_work_noted = true;
+    return false;
+}
+
+bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, const ub_call_sig *cs, const ub_call_lookup *at, ub_sched_asks *asks)
     UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_rt *s = &c->sched;
     uint64_t index = s->next_call++;
     ub_stream *st = at ? at->stream : NULL;
     bool capture = capturing(s, d->stream, at ? at->capturing : ub_capture_stream(d->stream));
+    /* The sequence check and the arrival in one look (at position 0 where the plan is to resume). */
+    ub_sched_look look = ub_sched_look_at(&s->sp, s->pos_sig, s->pos_call, s->active ? s->pos : 0, cs, s->base,
+                                          s->next_block);
     if (!s->active) {
         /* Pass-through since a deviation: the plan resumes at a call that starts an iteration.
          * That call may never come again (the sequence changed for good there, or the plan's
          * iteration begins at a call the program no longer makes): a whole period of calls
          * without it is one more deviation, so that the communicator is profiled again. */
-        if (capture || sig != s->pos_sig[0]) {
+        if (capture || !look.expected) {
             if (++s->idle_calls >= s->period) {
                 s->idle_calls = 0;
                 asks->profile_again = count_deviation(c, "a whole period of calls without the call that starts the plan's iteration");
             }
-            return false;
+            return forwarded(d->stream, st, asks);
         }
         s->idle_calls = 0;
         s->active = true;
         s->pos = 0;
         s->run++;
     }
-    if (capture || sig != s->pos_sig[s->pos]) {
+    if (capture || !look.expected) {
+        /* the flush released the lock */
         asks->profile_again = ub_sched_deviation(c, capture ? "a call on a capturing stream" : "another call than the plan expected");
-        return false;
+        return forwarded(d->stream, NULL, asks);
     }
     if (s->pos == 0) {
-        if (!iteration_start(c, d->stream, index, asks))
-            return false;
+        bool new_plan = false;
+        if (!iteration_start(c, d->stream, index, asks, &new_plan))
+            return forwarded(d->stream, NULL, asks);
         st = NULL; /* verification may have released the lock: the record is looked up again */
+        if (new_plan && look.call >= 0) /* the arrival is the new plan's */
+            look.at = ub_sched_arrive(&s->sp, s->base, s->next_block, look.call);
     }
-    int k = s->pos_call[s->pos];
+    int k = look.call;
     s->pos++;
     bool held = false;
     if (k >= 0 && !s->bypass) {
@@ -379,11 +401,10 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_cal
             ub_sched_fail(c, ncclSystemError, "out of memory for a stream record");
         if (c->failed != ncclSuccess) /* the call is answered with the error */
             return true;
-        ub_sched_arrival at = ub_sched_arrive(&s->sp, s->base, s->next_block, k);
-        ub_redirect_deferred(c, st, k, at.stream_value, at.call_value);
+        ub_redirect_deferred(c, st, k, look.at.stream_value, look.at.call_value);
         s->arrived = k + 1;
-        if (at.first < at.end)
-            issue(c, at.first, at.end, s->arrived);
+        if (look.at.first < look.at.end)
+            issue(c, look.at.first, look.at.end, s->arrived);
         held = true;
     }
     if (s->active && s->pos == s->period) {
@@ -396,7 +417,7 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_cal
         s->next_block = 0;
         s->consecutive_deviations = 0;
     }
-    return held;
+    return held || forwarded(d->stream, st, asks);
 }
 
 void ub_sched_end(ub_comm *c, bool abort) UB_REQUIRES_UNLOCKS(ub_state_mutex)

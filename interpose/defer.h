@@ -34,14 +34,15 @@ void ub_sched_begin(ub_comm *c, uint64_t call) UB_REQUIRES(ub_state_mutex);
 typedef struct ub_sched_asks {
     bool profile_again; /* the call is the deviation after USBYTE_MAX_DEVIATIONS in a row */
     bool refit;         /* verification's verdict at this call: the model fitted again (ub_comm_refit) */
+    bool stream_work_noted; /* a call not held: its work on its stream is noted (forwarded next) */
 } ub_sched_asks;
 /* Lock held on entry and exit (released while blocks are issued).  A call on a communicator in
- * SCHEDULE; sig is its portable signature, at what the tables answered on its way in
+ * SCHEDULE; cs is its portable signature's fields (the cursor checks it), at what the tables answered on its way in
  * (ub_state_lock_call: the stream's record, a capture on it; NULL where the communicator entered
  * schedule mode at this call, after the way in: asked here).  Returns true when the call is deferred (the wrapper
  * returns ncclSuccess without forwarding it), or answered with the failure of the block issue it
  * triggered (c->failed, ub_comm_set_failed); asks says what the life cycle does next. */
-bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_call_lookup *at, ub_sched_asks *asks)
+bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, const ub_call_sig *cs, const ub_call_lookup *at, ub_sched_asks *asks)
     UB_REQUIRES_UNLOCKS(ub_state_mutex);
 /* Lock held: a deviation that is not a call of the sequence (a graph capture begins on a stream
  * with deferred calls): flushes what arrived; true where it is the one after

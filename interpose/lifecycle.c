@@ -488,11 +488,12 @@ void ub_comm_deviates(ub_comm *c, const char *why)
 /* SCHEDULE: the call goes to the plan's cursor (defer.c); a block issue it triggered that failed
  * is answered with the failure (the call is not forwarded: the communicator is in pass-through
  * from now on). */
-static bool sched_call(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_call_lookup *at, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+static bool sched_call(ub_comm *c, const ub_coll_desc *d, const ub_call_sig *cs, const ub_call_lookup *at, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     uint64_t index = c->sched.next_call;
     ub_sched_asks asks = {0};
-    bool held = ub_sched_call(c, d, sig, at, &asks);
+    bool held = ub_sched_call(c, d, cs, at, &asks);
+    t->stream_work_noted = asks.stream_work_noted;
     if (asks.profile_again)
         redetect_after_deviations(c);
     if (failure_answered(c, t) || (!held && aborted_meanwhile(c, index, t)))
@@ -606,18 +607,18 @@ static void restart_refuted(ub_comm *c) UB_REQUIRES(ub_state_mutex)
 
 /* PLANNED with the executor ready, at the call where the plan takes effect on every rank: schedule
  * mode from this call, which is the plan's first. */
-static bool begin_schedule(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res,
+static bool begin_schedule(ub_comm *c, const ub_coll_desc *d, const ub_call_sig *cs, const ub_iter_result *res,
                            ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     ub_sched_begin(c, res->index);
     ub_comm_set_state(c, UB_COMM_SCHEDULE, NULL);
-    return sched_call(c, d, sig, NULL, t); /* the way in answered for another state */
+    return sched_call(c, d, cs, NULL, t); /* the way in answered for another state */
 }
 
 /* A call of calibration's (calibrate.c: the probes at agree_at + period, their agreed times one
  * iteration later, the re-plan one more iteration later): where the plan is decided, a plan that
  * schedules starts at this call on every rank. */
-static bool at_calibration(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res,
+static bool at_calibration(ub_comm *c, const ub_coll_desc *d, const ub_call_sig *cs, const ub_iter_result *res,
                            ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     bool decided = ub_calib_step(c, res->index);
@@ -628,13 +629,13 @@ static bool at_calibration(ub_comm *c, const ub_coll_desc *d, uint64_t sig, cons
     if (aborted_while_waiting(c, res->index, "for calibration", t))
         return true;
     if (decided && c->state == UB_COMM_PLANNED && c->sched.ready)
-        return begin_schedule(c, d, sig, res, t);
+        return begin_schedule(c, d, cs, res, t);
     return false;
 }
 
 /* Call agree_at + period: what the agreement decided takes effect here on every rank, in every
  * mode, whether this rank read the result early (a poll: timing) or reads it now. */
-static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+static bool at_switch(ub_comm *c, const ub_coll_desc *d, const ub_call_sig *cs, const ub_iter_result *res, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     read_agreement_at_switch(c);
     if (aborted_while_waiting(c, res->index, "for the agreement", t))
@@ -659,21 +660,21 @@ static bool at_switch(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_
         apply(c, &again);
         ub_stream_get(d->stream, c); /* as at a lock: its next upstream waits count */
     } else if (ub_calib_due(c, res->index)) {
-        return at_calibration(c, d, sig, res, t);
+        return at_calibration(c, d, cs, res, t);
     } else if (c->sched.ready) {
-        return begin_schedule(c, d, sig, res, t);
+        return begin_schedule(c, d, cs, res, t);
     }
     return false;
 }
 
 /* AGREE and PLANNED: the agreement's result is read when it is there (outside a group), and at
  * the latest at the switch. */
-static bool on_agreed(ub_comm *c, const ub_coll_desc *d, uint64_t sig, const ub_iter_result *res, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
+static bool on_agreed(ub_comm *c, const ub_coll_desc *d, const ub_call_sig *cs, const ub_iter_result *res, ub_coll_token *t) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     if (res->index == c->agree_at + c->period)
-        return at_switch(c, d, sig, res, t);
+        return at_switch(c, d, cs, res, t);
     if (c->state == UB_COMM_PLANNED && ub_calib_due(c, res->index))
-        return at_calibration(c, d, sig, res, t);
+        return at_calibration(c, d, cs, res, t);
     if (c->state == UB_COMM_AGREE && ub_thread_group_depth() == 0) {
         /* Reading the result early changes nothing that is issued: the plan takes effect at call
          * agree_at + period, read or not. */
@@ -720,9 +721,9 @@ static bool call_before(ub_comm *c, const ub_coll_desc *d, const ub_call_lookup 
     }
     note_stream(c, d->stream);
     ub_call_sig cs = {.kind = portable_kind(d->id), .count = d->count, .dtype = d->dtype, .op = portable_op(d->op), .peer = d->root};
+    if (c->state == UB_COMM_SCHEDULE) /* the cursor hashes the signature with its own look */
+        return sched_call(c, d, &cs, at, t);
     uint64_t sig = ub_sig_portable(&cs);
-    if (c->state == UB_COMM_SCHEDULE)
-        return sched_call(c, d, sig, at, t);
     ub_iter_result res;
     detect_feed(c, d, &cs, sig, &res);
     bool taken = false;
@@ -730,7 +731,7 @@ static bool call_before(ub_comm *c, const ub_coll_desc *d, const ub_call_lookup 
     case UB_COMM_DETECT: taken = on_detect(c, d, &res); break;
     case UB_COMM_PROFILE: taken = on_profile(c, d, sig, &res, t); break;
     case UB_COMM_AGREE:
-    case UB_COMM_PLANNED: taken = on_agreed(c, d, sig, &res, t); break;
+    case UB_COMM_PLANNED: taken = on_agreed(c, d, &cs, &res, t); break;
     default: break;
     }
     /* What this call made usbyte issue failed here (an agreement, calibration, the plan's set-up):
@@ -754,7 +755,7 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
         at.comm = ub_state_lock_adopted(d->comm, rank, nranks, device);
     }
     bool taken = at.comm && call_before(at.comm, d, &at, t);
-    if (!taken && atomic_load_explicit(&ub_sched_live, memory_order_relaxed)) {
+    if (!taken && !t->stream_work_noted && atomic_load_explicit(&ub_sched_live, memory_order_relaxed)) {
         ub_redirect_stream_work_locked(d->stream); /* forwarded next, by this thread */
         t->stream_work_noted = true;
     }
@@ -762,9 +763,9 @@ bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t)
     return taken;
 }
 
-void ub_coll_forwarded(const ub_coll_desc *d, const ub_coll_token *t)
+void ub_coll_forwarded(const ub_coll_desc *d)
 {
-    if (!t->stream_work_noted && atomic_load_explicit(&ub_sched_live, memory_order_relaxed) && !ub_state_in_child())
+    if (atomic_load_explicit(&ub_sched_live, memory_order_relaxed) && !ub_state_in_child())
         ub_redirect_stream_work(d->stream);
 }
 

@@ -15,9 +15,10 @@
  * (its communicator was aborted while the call waited); the wrapper returns t->result without
  * forwarding it, and ub_coll_after is not called. */
 bool ub_coll_before(const ub_coll_desc *d, ub_coll_token *t) UB_EXCLUDES(ub_state_mutex);
-/* The call goes to NCCL unchanged (not deferred): work on its stream, which schedule mode's
- * event completion must know of (ub_coll_before noted it already where it held the lock). */
-void ub_coll_forwarded(const ub_coll_desc *d, const ub_coll_token *t);
+/* The call goes to NCCL unchanged (not deferred) and ub_coll_before did not note its work on its
+ * stream (t->stream_work_noted: it did wherever it held the lock): noted here, for schedule mode's
+ * completion of events. */
+void ub_coll_forwarded(const ub_coll_desc *d);
 /* After the real call, where ub_coll_before left a communicator in the token (t->comm: a profiled
  * call, whose end the warm-up records); nothing is left to do after the others. */
 void ub_coll_after(const ub_coll_desc *d, const ub_coll_token *t, ncclResult_t r) UB_EXCLUDES(ub_state_mutex);

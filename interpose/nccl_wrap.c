@@ -44,7 +44,8 @@ static ncclResult_t missing(ub_nccl_id id)
         ub_coll_token t;                                   \
         if (ub_coll_before(&d, &t))                        \
             return t.result;                               \
-        ub_coll_forwarded(&d, &t);                         \
+        if (!t.stream_work_noted)                          \
+            ub_coll_forwarded(&d);                         \
         ncclResult_t r = REAL(name, args);                \
         if (t.comm)                                        \
             ub_coll_after(&d, &t, r);                      \

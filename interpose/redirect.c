@@ -368,13 +368,19 @@ bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaErro
     return true;
 }
 
+void ub_redirect_stream_work_on(ub_stream *st) UB_REQUIRES(ub_state_mutex)
+{
+    if (st->sch.comm)
+        st->sch.dirty = true;
+}
+
 void ub_redirect_stream_work_locked(cudaStream_t s) UB_REQUIRES(ub_state_mutex)
 {
     if (!ub_sched_stream_listed(s))
         return;
     ub_stream *st = ub_stream_get(s, NULL);
-    if (st && st->sch.comm)
-        st->sch.dirty = true;
+    if (st)
+        ub_redirect_stream_work_on(st);
 }
 
 void ub_redirect_stream_work(cudaStream_t s)

@@ -47,9 +47,11 @@ void ub_redirect_end(ub_comm *c, bool release) UB_REQUIRES(ub_state_mutex);
  * result. */
 bool ub_redirect_record(cudaEvent_t ev, cudaStream_t s, unsigned flags, cudaError_t *r) UB_EXCLUDES(ub_state_mutex);
 /* The application enqueued work on stream s (a wait, a call forwarded to NCCL): an event recorded
- * on it from now on also waits for the stream's own progress.  _locked: with the lock held. */
+ * on it from now on also waits for the stream's own progress.  _locked: with the lock held; _on:
+ * on the stream's record, found under the lock still held. */
 void ub_redirect_stream_work(cudaStream_t s) UB_EXCLUDES(ub_state_mutex);
 void ub_redirect_stream_work_locked(cudaStream_t s) UB_REQUIRES(ub_state_mutex);
+void ub_redirect_stream_work_on(ub_stream *st) UB_REQUIRES(ub_state_mutex);
 /* cudaEventQuery / cudaEventElapsedTime: true when an event is pending (*r = cudaErrorNotReady). */
 bool ub_redirect_event_query(cudaEvent_t ev, cudaError_t *r) UB_EXCLUDES(ub_state_mutex);
 bool ub_redirect_elapsed(cudaEvent_t a, cudaEvent_t b, cudaError_t *r) UB_EXCLUDES(ub_state_mutex);

@@ -85,6 +85,15 @@ ub_sched_arrival ub_sched_arrive(const ub_sched *s, uint64_t base, int next, int
                               .end = b};
 }
 
+ub_sched_look ub_sched_look_at(const ub_sched *s, const uint64_t *pos_sig, const int *pos_call, uint32_t pos,
+                               const ub_call_sig *cs, uint64_t base, int next)
+{
+    ub_sched_look look = {.expected = ub_sig_portable(cs) == pos_sig[pos], .call = pos_call[pos]};
+    if (look.expected && look.call >= 0)
+        look.at = ub_sched_arrive(s, base, next, look.call);
+    return look;
+}
+
 uint32_t ub_sched_flush_segments(const ub_plan *plan, uint32_t b, int arrived, bool *keep)
 {
     const ub_block *blk = &plan->blocks[b];

@@ -25,6 +25,7 @@
 
 #include "usbyte/plan.h"
 #include "usbyte/profile.h"
+#include "usbyte/signature.h"
 
 typedef struct ub_sched {
     int n_calls, n_blocks;
@@ -53,6 +54,19 @@ typedef struct ub_sched_arrival {
     int first, end;
 } ub_sched_arrival;
 ub_sched_arrival ub_sched_arrive(const ub_sched *s, uint64_t base, int next, int k);
+
+/* One call's look at the cursor, all the pure work a call in schedule mode needs at once: whether
+ * the call (its portable signature) is the one the period expects at position `pos`
+ * (`pos_sig[pos]`), which allreduce of the plan that position is (`pos_call[pos]`, -1 for another
+ * call), and, for an expected allreduce, what its arrival does (ub_sched_arrive with `base` and
+ * `next`). */
+typedef struct ub_sched_look {
+    bool expected;
+    int call;
+    ub_sched_arrival at; /* when expected and call >= 0 */
+} ub_sched_look;
+ub_sched_look ub_sched_look_at(const ub_sched *s, const uint64_t *pos_sig, const int *pos_call, uint32_t pos,
+                               const ub_call_sig *cs, uint64_t base, int next);
 
 /* The segments of block b that a flush after `arrived` calls issues: fills `keep` (one flag per
  * segment of the block) and returns how many are kept. */

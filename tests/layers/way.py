@@ -111,6 +111,15 @@ def call_trees(events, file_for):
     return [c for t in sorted(tops) for c in tops[t]]
 
 
+# The functions that note a forwarded call's work on its stream (schedule mode's completion of
+# events): the way in's lock (the cursor, or the life cycle after it) or, without it, the wrapper.
+FORWARDED_NOTES = {"ub_coll_forwarded", "ub_redirect_stream_work_on", "ub_redirect_stream_work_locked"}
+
+
+def noted(c, names):
+    return names[c.fn] in FORWARDED_NOTES or any(noted(ch, names) for ch in c.children)
+
+
 def walk(top, wrappers, faults, names):
     """Figures of one top-level call; faults collects the upward calls and the circles."""
     fig = collections.Counter()
@@ -184,8 +193,9 @@ def main(argv):
         if not tops:
             sys.exit(f"way: {path}: no top-level call of {entry}")
         for top in tops[-last:]:
-            # the call went to NCCL as it is (pass-through), or schedule mode took it over
-            kind = "forwarded" if any(names[ch.fn] == "ub_coll_forwarded" for ch in top.children) else "taken over"
+            # the call went to NCCL as it is (pass-through: its work on the stream is noted for the
+            # completion of events), or schedule mode took it over
+            kind = "forwarded" if noted(top, names) else "taken over"
             figs, tier_counts, ways, example = kinds[kind]
             fig, tiers_in, way = walk(top, wrappers, faults, names)
             figs.append(fig)

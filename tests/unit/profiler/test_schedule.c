@@ -71,6 +71,59 @@ static void test_cursor(void **state)
     ub_plan_free(&p);
 }
 
+/* One look at the cursor: the signature checked against the period's position, the position's
+ * allreduce, and its arrival only for an expected allreduce. */
+static void test_look(void **state)
+{
+    (void)state;
+    ub_plan p;
+    plan_of(&p, SPEC);
+    ub_sched s;
+    assert_int_equal(ub_sched_build(&p, 4, &s), 0);
+    /* A period of 5 calls: the allreduces 0..3 with a broadcast between calls 1 and 2. */
+    ub_call_sig ar[4], bcast = {.kind = 2, .count = 9, .dtype = 7, .op = -1, .peer = 0};
+    uint64_t pos_sig[5];
+    int pos_call[5] = {0, 1, -1, 2, 3};
+    for (int k = 0, pos = 0; pos < 5; pos++) {
+        if (pos_call[pos] < 0) {
+            pos_sig[pos] = ub_sig_portable(&bcast);
+            continue;
+        }
+        ar[k] = (ub_call_sig){.kind = 1, .count = 100 + (size_t)k, .dtype = 7, .op = 0, .peer = -1};
+        pos_sig[pos] = ub_sig_portable(&ar[k++]);
+    }
+    ub_sched_look l = ub_sched_look_at(&s, pos_sig, pos_call, 1, &ar[1], 8, 0);
+    assert_true(l.expected);
+    assert_int_equal(l.call, 1);
+    ub_sched_arrival a = ub_sched_arrive(&s, 8, 0, 1);
+    assert_int_equal(l.at.first, a.first);
+    assert_int_equal(l.at.end, a.end);
+    assert_int_equal(l.at.stream_value, a.stream_value);
+    assert_int_equal(l.at.call_value, a.call_value);
+    assert_int_equal(l.at.end, 1);
+    assert_int_equal(l.at.stream_value, 8 + 1 + 1);
+    /* the broadcast's position: expected, not an allreduce of the plan, no arrival */
+    l = ub_sched_look_at(&s, pos_sig, pos_call, 2, &bcast, 8, 1);
+    assert_true(l.expected);
+    assert_int_equal(l.call, -1);
+    assert_int_equal(l.at.end, 0);
+    /* another size than the position's, or the next call's signature one position early */
+    ub_call_sig other = ar[2];
+    other.count += 1;
+    l = ub_sched_look_at(&s, pos_sig, pos_call, 3, &other, 8, 1);
+    assert_false(l.expected);
+    assert_int_equal(l.at.end, 0);
+    l = ub_sched_look_at(&s, pos_sig, pos_call, 3, &ar[3], 8, 1);
+    assert_false(l.expected);
+    /* another op at the right size is another call too */
+    other = ar[3];
+    other.op = 1;
+    assert_false(ub_sched_look_at(&s, pos_sig, pos_call, 4, &other, 8, 2).expected);
+    assert_true(ub_sched_look_at(&s, pos_sig, pos_call, 4, &ar[3], 8, 2).expected);
+    ub_sched_free(&s);
+    ub_plan_free(&p);
+}
+
 /* A block of one call's segments with a gap between them goes through staging too, and sizes the
  * buffer (its two ranges are one allreduce only there); adjacent ones are one range in place. */
 static void test_staging_of_one_call(void **state)
@@ -170,6 +223,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cursor),
+        cmocka_unit_test(test_look),
         cmocka_unit_test(test_staging_of_one_call),
         cmocka_unit_test(test_cursor_keeps_plan_order),
         cmocka_unit_test(test_counter_values),
