@@ -236,6 +236,52 @@ static ncclResult_t issue_vectors(ub_comm *c, const char **cuda_failed)
     return r;
 }
 
+/* Lock held again after the agreement's vectors went out (or could not): what the issue leaves
+ * the communicator in. */
+static ub_transition after_vectors(ub_comm *c, const char *cuda_failed, ncclResult_t refused) UB_REQUIRES(ub_state_mutex)
+{
+    if (atomic_load(&c->ending)) {
+        /* Aborted while the collectives went out without the lock: nothing will read them, and
+         * the abort left the warm-up's resources to this thread. */
+        ub_comm_stop_profiling(c);
+        return ub_stay();
+    }
+    if (cuda_failed) {
+        ub_comm_cannot_take_part(c, refused, cuda_failed);
+        ub_comm_stop_profiling(c);
+        return ub_stay();
+    }
+    if (refused != ncclSuccess) {
+        /* NCCL refuses the communicator (after a peer's death every operation returns its
+         * asynchronous error): nothing is agreed and usbyte issues nothing more on it; the call
+         * at agree_at returns the error (lifecycle.c), and the application's handling runs. */
+        char why[200];
+        snprintf(why, sizeof why, "NCCL refused the agreement's collectives (%s)", ub_nccl_result_name(refused));
+        ub_error("communicator %d: %s: pass-through from now on; the call returns the error", c->index, why);
+        atomic_store(&c->peer_error, (int)refused);
+        ub_comm_stop_profiling(c);
+        return ub_move(UB_COMM_PASS_THROUGH, why);
+    }
+    c->agree_issued = true;
+    atomic_fetch_add(&agree_unread, 1);
+    ub_comm_stop_watching(c);
+    ub_debug("communicator %d: agreement issued at call %llu%s", c->index, (unsigned long long)c->agree_at,
+             ub_thread_in_group() ? " inside a group (copied back at its ncclGroupEnd)" : "");
+    if (ub_thread_in_group()) {
+        /* Work enqueued on the private stream now would run before the collectives' launch. */
+        c->agree_copy_pending = true;
+        c->agree_thread = (unsigned long)pthread_self();
+        if (!ub_group_after_launch(copy_back_after_launch, &c, sizeof c)) {
+            ub_comm_cannot_take_part(c, ncclSystemError, "no room to queue the agreement's copy back after the "
+                                     "group's launch");
+            ub_comm_agree_abandon(c);
+        }
+    } else {
+        ub_comm_agree_copy_back(c);
+    }
+    return ub_stay();
+}
+
 ub_transition ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex)
 {
     if (!c->local_failure[0])
@@ -297,46 +343,7 @@ ub_transition ub_comm_agree_issue(ub_comm *c) UB_REQUIRES_UNLOCKS(ub_state_mutex
     memcpy(c->report.warmup_used, used_bits, sizeof used_bits);
     if (have_mine)
         ub_comm_report_set_local(&c->report, &mine);
-    if (atomic_load(&c->ending)) {
-        /* Aborted while the collectives went out without the lock: nothing will read them, and
-         * the abort left the warm-up's resources to this thread. */
-        ub_comm_stop_profiling(c);
-        return ub_stay();
-    }
-    if (cuda_failed) {
-        ub_comm_cannot_take_part(c, refused, cuda_failed);
-        ub_comm_stop_profiling(c);
-        return ub_stay();
-    }
-    if (refused != ncclSuccess) {
-        /* NCCL refuses the communicator (after a peer's death every operation returns its
-         * asynchronous error): nothing is agreed and usbyte issues nothing more on it; the call
-         * at agree_at returns the error (lifecycle.c), and the application's handling runs. */
-        char why[200];
-        snprintf(why, sizeof why, "NCCL refused the agreement's collectives (%s)", ub_nccl_result_name(refused));
-        ub_error("communicator %d: %s: pass-through from now on; the call returns the error", c->index, why);
-        atomic_store(&c->peer_error, (int)refused);
-        ub_comm_stop_profiling(c);
-        return ub_move(UB_COMM_PASS_THROUGH, why);
-    }
-    c->agree_issued = true;
-    atomic_fetch_add(&agree_unread, 1);
-    ub_comm_stop_watching(c);
-    ub_debug("communicator %d: agreement issued at call %llu%s", c->index, (unsigned long long)c->agree_at,
-             ub_thread_in_group() ? " inside a group (copied back at its ncclGroupEnd)" : "");
-    if (ub_thread_in_group()) {
-        /* Work enqueued on the private stream now would run before the collectives' launch. */
-        c->agree_copy_pending = true;
-        c->agree_thread = (unsigned long)pthread_self();
-        if (!ub_group_after_launch(copy_back_after_launch, &c, sizeof c)) {
-            ub_comm_cannot_take_part(c, ncclSystemError, "no room to queue the agreement's copy back after the "
-                                     "group's launch");
-            ub_comm_agree_abandon(c);
-        }
-    } else {
-        ub_comm_agree_copy_back(c);
-    }
-    return ub_stay();
+    return after_vectors(c, cuda_failed, refused);
 }
 
 void ub_comm_agree_copy_back(ub_comm *c)
