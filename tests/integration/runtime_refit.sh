@@ -58,13 +58,24 @@ print("info: candidates %s; kept %s" % ([(k["policy"], round(1e3 * k["predicted_
 PY
 # The same job with calibration on (its default): the second agreement (161 calls, after the first
 # lock's 9) must find calibration's tables grown to its calls, and its probes now fit the staging
-# buffer.  The job completes with a plan, its results exact.
-USBYTE_CALIBRATE=1 LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_REPORT="$WORK/calib-%r.json" "$BUILD/emu/emu-run" -n 2 --timeout 240 -- \
-    "$TRAINER" "${ARGS[@]}" >"$WORK/calib.out" 2>&1 || { tail -30 "$WORK/calib.out"; fail "calib: exit $?"; }
-same_results calib base
-jq -e '.comms[0] | .state == "schedule" and .calls_per_iteration == 161 and (.calibration.agreed // false)' \
-    "$WORK/calib-0.json" >/dev/null \
-    || fail "calib: $(jq -c '.comms[0] | [.state, .state_reason, .calls_per_iteration, .calibration.agreed]' "$WORK/calib-0.json")"
+# buffer.  The job completes with a plan, its results exact.  Calibration runs only where the
+# first plan's blocks leave the calls' sizes, which a loaded host's tilted warm-up samples can
+# avoid (see the drop below), and agrees nothing where some rank's probe was not timed by the
+# next iteration: such a run is checked as a plan that runs, and the job runs again, at most
+# three times in all.
+calibrated=""
+for attempt in 1 2 3; do
+    USBYTE_CALIBRATE=1 LD_PRELOAD="$USBYTE_PRELOAD" USBYTE_REPORT="$WORK/calib-%r.json" "$BUILD/emu/emu-run" -n 2 \
+        --timeout 240 -- "$TRAINER" "${ARGS[@]}" >"$WORK/calib.out" 2>&1 || { tail -30 "$WORK/calib.out"; fail "calib: exit $?"; }
+    same_results calib base
+    jq -e '.comms[0] | .state == "schedule" and .calls_per_iteration == 161' "$WORK/calib-0.json" >/dev/null \
+        || fail "calib: $(jq -c '.comms[0] | [.state, .state_reason, .calls_per_iteration]' "$WORK/calib-0.json")"
+    jq -e '.comms[0].calibration.agreed // false' "$WORK/calib-0.json" >/dev/null && { calibrated=yes; break; }
+    echo "info: calib, run $attempt: nothing calibrated ($(jq -c '.comms[0] | if .calibration then "probes not agreed"
+        else "no block needed a probe: largest \([.plan.blocks[] | [.segments[][2]] | add] | max) bytes" end' \
+        "$WORK/calib-0.json")); again"
+done
+[ -n "$calibrated" ] || fail "calib: in 3 runs nothing was calibrated: its tables were not exercised"
 # After a drop.  Whether `best`'s first plan reaches the cliff depends on the warm-up's samples:
 # three iterations on a loaded host can tilt the calls' flat cost into a slope, and `best` then
 # cuts blocks that all stay in the flat region (22 blocks of at most 20 KB, measured 31 ms against
