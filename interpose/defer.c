@@ -369,7 +369,7 @@ bool ub_sched_call(ub_comm *c, const ub_coll_desc *d, const ub_call_sig *cs, con
         s->run++;
     }
     if (capture || !look.expected) {
-        /* the flush released the lock */
+        /* its flush of what arrived may release the lock: the record is looked up again */
         asks->profile_again = ub_sched_deviation(c, capture ? "a call on a capturing stream" : "another call than the plan expected");
         return forwarded(d->stream, NULL, asks);
     }
