@@ -12,7 +12,9 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "nccl_list.h"
+#include "redirect.h"
 #include "runtime.h"
+#include "tables.h"
 
 #define UB_EXPORT __attribute__((visibility("default")))
 
@@ -25,6 +27,16 @@ static ncclResult_t missing(ub_nccl_id id)
 
 #define UB_DESC(s, r, c, dt, o, rt, cm, st) \
     {.send = (s), .recv = (r), .count = (c), .dtype = (int)(dt), .op = (o), .root = (rt), .comm = (cm), .stream = (st)}
+#define UB_DESC_COMM(s, r, c, dt, o, rt, cm, st) (cm)
+
+/* A call that goes to NCCL as it is with nothing to note: its communicator passes its calls
+ * through (off mode once agreed, pass-through, disabled) and no communicator runs a plan (whose
+ * redirection would have to hear of the call's work on its stream).  Off mode's calls take this
+ * way, without a descriptor, a token or the life cycle. */
+static inline bool passes_quietly(ncclComm_t comm)
+{
+    return ub_state_call_passes(comm) && atomic_load_explicit(&ub_sched_live, memory_order_relaxed) == 0;
+}
 
 #define PROLOGUE(name, args)                               \
     ub_runtime_init();                                     \
@@ -39,6 +51,8 @@ static ncclResult_t missing(ub_nccl_id id)
     UB_EXPORT ncclResult_t nccl##name params               \
     {                                                      \
         PROLOGUE(name, args)                               \
+        if (passes_quietly(UB_DESC_COMM hook))             \
+            return REAL(name, args);                       \
         ub_coll_desc d = UB_DESC hook;                     \
         d.id = UB_NCCL_##name;                             \
         ub_coll_token t;                                   \

@@ -184,9 +184,11 @@ static bool passes_through(ncclComm_t handle)
            passing_note.epoch == atomic_load_explicit(&passing_epoch, memory_order_acquire);
 }
 
+bool ub_state_call_passes(ncclComm_t handle) { return in_child || passes_through(handle); }
+
 bool ub_state_lock_call(ncclComm_t handle, cudaStream_t stream, ub_call_lookup *at)
 {
-    if (in_child || passes_through(handle))
+    if (ub_state_call_passes(handle))
         return false;
     ub_state_lock();
     at->comm = ub_comm_get(handle);

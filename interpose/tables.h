@@ -35,6 +35,10 @@ typedef struct {
  * forked child; on a communicator this thread noted passing its calls through, while nothing
  * changed in the tables since), else the lock taken and *at what the tables know of the call. */
 bool ub_state_lock_call(ncclComm_t handle, cudaStream_t stream, ub_call_lookup *at) UB_TRY_ACQUIRE(true, ub_state_mutex);
+/* The test that ub_state_lock_call makes before it locks, alone and lock-free: true when a call
+ * on handle goes to NCCL as it is (a forked child; a communicator this thread noted passing its
+ * calls through while nothing changed in the tables). */
+bool ub_state_call_passes(ncclComm_t handle) UB_EXCLUDES(ub_state_mutex);
 /* A communicator the way in did not know (created where usbyte could not see it): the lock taken
  * and its record, made from rank, nranks and device (asked of NCCL without the lock) unless
  * another thread made it meanwhile; NULL when out of memory. */
