@@ -60,17 +60,10 @@ void ub_record_iterations(const ub_record *r, double *out)
         out[it] = iteration_length(r, it);
 }
 
-/* One value's finite samples over the summarised iterations (room for every warm-up iteration),
- * summarised by their median: one slow iteration of a few (the job's first ones are, and a
- * stalled rank's) must not move every later call's times, and the verification compares medians
- * of what runs with predictions made from these. */
-typedef struct { double *v; int n; } samples;
-static void add(samples *m, double x)
-{
-    if (isfinite(x))
-        m->v[m->n++] = x;
-}
-static double median_or(samples *m, double none) { return m->n ? ub_median(m->v, m->n) : none; }
+/* Running mean of the finite samples. */
+typedef struct { double sum; int n; } mean_acc;
+static void acc(mean_acc *m, double v) { if (isfinite(v)) { m->sum += v; m->n++; } }
+static double mean_or(const mean_acc *m, double none) { return m->n ? m->sum / m->n : none; }
 
 /* Each covered iteration whose next one's first ready is known says where it begins, on its own
  * ready times and its own wrap (profiler/phase.c says why not on the summary's means). */
@@ -139,74 +132,62 @@ int ub_record_summarize(const ub_record *r, const bool *settled, ub_summary *out
      * them has completed; the agreement is issued without waiting for the rest) and whose length
      * is known (its first ready and the next iteration's, both on the device's timeline: the
      * device may run iterations behind the host).  A value never measured (a wait before the
-     * warm-up watched) is left out of its call's median alone.  Medians keep the times in call
-     * order: where every iteration has a call ready no earlier than the one before, so do the
-     * medians (an order statistic of values that are pointwise no smaller is no smaller). */
-    size_t w = (size_t)r->warmup;
-    double *room = malloc(4 * w * sizeof *room);
-    double *starts = malloc(w * (size_t)n * sizeof *starts);
-    if (!room || !starts) {
-        free(room);
-        free(starts);
-        ub_summary_free(out);
-        return -1;
-    }
-    samples iter = {room, 0};
+     * warm-up watched) is left out of its call's means alone. */
+    mean_acc iter = {0, 0};
     for (int it = 0; it < r->warmup; it++) {
         double length = iteration_length(r, it);
         if ((!settled || settled[it]) && isfinite(length)) {
             out->used[it] = true;
             out->iterations_used++;
-            add(&iter, length);
+            acc(&iter, length);
         }
     }
-    out->iteration = median_or(&iter, 0.0);
-    if (vote_phase(r, out) < 0) {
-        free(room);
+    out->iteration = mean_or(&iter, 0.0);
+    double *starts = malloc((size_t)r->warmup * (size_t)n * sizeof *starts);
+    double *costs = malloc((size_t)r->warmup * sizeof *costs);
+    if (!starts || !costs || vote_phase(r, out) < 0) {
         free(starts);
+        free(costs);
         ub_summary_free(out);
         return -1;
     }
     for (int it = 0; it < r->warmup; it++)
         model_starts(rr, it, n, &starts[(size_t)it * (size_t)n]);
     for (int c = 0; c < n; c++) {
-        samples ready = {room, 0}, need = {room + w, 0}, done = {room + 2 * w, 0}, cost = {room + 3 * w, 0};
-        double comm_sum = 0.0;
-        int comm_n = 0;
+        mean_acc ready = {0, 0}, need = {0, 0}, done = {0, 0}, comm = {0, 0};
+        int n_costs = 0;
         ub_summary_call *s = &out->calls[c];
         for (int it = 0; it < r->warmup; it++) {
             if (!out->used[it])
                 continue;
             double t0 = ub_record_at(rr, it, 0)->ready;
             const ub_rec_call *k = ub_record_at(rr, it, c);
-            add(&ready, k->ready - t0);
-            add(&done, k->end - t0);
+            acc(&ready, k->ready - t0);
+            acc(&done, k->end - t0);
             if (k->needed)
-                add(&need, k->need - t0);
+                acc(&need, k->need - t0);
             double d = k->end - k->start;
-            if (isfinite(d) && d >= 0) {
-                comm_sum += d;
-                comm_n++;
-            }
-            double from_start = k->end - starts[(size_t)it * (size_t)n + (size_t)c];
-            if (from_start >= 0)
-                add(&cost, from_start);
+            if (isfinite(d) && d >= 0)
+                acc(&comm, d);
+            double cost = k->end - starts[(size_t)it * (size_t)n + (size_t)c];
+            if (isfinite(cost) && cost >= 0)
+                costs[n_costs++] = cost;
             s->barrier |= k->barrier;
             s->split |= k->needed && k->split;
             s->fallback |= !k->upstream;
         }
-        s->ready = c == 0 ? 0.0 : median_or(&ready, 0.0);
-        s->need = median_or(&need, -1.0);
+        s->ready = c == 0 ? 0.0 : mean_or(&ready, 0.0);
+        s->need = mean_or(&need, -1.0);
         if (s->need < -0.5)
             s->need = -1.0;
         else if (s->need < 0)
             s->need = 0.0;  /* a wait before the first ready, measured with jitter */
-        s->done = median_or(&done, -1.0);
-        s->comm_mean = comm_n ? comm_sum / comm_n : 0.0;
-        s->comm_cost = median_or(&cost, 0.0);
+        s->done = mean_or(&done, -1.0);
+        s->comm_mean = mean_or(&comm, 0.0);
+        s->comm_cost = n_costs ? ub_median(costs, n_costs) : 0.0;
     }
-    free(room);
     free(starts);
+    free(costs);
     /* The last call has no "next call" to be merged with: a wait on it is the ordinary end. */
     out->calls[n - 1].barrier = false;
     return 0;

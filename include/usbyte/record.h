@@ -47,11 +47,11 @@ void ub_record_free(ub_record *r);
 ub_rec_call *ub_record_at(ub_record *r, int iteration, int call);
 /* This rank's own iteration lengths (first ready to the next first ready; the last one's to
  * end_ready) into out[warmup] (NAN where either end is unmeasured), as ub_record_summarize
- * takes their median. */
+ * averages them. */
 void ub_record_iterations(const ub_record *r, double *out);
 
-/* One rank's numbers per call: the medians over the warm-up's covered iterations.  Times are
- * relative to each iteration's first ready time (docs/model.md), -1 when never observed. */
+/* One rank's numbers per call, averaged over the warm-up.  Times are relative to each
+ * iteration's first ready time (docs/model.md), -1 when never observed. */
 typedef struct ub_summary_call {
     double ready, need, done;  /* done: completion (end event) */
     double comm_mean;          /* its duration (start to end event), the mean */
@@ -66,7 +66,7 @@ typedef struct ub_summary_call {
 typedef struct ub_summary {
     int n_calls;
     ub_summary_call *calls;
-    double iteration;          /* median iteration length (first ready to next first ready) */
+    double iteration;          /* mean iteration length (first ready to next first ready) */
     int iterations_used;       /* how many of the warm-up's iterations it covers */
     bool *used;                /* per warm-up iteration: covered */
     int *phase_votes;          /* per call: how many of the covered iterations whose next one's

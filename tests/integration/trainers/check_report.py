@@ -495,10 +495,8 @@ def check_ready(a, c0, config, calls, tp, truths, used_of):
     emulator's microseconds.  Which consecutive iterations the runtime profiled is not in the
     report, so every window of that many iterations from iteration 2 on is a candidate (the
     iteration detector needs two periods before it locks).  The report passes if, for ONE window,
-    every call lies within tol of [max over ranks of the window median of the lower bound, max over
-    ranks of the window median of the upper bound] (the runtime takes each call's median over the
-    iterations it profiled; a median of values that all lie in their bounds lies between the
-    medians of the bounds).  A wrong call, a time measured on the link
+    every call lies within tol of [max over ranks of the window mean of the lower bound, max over
+    ranks of the window mean of the upper bound].  A wrong call, a time measured on the link
     instead of the data, a wrong origin, time scale, or combination over iterations or ranks land
     outside: the calls sit milliseconds apart, and the one free choice (the window) is shared by
     all calls.  The planned schedule and the spreads are info."""
@@ -544,8 +542,8 @@ def check_ready(a, c0, config, calls, tp, truths, used_of):
         per_rank = [[bounds(r, by, s + i) for i in u] for r, by, u in zip(rows, bys, used)]
         if any(b is None for pr in per_rank for b in pr):
             continue
-        mlo = [[statistics.median(b[0][k] for b in pr) for k in range(n)] for pr in per_rank]
-        mhi = [[statistics.median(b[1][k] for b in pr) for k in range(n)] for pr in per_rank]
+        mlo = [[sum(b[0][k] for b in pr) / len(pr) for k in range(n)] for pr in per_rank]
+        mhi = [[sum(b[1][k] for b in pr) / len(pr) for k in range(n)] for pr in per_rank]
         lo = [max(m[k] for m in mlo) for k in range(n)]
         hi = [max(m[k] for m in mhi) for k in range(n)]
         ranks_lo = [min(m[k] for m in mlo) for k in range(n)]
@@ -561,12 +559,12 @@ def check_ready(a, c0, config, calls, tp, truths, used_of):
     worst, s, lo, hi, ranks_lo, out, spread = best
     for k in range(n):
         if not out[k] <= a.actual_tol:
-            fail("call %d: ready %.6f s; the data was available at %.6f-%.6f s (median over iterations %d-%d, max over "
-                 "%d ranks; the ranks' medians from %.6f s): off by %.6f s > tolerance %.6f s"
+            fail("call %d: ready %.6f s; the data was available at %.6f-%.6f s (mean over iterations %d-%d, max over "
+                 "%d ranks; the ranks' means from %.6f s): off by %.6f s > tolerance %.6f s"
                  % (k, got[k], lo[k], hi[k], s, s + w - 1, len(rows), ranks_lo[k], out[k], a.actual_tol))
     info("ready vs actual availability: best window iterations %d-%d (%d ranks): largest distance outside the "
          "bounds %.3f ms (tolerance %.3f ms); bounds up to %.3f ms wide (the host behind the stream), the ranks' "
-         "medians differ by up to %.3f ms, one call's per-iteration spread is up to %.3f ms"
+         "means differ by up to %.3f ms, one call's per-iteration spread is up to %.3f ms"
          % (s, s + w - 1, len(rows), 1e3 * worst, 1e3 * a.actual_tol, 1e3 * max(h - l for l, h in zip(lo, hi)),
             1e3 * max(h - l for l, h in zip(ranks_lo, lo)), 1e3 * spread))
     stats = [t.get("actual_ready_stats") for t in truths]

@@ -12,7 +12,7 @@ CHECK="python3 $ROOT/tests/integration/trainers/check_report.py"
 # Ready times are checked against when each rank's trainer really made the data available (its
 # actual_ready, docs/trainers.md), not against the planned schedule, which a loaded machine misses
 # by milliseconds (the trainer's "deadline lateness").  The runtime's value must lie within this
-# many seconds of the bounds of the ranks' medians over one window of USBYTE_WARMUP iterations.
+# many seconds of the bounds of the ranks' means over one window of USBYTE_WARMUP iterations.
 # It lies inside them by construction: the runtime's timing event is recorded inside the
 # trainer's cudaEventRecord call, right after the application's event on the same stream, and the
 # emulator stamps a record when its stream got through the work before it (or at the call, if
