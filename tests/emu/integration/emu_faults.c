@@ -9,7 +9,8 @@
  *   emu_faults skip K       rank 1 skips collective #K of 4, then everyone allreduces on a
  *                           second communicator: rank 0 hangs in #3 of the first, rank 1 in #0
  *                           of the second (for the launcher's timeout dump)
- *   emu_faults dead         rank 1 exits after one allreduce; rank 0 issues another (stuck) and
+ *   emu_faults dead         rank 1 exits after one allreduce; rank 0 issues another (stuck, or
+ *                           refused at enqueue with ncclRemoteError if the death is known) and
  *                           polls ncclCommGetAsyncError until it says ncclRemoteError, then aborts
  *                           (prints "faults: remote error after S s")
  *
@@ -39,7 +40,11 @@ int main(int argc, char **argv)
         CUDA_OK(cudaStreamSynchronize(s));
         if (rank == 1)
             _exit(0);
-        NCCL_OK(ncclAllReduce(buf, buf, 1024, ncclFloat32, ncclSum, comm, s));
+        /* The peer's death may already be the communicator's asynchronous error when this
+         * call enqueues; NCCL's enqueue check (ncclCommEnsureReady) then returns that error
+         * instead of queueing, and the poll below sees it at once. */
+        ncclResult_t r = ncclAllReduce(buf, buf, 1024, ncclFloat32, ncclSum, comm, s);
+        EXPECT(r == ncclSuccess || r == ncclRemoteError, "ncclAllReduce: %s", ncclGetErrorString(r));
         double t0 = now_s();
         ncclResult_t a = ncclSuccess;
         while (a == ncclSuccess && now_s() - t0 < 20) {
