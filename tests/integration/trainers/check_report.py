@@ -439,9 +439,10 @@ def check_fit(a, c0, calls, net, config, used_of):
     # hundred microseconds in the fastest sample of a large bucket moves beta by 20-30% when
     # the sizes span only ~250 KB; three standard errors, never more than fit_se_cap of the
     # value, are added to the tolerance.  A clean fit (rms of microseconds) stays at fit_tol.
-    # A coefficient whose standard error exceeds the value itself is not determined by these
-    # samples (DDP's 5 buckets under ASan: residuals of 0.16 ms where the per-byte cost over the
-    # sizes' span is 0.08 ms, and the constrained fit clamps beta to 0): what the model uses of
+    # A coefficient whose three standard errors exceed that cap is not determined well enough
+    # by these samples to be judged alone (DDP's 5 buckets under ASan: residuals of 0.1-0.6 ms
+    # where the per-byte cost over the sizes' span is 0.6 ms, beta's standard error 25-90% of
+    # its value, and at worst the constrained fit clamps beta to 0): what the model uses of
     # it, the line's cost at the calls' sizes, is checked instead, by the same rule.
     nfit = (c0.get("fit") or {}).get("samples")
     rms = (c0.get("fit") or {}).get("rms")
@@ -456,10 +457,11 @@ def check_fit(a, c0, calls, net, config, used_of):
     undetermined = []
     for name, got in (("alpha", fa), ("beta", fb)):
         ref = max(want[name], 1e-3 * (alpha if name == "alpha" else beta))
-        if se[name] > ref and isinstance(got, (int, float)):
+        if 3 * se[name] > a.fit_se_cap * ref and isinstance(got, (int, float)):
             undetermined.append(name)
-            info("fit: %s %.6g is not determined by these samples (standard error %.3g, %.0f%% of %s %.6g)"
-                 % (name, got, se[name], 100 * se[name] / ref, against, want[name]))
+            info("fit: %s %.6g is not determined by these samples (standard error %.3g, %.0f%% of %s %.6g; "
+                 "3 of them exceed %.0f%%)" % (name, got, se[name], 100 * se[name] / ref, against, want[name],
+                                                100 * a.fit_se_cap))
             continue
         tol = a.fit_tol * ref + min(3 * se[name], a.fit_se_cap * ref)
         info("fit: %s tolerance %.1f%% (%.0f%% + 3 standard errors %.1f%%, at most %.0f%%)"
